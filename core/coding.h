@@ -1,0 +1,26 @@
+// Little-endian fixed-width encoding and CRC helpers shared by every on-disk
+// format. All formats are little-endian regardless of the host.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace dedupv1 {
+
+inline void EncodeFixed16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
+inline void EncodeFixed32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+inline void EncodeFixed64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
+inline uint16_t DecodeFixed16(const uint8_t* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }
+inline uint32_t DecodeFixed32(const uint8_t* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
+inline uint64_t DecodeFixed64(const uint8_t* p) { uint64_t v; std::memcpy(&v, p, 8); return v; }
+
+inline void PutFixed16(std::string* s, uint16_t v) { s->append(reinterpret_cast<const char*>(&v), 2); }
+inline void PutFixed32(std::string* s, uint32_t v) { s->append(reinterpret_cast<const char*>(&v), 4); }
+inline void PutFixed64(std::string* s, uint64_t v) { s->append(reinterpret_cast<const char*>(&v), 8); }
+
+// CRC-32C (Castagnoli) of |n| bytes, continuing from |crc| (0 to start).
+// Uses the SSE4.2 crc32 instruction.
+uint32_t Crc32c(const void* data, size_t n, uint32_t crc = 0);
+
+}  // namespace dedupv1

@@ -1,0 +1,32 @@
+// Helpers for tests: a fresh temporary directory per test, deterministic data.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace dedupv1 {
+namespace test {
+
+// Creates a new empty directory under $TMPDIR (or /tmp) and removes it with
+// its contents when destroyed.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// |n| pseudo-random bytes from |seed|; the same seed gives the same bytes.
+std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed);
+
+// Reads an integer knob from the environment (e.g. DEDUPV1_TEST_OPS), or |def|.
+uint64_t EnvKnob(const char* name, uint64_t def);
+
+}  // namespace test
+}  // namespace dedupv1
