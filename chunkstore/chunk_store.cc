@@ -1,0 +1,474 @@
+#include "chunkstore/chunk_store.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "chunkstore/local_container_store.h"
+#include "core/coding.h"
+
+namespace dedupv1 {
+namespace {
+
+// Ids reserved per write of the high-water mark: one small synced file write
+// per 1024 containers (4 GiB of data at the default size).
+constexpr uint64_t kIdBatch = 1024;
+constexpr char kIdMarkFile[] = "container-id";
+// The mark file is the next free id (u64) followed by its CRC32C.
+constexpr size_t kIdMarkSize = 12;
+
+std::string Name(ContainerId id) { return "container " + std::to_string(id); }
+
+Status ValidateOptions(const ChunkStoreOptions& o) {
+  if (o.dir.empty()) return Status::InvalidArgument("chunk store: no container directory given");
+  if (Container::MaxChunkSize(o.container_size, o.fp_type) < 512 ||
+      o.container_size > std::numeric_limits<uint32_t>::max()) {
+    return Status::InvalidArgument("chunk store: container size " +
+                                   std::to_string(o.container_size) + " is out of range");
+  }
+  if (o.open_containers < 1) {
+    return Status::InvalidArgument("chunk store: open container count must be at least 1");
+  }
+  if (o.writer_threads < 1) {
+    return Status::InvalidArgument("chunk store: writer thread count must be at least 1");
+  }
+  if (o.commit_timeout_ms < 1) {
+    return Status::InvalidArgument("chunk store: commit timeout must be at least 1 ms");
+  }
+  if (!IsValidCompression(static_cast<uint8_t>(o.compression))) {
+    return Status::InvalidArgument("chunk store: unknown compression type");
+  }
+  return Status::OK();
+}
+
+// A failed commit becomes the sticky error; it names the container and, for
+// a full store, says so plainly.
+Status CommitError(ContainerId id, const Status& s) {
+  if (s.IsNoSpace()) {
+    return Status::NoSpace("container store full: cannot commit " + Name(id) + ": " + s.message());
+  }
+  return s.WithContext("cannot commit " + Name(id));
+}
+
+// How often the timer looks for expired containers, and how often it retries
+// failed commits.
+std::chrono::milliseconds TimerTick(uint64_t timeout_ms) {
+  return std::chrono::milliseconds(std::clamp<uint64_t>(timeout_ms / 2, 10, 100));
+}
+std::chrono::milliseconds RetryInterval(uint64_t timeout_ms) {
+  return std::chrono::milliseconds(std::clamp<uint64_t>(timeout_ms, 100, 1000));
+}
+
+}  // namespace
+
+Status ChunkStore::Open(const ChunkStoreOptions& options, Env* env,
+                        std::unique_ptr<ChunkStore>* out) {
+  DEDUPV1_RETURN_IF_ERROR(ValidateOptions(options));
+  std::unique_ptr<LocalContainerStore> store;
+  DEDUPV1_RETURN_IF_ERROR(LocalContainerStore::Open(env, options.dir, &store));
+  return Open(options, env, std::move(store), out);
+}
+
+Status ChunkStore::Open(const ChunkStoreOptions& options, Env* env,
+                        std::unique_ptr<ContainerStore> store, std::unique_ptr<ChunkStore>* out) {
+  DEDUPV1_RETURN_IF_ERROR(ValidateOptions(options));
+  DEDUPV1_RETURN_IF_ERROR(env->CreateDirs(options.dir));
+  std::unique_ptr<ChunkStore> cs(new ChunkStore(options, env, std::move(store)));
+  DEDUPV1_RETURN_IF_ERROR(cs->Init());
+  *out = std::move(cs);
+  return Status::OK();
+}
+
+ChunkStore::ChunkStore(const ChunkStoreOptions& options, Env* env,
+                       std::unique_ptr<ContainerStore> store)
+    : options_(options),
+      env_(env),
+      store_(std::move(store)),
+      id_mark_path_(JoinPath(options.dir, kIdMarkFile)),
+      read_cache_(options.read_cache_containers) {}
+
+ChunkStore::~ChunkStore() { Close(); }
+
+Status ChunkStore::Init() {
+  std::vector<ContainerId> ids;
+  DEDUPV1_RETURN_IF_ERROR(store_->List(&ids));
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+
+  uint64_t mark = 1;
+  if (env_->FileExists(id_mark_path_)) {
+    std::string buf;
+    DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, id_mark_path_, &buf));
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(buf.data());
+    if (buf.size() != kIdMarkSize || Crc32c(p, 8) != DecodeFixed32(p + 8)) {
+      return Status::Corruption("container id mark file " + id_mark_path_ + " is corrupt");
+    }
+    mark = DecodeFixed64(p);
+  }
+  // Ids below the mark may have been used by a run that crashed before
+  // committing them, so the new run starts above the whole reserved batch.
+  ContainerId next = std::max<ContainerId>(mark, 1);
+  if (!ids.empty()) next = std::max(next, ids.back() + 1);
+
+  std::lock_guard<std::mutex> l(mu_);
+  committed_at_open_ = std::move(ids);
+  session_first_id_ = next;
+  next_id_ = next;
+  reserved_until_ = next;
+  open_.resize(static_cast<size_t>(options_.open_containers));
+  last_retry_ = std::chrono::steady_clock::now();
+  for (int i = 0; i < options_.writer_threads; i++) {
+    writers_.emplace_back([this] { WriterLoop(); });
+  }
+  timer_ = std::thread([this] { TimerLoop(); });
+  return Status::OK();
+}
+
+void ChunkStore::SetCommitListener(CommitListener listener) {
+  std::lock_guard<std::mutex> l(mu_);
+  listener_ = std::move(listener);
+}
+
+Status ChunkStore::AllocateIdLocked(ContainerId* id) {
+  if (next_id_ >= reserved_until_) {
+    // Rare (once per batch), small and synced: done under mu_ so ids stay
+    // strictly ordered with their reservation.
+    const uint64_t mark = next_id_ + kIdBatch;
+    std::string buf;
+    PutFixed64(&buf, mark);
+    PutFixed32(&buf, Crc32c(buf.data(), 8));
+    Status s = WriteFileAtomically(env_, id_mark_path_, buf);
+    if (!s.ok()) {
+      if (s.IsNoSpace()) {
+        return Status::NoSpace("cannot reserve container ids in " + id_mark_path_ + ": " +
+                               s.message());
+      }
+      return s.WithContext("cannot reserve container ids in " + id_mark_path_);
+    }
+    reserved_until_ = mark;
+  }
+  *id = next_id_++;
+  return Status::OK();
+}
+
+void ChunkStore::HandOffLocked(size_t slot) {
+  std::shared_ptr<Container> c = std::move(open_[slot]);
+  if (!c) return;
+  const ContainerId id = c->id();
+  Pending p;
+  p.container = std::move(c);
+  p.state = CommitState::kQueued;
+  pending_.emplace(id, std::move(p));
+  queue_.push_back(id);
+  work_cv_.notify_one();
+}
+
+void ChunkStore::RequeueFailedLocked() {
+  std::vector<ContainerId> failed;
+  for (auto& [id, p] : pending_) {
+    if (p.state == CommitState::kFailed) failed.push_back(id);
+  }
+  std::sort(failed.begin(), failed.end());
+  for (ContainerId id : failed) {
+    pending_[id].state = CommitState::kQueued;
+    queue_.push_back(id);
+    commit_retries_.fetch_add(1, std::memory_order_relaxed);
+  }
+  last_retry_ = std::chrono::steady_clock::now();
+  if (!failed.empty()) work_cv_.notify_all();
+}
+
+Status ChunkStore::StoreChunk(const Fingerprint& fp, const uint8_t* data, size_t n,
+                              uint64_t stream_hint, ContainerId* id) {
+  if (fp.size != FingerprintSize(options_.fp_type)) {
+    return Status::InvalidArgument("chunk store: fingerprint " + fp.ToHex() + " has " +
+                                   std::to_string(fp.size) + " bytes, expected " +
+                                   std::to_string(FingerprintSize(options_.fp_type)));
+  }
+  if (n > Container::MaxChunkSize(options_.container_size, options_.fp_type)) {
+    return Status::InvalidArgument("chunk store: chunk of " + std::to_string(n) +
+                                   " bytes does not fit a container of " +
+                                   std::to_string(options_.container_size) + " bytes");
+  }
+  // Compress before taking the lock: it is the expensive part.
+  std::string compressed;
+  std::string_view stored(reinterpret_cast<const char*>(data), n);
+  Compression stored_as = Compression::kNone;
+  if (options_.compression != Compression::kNone &&
+      Compress(options_.compression, data, n, &compressed)) {
+    stored = compressed;
+    stored_as = options_.compression;
+  }
+
+  std::unique_lock<std::mutex> l(mu_);
+  // Back-pressure: do not let unwritten containers pile up in memory.
+  const size_t max_pending =
+      2 * static_cast<size_t>(options_.writer_threads) + static_cast<size_t>(options_.open_containers);
+  done_cv_.wait(l, [&] {
+    return closing_ || failed_count_ > 0 || queue_.size() + committing_ < max_pending;
+  });
+  if (closing_) return Status::Aborted("chunk store is closed");
+  if (failed_count_ > 0) return sticky_error_;
+
+  const size_t slot = static_cast<size_t>(stream_hint % open_.size());
+  std::shared_ptr<Container>& c = open_[slot];
+  if (c) {
+    const bool duplicate = c->Contains(fp);
+    if (c->AddStored(fp, stored, n, stored_as)) {
+      if (!duplicate) {
+        chunks_stored_.fetch_add(1, std::memory_order_relaxed);
+        bytes_raw_.fetch_add(n, std::memory_order_relaxed);
+        bytes_stored_.fetch_add(stored.size(), std::memory_order_relaxed);
+      }
+      *id = c->id();
+      return Status::OK();
+    }
+    HandOffLocked(slot);  // full
+  }
+  ContainerId new_id;
+  DEDUPV1_RETURN_IF_ERROR(AllocateIdLocked(&new_id));
+  auto fresh = std::make_shared<Container>(new_id, options_.container_size, options_.fp_type);
+  if (!fresh->AddStored(fp, stored, n, stored_as)) {
+    // Cannot happen: the size was checked against an empty container above.
+    return Status::InvalidArgument("chunk store: chunk of " + std::to_string(n) +
+                                   " bytes does not fit an empty container");
+  }
+  uncommitted_.insert(new_id);
+  c = std::move(fresh);
+  chunks_stored_.fetch_add(1, std::memory_order_relaxed);
+  bytes_raw_.fetch_add(n, std::memory_order_relaxed);
+  bytes_stored_.fetch_add(stored.size(), std::memory_order_relaxed);
+  *id = new_id;
+  return Status::OK();
+}
+
+std::shared_ptr<const Container> ChunkStore::FindUncommittedLocked(ContainerId id,
+                                                                   bool* open) const {
+  *open = false;
+  if (uncommitted_.count(id) == 0 && pending_.count(id) == 0) return nullptr;
+  for (const auto& c : open_) {
+    if (c && c->id() == id) {
+      *open = true;
+      return c;
+    }
+  }
+  auto it = pending_.find(id);
+  if (it != pending_.end()) return it->second.container;
+  return nullptr;
+}
+
+Status ChunkStore::LoadCommitted(ContainerId id, std::shared_ptr<const Container>* container) {
+  std::shared_ptr<const Container> c = read_cache_.Lookup(id);
+  if (c) {
+    *container = std::move(c);
+    return Status::OK();
+  }
+  container_reads_.fetch_add(1, std::memory_order_relaxed);
+  std::string bytes;
+  DEDUPV1_RETURN_IF_ERROR(store_->Get(id, &bytes));
+  std::unique_ptr<Container> parsed;
+  DEDUPV1_RETURN_IF_ERROR(Container::Parse(id, bytes, &parsed));
+  c = std::shared_ptr<const Container>(std::move(parsed));
+  read_cache_.Insert(id, c);
+  *container = std::move(c);
+  return Status::OK();
+}
+
+Status ChunkStore::ReadChunk(ContainerId id, const Fingerprint& fp, std::string* data) {
+  if (id == kNoContainer || id == kZeroContainer) {
+    return Status::InvalidArgument("chunk store: cannot read from pseudo container " +
+                                   std::to_string(id));
+  }
+  std::shared_ptr<const Container> c;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    bool open = false;
+    c = FindUncommittedLocked(id, &open);
+    // An open container is still being appended to: read it under the lock.
+    if (c && open) return c->ReadChunk(fp, data);
+  }
+  if (!c) DEDUPV1_RETURN_IF_ERROR(LoadCommitted(id, &c));
+  return c->ReadChunk(fp, data);
+}
+
+Status ChunkStore::GetFingerprints(ContainerId id, std::vector<Fingerprint>* fps) {
+  if (id == kNoContainer || id == kZeroContainer) {
+    return Status::InvalidArgument("chunk store: pseudo container " + std::to_string(id) +
+                                   " has no fingerprints");
+  }
+  std::shared_ptr<const Container> c;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    bool open = false;
+    c = FindUncommittedLocked(id, &open);
+    if (c && open) {
+      *fps = c->Fingerprints();
+      return Status::OK();
+    }
+  }
+  if (!c) DEDUPV1_RETURN_IF_ERROR(LoadCommitted(id, &c));
+  *fps = c->Fingerprints();
+  return Status::OK();
+}
+
+bool ChunkStore::IsCommitted(ContainerId id) const {
+  if (id == kNoContainer || id == kZeroContainer) return false;
+  std::lock_guard<std::mutex> l(mu_);
+  if (id >= next_id_) return false;
+  if (id < session_first_id_) {
+    return std::binary_search(committed_at_open_.begin(), committed_at_open_.end(), id);
+  }
+  return uncommitted_.count(id) == 0;
+}
+
+void ChunkStore::WriterLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    work_cv_.wait(l, [this] { return !queue_.empty() || stop_threads_; });
+    if (queue_.empty()) return;  // stop_threads_ and nothing left to write
+    const ContainerId id = queue_.front();
+    queue_.pop_front();
+    Pending& p = pending_.at(id);
+    p.state = CommitState::kCommitting;
+    std::shared_ptr<const Container> c = p.container;
+    committing_++;
+    l.unlock();
+
+    const auto start = std::chrono::steady_clock::now();
+    Status s;
+    {
+      std::string bytes;
+      s = c->Serialize(&bytes);
+      if (s.ok()) s = store_->Put(id, bytes);
+    }
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+
+    l.lock();
+    Pending& done = pending_.at(id);  // only this thread changes a kCommitting entry
+    if (s.ok()) {
+      done.state = CommitState::kNotifying;
+      uncommitted_.erase(id);
+      if (done.has_failed) {
+        done.has_failed = false;
+        if (--failed_count_ == 0) sticky_error_ = Status::OK();
+      }
+      containers_committed_.fetch_add(1, std::memory_order_relaxed);
+      commit_latency_ms_total_.fetch_add(static_cast<uint64_t>(ms), std::memory_order_relaxed);
+      CommitListener listener = listener_;
+      l.unlock();
+      // The committed container is likely read soon (container-cache filter,
+      // byte compare): keep it parsed in the cache.
+      read_cache_.Insert(id, c);
+      if (listener) listener(id, c->Fingerprints());
+      l.lock();
+      pending_.erase(id);
+    } else {
+      done.state = CommitState::kFailed;
+      done.error = CommitError(id, s);
+      if (!done.has_failed) {
+        done.has_failed = true;
+        failed_count_++;
+      }
+      sticky_error_ = done.error;
+      containers_failed_.fetch_add(1, std::memory_order_relaxed);
+    }
+    committing_--;
+    done_cv_.notify_all();
+  }
+}
+
+void ChunkStore::TimerLoop() {
+  const auto tick = TimerTick(options_.commit_timeout_ms);
+  const auto timeout = std::chrono::milliseconds(options_.commit_timeout_ms);
+  const auto retry_interval = RetryInterval(options_.commit_timeout_ms);
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_threads_) {
+    timer_cv_.wait_for(l, tick);
+    if (stop_threads_) break;
+    const auto now = std::chrono::steady_clock::now();
+    for (size_t slot = 0; slot < open_.size(); slot++) {
+      if (open_[slot] && now - open_[slot]->created() >= timeout) HandOffLocked(slot);
+    }
+    if (failed_count_ > 0 && now - last_retry_ >= retry_interval) RequeueFailedLocked();
+  }
+}
+
+Status ChunkStore::FlushLocked(std::unique_lock<std::mutex>* lock) {
+  if (stop_threads_) {
+    // Closed: nothing can be committed any more.
+    return failed_count_ > 0 ? sticky_error_ : Status::OK();
+  }
+  for (size_t slot = 0; slot < open_.size(); slot++) HandOffLocked(slot);
+  RequeueFailedLocked();
+  std::vector<ContainerId> wait_for;
+  wait_for.reserve(pending_.size());
+  for (const auto& [id, p] : pending_) wait_for.push_back(id);
+  std::sort(wait_for.begin(), wait_for.end());
+  auto settled = [&] {
+    for (ContainerId id : wait_for) {
+      auto it = pending_.find(id);
+      if (it != pending_.end() && it->second.state != CommitState::kFailed) return false;
+    }
+    return true;
+  };
+  done_cv_.wait(*lock, settled);
+  for (ContainerId id : wait_for) {
+    auto it = pending_.find(id);
+    if (it != pending_.end()) return it->second.error;
+  }
+  return Status::OK();
+}
+
+Status ChunkStore::Flush() {
+  std::unique_lock<std::mutex> l(mu_);
+  return FlushLocked(&l);
+}
+
+Status ChunkStore::Close() {
+  std::lock_guard<std::mutex> close_lock(close_mu_);
+  if (closed_) return close_status_;
+  Status s;
+  {
+    std::unique_lock<std::mutex> l(mu_);
+    closing_ = true;
+    done_cv_.notify_all();  // StoreChunk calls waiting for back-pressure return Aborted
+    s = FlushLocked(&l);
+    stop_threads_ = true;
+    work_cv_.notify_all();
+    timer_cv_.notify_all();
+  }
+  for (std::thread& t : writers_) t.join();
+  if (timer_.joinable()) timer_.join();
+  writers_.clear();
+  closed_ = true;
+  close_status_ = s;
+  return s;
+}
+
+ChunkStoreStats ChunkStore::stats() const {
+  ChunkStoreStats st;
+  st.chunks_stored = chunks_stored_.load(std::memory_order_relaxed);
+  st.bytes_raw = bytes_raw_.load(std::memory_order_relaxed);
+  st.bytes_stored = bytes_stored_.load(std::memory_order_relaxed);
+  st.containers_committed = containers_committed_.load(std::memory_order_relaxed);
+  st.containers_failed = containers_failed_.load(std::memory_order_relaxed);
+  st.commit_retries = commit_retries_.load(std::memory_order_relaxed);
+  st.container_reads = container_reads_.load(std::memory_order_relaxed);
+  st.commit_latency_ms_total = commit_latency_ms_total_.load(std::memory_order_relaxed);
+  st.read_cache_hits = read_cache_.hits();
+  st.read_cache_misses = read_cache_.misses();
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& c : open_) {
+    if (c) st.open_containers++;
+  }
+  st.containers_in_flight = pending_.size();
+  return st;
+}
+
+ContainerId ChunkStore::last_allocated_id() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return next_id_ - 1;
+}
+
+}  // namespace dedupv1

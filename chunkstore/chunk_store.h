@@ -1,0 +1,203 @@
+// ChunkStore stores chunk data in containers (dedupv1 paper, section 3.3).
+// New chunks are appended to one of several containers open for writing
+// (chosen by a stream hint, so one stream's chunks stay together); a full
+// container, or one left open longer than the commit timeout, is handed to
+// background writer threads that serialize it and Put it into the
+// ContainerStore. Reads look at open and in-flight containers first (so data
+// is readable before it is committed), then an LRU cache of parsed
+// containers, then the store.
+//
+// Invariants:
+// - Container ids increase monotonically and are never reused, even across a
+//   crash: ids are reserved in batches by persisting a high-water mark
+//   (DIR/container-id) before any id of the batch is handed out.
+// - A container is committed iff its Put returned OK. IsCommitted(id) is true
+//   exactly for such containers (for ids from an earlier run: those found in
+//   the store at Open).
+// - A chunk acknowledged by StoreChunk is never dropped: if a commit fails the
+//   container stays in memory (still readable), the error becomes sticky
+//   (StoreChunk refuses new chunks with it) and the commit is retried by the
+//   timer and by Flush until it succeeds.
+// - No ChunkStore lock is held while doing container I/O or calling the
+//   commit listener.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "chunkstore/compression.h"
+#include "chunkstore/container.h"
+#include "chunkstore/container_read_cache.h"
+#include "chunkstore/container_store.h"
+#include "core/env.h"
+#include "core/fingerprint.h"
+#include "core/status.h"
+#include "core/types.h"
+
+namespace dedupv1 {
+
+struct ChunkStoreOptions {
+  std::string dir;                         // container directory (also holds "container-id")
+  size_t container_size = 4 << 20;         // serialized size limit of a container
+  Compression compression = Compression::kNone;
+  int open_containers = 4;                 // containers open for writing at once
+  int writer_threads = 1;                  // background commit threads
+  uint64_t commit_timeout_ms = 4000;       // a container open longer than this is committed
+  size_t read_cache_containers = 32;       // LRU of parsed containers for reads
+  FingerprintType fp_type = FingerprintType::kSha1;
+};
+
+// A snapshot of the chunk store's counters.
+struct ChunkStoreStats {
+  uint64_t chunks_stored = 0;
+  uint64_t bytes_raw = 0;             // chunk bytes before compression
+  uint64_t bytes_stored = 0;          // chunk bytes after compression
+  uint64_t containers_committed = 0;
+  uint64_t containers_failed = 0;     // failed commit attempts (each retry counts)
+  uint64_t commit_retries = 0;
+  uint64_t open_containers = 0;       // currently open for writing
+  uint64_t containers_in_flight = 0;  // handed to the writers, committing or failed
+  uint64_t read_cache_hits = 0;
+  uint64_t read_cache_misses = 0;
+  uint64_t container_reads = 0;       // containers read from the store
+  uint64_t commit_latency_ms_total = 0;
+};
+
+// Called after container |id| holding |fps| is durably committed.
+using CommitListener = std::function<void(ContainerId id, const std::vector<Fingerprint>& fps)>;
+
+class ChunkStore {
+ public:
+  // Opens a chunk store on a LocalContainerStore in options.dir.
+  static Status Open(const ChunkStoreOptions& options, Env* env, std::unique_ptr<ChunkStore>* out);
+  // Opens a chunk store on |store|; options.dir still holds the id mark.
+  static Status Open(const ChunkStoreOptions& options, Env* env,
+                     std::unique_ptr<ContainerStore> store, std::unique_ptr<ChunkStore>* out);
+  ~ChunkStore();  // calls Close()
+
+  ChunkStore(const ChunkStore&) = delete;
+  ChunkStore& operator=(const ChunkStore&) = delete;
+
+  // Called (from a writer thread, with no ChunkStore lock held) after a
+  // container is durably committed. IsCommitted(id) is already true when it is
+  // called. Set before the first StoreChunk. The listener may call ReadChunk,
+  // GetFingerprints and IsCommitted, but not Flush or Close.
+  void SetCommitListener(CommitListener listener);
+
+  // Appends a new chunk to one of the open containers (chosen by
+  // stream_hint % open_containers) and returns its container id. A full
+  // container is handed to the writer threads and a fresh one opened.
+  // Returns the sticky write error (NoSpace/IOError) if a commit failed and
+  // has not been retried successfully yet; InvalidArgument if the chunk can
+  // never fit a container or |fp| has the wrong size; Aborted after Close.
+  // May wait if the writers are far behind.
+  Status StoreChunk(const Fingerprint& fp, const uint8_t* data, size_t n, uint64_t stream_hint,
+                    ContainerId* id);
+  // Reads a chunk: open and in-flight containers first, then the read cache,
+  // then the ContainerStore. Corruption if the container's CRC fails (naming
+  // the id); NotFound if the container does not exist or does not hold fp.
+  Status ReadChunk(ContainerId id, const Fingerprint& fp, std::string* data);
+  // Sorted fingerprints of a container. Same lookup order as ReadChunk.
+  Status GetFingerprints(ContainerId id, std::vector<Fingerprint>* fps);
+  bool IsCommitted(ContainerId id) const;
+
+  // Commits all open containers and waits until every container handed to
+  // the writers so far is committed (and its listener call returned). Failed
+  // containers are retried once; if any of them fails again its error is
+  // returned and it stays in memory, readable.
+  Status Flush();
+  // Refuses new chunks, flushes, stops the threads. Returns the Flush
+  // result. Idempotent (later calls return the first result).
+  Status Close();
+
+  ChunkStoreStats stats() const;
+  // The highest id handed out so far (or, before the first allocation, the
+  // highest id a previous run may have used).
+  ContainerId last_allocated_id() const;
+  const ChunkStoreOptions& options() const { return options_; }
+
+ private:
+  enum class CommitState {
+    kQueued,      // waiting for a writer thread
+    kCommitting,  // a writer is serializing and storing it
+    kNotifying,   // committed; the listener is running
+    kFailed,      // the last commit attempt failed; waiting for a retry
+  };
+  struct Pending {
+    std::shared_ptr<const Container> container;
+    CommitState state = CommitState::kQueued;
+    bool has_failed = false;  // counted in failed_count_
+    Status error;
+  };
+
+  ChunkStore(const ChunkStoreOptions& options, Env* env, std::unique_ptr<ContainerStore> store);
+  Status Init();
+  void WriterLoop();
+  void TimerLoop();
+
+  // The following require mu_.
+  void HandOffLocked(size_t slot);
+  void RequeueFailedLocked();
+  Status AllocateIdLocked(ContainerId* id);
+  Status FlushLocked(std::unique_lock<std::mutex>* lock);
+  // The container |id| if it is open or in flight; null otherwise. For an
+  // open container, |open| is set and the result may only be used under mu_.
+  std::shared_ptr<const Container> FindUncommittedLocked(ContainerId id, bool* open) const;
+
+  // Reads and parses a committed container through the read cache.
+  Status LoadCommitted(ContainerId id, std::shared_ptr<const Container>* container);
+
+  const ChunkStoreOptions options_;
+  Env* const env_;
+  const std::unique_ptr<ContainerStore> store_;
+  const std::string id_mark_path_;
+  ContainerReadCache read_cache_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;   // writers: a container was queued, or stop
+  std::condition_variable done_cv_;   // a commit attempt finished
+  std::condition_variable timer_cv_;  // timer: stop
+  std::vector<std::shared_ptr<Container>> open_;  // one slot per open container; null = none
+  std::unordered_map<ContainerId, Pending> pending_;  // handed off, not yet done
+  std::deque<ContainerId> queue_;                     // kQueued ids in order
+  size_t committing_ = 0;                             // kCommitting + kNotifying
+  std::unordered_set<ContainerId> uncommitted_;       // open + pending ids
+  std::vector<ContainerId> committed_at_open_;        // sorted, ids < session_first_id_
+  ContainerId session_first_id_ = 1;
+  ContainerId next_id_ = 1;
+  ContainerId reserved_until_ = 1;  // ids < this are covered by the persisted mark
+  size_t failed_count_ = 0;
+  Status sticky_error_;
+  std::chrono::steady_clock::time_point last_retry_;
+  CommitListener listener_;
+  bool closing_ = false;       // StoreChunk refuses new chunks
+  bool stop_threads_ = false;  // writers exit once the queue is empty
+  std::vector<std::thread> writers_;
+  std::thread timer_;
+
+  std::mutex close_mu_;
+  bool closed_ = false;
+  Status close_status_;
+
+  std::atomic<uint64_t> chunks_stored_{0};
+  std::atomic<uint64_t> bytes_raw_{0};
+  std::atomic<uint64_t> bytes_stored_{0};
+  std::atomic<uint64_t> containers_committed_{0};
+  std::atomic<uint64_t> containers_failed_{0};
+  std::atomic<uint64_t> commit_retries_{0};
+  std::atomic<uint64_t> container_reads_{0};
+  std::atomic<uint64_t> commit_latency_ms_total_{0};
+};
+
+}  // namespace dedupv1

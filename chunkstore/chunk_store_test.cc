@@ -1,0 +1,433 @@
+#include "chunkstore/chunk_store.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "chunkstore/local_container_store.h"
+#include "core/fault_injection_env.h"
+#include "core/testutil.h"
+
+namespace dedupv1 {
+namespace {
+
+struct Chunk {
+  Fingerprint fp;
+  std::string data;
+  ContainerId id = kNoContainer;
+};
+
+// Chunk with |seed|: a random part and, if |compressible|, a long run of one
+// byte so zlib/bzip2 shrink it.
+Chunk MakeChunk(uint64_t seed, size_t size, bool compressible = false) {
+  Chunk c;
+  std::vector<uint8_t> r = test::RandomBytes(size, seed);
+  c.data.assign(r.begin(), r.end());
+  if (compressible) std::fill(c.data.begin() + size / 8, c.data.end(), 'z');
+  ComputeFingerprint(FingerprintType::kSha1, reinterpret_cast<const uint8_t*>(c.data.data()),
+                     c.data.size(), &c.fp);
+  return c;
+}
+
+Status Store(ChunkStore* cs, Chunk* c, uint64_t stream = 0) {
+  return cs->StoreChunk(c->fp, reinterpret_cast<const uint8_t*>(c->data.data()), c->data.size(),
+                        stream, &c->id);
+}
+
+void ExpectReadable(ChunkStore* cs, const std::vector<Chunk>& chunks) {
+  for (const Chunk& c : chunks) {
+    std::string data;
+    Status s = cs->ReadChunk(c.id, c.fp, &data);
+    ASSERT_TRUE(s.ok()) << "container " << c.id << ": " << s.ToString();
+    ASSERT_EQ(data, c.data) << "container " << c.id;
+  }
+}
+
+ChunkStoreOptions SmallOptions(const std::string& dir) {
+  ChunkStoreOptions o;
+  o.dir = dir;
+  o.container_size = 32 << 10;
+  o.open_containers = 4;
+  o.writer_threads = 2;
+  o.commit_timeout_ms = 600000;  // no timer commits unless a test wants them
+  o.read_cache_containers = 8;
+  return o;
+}
+
+// Records every listener call.
+struct ListenerLog {
+  std::mutex mu;
+  std::map<ContainerId, int> calls;
+  std::map<Fingerprint, ContainerId> fp_to_id;
+  std::vector<ContainerId> not_committed_when_called;
+  void Attach(ChunkStore* cs) {
+    cs->SetCommitListener([this, cs](ContainerId id, const std::vector<Fingerprint>& fps) {
+      bool committed = cs->IsCommitted(id);
+      std::lock_guard<std::mutex> l(mu);
+      if (!committed) not_committed_when_called.push_back(id);
+      calls[id]++;
+      for (const Fingerprint& fp : fps) fp_to_id[fp] = id;
+    });
+  }
+};
+
+TEST(ChunkStoreTest, ConcurrentStoreReadBeforeAndAfterCommit) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  ListenerLog log;
+  log.Attach(cs.get());
+
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 120;
+  std::vector<std::vector<Chunk>> per_thread(kThreads);
+  std::vector<std::thread> threads;
+  std::atomic<int> errors{0};
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; i++) {
+        Chunk c = MakeChunk(t * 100000 + i, 1024 + (i * 331) % 4096);
+        if (!Store(cs.get(), &c, t).ok()) errors++;
+        // Read back at once: usually from an open container.
+        std::string data;
+        if (!cs->ReadChunk(c.id, c.fp, &data).ok() || data != c.data) errors++;
+        per_thread[t].push_back(std::move(c));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(errors.load(), 0);
+
+  std::vector<Chunk> all;
+  for (auto& v : per_thread) all.insert(all.end(), v.begin(), v.end());
+  // Before Flush: a mix of open, in-flight and committed containers.
+  ExpectReadable(cs.get(), all);
+
+  // One stream's chunks stay together: ids used by stream 0 and 1 are disjoint.
+  std::set<ContainerId> ids0, ids1;
+  for (const Chunk& c : per_thread[0]) ids0.insert(c.id);
+  for (const Chunk& c : per_thread[1]) ids1.insert(c.id);
+  for (ContainerId id : ids0) EXPECT_EQ(ids1.count(id), 0u);
+
+  ASSERT_TRUE(cs->Flush().ok());
+  std::set<ContainerId> ids;
+  for (const Chunk& c : all) {
+    ids.insert(c.id);
+    EXPECT_TRUE(cs->IsCommitted(c.id)) << c.id;
+  }
+  ExpectReadable(cs.get(), all);
+  {
+    std::lock_guard<std::mutex> l(log.mu);
+    EXPECT_TRUE(log.not_committed_when_called.empty());
+    EXPECT_EQ(log.calls.size(), ids.size());
+    for (const auto& [id, n] : log.calls) {
+      EXPECT_EQ(n, 1) << "container " << id;
+      EXPECT_EQ(ids.count(id), 1u);
+    }
+    for (const Chunk& c : all) EXPECT_EQ(log.fp_to_id[c.fp], c.id);
+  }
+  ChunkStoreStats st = cs->stats();
+  EXPECT_EQ(st.chunks_stored, all.size());
+  EXPECT_EQ(st.containers_committed, ids.size());
+  EXPECT_EQ(st.containers_failed, 0u);
+  EXPECT_EQ(st.open_containers, 0u);
+  EXPECT_EQ(st.containers_in_flight, 0u);
+  EXPECT_GT(ids.size(), 8u);  // really spread over many containers
+
+  std::vector<Fingerprint> fps;
+  ASSERT_TRUE(cs->GetFingerprints(all[0].id, &fps).ok());
+  EXPECT_TRUE(std::binary_search(fps.begin(), fps.end(), all[0].fp));
+  ASSERT_TRUE(cs->Close().ok());
+
+  // Reopen: everything committed and readable, new ids are larger.
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  for (ContainerId id : ids) EXPECT_TRUE(cs->IsCommitted(id)) << id;
+  ExpectReadable(cs.get(), all);
+  Chunk extra = MakeChunk(999, 2000);
+  ASSERT_TRUE(Store(cs.get(), &extra).ok());
+  EXPECT_GT(extra.id, *ids.rbegin());
+  EXPECT_FALSE(cs->IsCommitted(extra.id));
+  EXPECT_FALSE(cs->IsCommitted(extra.id + 1));
+  ASSERT_TRUE(cs->Close().ok());
+}
+
+TEST(ChunkStoreTest, CompressionShrinksAndReadsBack) {
+  for (Compression comp : {Compression::kZlib, Compression::kBzip2}) {
+    test::TempDir dir;
+    ChunkStoreOptions o = SmallOptions(dir.path());
+    o.compression = comp;
+    std::unique_ptr<ChunkStore> cs;
+    ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+    std::vector<Chunk> chunks;
+    for (int i = 0; i < 40; i++) {
+      chunks.push_back(MakeChunk(i, 4096, /*compressible=*/i % 2 == 0));
+      ASSERT_TRUE(Store(cs.get(), &chunks.back()).ok());
+    }
+    ExpectReadable(cs.get(), chunks);
+    ChunkStoreStats st = cs->stats();
+    EXPECT_LT(st.bytes_stored, st.bytes_raw);
+    ASSERT_TRUE(cs->Close().ok());
+    ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+    ExpectReadable(cs.get(), chunks);
+  }
+}
+
+TEST(ChunkStoreTest, TimerCommitsIdleContainer) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  o.commit_timeout_ms = 50;
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  ListenerLog log;
+  log.Attach(cs.get());
+  Chunk c = MakeChunk(1, 1000);
+  ASSERT_TRUE(Store(cs.get(), &c).ok());
+  // Wait (bounded, generously) for the timer; nothing else commits it.
+  for (int i = 0; i < 1000 && !cs->IsCommitted(c.id); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(cs->IsCommitted(c.id));
+  for (int i = 0; i < 1000 && cs->stats().containers_in_flight > 0; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  {
+    std::lock_guard<std::mutex> l(log.mu);
+    EXPECT_EQ(log.calls[c.id], 1);
+  }
+  EXPECT_EQ(cs->stats().open_containers, 0u);
+  ExpectReadable(cs.get(), {c});
+}
+
+TEST(ChunkStoreTest, ReadCacheAndStoreReads) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  Chunk a = MakeChunk(1, 1000), b = MakeChunk(2, 1000);
+  ASSERT_TRUE(Store(cs.get(), &a).ok());
+  ASSERT_TRUE(Store(cs.get(), &b).ok());
+  ASSERT_EQ(a.id, b.id);
+  ASSERT_TRUE(cs->Close().ok());
+
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  ExpectReadable(cs.get(), {a, b, a});
+  ChunkStoreStats st = cs->stats();
+  EXPECT_EQ(st.container_reads, 1u);
+  EXPECT_EQ(st.read_cache_misses, 1u);
+  EXPECT_EQ(st.read_cache_hits, 2u);
+
+  std::string data;
+  Chunk missing = MakeChunk(3, 100);
+  EXPECT_TRUE(cs->ReadChunk(a.id, missing.fp, &data).IsNotFound());
+  EXPECT_TRUE(cs->ReadChunk(a.id + 100, a.fp, &data).IsNotFound());
+  EXPECT_TRUE(cs->ReadChunk(kZeroContainer, a.fp, &data).IsInvalidArgument());
+}
+
+TEST(ChunkStoreTest, CorruptContainerIsReportedNotReturned) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  Chunk a = MakeChunk(1, 5000);
+  ASSERT_TRUE(Store(cs.get(), &a).ok());
+  ASSERT_TRUE(cs->Close().ok());
+  cs.reset();
+
+  std::unique_ptr<LocalContainerStore> store;
+  ASSERT_TRUE(LocalContainerStore::Open(Env::Default(), dir.path(), &store).ok());
+  std::string bytes;
+  ASSERT_TRUE(store->Get(a.id, &bytes).ok());
+  bytes[bytes.size() - 100] ^= 0x10;  // inside a's data
+  ASSERT_TRUE(store->Put(a.id, bytes).ok());
+  store.reset();
+
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  std::string data;
+  Status s = cs->ReadChunk(a.id, a.fp, &data);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("container " + std::to_string(a.id)), std::string::npos)
+      << s.message();
+  std::vector<Fingerprint> fps;
+  EXPECT_TRUE(cs->GetFingerprints(a.id, &fps).IsCorruption());
+}
+
+TEST(ChunkStoreTest, FullStoreIsStickyUntilRetrySucceeds) {
+  test::TempDir dir;
+  FaultInjectionEnv env(Env::Default());
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, &env, &cs).ok());
+  ListenerLog log;
+  log.Attach(cs.get());
+
+  std::vector<Chunk> before;
+  for (int i = 0; i < 10; i++) {
+    before.push_back(MakeChunk(i, 3000));
+    ASSERT_TRUE(Store(cs.get(), &before.back(), i % 2).ok());
+  }
+  env.AddRule({FaultInjectionEnv::Op::kWrite, ".ctr", FaultInjectionEnv::Fault::kENOSPC, 0, -1});
+
+  // Stored until the first failed commit becomes visible.
+  std::vector<Chunk> acked;
+  Status s;
+  for (int i = 0; i < 200; i++) {
+    Chunk c = MakeChunk(1000 + i, 3000);
+    s = Store(cs.get(), &c, i % 3);
+    if (!s.ok()) break;
+    acked.push_back(std::move(c));
+  }
+  Status f = cs->Flush();
+  ASSERT_TRUE(f.IsNoSpace()) << f.ToString();
+  EXPECT_NE(f.message().find("container store full"), std::string::npos) << f.message();
+  Chunk refused = MakeChunk(5000, 3000);
+  s = Store(cs.get(), &refused);
+  ASSERT_TRUE(s.IsNoSpace()) << s.ToString();
+  EXPECT_NE(s.message().find("cannot commit container"), std::string::npos) << s.message();
+
+  // Everything acknowledged is still readable from memory, nothing committed.
+  ExpectReadable(cs.get(), before);
+  ExpectReadable(cs.get(), acked);
+  for (const Chunk& c : acked) EXPECT_FALSE(cs->IsCommitted(c.id));
+  EXPECT_GT(cs->stats().containers_failed, 0u);
+  EXPECT_GT(cs->stats().containers_in_flight, 0u);
+  {
+    std::lock_guard<std::mutex> l(log.mu);
+    for (const Chunk& c : acked) EXPECT_EQ(log.calls.count(c.id), 0u);
+  }
+
+  // Space comes back: Flush retries and succeeds, writes are accepted again.
+  env.ClearRules();
+  ASSERT_TRUE(cs->Flush().ok());
+  for (const Chunk& c : acked) EXPECT_TRUE(cs->IsCommitted(c.id));
+  Chunk after = MakeChunk(6000, 3000);
+  ASSERT_TRUE(Store(cs.get(), &after).ok());
+  ASSERT_TRUE(cs->Close().ok());
+  {
+    std::lock_guard<std::mutex> l(log.mu);
+    for (const auto& [id, n] : log.calls) EXPECT_EQ(n, 1) << "container " << id;
+    for (const Chunk& c : acked) EXPECT_EQ(log.calls.count(c.id), 1u);
+  }
+  cs.reset();
+
+  // Durable: a fresh store on the plain Env reads everything.
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  ExpectReadable(cs.get(), before);
+  ExpectReadable(cs.get(), acked);
+  ExpectReadable(cs.get(), {after});
+}
+
+// A ContainerStore whose Puts can be made to fail, to simulate a crash
+// before containers are committed.
+class FailingStore : public ContainerStore {
+ public:
+  FailingStore(std::unique_ptr<ContainerStore> base, std::atomic<bool>* fail)
+      : base_(std::move(base)), fail_(fail) {}
+  Status Put(ContainerId id, const std::string& bytes) override {
+    if (fail_->load()) return Status::IOError("simulated crash");
+    return base_->Put(id, bytes);
+  }
+  Status Get(ContainerId id, std::string* bytes) override { return base_->Get(id, bytes); }
+  Status Delete(ContainerId id) override { return base_->Delete(id); }
+  Status List(std::vector<ContainerId>* ids) override { return base_->List(ids); }
+  Status UsedBytes(uint64_t* bytes) override { return base_->UsedBytes(bytes); }
+
+ private:
+  std::unique_ptr<ContainerStore> base_;
+  std::atomic<bool>* fail_;
+};
+
+TEST(ChunkStoreTest, IdsOfLostContainersAreNeverReused) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::atomic<bool> fail{false};
+  std::unique_ptr<LocalContainerStore> local;
+  ASSERT_TRUE(LocalContainerStore::Open(Env::Default(), dir.path(), &local).ok());
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(),
+                               std::make_unique<FailingStore>(std::move(local), &fail), &cs)
+                  .ok());
+  Chunk kept = MakeChunk(1, 2000);
+  ASSERT_TRUE(Store(cs.get(), &kept).ok());
+  ASSERT_TRUE(cs->Flush().ok());
+  fail = true;
+  std::vector<Chunk> lost;
+  for (int i = 0; i < 30; i++) {
+    Chunk c = MakeChunk(100 + i, 3000);
+    if (!Store(cs.get(), &c, i).ok()) break;
+    lost.push_back(std::move(c));
+  }
+  ASSERT_FALSE(lost.empty());
+  Status s = cs->Close();
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.message().find("cannot commit container"), std::string::npos);
+  EXPECT_TRUE(Store(cs.get(), &kept).IsAborted());
+  EXPECT_EQ(cs->Close().code(), s.code());  // idempotent
+  cs.reset();
+
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  EXPECT_TRUE(cs->IsCommitted(kept.id));
+  ContainerId max_lost = 0;
+  for (const Chunk& c : lost) {
+    EXPECT_FALSE(cs->IsCommitted(c.id)) << c.id;
+    std::string data;
+    EXPECT_TRUE(cs->ReadChunk(c.id, c.fp, &data).IsNotFound());
+    max_lost = std::max(max_lost, c.id);
+  }
+  Chunk next = MakeChunk(7, 2000);
+  ASSERT_TRUE(Store(cs.get(), &next).ok());
+  EXPECT_GT(next.id, max_lost);
+  EXPECT_GE(cs->last_allocated_id(), next.id);
+}
+
+TEST(ChunkStoreTest, RejectsBadInputAndCorruptIdMark) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  Chunk big = MakeChunk(1, o.container_size);
+  EXPECT_TRUE(Store(cs.get(), &big).IsInvalidArgument());
+  Chunk c = MakeChunk(2, 100);
+  Fingerprint short_fp = c.fp;
+  short_fp.size = 8;
+  ContainerId id;
+  EXPECT_TRUE(cs->StoreChunk(short_fp, reinterpret_cast<const uint8_t*>(c.data.data()),
+                             c.data.size(), 0, &id)
+                  .IsInvalidArgument());
+  ASSERT_TRUE(Store(cs.get(), &c).ok());
+  ASSERT_TRUE(cs->Close().ok());
+  cs.reset();
+
+  ChunkStoreOptions bad = o;
+  bad.open_containers = 0;
+  EXPECT_TRUE(ChunkStore::Open(bad, Env::Default(), &cs).IsInvalidArgument());
+
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), dir.Sub("container-id"), "garbage").ok());
+  Status s = ChunkStore::Open(o, Env::Default(), &cs);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("container-id"), std::string::npos);
+}
+
+TEST(ChunkStoreTest, FullDiskWhileReservingIdsIsNoSpace) {
+  test::TempDir dir;
+  FaultInjectionEnv env(Env::Default());
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, &env, &cs).ok());
+  env.AddRule({FaultInjectionEnv::Op::kWrite, "container-id", FaultInjectionEnv::Fault::kENOSPC,
+               0, 1});
+  Chunk c = MakeChunk(1, 1000);
+  Status s = Store(cs.get(), &c);
+  ASSERT_TRUE(s.IsNoSpace()) << s.ToString();
+  EXPECT_NE(s.message().find("reserve container ids"), std::string::npos) << s.message();
+  // The fault is gone: the next attempt reserves and stores.
+  ASSERT_TRUE(Store(cs.get(), &c).ok());
+  ASSERT_TRUE(cs->Flush().ok());
+  ExpectReadable(cs.get(), {c});
+}
+
+}  // namespace
+}  // namespace dedupv1

@@ -1,0 +1,37 @@
+// Chunk compression for containers. A chunk is kept compressed only if the
+// compressed form is strictly smaller than the raw data; otherwise it is
+// stored raw and flagged kNone, so reads never pay for useless compression.
+// The compression value is part of the on-disk container format: never
+// renumber the enum.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace dedupv1 {
+
+enum class Compression : uint8_t { kNone = 0, kZlib = 1, kBzip2 = 2 };
+
+// Parses "none", "zlib" or "bzip2".
+Status ParseCompression(std::string_view name, Compression* out);
+const char* CompressionName(Compression type);
+// True if |value| is one of the Compression enumerators (for parsing disk data).
+bool IsValidCompression(uint8_t value);
+
+// Compresses |n| bytes of |data| with |type| into |out|. Returns true if the
+// result is smaller than |n| and should be kept; false if it is not (or |type|
+// is kNone), in which case the caller stores the raw bytes. |out| is
+// unspecified when false is returned.
+bool Compress(Compression type, const uint8_t* data, size_t n, std::string* out);
+
+// Decompresses |n| bytes of |data| that were stored as |type| and must expand
+// to exactly |raw_size| bytes. Corruption if the data does not decompress or
+// has the wrong size.
+Status Decompress(Compression type, const uint8_t* data, size_t n, size_t raw_size,
+                  std::string* out);
+
+}  // namespace dedupv1

@@ -1,0 +1,231 @@
+#include "chunkstore/container.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "core/coding.h"
+
+namespace dedupv1 {
+namespace {
+
+// Header field offsets; see container.h for the layout.
+constexpr size_t kMagicOffset = 0;
+constexpr size_t kMetaCrcOffset = 4;
+constexpr size_t kDataCrcOffset = 8;
+constexpr size_t kVersionOffset = 12;
+constexpr size_t kFpSizeOffset = 14;
+constexpr size_t kIdOffset = 16;
+constexpr size_t kItemCountOffset = 24;
+constexpr size_t kAliasCountOffset = 28;
+constexpr size_t kDataSizeOffset = 32;
+// meta_crc covers everything after the two CRC-independent words.
+constexpr size_t kMetaCrcStart = 8;
+
+std::string Name(ContainerId id) { return "container " + std::to_string(id); }
+
+}  // namespace
+
+size_t Container::MaxChunkSize(size_t capacity, FingerprintType fp_type) {
+  size_t overhead = kHeaderSize + ItemSize(FingerprintSize(fp_type));
+  return capacity > overhead ? capacity - overhead : 0;
+}
+
+Container::Container(ContainerId id, size_t capacity, FingerprintType fp_type)
+    : id_(id),
+      capacity_(capacity),
+      fp_type_(fp_type),
+      fp_size_(FingerprintSize(fp_type)),
+      created_(std::chrono::steady_clock::now()) {}
+
+size_t Container::serialized_size() const {
+  return kHeaderSize + aliases_.size() * 8 + items_.size() * ItemSize(fp_size_) + data_.size();
+}
+
+bool Container::Add(const Fingerprint& fp, const uint8_t* data, size_t n, Compression compression) {
+  std::string compressed;
+  if (compression != Compression::kNone && Compress(compression, data, n, &compressed)) {
+    return AddStored(fp, compressed, n, compression);
+  }
+  return AddStored(fp, std::string_view(reinterpret_cast<const char*>(data), n), n,
+                   Compression::kNone);
+}
+
+bool Container::AddStored(const Fingerprint& fp, std::string_view stored, size_t raw_size,
+                          Compression stored_as) {
+  if (fp.size != fp_size_) return false;
+  if (index_.count(fp) != 0) return true;
+  if (serialized_size() + ItemSize(fp_size_) + stored.size() > capacity_) return false;
+  // Offsets and sizes are 32 bit on disk.
+  if (data_.size() + stored.size() > std::numeric_limits<uint32_t>::max() ||
+      raw_size > std::numeric_limits<uint32_t>::max()) {
+    return false;
+  }
+  Item item{fp, static_cast<uint32_t>(data_.size()), static_cast<uint32_t>(stored.size()),
+            static_cast<uint32_t>(raw_size), stored_as};
+  data_.append(stored.data(), stored.size());
+  index_.emplace(fp, items_.size());
+  items_.push_back(item);
+  raw_size_ += raw_size;
+  return true;
+}
+
+bool Container::Contains(const Fingerprint& fp) const { return index_.count(fp) != 0; }
+
+Status Container::ReadChunk(const Fingerprint& fp, std::string* data) const {
+  auto it = index_.find(fp);
+  if (it == index_.end()) {
+    return Status::NotFound("chunk " + fp.ToHex() + " is not in " + Name(id_));
+  }
+  const Item& item = items_[it->second];
+  Status s = Decompress(item.compression,
+                        reinterpret_cast<const uint8_t*>(data_.data()) + item.offset,
+                        item.stored_size, item.raw_size, data);
+  if (!s.ok()) return s.WithContext(Name(id_) + ": chunk " + fp.ToHex());
+  return Status::OK();
+}
+
+std::vector<Fingerprint> Container::Fingerprints() const {
+  std::vector<Fingerprint> fps;
+  fps.reserve(items_.size());
+  for (const Item& item : items_) fps.push_back(item.fp);
+  std::sort(fps.begin(), fps.end());
+  return fps;
+}
+
+bool Container::SetAliases(std::vector<ContainerId> aliases) {
+  size_t size = serialized_size() - aliases_.size() * 8 + aliases.size() * 8;
+  if (size > capacity_) return false;
+  aliases_ = std::move(aliases);
+  return true;
+}
+
+bool Container::AnswersTo(ContainerId id) const {
+  return id == id_ || std::find(aliases_.begin(), aliases_.end(), id) != aliases_.end();
+}
+
+Status Container::Serialize(std::string* out) const {
+  const size_t item_size = ItemSize(fp_size_);
+  const size_t meta_end = kHeaderSize + aliases_.size() * 8 + items_.size() * item_size;
+  out->assign(meta_end, '\0');
+  out->reserve(meta_end + data_.size());
+  uint8_t* p = reinterpret_cast<uint8_t*>(out->data());
+
+  EncodeFixed32(p + kMagicOffset, kMagic);
+  EncodeFixed32(p + kDataCrcOffset, Crc32c(data_.data(), data_.size()));
+  EncodeFixed16(p + kVersionOffset, kFormatVersion);
+  p[kFpSizeOffset] = static_cast<uint8_t>(fp_size_);
+  EncodeFixed64(p + kIdOffset, id_);
+  EncodeFixed32(p + kItemCountOffset, static_cast<uint32_t>(items_.size()));
+  EncodeFixed32(p + kAliasCountOffset, static_cast<uint32_t>(aliases_.size()));
+  EncodeFixed64(p + kDataSizeOffset, data_.size());
+
+  uint8_t* q = p + kHeaderSize;
+  for (ContainerId alias : aliases_) {
+    EncodeFixed64(q, alias);
+    q += 8;
+  }
+  // Items sorted by fingerprint so a reader of the raw bytes can binary search.
+  std::vector<const Item*> sorted;
+  sorted.reserve(items_.size());
+  for (const Item& item : items_) sorted.push_back(&item);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Item* a, const Item* b) { return a->fp < b->fp; });
+  for (const Item* item : sorted) {
+    std::memcpy(q, item->fp.bytes, fp_size_);
+    EncodeFixed32(q + fp_size_, item->offset);
+    EncodeFixed32(q + fp_size_ + 4, item->stored_size);
+    EncodeFixed32(q + fp_size_ + 8, item->raw_size);
+    q[fp_size_ + 12] = static_cast<uint8_t>(item->compression);
+    q += item_size;
+  }
+  EncodeFixed32(p + kMetaCrcOffset, Crc32c(p + kMetaCrcStart, meta_end - kMetaCrcStart));
+  out->append(data_);
+  return Status::OK();
+}
+
+Status Container::Parse(ContainerId expected_id, const std::string& bytes,
+                        std::unique_ptr<Container>* out) {
+  auto corrupt = [expected_id](const std::string& what) {
+    return Status::Corruption(Name(expected_id) + ": " + what);
+  };
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  const size_t size = bytes.size();
+  if (size < kHeaderSize) {
+    return corrupt("too short for a header (" + std::to_string(size) + " bytes)");
+  }
+  if (DecodeFixed32(p + kMagicOffset) != kMagic) return corrupt("bad magic");
+  const uint16_t version = DecodeFixed16(p + kVersionOffset);
+  if (version != kFormatVersion) {
+    return corrupt("unsupported format version " + std::to_string(version));
+  }
+  const size_t fp_size = p[kFpSizeOffset];
+  FingerprintType fp_type;
+  if (fp_size == FingerprintSize(FingerprintType::kSha1)) {
+    fp_type = FingerprintType::kSha1;
+  } else if (fp_size == FingerprintSize(FingerprintType::kSha256)) {
+    fp_type = FingerprintType::kSha256;
+  } else {
+    return corrupt("bad fingerprint size " + std::to_string(fp_size));
+  }
+  const uint64_t item_count = DecodeFixed32(p + kItemCountOffset);
+  const uint64_t alias_count = DecodeFixed32(p + kAliasCountOffset);
+  const uint64_t data_size = DecodeFixed64(p + kDataSizeOffset);
+  const size_t item_size = ItemSize(fp_size);
+  // All counts are at most 32 bit, so these sums cannot overflow 64 bit.
+  const uint64_t meta_end = kHeaderSize + alias_count * 8 + item_count * item_size;
+  if (data_size > size || meta_end + data_size != size) {
+    return corrupt("size mismatch: header describes " + std::to_string(meta_end) +
+                   " metadata bytes + " + std::to_string(data_size) + " data bytes, have " +
+                   std::to_string(size));
+  }
+  const uint32_t meta_crc = Crc32c(p + kMetaCrcStart, meta_end - kMetaCrcStart);
+  if (meta_crc != DecodeFixed32(p + kMetaCrcOffset)) return corrupt("metadata checksum mismatch");
+  const uint32_t data_crc = Crc32c(p + meta_end, data_size);
+  if (data_crc != DecodeFixed32(p + kDataCrcOffset)) return corrupt("data checksum mismatch");
+
+  const ContainerId id = DecodeFixed64(p + kIdOffset);
+  std::vector<ContainerId> aliases(alias_count);
+  for (uint64_t i = 0; i < alias_count; i++) aliases[i] = DecodeFixed64(p + kHeaderSize + i * 8);
+  if (id != expected_id &&
+      std::find(aliases.begin(), aliases.end(), expected_id) == aliases.end()) {
+    return corrupt("header names container " + std::to_string(id) + ", not " +
+                   std::to_string(expected_id) + " or an alias of it");
+  }
+
+  auto c = std::make_unique<Container>(id, size, fp_type);
+  c->aliases_ = std::move(aliases);
+  c->items_.reserve(item_count);
+  c->index_.reserve(item_count);
+  const uint8_t* q = p + kHeaderSize + alias_count * 8;
+  for (uint64_t i = 0; i < item_count; i++, q += item_size) {
+    Item item;
+    item.fp = Fingerprint(q, fp_size);
+    item.offset = DecodeFixed32(q + fp_size);
+    item.stored_size = DecodeFixed32(q + fp_size + 4);
+    item.raw_size = DecodeFixed32(q + fp_size + 8);
+    const uint8_t compression = q[fp_size + 12];
+    if (!IsValidCompression(compression)) {
+      return corrupt("item " + std::to_string(i) + " has unknown compression " +
+                     std::to_string(compression));
+    }
+    item.compression = static_cast<Compression>(compression);
+    if (static_cast<uint64_t>(item.offset) + item.stored_size > data_size) {
+      return corrupt("item " + std::to_string(i) + " lies outside the data section");
+    }
+    if (item.compression == Compression::kNone && item.stored_size != item.raw_size) {
+      return corrupt("item " + std::to_string(i) + " is raw but its sizes differ");
+    }
+    if (i > 0 && !(c->items_.back().fp < item.fp)) {
+      return corrupt("items are not sorted by fingerprint at item " + std::to_string(i));
+    }
+    c->index_.emplace(item.fp, c->items_.size());
+    c->items_.push_back(item);
+    c->raw_size_ += item.raw_size;
+  }
+  c->data_.assign(bytes, meta_end, data_size);
+  *out = std::move(c);
+  return Status::OK();
+}
+
+}  // namespace dedupv1

@@ -1,0 +1,122 @@
+// A Container is the unit in which chunk data is written to and read from the
+// container store: up to |capacity| bytes (the whole serialized size,
+// metadata included) holding many chunks, each found by its fingerprint.
+//
+// Serialized form (little endian):
+//   header   (kHeaderSize bytes)
+//     magic u32 | meta_crc u32 | data_crc u32 | version u16 | fp_size u8 |
+//     reserved u8 | id u64 | item_count u32 | alias_count u32 | data_size u64
+//   aliases  (alias_count x u64): older ids this container also answers to
+//            (GC merges containers and the merged one keeps the old ids)
+//   items    (item_count x (fp_size + 13) bytes), sorted by fingerprint:
+//     fingerprint | offset u32 (in data section) | stored_size u32 |
+//     raw_size u32 | compression u8
+//   data     (data_size bytes), chunks in the order they were added
+// meta_crc is the CRC32C of bytes [8, end of items): it covers the header
+// (including data_crc), the aliases and the items. data_crc covers the data
+// section. Parse verifies both and every bound before trusting any field.
+//
+// In memory the chunk data lives in one growing buffer plus a hash index
+// fingerprint -> item. A Container is not thread-safe; once no one calls Add
+// any more (it was handed to the commit threads or was parsed) concurrent
+// const calls are safe.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "chunkstore/compression.h"
+#include "core/fingerprint.h"
+#include "core/status.h"
+#include "core/types.h"
+
+namespace dedupv1 {
+
+class Container {
+ public:
+  static constexpr size_t kDefaultCapacity = 4 << 20;
+  static constexpr uint32_t kMagic = 0x31434444;  // "DDC1"
+  static constexpr uint16_t kFormatVersion = 1;
+  static constexpr size_t kHeaderSize = 40;
+  // Serialized size of one metadata item.
+  static constexpr size_t ItemSize(size_t fp_size) { return fp_size + 13; }
+  // Largest chunk (stored size) an empty container of |capacity| can take.
+  static size_t MaxChunkSize(size_t capacity, FingerprintType fp_type);
+
+  Container(ContainerId id, size_t capacity, FingerprintType fp_type);
+
+  ContainerId id() const { return id_; }
+  FingerprintType fp_type() const { return fp_type_; }
+  size_t capacity() const { return capacity_; }
+
+  // Adds a chunk, compressing it with |compression| if that makes it smaller.
+  // Returns false (and adds nothing) if the serialized container would exceed
+  // capacity or |fp| has the wrong size. Adding a fingerprint that is already
+  // present keeps the first copy (same fingerprint, same content) and returns
+  // true.
+  bool Add(const Fingerprint& fp, const uint8_t* data, size_t n, Compression compression);
+  // Like Add for a chunk the caller already compressed (or decided not to):
+  // |stored| are the bytes as kept, |stored_as| how they are encoded and
+  // |raw_size| their size after decompression. Lets the chunk store compress
+  // outside its lock.
+  bool AddStored(const Fingerprint& fp, std::string_view stored, size_t raw_size,
+                 Compression stored_as);
+
+  bool Contains(const Fingerprint& fp) const;
+  // The raw (decompressed) chunk. NotFound if absent; Corruption naming the
+  // container if it does not decompress.
+  Status ReadChunk(const Fingerprint& fp, std::string* data) const;
+  // All fingerprints, sorted.
+  std::vector<Fingerprint> Fingerprints() const;
+
+  size_t item_count() const { return items_.size(); }
+  size_t serialized_size() const;
+  // Bytes of the data section (chunks as stored, after compression).
+  size_t data_size() const { return data_.size(); }
+  // Bytes of the chunks before compression.
+  uint64_t raw_size() const { return raw_size_; }
+  std::chrono::steady_clock::time_point created() const { return created_; }
+
+  const std::vector<ContainerId>& aliases() const { return aliases_; }
+  // Replaces the alias list. Returns false (and changes nothing) if the
+  // serialized container would exceed capacity.
+  bool SetAliases(std::vector<ContainerId> aliases);
+  // True if |id| is this container's id or one of its aliases.
+  bool AnswersTo(ContainerId id) const;
+
+  Status Serialize(std::string* out) const;
+  // Parses and verifies a serialized container. Corruption naming the
+  // container id (and which check failed) on any mismatch, including a header
+  // id that is neither |expected_id| nor one of its aliases. The parsed
+  // container is sealed: its capacity is its serialized size.
+  static Status Parse(ContainerId expected_id, const std::string& bytes,
+                      std::unique_ptr<Container>* out);
+
+ private:
+  struct Item {
+    Fingerprint fp;
+    uint32_t offset;
+    uint32_t stored_size;
+    uint32_t raw_size;
+    Compression compression;
+  };
+
+  ContainerId id_;
+  size_t capacity_;
+  FingerprintType fp_type_;
+  size_t fp_size_;
+  std::chrono::steady_clock::time_point created_;
+  std::vector<ContainerId> aliases_;
+  std::vector<Item> items_;  // in insertion order
+  std::unordered_map<Fingerprint, size_t, FingerprintHasher> index_;  // fp -> items_ index
+  std::string data_;
+  uint64_t raw_size_ = 0;
+};
+
+}  // namespace dedupv1

@@ -1,0 +1,34 @@
+// ContainerStore is the narrow interface between the chunk store and the
+// place serialized containers live: local files (LocalContainerStore) or,
+// later, an object store such as Ceph RADOS. Objects are whole containers,
+// written and read in one piece and named by container id.
+// Implementations are thread-safe for calls on different ids.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/types.h"
+
+namespace dedupv1 {
+
+class ContainerStore {
+ public:
+  virtual ~ContainerStore() = default;
+  // Stores the whole container durably (when OK is returned it survives a
+  // crash) and atomically (after a crash either the whole new object is there
+  // or none). Overwrites an existing one. NoSpace if the store is full.
+  virtual Status Put(ContainerId id, const std::string& bytes) = 0;
+  // NotFound if absent.
+  virtual Status Get(ContainerId id, std::string* bytes) = 0;
+  // NotFound if absent. Durable when OK is returned.
+  virtual Status Delete(ContainerId id) = 0;
+  // Ids of all stored containers, in no particular order.
+  virtual Status List(std::vector<ContainerId>* ids) = 0;
+  // Bytes taken by the stored containers.
+  virtual Status UsedBytes(uint64_t* bytes) = 0;
+};
+
+}  // namespace dedupv1

@@ -1,0 +1,45 @@
+// LocalContainerStore keeps each container in its own file under a
+// directory: DIR/xx/<id as 16 hex digits>.ctr, where xx is the low byte of
+// the id in hex (256 subdirectories keep directories small). A Put writes
+// "<name>.tmp", syncs it, renames it over the final name and syncs the
+// subdirectory, so a container file is always complete. Leftover *.tmp files
+// (from a crash during Put) are removed at Open.
+// Thread-safe; two concurrent Puts of the same id are not supported.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chunkstore/container_store.h"
+#include "core/env.h"
+
+namespace dedupv1 {
+
+class LocalContainerStore : public ContainerStore {
+ public:
+  // Creates |dir| and its subdirectories if needed, removes leftover temp
+  // files and sums the size of the stored containers.
+  static Status Open(Env* env, const std::string& dir, std::unique_ptr<LocalContainerStore>* out);
+
+  Status Put(ContainerId id, const std::string& bytes) override;
+  Status Get(ContainerId id, std::string* bytes) override;
+  Status Delete(ContainerId id) override;
+  Status List(std::vector<ContainerId>* ids) override;
+  Status UsedBytes(uint64_t* bytes) override;
+
+  // Path of the file of container |id| (for tools and tests).
+  std::string ContainerPath(ContainerId id) const;
+
+ private:
+  LocalContainerStore(Env* env, std::string dir) : env_(env), dir_(std::move(dir)) {}
+  std::string SubDir(ContainerId id) const;
+  std::string SubDirByIndex(int index) const;
+
+  Env* const env_;
+  const std::string dir_;
+  std::atomic<uint64_t> used_bytes_{0};
+};
+
+}  // namespace dedupv1

@@ -1,0 +1,360 @@
+#include "core/dedup_system.h"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+
+#include "filters/block_index_filter.h"
+#include "filters/bloom_filter.h"
+#include "filters/byte_compare_filter.h"
+#include "filters/chunk_index_filter.h"
+#include "filters/container_cache_filter.h"
+#include "filters/zero_chunk_filter.h"
+
+namespace dedupv1 {
+namespace {
+
+const char kSystemFile[] = "system";
+const char kVolumesFile[] = "volumes";
+const char kBloomFile[] = "bloom";
+const char kLockFile[] = "LOCK";
+constexpr int kFormatVersion = 1;
+
+}  // namespace
+
+DedupSystem::DedupSystem(const Options& options, Env* env)
+    : options_(options), env_(env), budget_(options.write_buffer_size),
+      hash_pool_(1) {}
+
+Status DedupSystem::OpenConfigFile(const std::string& config_path, const std::string& data_dir_override,
+                                   std::unique_ptr<DedupSystem>* out) {
+  Config config;
+  DEDUPV1_RETURN_IF_ERROR(Config::Load(config_path, &config));
+  if (!data_dir_override.empty()) config.Set("data-dir", data_dir_override);
+  Options options;
+  DEDUPV1_RETURN_IF_ERROR(Options::FromConfig(config, &options));
+  return Open(options, Env::Default(), out);
+}
+
+Status DedupSystem::Open(const Options& options, Env* env, std::unique_ptr<DedupSystem>* out) {
+  std::unique_ptr<DedupSystem> sys(new DedupSystem(options, env));
+  Status s = sys->Init();
+  if (!s.ok()) {
+    sys->stop_ = true;
+    return s;
+  }
+  *out = std::move(sys);
+  return Status::OK();
+}
+
+Status DedupSystem::Init() {
+  Status s = env_->CreateDirs(options_.data_dir);
+  if (!s.ok()) return s.WithContext("cannot create data directory");
+  DEDUPV1_RETURN_IF_ERROR(env_->LockFile(JoinPath(options_.data_dir, kLockFile), &lock_));
+  DEDUPV1_RETURN_IF_ERROR(CheckSystemMetadata());
+  DEDUPV1_RETURN_IF_ERROR(Chunker::Create(options_.chunking, &chunker_));
+
+  DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(options_.chunk_store.dir));
+  s = ChunkStore::Open(options_.chunk_store, env_, &chunk_store_);
+  if (!s.ok()) return s.WithContext("open container store " + options_.chunk_store.dir);
+  ChunkStore* store = chunk_store_.get();
+  auto is_committed = [store](ContainerId id) { return store->IsCommitted(id); };
+  DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.chunk_index.table.path)));
+  s = ChunkIndex::Open(options_.chunk_index, env_, is_committed, &chunk_index_);
+  if (!s.ok()) return s.WithContext("open chunk index " + options_.chunk_index.table.path);
+  DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.block_index.path)));
+  s = BlockIndex::Open(options_.block_index, is_committed, &block_index_);
+  if (!s.ok()) return s.WithContext("open block index " + options_.block_index.path);
+  ChunkIndex* ci = chunk_index_.get();
+  BlockIndex* bi = block_index_.get();
+  chunk_store_->SetCommitListener([ci, bi](ContainerId id, const std::vector<Fingerprint>& fps) {
+    ci->OnContainerCommitted(id, fps);
+    bi->OnContainerCommitted(id);
+  });
+
+  DEDUPV1_RETURN_IF_ERROR(BuildFilterChain());
+  DEDUPV1_RETURN_IF_ERROR(LoadVolumes());
+  for (int i = 0; i < options_.dedup_threads; i++) {
+    workers_.emplace_back([this, i] { WorkerLoop(i); });
+  }
+  return Status::OK();
+}
+
+// The system file records what stored data depends on; reopening with a
+// config that changes it would misread the data, so it is refused.
+Status DedupSystem::CheckSystemMetadata() {
+  const std::string path = JoinPath(options_.data_dir, kSystemFile);
+  std::ostringstream want;
+  want << "format = " << kFormatVersion << "\n"
+       << "block-size = " << options_.block_size << "\n"
+       << "fingerprint = " << FingerprintTypeName(options_.fingerprint) << "\n";
+  if (!env_->FileExists(path)) return WriteFileAtomically(env_, path, want.str());
+  std::string have;
+  DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, path, &have));
+  Config stored;
+  DEDUPV1_RETURN_IF_ERROR(Config::Parse(have, path, &stored));
+  for (const auto& e : stored.entries()) {
+    std::string expected;
+    if (e.key == "format") expected = std::to_string(kFormatVersion);
+    else if (e.key == "block-size") expected = std::to_string(options_.block_size);
+    else if (e.key == "fingerprint") expected = FingerprintTypeName(options_.fingerprint);
+    else continue;
+    if (e.value != expected) {
+      return Status::InvalidArgument("data directory " + options_.data_dir + " was created with " + e.key +
+                                     " = " + e.value + " but the config says " + expected +
+                                     "; changing it would misread the stored data");
+    }
+  }
+  return Status::OK();
+}
+
+Status DedupSystem::LoadVolumes() {
+  const std::string path = JoinPath(options_.data_dir, kVolumesFile);
+  struct Known { uint32_t id; uint64_t size; };
+  std::map<std::string, Known> known;
+  uint32_t next_id = 1;
+  if (env_->FileExists(path)) {
+    std::string text;
+    DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, path, &text));
+    std::istringstream in(text);
+    std::string line;
+    int line_no = 0;
+    while (std::getline(in, line)) {
+      line_no++;
+      if (line.empty()) continue;
+      std::istringstream fields(line);
+      uint32_t id;
+      std::string name;
+      uint64_t size;
+      if (!(fields >> id >> name >> size)) {
+        return Status::Corruption(path + ":" + std::to_string(line_no) + ": expected 'id name size'");
+      }
+      known[name] = {id, size};
+      next_id = std::max(next_id, id + 1);
+    }
+  }
+  bool changed = false;
+  for (const auto& v : options_.volumes) {
+    auto it = known.find(v.name);
+    if (it == known.end()) {
+      known[v.name] = {next_id++, v.size};
+      changed = true;
+    } else if (v.size < it->second.size) {
+      return Status::InvalidArgument("volume " + v.name + " holds " + std::to_string(it->second.size) +
+                                     " bytes but the config says " + std::to_string(v.size) +
+                                     "; shrinking a volume would lose data");
+    } else if (v.size > it->second.size) {
+      it->second.size = v.size;  // growing is safe
+      changed = true;
+    }
+  }
+  if (changed) {
+    std::ostringstream out;
+    for (const auto& [name, k] : known) out << k.id << " " << name << " " << k.size << "\n";
+    DEDUPV1_RETURN_IF_ERROR(WriteFileAtomically(env_, path, out.str()));
+  }
+  // Only volumes named in the config are served; others keep their data.
+  for (const auto& v : options_.volumes) {
+    const Known& k = known[v.name];
+    volumes_[v.name] = std::make_unique<Volume>(this, k.id, v.name, k.size);
+  }
+  return Status::OK();
+}
+
+Status DedupSystem::BuildFilterChain() {
+  // The bloom filter is saved at a clean close and removed when loaded, so a
+  // file that exists is current. Without one, a store that already holds
+  // chunks cannot trust an empty bloom filter, and the filter is left out.
+  const std::string bloom_path = JoinPath(options_.data_dir, kBloomFile);
+  bool bloom_ok = false;
+  if (env_->FileExists(bloom_path)) {
+    Status s = BloomSet::Load(env_, bloom_path, &bloom_);
+    bloom_ok = s.ok();
+    env_->DeleteFile(bloom_path);
+  }
+  if (!bloom_ok) {
+    bloom_.reset();
+    if (chunk_index_->stats().persistent_entries == 0) {
+      DEDUPV1_RETURN_IF_ERROR(BloomSet::Create(options_.bloom_expected_chunks,
+                                               options_.bloom_false_positive_rate, &bloom_));
+      bloom_ok = true;
+    }
+  }
+  for (const auto& name : options_.filter_chain) {
+    if (name == "zero-chunk") {
+      filter_chain_.Add(std::make_unique<ZeroChunkFilter>());
+    } else if (name == "block-index") {
+      filter_chain_.Add(std::make_unique<BlockIndexFilter>());
+    } else if (name == "container-cache") {
+      filter_chain_.Add(std::make_unique<ContainerCacheFilter>(chunk_store_.get(),
+                                                               options_.container_cache_containers));
+    } else if (name == "bloom") {
+      if (bloom_ok) filter_chain_.Add(std::make_unique<BloomFilter>(bloom_.get()));
+    } else if (name == "chunk-index") {
+      filter_chain_.Add(std::make_unique<ChunkIndexFilter>(chunk_index_.get()));
+    } else if (name == "byte-compare") {
+      filter_chain_.Add(std::make_unique<ByteCompareFilter>(chunk_store_.get()));
+    }
+  }
+  return Status::OK();
+}
+
+DedupSystem::~DedupSystem() {
+  Close();
+}
+
+Status DedupSystem::GetVolume(const std::string& name, Volume** volume) {
+  auto it = volumes_.find(name);
+  if (it == volumes_.end()) {
+    std::string names;
+    for (const auto& [n, _] : volumes_) names += (names.empty() ? "" : ", ") + n;
+    return Status::NotFound("no volume named '" + name + "' (volumes: " + (names.empty() ? "none" : names) + ")");
+  }
+  *volume = it->second.get();
+  return Status::OK();
+}
+
+std::vector<Volume*> DedupSystem::volumes() {
+  std::vector<Volume*> out;
+  for (auto& [_, v] : volumes_) out.push_back(v.get());
+  return out;
+}
+
+void DedupSystem::WakeWorkers() {
+  {
+    std::lock_guard<std::mutex> l(work_mu_);
+    work_signals_++;
+  }
+  work_cv_.notify_one();
+}
+
+WriteBuffer::ClaimPolicy DedupSystem::CurrentPolicy() const {
+  WriteBuffer::ClaimPolicy p;
+  p.min_ready_bytes = chunker_->options().max_size;
+  p.max_run_bytes = std::max<size_t>(8 << 20, 4 * p.min_ready_bytes);
+  p.flush_delay = std::chrono::milliseconds(options_.write_buffer_flush_delay_ms);
+  p.force_epoch = force_epoch_.load();
+  p.force_all = force_all_.load() || budget_.UnderPressure();
+  return p;
+}
+
+void DedupSystem::WorkerLoop(int index) {
+  while (!stop_.load()) {
+    bool did_work = false;
+    bool failed = false;
+    WriteBuffer::ClaimPolicy policy = CurrentPolicy();
+    for (auto& [_, vol] : volumes_) {
+      Status s;
+      while (!stop_.load() && vol->ProcessOneRun(policy, &s)) {
+        did_work = true;
+        if (!s.ok()) {
+          RecordError(s);
+          failed = true;
+          break;
+        }
+        {
+          std::lock_guard<std::mutex> l(error_mu_);
+          error_ = Status::OK();
+        }
+        progress_cv_.notify_all();
+      }
+      if (failed) break;
+    }
+    progress_cv_.notify_all();
+    std::unique_lock<std::mutex> l(work_mu_);
+    if (failed) {
+      // Back off: the same run will fail again until the cause is fixed.
+      work_cv_.wait_for(l, std::chrono::milliseconds(200), [&] { return stop_.load(); });
+    } else if (!did_work) {
+      uint64_t seen = work_signals_;
+      auto wait = std::chrono::milliseconds(std::max<uint64_t>(10, options_.write_buffer_flush_delay_ms / 4));
+      work_cv_.wait_for(l, wait, [&] { return stop_.load() || work_signals_ != seen; });
+    }
+  }
+}
+
+void DedupSystem::RecordError(const Status& s) {
+  stats_.errors++;
+  std::lock_guard<std::mutex> l(error_mu_);
+  error_ = s;
+}
+
+Status DedupSystem::PendingError() const {
+  std::lock_guard<std::mutex> l(error_mu_);
+  return error_;
+}
+
+Status DedupSystem::DrainUpTo(uint64_t epoch) {
+  uint64_t prev = force_epoch_.load();
+  while (prev < epoch && !force_epoch_.compare_exchange_weak(prev, epoch)) {
+  }
+  {
+    std::lock_guard<std::mutex> l(work_mu_);
+    work_signals_++;
+  }
+  work_cv_.notify_all();
+  std::unique_lock<std::mutex> l(work_mu_);
+  for (;;) {
+    bool dirty = false;
+    for (auto& [_, vol] : volumes_) dirty |= vol->buffer().HasDirtyUpTo(epoch);
+    if (!dirty) return Status::OK();
+    Status err = PendingError();
+    if (!err.ok()) return err;
+    if (stop_.load() && workers_.empty()) return Status::Aborted("system is shutting down");
+    progress_cv_.wait_for(l, std::chrono::milliseconds(50));
+  }
+}
+
+Status DedupSystem::Persist() {
+  std::lock_guard<std::mutex> l(persist_mu_);
+  DEDUPV1_RETURN_IF_ERROR(chunk_store_->Flush());
+  DEDUPV1_RETURN_IF_ERROR(chunk_index_->Flush());
+  return block_index_->Flush();
+}
+
+Status DedupSystem::Sync() {
+  const uint64_t epoch = epoch_.fetch_add(1);
+  DEDUPV1_RETURN_IF_ERROR(DrainUpTo(epoch));
+  return Persist();
+}
+
+double DedupSystem::DedupRatio() const {
+  uint64_t logical = stats_.bytes_chunked.load();
+  uint64_t stored = chunk_store_ ? chunk_store_->stats().bytes_stored : 0;
+  if (stored == 0) return logical == 0 ? 1.0 : 0.0;
+  return static_cast<double>(logical) / static_cast<double>(stored);
+}
+
+Status DedupSystem::Close() {
+  if (closed_) return Status::OK();
+  closed_ = true;
+  Status result;
+  if (!workers_.empty()) {
+    // Deduplicate everything still buffered, as a sync would, but with every
+    // run final so no unfinished chunk stays behind.
+    force_all_ = true;
+    const uint64_t epoch = epoch_.fetch_add(1);
+    result = DrainUpTo(epoch);
+    stop_ = true;
+    budget_.WakeAll();
+    work_cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+  stop_ = true;
+  auto keep_first = [&result](const Status& s) {
+    if (result.ok() && !s.ok()) result = s;
+  };
+  if (chunk_store_) keep_first(chunk_store_->Flush());
+  if (chunk_index_) keep_first(chunk_index_->Close());
+  if (block_index_) keep_first(block_index_->Close());
+  if (chunk_store_) keep_first(chunk_store_->Close());
+  if (bloom_ && result.ok()) {
+    keep_first(bloom_->Save(env_, JoinPath(options_.data_dir, kBloomFile)));
+  }
+  volumes_.clear();
+  lock_.reset();
+  return result;
+}
+
+}  // namespace dedupv1

@@ -1,0 +1,121 @@
+// DedupSystem is one deduplicating store: a data directory holding the
+// containers, the chunk index, the block index and the system's metadata, and
+// any number of volumes that deduplicate against each other. There is one per
+// process (one per tgtd). Open creates the data directory on first use and
+// refuses a config change that would misread stored data (block size,
+// fingerprint type, shrinking a volume).
+//
+// Threads: |dedup_threads| workers take runs of dirty bytes from the volumes'
+// write buffers and deduplicate them; a small pool fingerprints chunks in
+// parallel; the chunk store and both indexes run their own background threads
+// (container commits, index write-back). The request path never waits for
+// index I/O except a chunk-index lookup of a chunk not found in memory.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "chunkstore/chunk_store.h"
+#include "core/block_locks.h"
+#include "core/chunker.h"
+#include "core/env.h"
+#include "core/options.h"
+#include "core/system_stats.h"
+#include "core/thread_pool.h"
+#include "core/volume.h"
+#include "core/write_buffer.h"
+#include "filters/bloom_set.h"
+#include "filters/filter_chain.h"
+#include "index/block_index.h"
+#include "index/chunk_index.h"
+
+namespace dedupv1 {
+
+class DedupSystem {
+ public:
+  static Status Open(const Options& options, Env* env, std::unique_ptr<DedupSystem>* out);
+  // Loads |config_path|; |data_dir_override| (if not empty) replaces data-dir.
+  static Status OpenConfigFile(const std::string& config_path, const std::string& data_dir_override,
+                               std::unique_ptr<DedupSystem>* out);
+  ~DedupSystem();
+
+  // Deduplicates everything buffered, commits, writes the indexes back, saves
+  // the bloom filter and marks the stop clean. Idempotent.
+  Status Close();
+
+  // The volume named |name|, or NotFound listing the known volumes.
+  Status GetVolume(const std::string& name, Volume** volume);
+  std::vector<Volume*> volumes();
+
+  // Makes every write acknowledged before the call durable (all volumes).
+  Status Sync();
+
+  const Options& options() const { return options_; }
+  SystemStats& stats() { return stats_; }
+  ChunkStore* chunk_store() { return chunk_store_.get(); }
+  ChunkIndex* chunk_index() { return chunk_index_.get(); }
+  BlockIndex* block_index() { return block_index_.get(); }
+  const FilterChain& filter_chain() const { return filter_chain_; }
+
+  // Stored bytes (after dedup and compression) vs logical bytes deduplicated.
+  double DedupRatio() const;
+
+ private:
+  friend class Volume;
+  DedupSystem(const Options& options, Env* env);
+  Status Init();
+  Status CheckSystemMetadata();
+  Status LoadVolumes();
+  Status BuildFilterChain();
+  void WorkerLoop(int index);
+  void WakeWorkers();
+  WriteBuffer::ClaimPolicy CurrentPolicy() const;
+  // Waits until every volume's bytes dirtied at or before |epoch| are deduplicated.
+  Status DrainUpTo(uint64_t epoch);
+  // Makes deduplicated data durable: commit containers, write indexes back.
+  Status Persist();
+  void RecordError(const Status& s);
+  Status PendingError() const;
+
+  const Options options_;
+  Env* const env_;
+  std::unique_ptr<FileLock> lock_;
+  std::unique_ptr<Chunker> chunker_;
+  std::unique_ptr<ChunkStore> chunk_store_;
+  std::unique_ptr<ChunkIndex> chunk_index_;
+  std::unique_ptr<BlockIndex> block_index_;
+  std::unique_ptr<BloomSet> bloom_;
+  FilterChain filter_chain_;
+  BlockLocks block_locks_;
+  FingerprintLocks fp_locks_;
+  WriteBufferBudget budget_;
+  ThreadPool hash_pool_;
+  SystemStats stats_;
+  std::map<std::string, std::unique_ptr<Volume>> volumes_;
+
+  // Sync epochs: a write stamps its block with the current epoch; a sync
+  // takes a new epoch and waits for all blocks stamped at or before it.
+  std::atomic<uint64_t> epoch_{1};
+  std::atomic<uint64_t> force_epoch_{0};
+  std::atomic<bool> force_all_{false};
+
+  std::mutex work_mu_;
+  std::condition_variable work_cv_;     // workers wait for work
+  std::condition_variable progress_cv_; // syncs wait for workers
+  uint64_t work_signals_ = 0;
+  std::atomic<bool> stop_{false};
+  bool closed_ = false;
+  std::vector<std::thread> workers_;
+
+  std::mutex persist_mu_;  // one Persist at a time
+  mutable std::mutex error_mu_;
+  Status error_;           // last processing error, cleared when a run succeeds
+};
+
+}  // namespace dedupv1

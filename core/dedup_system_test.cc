@@ -1,0 +1,271 @@
+#include "core/dedup_system.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "core/testutil.h"
+
+namespace dedupv1 {
+namespace {
+
+Options SmallOptions(const std::string& dir) {
+  Options o;
+  o.data_dir = dir;
+  o.chunk_index.table.size_bytes = 64 << 20;
+  o.bloom_expected_chunks = 1 << 20;
+  o.write_buffer_size = 16 << 20;
+  o.write_buffer_flush_delay_ms = 50;
+  o.chunk_store.commit_timeout_ms = 500;
+  o.volumes = {{"vol1", 64 << 20}, {"vol2", 512 << 20}, {"vol3", 512 << 20}};
+  EXPECT_TRUE(o.Finish().ok());
+  return o;
+}
+
+std::unique_ptr<DedupSystem> OpenOrDie(const Options& o) {
+  std::unique_ptr<DedupSystem> sys;
+  Status s = DedupSystem::Open(o, Env::Default(), &sys);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return sys;
+}
+
+TEST(DedupSystemTest, UnwrittenDataReadsAsZeros) {
+  test::TempDir dir;
+  auto sys = OpenOrDie(SmallOptions(dir.path()));
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  std::vector<uint8_t> out(300000, 0xAB);
+  ASSERT_TRUE(v->Read(12345, out.size(), out.data()).ok());
+  EXPECT_TRUE(IsAllZero(out.data(), out.size()));
+}
+
+TEST(DedupSystemTest, UnknownVolumeAndOutOfRangeAreErrors) {
+  test::TempDir dir;
+  auto sys = OpenOrDie(SmallOptions(dir.path()));
+  Volume* v;
+  Status s = sys->GetVolume("nope", &v);
+  EXPECT_TRUE(s.IsNotFound());
+  EXPECT_NE(s.message().find("vol1"), std::string::npos) << s.ToString();
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  std::vector<uint8_t> buf(4096);
+  EXPECT_TRUE(v->Read(v->size() - 100, 4096, buf.data()).IsInvalidArgument());
+  EXPECT_TRUE(v->Write(v->size(), 1, buf.data(), false).IsInvalidArgument());
+  EXPECT_TRUE(v->Write(UINT64_MAX - 10, 4096, buf.data(), false).IsInvalidArgument());
+  EXPECT_TRUE(v->Unmap(v->size() - 1, 2).IsInvalidArgument());
+  EXPECT_TRUE(v->Read(v->size(), 0, buf.data()).ok());
+}
+
+TEST(DedupSystemTest, WriteSyncReopenRead) {
+  test::TempDir dir;
+  Options o = SmallOptions(dir.path());
+  auto data = test::RandomBytes(3 << 20, 7);
+  {
+    auto sys = OpenOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    ASSERT_TRUE(v->Write(1000, data.size(), data.data(), false).ok());
+    std::vector<uint8_t> out(data.size());
+    ASSERT_TRUE(v->Read(1000, out.size(), out.data()).ok());  // from the buffer
+    EXPECT_EQ(out, data);
+    ASSERT_TRUE(v->Sync().ok());
+    EXPECT_EQ(v->buffer().dirty_bytes(), 0u);
+    ASSERT_TRUE(v->Read(1000, out.size(), out.data()).ok());  // from containers
+    EXPECT_EQ(out, data);
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = OpenOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  std::vector<uint8_t> out(data.size() + 2000);
+  ASSERT_TRUE(v->Read(0, out.size(), out.data()).ok());
+  EXPECT_TRUE(IsAllZero(out.data(), 1000));
+  EXPECT_EQ(std::memcmp(out.data() + 1000, data.data(), data.size()), 0);
+  EXPECT_TRUE(IsAllZero(out.data() + 1000 + data.size(), 1000));
+}
+
+TEST(DedupSystemTest, RefusesConfigChangesThatWouldMisreadData) {
+  test::TempDir dir;
+  Options o = SmallOptions(dir.path());
+  { auto sys = OpenOrDie(o); }
+  Options changed = o;
+  changed.block_size = 64 << 10;
+  ASSERT_TRUE(changed.Finish().ok());
+  std::unique_ptr<DedupSystem> sys;
+  Status s = DedupSystem::Open(changed, Env::Default(), &sys);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("block-size"), std::string::npos) << s.ToString();
+  Options shrunk = o;
+  shrunk.volumes[0].size = 32 << 20;
+  s = DedupSystem::Open(shrunk, Env::Default(), &sys);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("shrinking"), std::string::npos) << s.ToString();
+}
+
+TEST(DedupSystemTest, SecondProcessCannotOpenTheSameDataDir) {
+  test::TempDir dir;
+  Options o = SmallOptions(dir.path());
+  auto sys = OpenOrDie(o);
+  std::unique_ptr<DedupSystem> other;
+  EXPECT_TRUE(DedupSystem::Open(o, Env::Default(), &other).IsBusy());
+}
+
+TEST(DedupSystemTest, UnmapReadsZerosAndThinStatus) {
+  test::TempDir dir;
+  auto sys = OpenOrDie(SmallOptions(dir.path()));
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  auto data = test::RandomBytes(1 << 20, 9);
+  ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+  ASSERT_TRUE(v->Sync().ok());
+  ASSERT_TRUE(v->Unmap(128 << 10, 256 << 10).ok());
+  std::vector<uint8_t> out(data.size());
+  ASSERT_TRUE(v->Read(0, out.size(), out.data()).ok());
+  EXPECT_EQ(std::memcmp(out.data(), data.data(), 128 << 10), 0);
+  EXPECT_TRUE(IsAllZero(out.data() + (128 << 10), 256 << 10));
+  EXPECT_EQ(std::memcmp(out.data() + (384 << 10), data.data() + (384 << 10), data.size() - (384 << 10)), 0);
+  bool mapped;
+  uint64_t run;
+  ASSERT_TRUE(v->IsMapped(0, 1 << 20, &mapped, &run).ok());
+  EXPECT_TRUE(mapped);
+  EXPECT_EQ(run, 128u << 10);
+  ASSERT_TRUE(v->IsMapped(128 << 10, 1 << 20, &mapped, &run).ok());
+  EXPECT_FALSE(mapped);
+  EXPECT_EQ(run, 256u << 10);
+  ASSERT_TRUE(v->IsMapped(4 << 20, 1 << 20, &mapped, &run).ok());
+  EXPECT_FALSE(mapped);
+}
+
+// Random reads, writes and unmaps (unaligned, sub-block, cross-block) from
+// several threads on disjoint ranges, checked against a plain in-memory
+// model; then close, reopen and compare every byte.
+TEST(DedupSystemTest, DifferentialAgainstInMemoryModel) {
+  const uint64_t total_ops = test::EnvKnob("DEDUPV1_DIFF_OPS", 100000);
+  const int threads = 4;
+  test::TempDir dir;
+  Options o = SmallOptions(dir.path());
+  const uint64_t vol_size = 64 << 20;
+  std::vector<uint8_t> model(vol_size, 0);
+  {
+    auto sys = OpenOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    std::atomic<int> failures{0};
+    auto worker = [&](int t) {
+      const uint64_t region = vol_size / threads;
+      const uint64_t base = region * t;
+      std::mt19937_64 rng(1000 + t);
+      // A small pool of patterns so data repeats and dedups.
+      std::vector<std::vector<uint8_t>> pool;
+      for (int i = 0; i < 8; i++) pool.push_back(test::RandomBytes(300 << 10, 77 + i));
+      std::vector<uint8_t> buf(300 << 10);
+      for (uint64_t op = 0; op < total_ops / threads && failures.load() < 5; op++) {
+        uint64_t kind = rng() % 100;
+        uint64_t len = (rng() % 4 == 0) ? 1 + rng() % (256 << 10) : 1 + rng() % 9000;
+        uint64_t off = base + rng() % (region - len);
+        if (kind < 45) {
+          const auto& src = pool[rng() % pool.size()];
+          const uint8_t* p = src.data() + rng() % (src.size() - len);
+          if (rng() % 8 == 0) {
+            std::memset(buf.data(), 0, len);
+            p = buf.data();
+          }
+          Status s = v->Write(off, len, p, rng() % 500 == 0);
+          if (!s.ok()) { ADD_FAILURE() << s.ToString(); failures++; continue; }
+          std::memcpy(model.data() + off, p, len);
+        } else if (kind < 90) {
+          Status s = v->Read(off, len, buf.data());
+          if (!s.ok()) { ADD_FAILURE() << s.ToString(); failures++; continue; }
+          if (std::memcmp(buf.data(), model.data() + off, len) != 0) {
+            ADD_FAILURE() << "thread " << t << " op " << op << ": read of " << len << " at " << off
+                          << " differs from the model";
+            failures++;
+          }
+        } else if (kind < 99 || rng() % 4 != 0) {
+          Status s = v->Unmap(off, len);
+          if (!s.ok()) { ADD_FAILURE() << s.ToString(); failures++; continue; }
+          std::memset(model.data() + off, 0, len);
+        } else {
+          Status s = v->Sync();
+          if (!s.ok()) { ADD_FAILURE() << s.ToString(); failures++; }
+        }
+      }
+    };
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; t++) ts.emplace_back(worker, t);
+    for (auto& t : ts) t.join();
+    ASSERT_EQ(failures.load(), 0);
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = OpenOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  std::vector<uint8_t> out(4 << 20);
+  for (uint64_t off = 0; off < vol_size; off += out.size()) {
+    ASSERT_TRUE(v->Read(off, out.size(), out.data()).ok());
+    ASSERT_EQ(std::memcmp(out.data(), model.data() + off, out.size()), 0) << "after reopen at " << off;
+  }
+}
+
+uint64_t StoredBytes(DedupSystem* sys) { return sys->chunk_store()->stats().bytes_stored; }
+
+// Writes |data| to |v| in 1 MiB requests, as a backup client would.
+void WriteStream(Volume* v, const std::vector<uint8_t>& data) {
+  for (uint64_t off = 0; off < data.size(); off += 1 << 20) {
+    uint64_t len = std::min<uint64_t>(1 << 20, data.size() - off);
+    ASSERT_TRUE(v->Write(off, len, data.data() + off, false).ok());
+  }
+  ASSERT_TRUE(v->Sync().ok());
+}
+
+TEST(DedupSystemTest, SameStreamInSecondVolumeStoresAlmostNothing) {
+  test::TempDir dir;
+  auto sys = OpenOrDie(SmallOptions(dir.path()));
+  auto data = test::RandomBytes(256 << 20, 11);
+  Volume *v2, *v3;
+  ASSERT_TRUE(sys->GetVolume("vol2", &v2).ok());
+  ASSERT_TRUE(sys->GetVolume("vol3", &v3).ok());
+  WriteStream(v2, data);
+  uint64_t first = StoredBytes(sys.get());
+  EXPECT_GE(first, data.size() * 99 / 100);
+  WriteStream(v3, data);
+  uint64_t second = StoredBytes(sys.get()) - first;
+  EXPECT_LT(second, first * 2 / 100) << "second volume stored " << second << " bytes";
+  std::vector<uint8_t> out(1 << 20);
+  ASSERT_TRUE(v3->Read(100 << 20, out.size(), out.data()).ok());
+  EXPECT_EQ(std::memcmp(out.data(), data.data() + (100 << 20), out.size()), 0);
+}
+
+TEST(DedupSystemTest, OneInsertedByteStoresLittleMore) {
+  test::TempDir dir;
+  auto sys = OpenOrDie(SmallOptions(dir.path()));
+  auto data = test::RandomBytes(256 << 20, 12);
+  Volume *v2, *v3;
+  ASSERT_TRUE(sys->GetVolume("vol2", &v2).ok());
+  ASSERT_TRUE(sys->GetVolume("vol3", &v3).ok());
+  WriteStream(v2, data);
+  uint64_t first = StoredBytes(sys.get());
+  data.insert(data.begin() + 1000, 0x5A);
+  data.pop_back();
+  WriteStream(v3, data);
+  uint64_t second = StoredBytes(sys.get()) - first;
+  EXPECT_LT(second, first * 5 / 100) << "shifted stream stored " << second << " bytes";
+}
+
+TEST(DedupSystemTest, ZeroWritesStoreNothing) {
+  test::TempDir dir;
+  auto sys = OpenOrDie(SmallOptions(dir.path()));
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol2", &v).ok());
+  std::vector<uint8_t> zeros(64 << 20, 0);
+  WriteStream(v, zeros);
+  EXPECT_EQ(StoredBytes(sys.get()), 0u);
+  EXPECT_GT(sys->stats().chunks_zero.load(), 0u);
+  std::vector<uint8_t> out(1 << 20, 1);
+  ASSERT_TRUE(v->Read(5 << 20, out.size(), out.data()).ok());
+  EXPECT_TRUE(IsAllZero(out.data(), out.size()));
+}
+
+}  // namespace
+}  // namespace dedupv1

@@ -1,0 +1,63 @@
+// Options is the validated form of a dedupv1 configuration: every key of the
+// config file maps to one field here. FromConfig refuses unknown keys, bad
+// values and impossible combinations, naming the key and the line.
+// docs/configuration.md lists every key with its default; keep them in sync
+// (options_test checks that every key is documented).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chunkstore/chunk_store.h"
+#include "core/chunker.h"
+#include "core/config.h"
+#include "core/fingerprint.h"
+#include "index/block_index.h"
+#include "index/chunk_index.h"
+
+namespace dedupv1 {
+
+struct VolumeOptions {
+  std::string name;
+  uint64_t size = 0;  // bytes, a multiple of 512
+};
+
+struct Options {
+  std::string data_dir = "/var/lib/dedupv1";
+  uint32_t block_size = 128 << 10;
+  FingerprintType fingerprint = FingerprintType::kSha1;
+  ChunkerOptions chunking;
+  std::vector<std::string> filter_chain = {"zero-chunk", "block-index", "container-cache", "bloom",
+                                           "chunk-index"};
+  uint64_t bloom_expected_chunks = 16 << 20;
+  double bloom_false_positive_rate = 0.01;
+  size_t container_cache_containers = 64;
+  ChunkStoreOptions chunk_store;    // dir filled from data_dir unless set
+  ChunkIndexOptions chunk_index;    // path filled from data_dir unless set
+  BlockIndexOptions block_index;    // path filled from data_dir unless set
+  uint64_t write_buffer_size = 64 << 20;
+  uint64_t write_buffer_flush_delay_ms = 500;
+  int dedup_threads = 2;
+  std::vector<VolumeOptions> volumes;
+
+  // Defaults for everything; paths derived from data_dir by Finish().
+  Options();
+  // Parses and validates |config|. Later entries override earlier ones (so a
+  // command-line override appended with Config::Set wins), except "volume",
+  // which accumulates.
+  static Status FromConfig(const Config& config, Options* options);
+  // Resolves relative and default paths against data_dir and checks
+  // cross-key constraints. FromConfig calls it; call it after changing fields
+  // by hand.
+  Status Finish();
+  // Every key FromConfig understands.
+  static std::vector<std::string> Keys();
+  // The effective configuration as "key = value" lines (for the monitor).
+  std::string ToString() const;
+
+  // Whether a path was given explicitly (else it is derived from data_dir).
+  bool chunk_store_dir_set_ = false, chunk_index_path_set_ = false, block_index_path_set_ = false;
+};
+
+}  // namespace dedupv1

@@ -1,0 +1,307 @@
+#include "core/volume.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "core/dedup_system.h"
+#include "index/block_mapping.h"
+
+namespace dedupv1 {
+
+Volume::Volume(DedupSystem* system, uint32_t id, std::string name, uint64_t size)
+    : system_(system), id_(id), name_(std::move(name)), size_(size),
+      block_size_(system->options().block_size), buffer_(block_size_, &system->budget_) {}
+
+Status Volume::CheckRange(uint64_t offset, uint64_t length, const char* op) const {
+  if (offset > size_ || length > size_ - offset) {
+    return Status::InvalidArgument(std::string(op) + " of " + std::to_string(length) + " bytes at offset " +
+                                   std::to_string(offset) + " is beyond the end of volume " + name_ +
+                                   " (" + std::to_string(size_) + " bytes)");
+  }
+  return Status::OK();
+}
+
+Status Volume::ReadBlockPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out) {
+  BlockId id{id_, block};
+  std::shared_lock<std::shared_mutex> lock(system_->block_locks_.For(id));
+  // Bytes still in the write buffer are the newest; if they cover the whole
+  // piece the block mapping is not needed.
+  if (buffer_.Overlay(block, offset, len, out)) return Status::OK();
+
+  BlockMapping mapping;
+  Status s = system_->block_index_->Get(id, &mapping);
+  if (s.IsNotFound()) {
+    std::memset(out, 0, len);
+  } else if (!s.ok()) {
+    return s.WithContext("read block " + std::to_string(block) + " of volume " + name_);
+  } else {
+    std::string chunk;
+    Fingerprint chunk_fp;
+    ContainerId chunk_container = kNoContainer;
+    Status read_status;
+    mapping.ForEachPiece(offset, len, [&](const BlockMappingItem& item, uint32_t block_offset,
+                                          uint32_t chunk_offset, uint32_t size) {
+      uint8_t* dst = out + (block_offset - offset);
+      if (!read_status.ok()) return;
+      if (item.container == kZeroContainer) {
+        std::memset(dst, 0, size);
+        return;
+      }
+      if (item.container != chunk_container || item.fp != chunk_fp) {
+        read_status = system_->chunk_store_->ReadChunk(item.container, item.fp, &chunk);
+        if (!read_status.ok()) return;
+        chunk_fp = item.fp;
+        chunk_container = item.container;
+      }
+      if (static_cast<uint64_t>(chunk_offset) + size > chunk.size()) {
+        read_status = Status::Corruption("block " + std::to_string(block) + " of volume " + name_ +
+                                         " maps bytes beyond the end of chunk " + item.fp.ToHex());
+        return;
+      }
+      std::memcpy(dst, chunk.data() + chunk_offset, size);
+    });
+    if (!read_status.ok()) {
+      return read_status.WithContext("read block " + std::to_string(block) + " of volume " + name_);
+    }
+  }
+  buffer_.Overlay(block, offset, len, out);
+  return Status::OK();
+}
+
+Status Volume::Read(uint64_t offset, uint64_t length, uint8_t* out) {
+  DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "read"));
+  system_->stats_.read_ops++;
+  uint64_t pos = offset;
+  while (pos < offset + length) {
+    uint64_t block = pos / block_size_;
+    uint32_t in_block = static_cast<uint32_t>(pos % block_size_);
+    uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(block_size_ - in_block, offset + length - pos));
+    DEDUPV1_RETURN_IF_ERROR(ReadBlockPiece(block, in_block, len, out + (pos - offset)));
+    pos += len;
+  }
+  system_->stats_.bytes_read += length;
+  return Status::OK();
+}
+
+Status Volume::Write(uint64_t offset, uint64_t length, const uint8_t* data, bool fua) {
+  DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "write"));
+  // A store that cannot take data (e.g. the disk is full) refuses new writes
+  // with the reason instead of buffering what it cannot keep.
+  DEDUPV1_RETURN_IF_ERROR(system_->PendingError());
+  system_->budget_.WaitForSpace(&system_->stop_);
+  system_->stats_.write_ops++;
+  const uint64_t epoch = system_->epoch_.load();
+  uint64_t pos = offset;
+  while (pos < offset + length) {
+    uint64_t block = pos / block_size_;
+    uint32_t in_block = static_cast<uint32_t>(pos % block_size_);
+    uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(block_size_ - in_block, offset + length - pos));
+    {
+      std::unique_lock<std::shared_mutex> lock(system_->block_locks_.For(BlockId{id_, block}));
+      buffer_.Put(block, in_block, data + (pos - offset), len, epoch);
+    }
+    pos += len;
+  }
+  system_->stats_.bytes_written += length;
+  system_->WakeWorkers();
+  if (fua) return Sync();
+  return Status::OK();
+}
+
+Status Volume::Unmap(uint64_t offset, uint64_t length) {
+  DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "unmap"));
+  system_->stats_.unmap_ops++;
+  uint64_t pos = offset;
+  while (pos < offset + length) {
+    uint64_t block = pos / block_size_;
+    uint32_t in_block = static_cast<uint32_t>(pos % block_size_);
+    uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(block_size_ - in_block, offset + length - pos));
+    BlockId id{id_, block};
+    std::unique_lock<std::shared_mutex> lock(system_->block_locks_.For(id));
+    buffer_.Discard(block, in_block, len);
+    BlockMapping mapping;
+    Status s = system_->block_index_->Get(id, &mapping);
+    if (s.ok()) {
+      BlockMappingItem hole{Fingerprint::Zero(system_->options().fingerprint), kZeroContainer, 0, len};
+      DEDUPV1_RETURN_IF_ERROR(mapping.Overlay(in_block, {hole}));
+      mapping.set_version(mapping.version() + 1);
+      DEDUPV1_RETURN_IF_ERROR(system_->block_index_->Put(id, mapping));
+    } else if (!s.IsNotFound()) {
+      return s;
+    }
+    pos += len;
+  }
+  system_->stats_.bytes_unmapped += length;
+  return Status::OK();
+}
+
+Status Volume::Sync() {
+  system_->stats_.sync_ops++;
+  return system_->Sync();
+}
+
+Status Volume::IsMapped(uint64_t offset, uint64_t length, bool* mapped, uint64_t* run) {
+  DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "get lba status"));
+  *run = 0;
+  bool first = true;
+  uint64_t pos = offset;
+  while (pos < offset + length) {
+    uint64_t block = pos / block_size_;
+    uint32_t in_block = static_cast<uint32_t>(pos % block_size_);
+    uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(block_size_ - in_block, offset + length - pos));
+    BlockId id{id_, block};
+    bool this_mapped;
+    {
+      std::shared_lock<std::shared_mutex> lock(system_->block_locks_.For(id));
+      this_mapped = buffer_.Intersects(block, in_block, len);
+      if (!this_mapped) {
+        BlockMapping mapping;
+        Status s = system_->block_index_->Get(id, &mapping);
+        if (s.ok()) {
+          mapping.ForEachPiece(in_block, len, [&](const BlockMappingItem& item, uint32_t, uint32_t, uint32_t) {
+            if (item.container != kZeroContainer) this_mapped = true;
+          });
+        } else if (!s.IsNotFound()) {
+          return s;
+        }
+      }
+    }
+    if (first) {
+      *mapped = this_mapped;
+      first = false;
+    } else if (this_mapped != *mapped) {
+      break;
+    }
+    *run += len;
+    pos += len;
+  }
+  return Status::OK();
+}
+
+bool Volume::ProcessOneRun(const WriteBuffer::ClaimPolicy& policy, Status* error) {
+  WriteBuffer::Run run;
+  if (!buffer_.ClaimRun(policy, WriteBuffer::Clock::now(), &run)) return false;
+  *error = ProcessRun(&run);
+  buffer_.Unclaim(run);
+  return true;
+}
+
+Status Volume::ProcessRun(WriteBuffer::Run* run) {
+  DedupSystem* sys = system_;
+  const FingerprintType fp_type = sys->options().fingerprint;
+  const uint8_t* data = run->data.data();
+
+  // 1. Chunk boundaries. Without |final| the last unfinished chunk stays in
+  //    the buffer and is chunked again together with the bytes that follow.
+  std::vector<size_t> ends;
+  sys->chunker_->Split(data, run->data.size(), run->final, &ends);
+  if (ends.empty()) return Status::OK();
+  const size_t n = ends.size();
+  const uint64_t processed = ends.back();
+
+  // 2. Fingerprints, in parallel. All-zero chunks are not hashed.
+  std::vector<ChunkRequest> chunks(n);
+  sys->hash_pool_.ParallelFor(n, 16, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; i++) {
+      size_t start = i == 0 ? 0 : ends[i - 1];
+      ChunkRequest& c = chunks[i];
+      c.data = data + start;
+      c.size = ends[i] - start;
+      c.is_zero = IsAllZero(c.data, c.size);
+      if (c.is_zero) c.fp = Fingerprint::Zero(fp_type);
+      else ComputeFingerprint(fp_type, c.data, c.size, &c.fp);
+    }
+  });
+
+  // 3. What the overwritten blocks referenced before (block-index filter).
+  const uint64_t first_block = run->start / block_size_;
+  const uint64_t last_block = (run->start + processed - 1) / block_size_;
+  std::unordered_map<Fingerprint, ContainerId, FingerprintHasher> previous;
+  for (uint64_t b = first_block; b <= last_block; b++) {
+    BlockMapping old;
+    if (sys->block_index_->Get(BlockId{id_, b}, &old).ok()) {
+      for (const auto& item : old.items()) {
+        if (item.container != kZeroContainer) previous[item.fp] = item.container;
+      }
+    }
+  }
+
+  // 4. The filter chain decides; new chunks are stored. The fingerprint lock
+  //    covers decide + store + update so a chunk is stored once.
+  for (size_t i = 0; i < n; i++) {
+    ChunkRequest& c = chunks[i];
+    c.previous_chunks = &previous;
+    std::lock_guard<std::mutex> fp_lock(sys->fp_locks_.For(c.fp));
+    Status error;
+    FilterResult r = sys->filter_chain_.Decide(&c, &error);
+    if (r == FilterResult::kError) return error;
+    if (FilterChain::IsKnown(r)) {
+      DEDUPV1_RETURN_IF_ERROR(sys->filter_chain_.UpdateKnown(c));
+      if (c.is_zero) {
+        sys->stats_.chunks_zero++;
+        sys->stats_.bytes_zero += c.size;
+      } else {
+        sys->stats_.chunks_known++;
+      }
+    } else {
+      DEDUPV1_RETURN_IF_ERROR(sys->chunk_store_->StoreChunk(c.fp, c.data, c.size, id_, &c.container));
+      DEDUPV1_RETURN_IF_ERROR(sys->filter_chain_.UpdateNew(c));
+      sys->stats_.chunks_new++;
+      sys->stats_.bytes_new += c.size;
+    }
+  }
+  sys->stats_.runs++;
+  sys->stats_.chunks += n;
+  sys->stats_.bytes_chunked += processed;
+
+  // 5. Install the new mappings block by block. A block rewritten or unmapped
+  //    since its bytes were copied keeps its dirty bytes and is redone later.
+  size_t chunk_index = 0;
+  for (size_t bi = 0; bi < run->blocks.size(); bi++) {
+    const uint64_t block = run->blocks[bi];
+    const uint64_t block_start = block * block_size_;
+    const uint64_t begin = std::max<uint64_t>(block_start, run->start);
+    const uint64_t end = std::min<uint64_t>(block_start + block_size_, run->start + processed);
+    if (begin >= end) break;
+    std::vector<BlockMappingItem> items;
+    while (chunk_index < n) {
+      uint64_t cs = run->start + (chunk_index == 0 ? 0 : ends[chunk_index - 1]);
+      uint64_t ce = run->start + ends[chunk_index];
+      if (cs >= end) break;
+      uint64_t pb = std::max(cs, begin), pe = std::min(ce, end);
+      const ChunkRequest& c = chunks[chunk_index];
+      items.push_back(BlockMappingItem{c.fp, c.container, static_cast<uint32_t>(pb - cs),
+                                       static_cast<uint32_t>(pe - pb)});
+      if (ce > end) break;  // the chunk continues into the next block
+      chunk_index++;
+    }
+    BlockId id{id_, block};
+    std::unique_lock<std::shared_mutex> lock(sys->block_locks_.For(id));
+    uint32_t in_begin = static_cast<uint32_t>(begin - block_start);
+    uint32_t in_end = static_cast<uint32_t>(end - block_start);
+    // Only the copy we chunked may be replaced: check the sequence first,
+    // then install the mapping, then clear the buffer (all under the lock).
+    BlockMapping mapping(block_size_);
+    Status s = sys->block_index_->Get(id, &mapping);
+    if (!s.ok() && !s.IsNotFound()) return s;
+    if (s.IsNotFound()) mapping = BlockMapping(block_size_);
+    if (!buffer_.ClearIfUnchanged(block, run->seqs[bi], in_begin, in_end)) {
+      sys->stats_.mappings_skipped++;
+      continue;
+    }
+    DEDUPV1_RETURN_IF_ERROR(mapping.Overlay(in_begin, items));
+    mapping.set_version(mapping.version() + 1);
+    Status put = sys->block_index_->Put(id, mapping);
+    if (!put.ok()) {
+      // The bytes are cleared from the buffer but not mapped: put them back.
+      buffer_.Put(block, in_begin, data + (begin - run->start), in_end - in_begin, sys->epoch_.load());
+      return put;
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace dedupv1

@@ -1,0 +1,65 @@
+// A Volume is one logical disk of a DedupSystem (one iSCSI LUN). It is split
+// into fixed-size blocks; each block's content is described by a block mapping
+// (index/block_mapping.h) plus any bytes still in the volume's write buffer.
+//
+// Write path: Write copies into the write buffer and returns; dedup workers of
+// the system later call ProcessRun, which chunks a run of dirty bytes,
+// fingerprints the chunks, asks the filter chain, stores new chunks and
+// installs the new block mappings. Read path: block mapping -> chunks from the
+// chunk store, with dirty bytes from the buffer on top. Sync waits until every
+// byte written before it is deduplicated and durable.
+//
+// Thread-safe. Offsets and lengths are in bytes and may be unaligned.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "core/write_buffer.h"
+
+namespace dedupv1 {
+
+class DedupSystem;
+
+class Volume {
+ public:
+  Volume(DedupSystem* system, uint32_t id, std::string name, uint64_t size);
+
+  const std::string& name() const { return name_; }
+  uint32_t id() const { return id_; }
+  uint64_t size() const { return size_; }
+
+  Status Read(uint64_t offset, uint64_t length, uint8_t* out);
+  // |fua|: durable when this returns.
+  Status Write(uint64_t offset, uint64_t length, const uint8_t* data, bool fua);
+  // The range reads as zeros afterwards; its chunks lose a reference.
+  Status Unmap(uint64_t offset, uint64_t length);
+  // Every write acknowledged before this call is durable when it returns.
+  Status Sync();
+  // Whether offset's block range holds data (for GET LBA STATUS): |*mapped|
+  // and the length of the run of blocks from |offset| in the same state.
+  Status IsMapped(uint64_t offset, uint64_t length, bool* mapped, uint64_t* run);
+
+  // Dedup worker entry point: claims one ready run of this volume and
+  // processes it. Returns false if there was nothing to do.
+  bool ProcessOneRun(const WriteBuffer::ClaimPolicy& policy, Status* error);
+
+  WriteBuffer& buffer() { return buffer_; }
+
+ private:
+  Status CheckRange(uint64_t offset, uint64_t length, const char* op) const;
+  Status ReadBlockPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out);
+  Status ProcessRun(WriteBuffer::Run* run);
+
+  DedupSystem* const system_;
+  const uint32_t id_;
+  const std::string name_;
+  const uint64_t size_;
+  const uint32_t block_size_;
+  WriteBuffer buffer_;
+};
+
+}  // namespace dedupv1

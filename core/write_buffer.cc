@@ -1,0 +1,205 @@
+#include "core/write_buffer.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace dedupv1 {
+
+void WriteBufferBudget::WaitForSpace(const std::atomic<bool>* stop) {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] { return used_ < limit_ || (stop != nullptr && stop->load()); });
+}
+
+void WriteBufferBudget::Charge(uint64_t bytes) {
+  std::lock_guard<std::mutex> l(mu_);
+  used_ += bytes;
+}
+
+void WriteBufferBudget::Release(uint64_t bytes) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    used_ -= std::min(used_, bytes);
+  }
+  cv_.notify_all();
+}
+
+uint64_t WriteBufferBudget::used() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return used_;
+}
+
+bool WriteBufferBudget::UnderPressure() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return used_ * 4 >= limit_ * 3;
+}
+
+void WriteBufferBudget::WakeAll() { cv_.notify_all(); }
+
+WriteBuffer::WriteBuffer(uint32_t block_size, WriteBufferBudget* budget)
+    : block_size_(block_size), budget_(budget) {}
+
+WriteBuffer::~WriteBuffer() {
+  std::lock_guard<std::mutex> l(mu_);
+  budget_->Release(static_cast<uint64_t>(blocks_.size()) * block_size_);
+  blocks_.clear();
+}
+
+WriteBuffer::DirtyBlock* WriteBuffer::GetOrCreateLocked(uint64_t block, uint64_t epoch) {
+  auto it = blocks_.find(block);
+  if (it != blocks_.end()) {
+    if (it->second.dirty.empty()) it->second.first_epoch = epoch;
+    return &it->second;
+  }
+  DirtyBlock& b = blocks_[block];
+  b.data.reset(new uint8_t[block_size_]);
+  b.first_epoch = epoch;
+  budget_->Charge(block_size_);
+  return &b;
+}
+
+void WriteBuffer::FreeIfCleanLocked(std::map<uint64_t, DirtyBlock>::iterator it) {
+  if (it->second.dirty.empty() && !it->second.claimed) {
+    blocks_.erase(it);
+    budget_->Release(block_size_);
+  }
+}
+
+void WriteBuffer::Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len,
+                      uint64_t epoch) {
+  std::lock_guard<std::mutex> l(mu_);
+  DirtyBlock* b = GetOrCreateLocked(block, epoch);
+  std::memcpy(b->data.get() + offset, data, len);
+  b->dirty.Add(offset, offset + len);
+  b->seq++;
+  b->last_write = Clock::now();
+}
+
+void WriteBuffer::Discard(uint64_t block, uint32_t offset, uint32_t len) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = blocks_.find(block);
+  if (it == blocks_.end()) return;
+  it->second.dirty.Remove(offset, offset + len);
+  it->second.seq++;
+  FreeIfCleanLocked(it);
+}
+
+bool WriteBuffer::Overlay(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = blocks_.find(block);
+  if (it == blocks_.end()) return false;
+  const uint32_t end = offset + len;
+  for (const auto& r : it->second.dirty.ranges()) {
+    uint32_t b = std::max(r.first, offset), e = std::min(r.second, end);
+    if (b < e) std::memcpy(out + (b - offset), it->second.data.get() + b, e - b);
+  }
+  return it->second.dirty.Covers(offset, end);
+}
+
+bool WriteBuffer::Intersects(uint64_t block, uint32_t offset, uint32_t len) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = blocks_.find(block);
+  return it != blocks_.end() && it->second.dirty.Intersects(offset, offset + len);
+}
+
+bool WriteBuffer::ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run* run) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+    DirtyBlock& first = it->second;
+    if (first.claimed || first.dirty.empty()) continue;
+    for (const auto& range : first.dirty.ranges()) {
+      // A range starting at offset 0 continues the previous block's run if
+      // that block is dirty up to its end: the run starts there, not here.
+      if (range.first == 0 && it != blocks_.begin()) {
+        auto prev = std::prev(it);
+        if (prev->first + 1 == it->first && !prev->second.dirty.empty() &&
+            prev->second.dirty.ranges().back().second == block_size_) {
+          continue;
+        }
+      }
+      // Collect the run: this range, then following blocks while the dirty
+      // bytes stay contiguous across block boundaries.
+      struct Piece { std::map<uint64_t, DirtyBlock>::iterator it; uint32_t begin, end; };
+      std::vector<Piece> pieces{{it, range.first, range.second}};
+      size_t len = range.second - range.first;
+      bool cut = false;  // the run stops because of a limit, not because the data stops
+      bool forced = policy.force_all || first.first_epoch <= policy.force_epoch;
+      auto last = it;
+      while (pieces.back().end == block_size_) {
+        auto next = std::next(last);
+        if (next == blocks_.end() || next->first != last->first + 1 || next->second.dirty.empty() ||
+            next->second.dirty.ranges().front().first != 0) {
+          break;
+        }
+        if (next->second.claimed || len >= policy.max_run_bytes) {
+          cut = true;
+          break;
+        }
+        uint32_t e = next->second.dirty.ranges().front().second;
+        pieces.push_back({next, 0, e});
+        len += e;
+        forced |= next->second.first_epoch <= policy.force_epoch;
+        last = next;
+      }
+      bool aged = now - last->second.last_write >= policy.flush_delay;
+      bool final = (forced || aged) && !cut;
+      if (!final && len < policy.min_ready_bytes) continue;
+
+      run->start = it->first * block_size_ + range.first;
+      run->final = final;
+      run->data.resize(len);
+      run->blocks.clear();
+      run->seqs.clear();
+      size_t pos = 0;
+      for (const auto& p : pieces) {
+        std::memcpy(run->data.data() + pos, p.it->second.data.get() + p.begin, p.end - p.begin);
+        pos += p.end - p.begin;
+        p.it->second.claimed = true;
+        run->blocks.push_back(p.it->first);
+        run->seqs.push_back(p.it->second.seq);
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+bool WriteBuffer::ClearIfUnchanged(uint64_t block, uint64_t seq, uint32_t begin, uint32_t end) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = blocks_.find(block);
+  if (it == blocks_.end() || it->second.seq != seq) return false;
+  it->second.dirty.Remove(begin, end);
+  it->second.seq++;
+  return true;
+}
+
+void WriteBuffer::Unclaim(const Run& run) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (uint64_t block : run.blocks) {
+    auto it = blocks_.find(block);
+    if (it == blocks_.end()) continue;
+    it->second.claimed = false;
+    FreeIfCleanLocked(it);
+  }
+}
+
+bool WriteBuffer::HasDirtyUpTo(uint64_t epoch) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [block, b] : blocks_) {
+    if (!b.dirty.empty() && b.first_epoch <= epoch) return true;
+  }
+  return false;
+}
+
+uint64_t WriteBuffer::dirty_bytes() const {
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t n = 0;
+  for (const auto& [block, b] : blocks_) n += b.dirty.bytes();
+  return n;
+}
+
+size_t WriteBuffer::dirty_blocks() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return blocks_.size();
+}
+
+}  // namespace dedupv1

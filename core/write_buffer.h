@@ -1,0 +1,120 @@
+// WriteBuffer holds the bytes written to one volume that have not been
+// chunked and deduplicated yet. Writes land here and are acknowledged at once;
+// dedup workers later take "runs" (maximal stretches of contiguous dirty bytes,
+// which may span blocks) in address order and chunk them as one stream, so
+// chunk boundaries follow the data, not the order or size of requests. The
+// unfinished last chunk of a run simply stays dirty until more data follows
+// it, it ages past the flush delay, or a sync forces it out.
+//
+// Invariants:
+//  - Reads see dirty bytes over whatever the block index maps (Overlay).
+//  - Every change of a block's dirty bytes increments its sequence number; a
+//    worker clears bytes only if the sequence is unchanged since it copied
+//    them, so a newer write or unmap is never lost.
+//  - A claimed block belongs to exactly one worker's run.
+//  - Callers hold the block's lock (BlockLocks) around Put/Discard/
+//    ClearIfUnchanged (exclusive) and Overlay (shared); the buffer's own mutex
+//    only protects its map.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/interval_set.h"
+
+namespace dedupv1 {
+
+// Counts the memory of all write buffers of a system against one limit.
+class WriteBufferBudget {
+ public:
+  explicit WriteBufferBudget(uint64_t limit_bytes) : limit_(limit_bytes) {}
+  // Blocks while the buffers are over the limit (or until |stop| is set).
+  void WaitForSpace(const std::atomic<bool>* stop);
+  void Charge(uint64_t bytes);
+  void Release(uint64_t bytes);
+  uint64_t used() const;
+  uint64_t limit() const { return limit_; }
+  // True above 3/4 of the limit: workers then flush short runs too.
+  bool UnderPressure() const;
+  void WakeAll();
+
+ private:
+  const uint64_t limit_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t used_ = 0;
+};
+
+class WriteBuffer {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  WriteBuffer(uint32_t block_size, WriteBufferBudget* budget);
+  ~WriteBuffer();
+
+  // Copies |len| bytes into block |block| at |offset| and marks them dirty.
+  // |epoch| is the system's current sync epoch (see DedupSystem).
+  void Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len, uint64_t epoch);
+  // Drops dirty bytes in the range (an unmap supersedes them).
+  void Discard(uint64_t block, uint32_t offset, uint32_t len);
+  // Copies the dirty bytes of [offset, offset+len) of |block| into out[0..len).
+  // Returns true if every byte of the range was dirty.
+  bool Overlay(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out) const;
+  // True if any byte of the range is dirty.
+  bool Intersects(uint64_t block, uint32_t offset, uint32_t len) const;
+
+  // A stretch of contiguous dirty bytes claimed by one worker.
+  struct Run {
+    uint64_t start = 0;               // absolute byte offset in the volume
+    std::vector<uint8_t> data;        // a copy of the dirty bytes
+    std::vector<uint64_t> blocks;     // claimed blocks, in order
+    std::vector<uint64_t> seqs;       // their sequence numbers at copy time
+    bool final = false;               // the run's end is the end of a chunk
+  };
+  struct ClaimPolicy {
+    size_t max_run_bytes = 8 << 20;   // runs longer than this are cut (not final)
+    size_t min_ready_bytes = 32768;   // a run this long has a complete chunk
+    Clock::duration flush_delay = std::chrono::milliseconds(500);
+    uint64_t force_epoch = 0;         // blocks dirtied at or before this epoch are flushed out
+    bool force_all = false;           // flush everything (close, memory pressure)
+  };
+  // Finds a run that is ready under |policy|, claims its blocks and copies its
+  // bytes. Returns false if there is none.
+  bool ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run* run);
+  // Clears the dirty bytes [begin, end) of |block| if its sequence number is
+  // still |seq|. Returns whether it did (if not, a newer write or unmap came in
+  // and the block keeps its dirty bytes for a later run).
+  bool ClearIfUnchanged(uint64_t block, uint64_t seq, uint32_t begin, uint32_t end);
+  // Ends the claim on the run's blocks and frees blocks with no dirty bytes left.
+  void Unclaim(const Run& run);
+
+  // True if a block dirtied at or before |epoch| still has dirty bytes.
+  bool HasDirtyUpTo(uint64_t epoch) const;
+  uint64_t dirty_bytes() const;
+  size_t dirty_blocks() const;
+
+ private:
+  struct DirtyBlock {
+    std::unique_ptr<uint8_t[]> data;
+    IntervalSet dirty;
+    uint64_t seq = 0;
+    uint64_t first_epoch = 0;
+    Clock::time_point last_write;
+    bool claimed = false;
+  };
+  DirtyBlock* GetOrCreateLocked(uint64_t block, uint64_t epoch);
+  void FreeIfCleanLocked(std::map<uint64_t, DirtyBlock>::iterator it);
+
+  const uint32_t block_size_;
+  WriteBufferBudget* budget_;
+  mutable std::mutex mu_;
+  std::map<uint64_t, DirtyBlock> blocks_;
+};
+
+}  // namespace dedupv1

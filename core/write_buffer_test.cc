@@ -1,0 +1,135 @@
+#include "core/write_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/testutil.h"
+
+namespace dedupv1 {
+namespace {
+
+constexpr uint32_t kBlock = 4096;
+
+WriteBuffer::ClaimPolicy Ready(size_t min_ready = 1 << 30) {
+  WriteBuffer::ClaimPolicy p;
+  p.min_ready_bytes = min_ready;
+  p.flush_delay = std::chrono::hours(1);
+  return p;
+}
+
+TEST(IntervalSetTest, AddMergesRemoveSplits) {
+  IntervalSet s;
+  s.Add(10, 20);
+  s.Add(30, 40);
+  s.Add(20, 30);
+  ASSERT_EQ(s.ranges().size(), 1u);
+  EXPECT_EQ(s.ranges()[0], IntervalSet::Range(10, 40));
+  s.Remove(15, 25);
+  ASSERT_EQ(s.ranges().size(), 2u);
+  EXPECT_EQ(s.bytes(), 20u);
+  EXPECT_TRUE(s.Covers(25, 40));
+  EXPECT_FALSE(s.Covers(14, 16));
+  EXPECT_TRUE(s.Intersects(14, 16));
+  EXPECT_FALSE(s.Intersects(15, 25));
+}
+
+TEST(WriteBufferTest, OverlayReturnsNewestBytesAndCoverage) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(100, 1);
+  buf.Put(3, 50, a.data(), 100, 1);
+  std::vector<uint8_t> out(200, 0xEE);
+  EXPECT_FALSE(buf.Overlay(3, 0, 200, out.data()));
+  EXPECT_EQ(out[49], 0xEE);
+  EXPECT_EQ(std::memcmp(out.data() + 50, a.data(), 100), 0);
+  EXPECT_TRUE(buf.Overlay(3, 60, 20, out.data()));
+  EXPECT_EQ(budget.used(), kBlock);
+  buf.Discard(3, 0, kBlock);
+  EXPECT_EQ(buf.dirty_blocks(), 0u);
+  EXPECT_EQ(budget.used(), 0u);
+}
+
+TEST(WriteBufferTest, ShortRunWaitsUnlessAgedOrForced) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(1000, 2);
+  buf.Put(0, 0, a.data(), 1000, 5);
+  WriteBuffer::Run run;
+  EXPECT_FALSE(buf.ClaimRun(Ready(), WriteBuffer::Clock::now(), &run));
+  // Aged.
+  auto p = Ready();
+  p.flush_delay = std::chrono::milliseconds(0);
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  EXPECT_TRUE(run.final);
+  EXPECT_EQ(run.data.size(), 1000u);
+  buf.Unclaim(run);
+  // Forced by a sync epoch that covers the block's epoch.
+  p = Ready();
+  p.force_epoch = 4;
+  EXPECT_FALSE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  p.force_epoch = 5;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  EXPECT_TRUE(run.final);
+  EXPECT_TRUE(buf.HasDirtyUpTo(5));
+  EXPECT_FALSE(buf.HasDirtyUpTo(4));
+}
+
+TEST(WriteBufferTest, RunSpansContiguousBlocksAndStartsAtTheStreamStart) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(3 * kBlock, 3);
+  // Written out of order: the run still starts at byte 100 of block 0.
+  buf.Put(2, 0, a.data() + 2 * kBlock, 1000, 1);
+  buf.Put(1, 0, a.data() + kBlock, kBlock, 1);
+  buf.Put(0, 100, a.data() + 100, kBlock - 100, 1);
+  WriteBuffer::Run run;
+  ASSERT_TRUE(buf.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.start, 100u);
+  EXPECT_EQ(run.blocks, (std::vector<uint64_t>{0, 1, 2}));
+  ASSERT_EQ(run.data.size(), 2 * kBlock - 100 + 1000);
+  EXPECT_EQ(std::memcmp(run.data.data(), a.data() + 100, run.data.size()), 0);
+  EXPECT_FALSE(run.final);
+  // Claimed blocks are not handed out twice.
+  WriteBuffer::Run other;
+  EXPECT_FALSE(buf.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &other));
+}
+
+TEST(WriteBufferTest, LongRunsAreCutAndNotFinal) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(kBlock, 4);
+  for (uint64_t b = 0; b < 10; b++) buf.Put(b, 0, a.data(), kBlock, 1);
+  auto p = Ready(1);
+  p.max_run_bytes = 3 * kBlock;
+  p.force_all = true;
+  WriteBuffer::Run run;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.blocks.size(), 3u);
+  EXPECT_FALSE(run.final);  // the data goes on: its last chunk must not be forced
+}
+
+TEST(WriteBufferTest, NewerWriteSurvivesAWorkerThatCopiedOlderBytes) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(kBlock, 5);
+  auto b = test::RandomBytes(kBlock, 6);
+  buf.Put(0, 0, a.data(), kBlock, 1);
+  WriteBuffer::Run run;
+  ASSERT_TRUE(buf.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &run));
+  buf.Put(0, 0, b.data(), kBlock, 1);  // rewritten while the worker works
+  EXPECT_FALSE(buf.ClearIfUnchanged(0, run.seqs[0], 0, kBlock));
+  buf.Unclaim(run);
+  std::vector<uint8_t> out(kBlock);
+  EXPECT_TRUE(buf.Overlay(0, 0, kBlock, out.data()));
+  EXPECT_EQ(out, b);
+  // An unchanged block is cleared and freed.
+  ASSERT_TRUE(buf.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &run));
+  EXPECT_TRUE(buf.ClearIfUnchanged(0, run.seqs[0], 0, kBlock));
+  buf.Unclaim(run);
+  EXPECT_EQ(buf.dirty_blocks(), 0u);
+  EXPECT_EQ(budget.used(), 0u);
+}
+
+}  // namespace
+}  // namespace dedupv1

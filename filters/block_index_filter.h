@@ -1,0 +1,25 @@
+// BlockIndexFilter compares a chunk with the chunks that the blocks being
+// overwritten referenced before (paper: "block index filter"). Rewriting the
+// same data to the same place is recognised without any index I/O.
+#pragma once
+
+#include "filters/filter.h"
+
+namespace dedupv1 {
+
+class BlockIndexFilter : public Filter {
+ public:
+  const char* name() const override { return "block-index"; }
+  FilterResult MaxResult() const override { return FilterResult::kStrongMaybe; }
+  FilterResult Check(ChunkRequest* chunk, Status* error) override {
+    if (chunk->previous_chunks == nullptr) return FilterResult::kWeakMaybe;
+    auto it = chunk->previous_chunks->find(chunk->fp);
+    if (it == chunk->previous_chunks->end() || it->second == kZeroContainer) {
+      return FilterResult::kWeakMaybe;
+    }
+    chunk->container = it->second;
+    return FilterResult::kStrongMaybe;
+  }
+};
+
+}  // namespace dedupv1

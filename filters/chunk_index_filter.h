@@ -1,0 +1,36 @@
+// ChunkIndexFilter is the basic deduplication filter: a chunk index lookup
+// gives STRONG-MAYBE with the chunk's container, or NOT-EXISTING. UpdateNew
+// records a newly stored chunk in the auxiliary index (memory only; the index
+// writes it back in the background after the container commits).
+#pragma once
+
+#include "filters/filter.h"
+#include "index/chunk_index.h"
+
+namespace dedupv1 {
+
+class ChunkIndexFilter : public Filter {
+ public:
+  explicit ChunkIndexFilter(ChunkIndex* index) : index_(index) {}
+  const char* name() const override { return "chunk-index"; }
+  FilterResult MaxResult() const override { return FilterResult::kStrongMaybe; }
+  FilterResult Check(ChunkRequest* chunk, Status* error) override {
+    ChunkIndexEntry entry;
+    Status s = index_->Lookup(chunk->fp, &entry);
+    if (s.IsNotFound()) return FilterResult::kNotExisting;
+    if (!s.ok()) {
+      *error = s;
+      return FilterResult::kError;
+    }
+    chunk->container = entry.container;
+    return FilterResult::kStrongMaybe;
+  }
+  Status UpdateNew(const ChunkRequest& chunk) override {
+    return index_->PutNew(chunk.fp, chunk.container);
+  }
+
+ private:
+  ChunkIndex* index_;
+};
+
+}  // namespace dedupv1

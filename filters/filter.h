@@ -1,0 +1,66 @@
+// A Filter is one step of the filter chain that decides whether a chunk is
+// already stored (paper section 3.2). Each filter declares the strongest
+// result it can give; the chain uses that to skip filters that cannot add
+// information. Filters are shared by all writer threads and must be
+// thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "core/fingerprint.h"
+#include "core/status.h"
+#include "core/types.h"
+
+namespace dedupv1 {
+
+// Results, strongest first. The numeric order is relied upon: smaller = stronger.
+enum class FilterResult : int {
+  kExisting = 0,     // byte-exact duplicate: stop
+  kStrongMaybe = 1,  // fingerprint match, container known: only EXISTING-capable filters still run
+  kWeakMaybe = 2,    // no statement: continue
+  kNotExisting = 3,  // definitely new: stop
+  kError = 4,
+};
+
+const char* FilterResultName(FilterResult r);
+
+// The chunk as it passes through the chain.
+struct ChunkRequest {
+  Fingerprint fp;
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  bool is_zero = false;  // all bytes zero (fp is then Fingerprint::Zero)
+  // Chunks that the blocks being overwritten referenced before (fingerprint ->
+  // container); consulted by the block-index filter. May be null.
+  const std::unordered_map<Fingerprint, ContainerId, FingerprintHasher>* previous_chunks = nullptr;
+  // Set by a filter that returns EXISTING or STRONG-MAYBE; set by the chunk
+  // store when a new chunk is stored.
+  ContainerId container = kNoContainer;
+};
+
+class Filter {
+ public:
+  virtual ~Filter() = default;
+  virtual const char* name() const = 0;
+  // The strongest result Check can return.
+  virtual FilterResult MaxResult() const = 0;
+  // Judges the chunk. On kError, |error| says why.
+  virtual FilterResult Check(ChunkRequest* chunk, Status* error) = 0;
+  // The chain decided the chunk is new and it has been stored in chunk->container.
+  virtual Status UpdateNew(const ChunkRequest& chunk) { return Status::OK(); }
+  // The chain decided the chunk is known (chunk->container is where it is).
+  virtual Status UpdateKnown(const ChunkRequest& chunk) { return Status::OK(); }
+};
+
+// Per-filter counters of the results each filter gave.
+struct FilterCounters {
+  std::atomic<uint64_t> existing{0}, strong_maybe{0}, weak_maybe{0}, not_existing{0}, error{0},
+      skipped{0};
+  void Count(FilterResult r);
+};
+
+}  // namespace dedupv1

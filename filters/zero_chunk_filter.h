@@ -1,0 +1,20 @@
+// ZeroChunkFilter recognises all-zero chunks: EXISTING at no cost, and nothing
+// is ever stored for them (they map to kZeroContainer and read back as zeros).
+#pragma once
+
+#include "filters/filter.h"
+
+namespace dedupv1 {
+
+class ZeroChunkFilter : public Filter {
+ public:
+  const char* name() const override { return "zero-chunk"; }
+  FilterResult MaxResult() const override { return FilterResult::kExisting; }
+  FilterResult Check(ChunkRequest* chunk, Status* error) override {
+    if (!chunk->is_zero) return FilterResult::kWeakMaybe;
+    chunk->container = kZeroContainer;
+    return FilterResult::kExisting;
+  }
+};
+
+}  // namespace dedupv1

@@ -1,0 +1,380 @@
+#include "index/block_index.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace dedupv1 {
+
+namespace {
+
+constexpr size_t kBlockKeySize = 12;
+// How long the background thread waits before retrying a failed write-back.
+constexpr std::chrono::milliseconds kRetryDelay(500);
+
+Status AbortedClosed() { return Status::Aborted("block index is closed"); }
+
+}  // namespace
+
+std::string EncodeBlockKey(const BlockId& id) {
+  std::string key(kBlockKeySize, '\0');
+  for (int i = 0; i < 4; i++) key[i] = static_cast<char>(id.volume >> (24 - 8 * i));
+  for (int i = 0; i < 8; i++) key[4 + i] = static_cast<char>(id.block >> (56 - 8 * i));
+  return key;
+}
+
+bool DecodeBlockKey(std::string_view key, BlockId* id) {
+  if (key.size() != kBlockKeySize) return false;
+  const auto* p = reinterpret_cast<const uint8_t*>(key.data());
+  uint32_t volume = 0;
+  for (int i = 0; i < 4; i++) volume = (volume << 8) | p[i];
+  uint64_t block = 0;
+  for (int i = 0; i < 8; i++) block = (block << 8) | p[4 + i];
+  id->volume = volume;
+  id->block = block;
+  return true;
+}
+
+BlockIndex::BlockIndex(const BlockIndexOptions& options, std::unique_ptr<KvStore> store,
+                       std::function<bool(ContainerId)> is_committed)
+    : options_(options), is_committed_(std::move(is_committed)), store_(std::move(store)) {}
+
+Status BlockIndex::Open(const BlockIndexOptions& options,
+                        std::function<bool(ContainerId)> is_committed,
+                        std::unique_ptr<BlockIndex>* out) {
+  if (options.path.empty()) return Status::InvalidArgument("block index: path is empty");
+  std::unique_ptr<KvStore> store;
+  Status s = OpenKvStore(options.backend, options.path, &store);
+  if (!s.ok()) return s.WithContext("block index");
+  return Open(options, std::move(store), std::move(is_committed), out);
+}
+
+Status BlockIndex::Open(const BlockIndexOptions& options, std::unique_ptr<KvStore> store,
+                        std::function<bool(ContainerId)> is_committed,
+                        std::unique_ptr<BlockIndex>* out) {
+  if (store == nullptr) return Status::InvalidArgument("block index: no store");
+  if (options.block_size == 0) return Status::InvalidArgument("block index: block size 0");
+  if (options.aux_hard_limit == 0) {
+    return Status::InvalidArgument("block index: auxiliary hard limit 0");
+  }
+  if (options.aux_soft_limit > options.aux_hard_limit) {
+    return Status::InvalidArgument(fmt::format(
+        "block index: auxiliary soft limit {} above the hard limit {}", options.aux_soft_limit,
+        options.aux_hard_limit));
+  }
+  if (options.write_back_batch == 0) {
+    return Status::InvalidArgument("block index: write-back batch size 0");
+  }
+  std::unique_ptr<BlockIndex> index(
+      new BlockIndex(options, std::move(store), std::move(is_committed)));
+  index->background_ = std::thread([raw = index.get()] { raw->BackgroundLoop(); });
+  *out = std::move(index);
+  return Status::OK();
+}
+
+BlockIndex::~BlockIndex() { Close(); }
+
+Status BlockIndex::Get(const BlockId& id, BlockMapping* mapping) {
+  reads_++;
+  if (store_ == nullptr) return AbortedClosed();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = aux_.find(id);
+    if (it != aux_.end()) {
+      *mapping = it->second.mapping;
+      aux_hits_++;
+      return Status::OK();
+    }
+  }
+  // Not in the auxiliary index: the store holds the newest version, because
+  // a mapping leaves the auxiliary index only after it was written there.
+  std::string value;
+  Status s = store_->Get(EncodeBlockKey(id), &value);
+  if (s.IsNotFound()) {
+    misses_++;
+    return Status::NotFound(fmt::format("block {}/{} was never written", id.volume, id.block));
+  }
+  if (!s.ok()) return s.WithContext(fmt::format("block index: reading block {}/{}", id.volume, id.block));
+  BlockMapping parsed;
+  DEDUPV1_RETURN_IF_ERROR(BlockMapping::Parse(value, id, &parsed));
+  if (parsed.block_size() != options_.block_size) {
+    return Status::Corruption(fmt::format(
+        "block mapping of block {}/{}: block size {}, but the index uses {}", id.volume,
+        id.block, parsed.block_size(), options_.block_size));
+  }
+  persistent_hits_++;
+  *mapping = std::move(parsed);
+  return Status::OK();
+}
+
+Status BlockIndex::Put(const BlockId& id, const BlockMapping& mapping) {
+  if (mapping.block_size() != options_.block_size) {
+    return Status::InvalidArgument(fmt::format(
+        "block index: mapping of block {}/{} has block size {}, the index uses {}", id.volume,
+        id.block, mapping.block_size(), options_.block_size));
+  }
+  Status valid = mapping.CheckInvariants();
+  if (!valid.ok()) {
+    return Status::InvalidArgument(
+        fmt::format("block index: mapping of block {}/{}: {}", id.volume, id.block, valid.message()));
+  }
+
+  std::unique_lock<std::mutex> lock(mu_);
+  // A replacement does not grow the index; a new block waits while the index
+  // is full of mappings that can be written back. If everything waits for a
+  // container commit, waiting would not help (the commit frees them), so the
+  // index grows beyond the hard limit instead.
+  while (!closing_ && aux_.size() >= options_.aux_hard_limit && !persistable_.empty() &&
+         aux_.find(id) == aux_.end()) {
+    if (!writeback_error_.ok()) {
+      return writeback_error_.WithContext(fmt::format(
+          "block index: {} mappings in memory (hard limit {}) and write-back fails",
+          aux_.size(), options_.aux_hard_limit));
+    }
+    put_waiters_++;
+    bg_cv_.notify_one();
+    space_cv_.wait(lock);
+    put_waiters_--;
+  }
+  if (closing_) return AbortedClosed();
+
+  std::vector<ContainerId> uncommitted;
+  for (const BlockMappingItem& item : mapping.items()) {
+    if (item.IsZero()) continue;
+    if (std::find(uncommitted.begin(), uncommitted.end(), item.container) != uncommitted.end()) {
+      continue;
+    }
+    if (is_committed_ && !is_committed_(item.container)) uncommitted.push_back(item.container);
+  }
+
+  auto [it, inserted] = aux_.try_emplace(id);
+  AuxEntry& entry = it->second;
+  if (!inserted) Unregister(id, entry);
+  entry.mapping = mapping;
+  entry.seq = ++next_seq_;
+  entry.uncommitted = std::move(uncommitted);
+  if (entry.uncommitted.empty()) {
+    persistable_.emplace(entry.seq, id);
+  } else {
+    for (ContainerId c : entry.uncommitted) waiting_[c].insert(id);
+  }
+  if (WriteBackWanted()) bg_cv_.notify_one();
+  return Status::OK();
+}
+
+void BlockIndex::Unregister(const BlockId& id, const AuxEntry& entry) {
+  if (entry.uncommitted.empty()) {
+    persistable_.erase(entry.seq);
+    return;
+  }
+  for (ContainerId c : entry.uncommitted) {
+    auto w = waiting_.find(c);
+    if (w == waiting_.end()) continue;
+    w->second.erase(id);
+    if (w->second.empty()) waiting_.erase(w);
+  }
+}
+
+void BlockIndex::OnContainerCommitted(ContainerId container) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto w = waiting_.find(container);
+  if (w == waiting_.end()) return;
+  for (const BlockId& id : w->second) {
+    auto it = aux_.find(id);
+    if (it == aux_.end()) continue;
+    AuxEntry& entry = it->second;
+    auto c = std::find(entry.uncommitted.begin(), entry.uncommitted.end(), container);
+    if (c != entry.uncommitted.end()) entry.uncommitted.erase(c);
+    if (entry.uncommitted.empty()) persistable_.emplace(entry.seq, id);
+  }
+  waiting_.erase(w);
+  if (WriteBackWanted()) bg_cv_.notify_one();
+}
+
+void BlockIndex::SetIdle(bool idle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_ = idle;
+  if (WriteBackWanted()) bg_cv_.notify_one();
+}
+
+bool BlockIndex::WriteBackWanted() const {
+  return !closing_ && !persistable_.empty() &&
+         (idle_ || put_waiters_ > 0 || aux_.size() > options_.aux_soft_limit);
+}
+
+void BlockIndex::BackgroundLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!closing_) {
+    if (!WriteBackWanted()) {
+      bg_cv_.wait(lock);
+      continue;
+    }
+    lock.unlock();
+    size_t written = 0;
+    Status s = WriteBackBatch(std::numeric_limits<uint64_t>::max(), &written);
+    lock.lock();
+    if (!s.ok()) {
+      // The error is in stats().last_error and fails Puts at the hard limit;
+      // retry later in case it was transient (e.g. space was freed).
+      bg_cv_.wait_for(lock, kRetryDelay, [this] { return closing_; });
+    }
+  }
+}
+
+Status BlockIndex::WriteBackBatch(uint64_t max_seq, size_t* written) {
+  *written = 0;
+  std::lock_guard<std::mutex> writeback_lock(writeback_mu_);
+  struct Pending {
+    BlockId id;
+    uint64_t seq;
+  };
+  std::vector<Pending> pending;
+  std::vector<KvStore::WriteOp> ops;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = persistable_.begin();
+         it != persistable_.end() && pending.size() < options_.write_back_batch; ++it) {
+      if (it->first > max_seq) break;
+      const AuxEntry& entry = aux_.at(it->second);
+      pending.push_back({it->second, it->first});
+      KvStore::WriteOp op;
+      op.key = EncodeBlockKey(it->second);
+      entry.mapping.Serialize(&op.value);
+      ops.push_back(std::move(op));
+    }
+  }
+  if (ops.empty()) return Status::OK();
+  // Key order: neighbouring blocks share B+tree leaves.
+  std::sort(ops.begin(), ops.end(),
+            [](const KvStore::WriteOp& a, const KvStore::WriteOp& b) { return a.key < b.key; });
+  Status s = store_->Write(ops);
+
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!s.ok()) {
+    s = s.WithContext(fmt::format("block index write-back of {} mappings", ops.size()));
+    writeback_error_ = s;
+    last_error_ = s.ToString();
+    space_cv_.notify_all();  // Puts at the hard limit return the error
+    return s;
+  }
+  writeback_error_ = Status::OK();
+  for (const Pending& p : pending) {
+    auto it = aux_.find(p.id);
+    // A newer Put replaced it meanwhile: that version stays until written.
+    if (it == aux_.end() || it->second.seq != p.seq) continue;
+    persistable_.erase(p.seq);
+    aux_.erase(it);
+  }
+  written_back_ += pending.size();
+  write_back_batches_++;
+  *written = pending.size();
+  space_cv_.notify_all();
+  return Status::OK();
+}
+
+Status BlockIndex::Flush() {
+  if (store_ == nullptr) return AbortedClosed();
+  // Only what was put before the flush started, so steady Puts cannot keep
+  // it running forever.
+  uint64_t max_seq;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    max_seq = next_seq_;
+  }
+  for (;;) {
+    size_t written = 0;
+    DEDUPV1_RETURN_IF_ERROR(WriteBackBatch(max_seq, &written));
+    if (written == 0) break;
+  }
+  Status s = store_->Sync();
+  if (!s.ok()) return s.WithContext("block index: sync");
+  return Status::OK();
+}
+
+Status BlockIndex::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_) return Status::OK();
+    closing_ = true;
+  }
+  bg_cv_.notify_all();
+  space_cv_.notify_all();
+  if (background_.joinable()) background_.join();
+  Status s = Flush();
+  persistent_at_close_ = store_->Count();
+  store_.reset();
+  return s;
+}
+
+BlockIndexStats BlockIndex::stats() const {
+  BlockIndexStats st;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    st.aux_mappings = aux_.size();
+    st.aux_waiting_for_commit = aux_.size() - persistable_.size();
+    st.written_back = written_back_;
+    st.write_back_batches = write_back_batches_;
+    st.last_error = last_error_;
+  }
+  st.reads = reads_.load();
+  st.aux_hits = aux_hits_.load();
+  st.persistent_hits = persistent_hits_.load();
+  st.misses = misses_.load();
+  st.persistent_mappings = store_ != nullptr ? store_->Count() : persistent_at_close_;
+  return st;
+}
+
+Status BlockIndex::ForEachBlock(
+    uint32_t volume, const std::function<bool(uint64_t, const BlockMapping&)>& f) {
+  if (store_ == nullptr) return AbortedClosed();
+  std::map<uint64_t, BlockMapping> aux_blocks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, entry] : aux_) {
+      if (id.volume == volume) aux_blocks.emplace(id.block, entry.mapping);
+    }
+  }
+  auto next_aux = aux_blocks.begin();
+  bool stopped = false;
+  Status inner;
+  const std::string begin = EncodeBlockKey(BlockId{volume, 0});
+  // The last volume's range runs to the end of the key space.
+  const std::string end =
+      volume == std::numeric_limits<uint32_t>::max() ? "" : EncodeBlockKey(BlockId{volume + 1, 0});
+  Status s = store_->Scan(begin, end, [&](const std::string& key, const std::string& value) {
+    BlockId id;
+    if (!DecodeBlockKey(key, &id) || id.volume != volume) {
+      inner = Status::Corruption(fmt::format("block index: malformed key of {} bytes in volume {}",
+                                             key.size(), volume));
+      return false;
+    }
+    for (; next_aux != aux_blocks.end() && next_aux->first < id.block; ++next_aux) {
+      if (!f(next_aux->first, next_aux->second)) {
+        stopped = true;
+        return false;
+      }
+    }
+    if (next_aux != aux_blocks.end() && next_aux->first == id.block) {
+      // The auxiliary version is newer than the stored one.
+      const auto& [block, mapping] = *next_aux++;
+      if (!f(block, mapping)) stopped = true;
+      return !stopped;
+    }
+    BlockMapping mapping;
+    inner = BlockMapping::Parse(value, id, &mapping);
+    if (!inner.ok()) return false;
+    if (!f(id.block, mapping)) stopped = true;
+    return !stopped;
+  });
+  if (!s.ok()) return s.WithContext(fmt::format("block index: scanning volume {}", volume));
+  DEDUPV1_RETURN_IF_ERROR(inner);
+  if (stopped) return Status::OK();
+  for (; next_aux != aux_blocks.end(); ++next_aux) {
+    if (!f(next_aux->first, next_aux->second)) break;
+  }
+  return Status::OK();
+}
+
+}  // namespace dedupv1

@@ -1,0 +1,197 @@
+// The BlockIndex maps each block of a volume to its current BlockMapping
+// (paper section 3.5). Like the chunk index it has two parts:
+//  - an in-memory auxiliary index holding every mapping written since it was
+//    last written back: mappings that reference a container not yet committed
+//    (they must not reach disk before their chunk data does) and mappings that
+//    could go to disk but have not yet, so the request path never waits for a
+//    random B+tree write;
+//  - a persistent ordered KvStore (Tokyo Cabinet B+tree or LevelDB) keyed by
+//    EncodeBlockKey, so consecutive blocks are neighbours on disk.
+// A background thread moves persistable mappings from the auxiliary index to
+// the store in batches (one atomic KvStore::Write each) when the auxiliary
+// index passes a soft limit or the system is idle. Mappings lost from memory in
+// a crash are restored by the operations log replay, not by this class.
+//
+// Invariants:
+//  - a mapping is in the store only if every container it references was
+//    committed when it was written back;
+//  - a mapping leaves the auxiliary index only after the store write holding
+//    it succeeded, and only if no newer Put replaced it meanwhile (each Put
+//    gets a sequence number; the caller's BlockMapping::version is not used
+//    for this, so callers need not keep it monotonic);
+//  - Get sees the newest Put: the auxiliary index first, then the store.
+//
+// Thread-safety: all methods may be called concurrently, except Close (and
+// the destructor), which must not run concurrently with other calls; Puts
+// already blocked at the hard limit are woken and return Aborted.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/status.h"
+#include "core/types.h"
+#include "index/block_mapping.h"
+#include "index/kv_store.h"
+
+namespace dedupv1 {
+
+// Store key of a block: 4-byte big-endian volume id + 8-byte big-endian block
+// number, so byte order is (volume, block) order and a volume is one range.
+std::string EncodeBlockKey(const BlockId& id);
+// False if |key| is not a 12-byte block key.
+bool DecodeBlockKey(std::string_view key, BlockId* id);
+
+struct BlockIndexOptions {
+  KvBackend backend = KvBackend::kTokyoCabinet;
+  // The store: a Tokyo Cabinet file or a LevelDB directory; parents are created.
+  std::string path;
+  uint32_t block_size = 128 << 10;
+  uint64_t aux_soft_limit = 65536;   // mappings: above this the background thread writes back
+  uint64_t aux_hard_limit = 262144;  // mappings: Put waits above this (unless they all wait for commits)
+  uint32_t write_back_batch = 512;   // mappings per atomic store write
+};
+
+struct BlockIndexStats {
+  uint64_t aux_mappings = 0;            // mappings in the auxiliary index
+  uint64_t aux_waiting_for_commit = 0;  // ... of which reference an uncommitted container
+  uint64_t persistent_mappings = 0;     // records in the store
+  uint64_t reads = 0;                   // Get calls
+  uint64_t aux_hits = 0;
+  uint64_t persistent_hits = 0;
+  uint64_t misses = 0;                  // Get returned NotFound
+  uint64_t written_back = 0;            // mappings written to the store
+  uint64_t write_back_batches = 0;      // successful store writes
+  std::string last_error;               // last failed write-back, "" if none
+};
+
+class BlockIndex {
+ public:
+  // |is_committed| tells whether a container is durably committed (the chunk
+  // store's IsCommitted); it is called with the index's lock held, so it must
+  // not call back into the index. A null function means "all committed".
+  static Status Open(const BlockIndexOptions& options, std::function<bool(ContainerId)> is_committed,
+                     std::unique_ptr<BlockIndex>* out);
+  // Same on a store the caller opened (tests use this to inject store faults).
+  // options.backend and options.path are ignored.
+  static Status Open(const BlockIndexOptions& options, std::unique_ptr<KvStore> store,
+                     std::function<bool(ContainerId)> is_committed,
+                     std::unique_ptr<BlockIndex>* out);
+  ~BlockIndex();  // Close()
+
+  BlockIndex(const BlockIndex&) = delete;
+  BlockIndex& operator=(const BlockIndex&) = delete;
+
+  // The newest mapping of |id|: auxiliary index first, then the store.
+  // NotFound if the block was never written (the caller reads zeros);
+  // Corruption naming the block if the stored mapping is damaged.
+  Status Get(const BlockId& id, BlockMapping* mapping);
+
+  // Stores a new mapping of |id| in the auxiliary index (never touches the
+  // disk). It may go to the store only when every container it references
+  // (except kZeroContainer) is committed: is_committed is evaluated under the
+  // lock OnContainerCommitted takes, so a commit is never missed. A mapping
+  // replaced before write-back is simply replaced. Waits while the auxiliary
+  // index holds aux_hard_limit mappings or more and some of them can be
+  // written back; returns the write-back error instead of waiting if write-back
+  // is failing. InvalidArgument for a mapping of the wrong block size or one
+  // that breaks the BlockMapping invariants; Aborted once Close has started.
+  Status Put(const BlockId& id, const BlockMapping& mapping);
+
+  // Called after |container| is durably committed (after is_committed starts
+  // returning true for it): mappings that waited only for it become
+  // persistable. Takes the index lock, so the caller must not hold a lock that
+  // is_committed takes.
+  void OnContainerCommitted(ContainerId container);
+
+  // While idle, the background thread writes back every persistable mapping,
+  // not only those above the soft limit.
+  void SetIdle(bool idle);
+
+  // Writes back every mapping that is persistable now and syncs the store.
+  // Mappings still waiting for a container commit stay in the auxiliary index
+  // (see stats().aux_waiting_for_commit); OK if they are the only ones left.
+  Status Flush();
+
+  // Stops the background thread, writes back what is persistable (Flush) and
+  // closes the store. Mappings waiting for a commit are dropped from memory
+  // (the log replay restores them). Returns the Flush result; later calls
+  // return OK and other methods return Aborted.
+  Status Close();
+
+  BlockIndexStats stats() const;
+
+  // Calls f(block, mapping) for every written block of |volume| in block
+  // order, auxiliary mappings taking precedence over stored ones, until f
+  // returns false. Meant for checks and tools: a snapshot of the auxiliary
+  // index is taken first, so blocks written while it runs may show either
+  // version. f may call other methods of the index.
+  Status ForEachBlock(uint32_t volume,
+                      const std::function<bool(uint64_t block, const BlockMapping& mapping)>& f);
+
+ private:
+  struct AuxEntry {
+    BlockMapping mapping;
+    uint64_t seq = 0;                       // Put sequence number, unique
+    std::vector<ContainerId> uncommitted;   // referenced containers not yet committed
+  };
+
+  BlockIndex(const BlockIndexOptions& options, std::unique_ptr<KvStore> store,
+             std::function<bool(ContainerId)> is_committed);
+  void BackgroundLoop();
+  // True if the background thread has something to do. Requires mu_.
+  bool WriteBackWanted() const;
+  // Removes |id|'s entry from waiting_ and persistable_ (not from aux_). Requires mu_.
+  void Unregister(const BlockId& id, const AuxEntry& entry);
+  // Writes back up to one batch of the oldest persistable mappings with a
+  // sequence number <= max_seq; *written is the number written (0: nothing
+  // to do).
+  Status WriteBackBatch(uint64_t max_seq, size_t* written);
+
+  const BlockIndexOptions options_;
+  const std::function<bool(ContainerId)> is_committed_;
+
+  std::unique_ptr<KvStore> store_;  // null once closed
+  uint64_t persistent_at_close_ = 0;
+
+  // One write-back batch at a time (background thread or Flush), so an older
+  // version of a block can never overwrite a newer one in the store.
+  std::mutex writeback_mu_;
+
+  mutable std::mutex mu_;             // guards everything below
+  std::condition_variable bg_cv_;     // wakes the background thread
+  std::condition_variable space_cv_;  // wakes Puts waiting at the hard limit
+  std::unordered_map<BlockId, AuxEntry, BlockIdHasher> aux_;
+  // Uncommitted container -> blocks whose aux mapping waits for it.
+  std::unordered_map<ContainerId, std::unordered_set<BlockId, BlockIdHasher>> waiting_;
+  // Persistable aux mappings by sequence number: oldest written back first.
+  std::map<uint64_t, BlockId> persistable_;
+  uint64_t next_seq_ = 0;
+  uint64_t put_waiters_ = 0;
+  bool idle_ = false;
+  bool closing_ = false;
+  Status writeback_error_;  // of the last write-back attempt
+  std::string last_error_;
+  uint64_t written_back_ = 0;
+  uint64_t write_back_batches_ = 0;
+
+  std::atomic<uint64_t> reads_{0};
+  std::atomic<uint64_t> aux_hits_{0};
+  std::atomic<uint64_t> persistent_hits_{0};
+  std::atomic<uint64_t> misses_{0};
+
+  std::thread background_;
+};
+
+}  // namespace dedupv1

@@ -1,0 +1,600 @@
+#include "index/block_index.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "core/testutil.h"
+
+namespace dedupv1 {
+namespace {
+
+constexpr uint32_t kBlock = 4096;
+
+Fingerprint Fp(uint64_t id) {
+  Fingerprint fp;
+  fp.size = 20;
+  fp.bytes[0] = 0x5A;
+  for (int i = 0; i < 8; i++) fp.bytes[1 + i] = static_cast<uint8_t>(id >> (8 * i));
+  return fp;
+}
+
+// A mapping whose first half is chunk |chunk| in |container| (the chunk
+// offset encodes |tag| so versions are distinguishable) and second half zeros.
+BlockMapping Mapping(ContainerId container, uint64_t chunk, uint32_t tag = 0) {
+  BlockMapping m(kBlock);
+  BlockMappingItem item;
+  item.fp = Fp(chunk);
+  item.container = container;
+  item.chunk_offset = tag;
+  item.size = kBlock / 2;
+  EXPECT_TRUE(m.Overlay(0, {item}).ok());
+  m.set_version(tag);
+  return m;
+}
+
+// Mapping referencing two containers.
+BlockMapping Mapping2(ContainerId c1, ContainerId c2) {
+  BlockMapping m = Mapping(c1, 1);
+  BlockMappingItem item;
+  item.fp = Fp(2);
+  item.container = c2;
+  item.size = 100;
+  EXPECT_TRUE(m.Overlay(kBlock - 100, {item}).ok());
+  return m;
+}
+
+// Which containers are committed; thread-safe.
+class CommitTracker {
+ public:
+  void Commit(ContainerId c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    committed_.insert(c);
+  }
+  bool IsCommitted(ContainerId c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return committed_.count(c) > 0;
+  }
+  std::function<bool(ContainerId)> Fn() {
+    return [this](ContainerId c) { return IsCommitted(c); };
+  }
+
+ private:
+  std::mutex mu_;
+  std::set<ContainerId> committed_;
+};
+
+// Controls for FaultyKvStore, kept by the test after the store moved into the index.
+struct StoreFaults {
+  std::mutex mu;
+  std::condition_variable cv;
+  Status fail_writes;      // returned by Write instead of writing, if not OK
+  bool hold_writes = false;  // Write blocks until this is false again
+  int writes_entered = 0;
+};
+
+// Wraps a real store and injects Write failures or stalls.
+class FaultyKvStore : public KvStore {
+ public:
+  FaultyKvStore(std::unique_ptr<KvStore> base, std::shared_ptr<StoreFaults> faults)
+      : base_(std::move(base)), faults_(std::move(faults)) {}
+  Status Get(const std::string& key, std::string* value) override { return base_->Get(key, value); }
+  Status Write(const std::vector<WriteOp>& ops) override {
+    {
+      std::unique_lock<std::mutex> lock(faults_->mu);
+      faults_->writes_entered++;
+      faults_->cv.notify_all();
+      faults_->cv.wait(lock, [&] { return !faults_->hold_writes; });
+      if (!faults_->fail_writes.ok()) return faults_->fail_writes;
+    }
+    return base_->Write(ops);
+  }
+  Status Scan(const std::string& begin, const std::string& end,
+              const std::function<bool(const std::string&, const std::string&)>& f) override {
+    return base_->Scan(begin, end, f);
+  }
+  Status Sync() override { return base_->Sync(); }
+  uint64_t Count() override { return base_->Count(); }
+  uint64_t SizeBytes() override { return base_->SizeBytes(); }
+
+ private:
+  std::unique_ptr<KvStore> base_;
+  std::shared_ptr<StoreFaults> faults_;
+};
+
+// Polls |cond| for up to 20 s (a bound against hangs, not a speed check).
+template <typename Cond>
+bool Eventually(Cond cond) {
+  for (int i = 0; i < 2000; i++) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return cond();
+}
+
+TEST(BlockKeyTest, EncodingOrdersByVolumeThenBlock) {
+  std::vector<BlockId> ids = {{0, 0}, {0, 1}, {0, 255}, {0, 256}, {0, (1ull << 40) + 3},
+                              {1, 0}, {1, 7}, {256, 0}, {std::numeric_limits<uint32_t>::max(),
+                                                         std::numeric_limits<uint64_t>::max()}};
+  for (size_t i = 0; i < ids.size(); i++) {
+    std::string key = EncodeBlockKey(ids[i]);
+    ASSERT_EQ(key.size(), 12u);
+    BlockId back;
+    ASSERT_TRUE(DecodeBlockKey(key, &back));
+    EXPECT_EQ(back, ids[i]);
+    if (i > 0) {
+      EXPECT_LT(EncodeBlockKey(ids[i - 1]), key) << i;
+    }
+  }
+  BlockId id;
+  EXPECT_FALSE(DecodeBlockKey("short", &id));
+}
+
+class BlockIndexTest : public ::testing::TestWithParam<KvBackend> {
+ protected:
+  BlockIndexOptions Options() {
+    BlockIndexOptions o;
+    o.backend = GetParam();
+    o.path = dir_.Sub("block-index");
+    o.block_size = kBlock;
+    o.aux_soft_limit = 1000;
+    o.aux_hard_limit = 2000;
+    return o;
+  }
+  void Open(const BlockIndexOptions& options) {
+    index_.reset();
+    Status s = BlockIndex::Open(options, commits_.Fn(), &index_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  // Opens on a FaultyKvStore controlled by faults_.
+  void OpenFaulty(const BlockIndexOptions& options) {
+    index_.reset();
+    std::unique_ptr<KvStore> base;
+    ASSERT_TRUE(OpenKvStore(options.backend, options.path, &base).ok());
+    std::unique_ptr<KvStore> store(new FaultyKvStore(std::move(base), faults_));
+    Status s = BlockIndex::Open(options, std::move(store), commits_.Fn(), &index_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  BlockMapping MustGet(const BlockId& id) {
+    BlockMapping m;
+    Status s = index_->Get(id, &m);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return m;
+  }
+
+  test::TempDir dir_;
+  CommitTracker commits_;
+  std::shared_ptr<StoreFaults> faults_ = std::make_shared<StoreFaults>();
+  std::unique_ptr<BlockIndex> index_;
+};
+
+TEST_P(BlockIndexTest, RejectsBadOptionsAndMappings) {
+  BlockIndexOptions o = Options();
+  o.aux_soft_limit = 10;
+  o.aux_hard_limit = 5;
+  std::unique_ptr<BlockIndex> index;
+  EXPECT_TRUE(BlockIndex::Open(o, nullptr, &index).IsInvalidArgument());
+  o = Options();
+  o.block_size = 0;
+  EXPECT_TRUE(BlockIndex::Open(o, nullptr, &index).IsInvalidArgument());
+  o = Options();
+  o.path = "";
+  EXPECT_TRUE(BlockIndex::Open(o, nullptr, &index).IsInvalidArgument());
+
+  Open(Options());
+  EXPECT_TRUE(index_->Put({1, 1}, BlockMapping(kBlock * 2)).IsInvalidArgument());
+  EXPECT_TRUE(index_->Put({1, 1}, BlockMapping()).IsInvalidArgument());
+}
+
+TEST_P(BlockIndexTest, PutGetFromAux) {
+  Open(Options());
+  commits_.Commit(5);
+  BlockMapping m;
+  EXPECT_TRUE(index_->Get({1, 3}, &m).IsNotFound());
+  ASSERT_TRUE(index_->Put({1, 3}, Mapping(5, 1, 11)).ok());
+  EXPECT_EQ(MustGet({1, 3}), Mapping(5, 1, 11));
+  EXPECT_TRUE(index_->Get({2, 3}, &m).IsNotFound());
+  BlockIndexStats st = index_->stats();
+  EXPECT_EQ(st.aux_mappings, 1u);
+  EXPECT_EQ(st.aux_waiting_for_commit, 0u);
+  EXPECT_EQ(st.persistent_mappings, 0u);  // nothing written on the request path
+  EXPECT_EQ(st.reads, 3u);
+  EXPECT_EQ(st.aux_hits, 1u);
+  EXPECT_EQ(st.misses, 2u);
+}
+
+TEST_P(BlockIndexTest, WaitsForContainerCommitBeforePersisting) {
+  Open(Options());
+  commits_.Commit(1);
+  ASSERT_TRUE(index_->Put({0, 10}, Mapping(7, 1, 1)).ok());  // 7 uncommitted
+  ASSERT_TRUE(index_->Put({0, 11}, Mapping(1, 2, 2)).ok());  // committed
+  ASSERT_TRUE(index_->Put({0, 12}, Mapping2(1, 8)).ok());    // 8 uncommitted
+  ASSERT_TRUE(index_->Flush().ok());
+  BlockIndexStats st = index_->stats();
+  EXPECT_EQ(st.persistent_mappings, 1u);
+  EXPECT_EQ(st.aux_mappings, 2u);
+  EXPECT_EQ(st.aux_waiting_for_commit, 2u);
+  EXPECT_EQ(MustGet({0, 10}), Mapping(7, 1, 1));  // still readable from aux
+
+  // Committing an unrelated container changes nothing.
+  commits_.Commit(9);
+  index_->OnContainerCommitted(9);
+  commits_.Commit(7);
+  index_->OnContainerCommitted(7);
+  ASSERT_TRUE(index_->Flush().ok());
+  st = index_->stats();
+  EXPECT_EQ(st.persistent_mappings, 2u);
+  EXPECT_EQ(st.aux_mappings, 1u);
+  EXPECT_EQ(st.aux_waiting_for_commit, 1u);
+
+  ASSERT_TRUE(index_->Close().ok());
+  // Reopen: block 12 waited for container 8 and is gone from memory (the log
+  // replay would restore it); the others are persistent.
+  Open(Options());
+  EXPECT_EQ(MustGet({0, 10}), Mapping(7, 1, 1));
+  EXPECT_EQ(MustGet({0, 11}), Mapping(1, 2, 2));
+  BlockMapping m;
+  EXPECT_TRUE(index_->Get({0, 12}, &m).IsNotFound());
+  EXPECT_EQ(index_->stats().persistent_hits, 2u);
+}
+
+TEST_P(BlockIndexTest, NeedsAllContainersCommitted) {
+  Open(Options());
+  ASSERT_TRUE(index_->Put({0, 1}, Mapping2(3, 4)).ok());
+  commits_.Commit(3);
+  index_->OnContainerCommitted(3);
+  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(index_->stats().persistent_mappings, 0u);
+  commits_.Commit(4);
+  index_->OnContainerCommitted(4);
+  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(index_->stats().persistent_mappings, 1u);
+  EXPECT_EQ(index_->stats().aux_mappings, 0u);
+  // All-zero mappings reference nothing and are persistable at once.
+  ASSERT_TRUE(index_->Put({0, 2}, BlockMapping(kBlock)).ok());
+  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(index_->stats().persistent_mappings, 2u);
+  EXPECT_TRUE(MustGet({0, 2}).IsAllZero());
+}
+
+TEST_P(BlockIndexTest, ReplacedMappingKeepsTheNewest) {
+  Open(Options());
+  commits_.Commit(1);
+  commits_.Commit(2);
+  ASSERT_TRUE(index_->Put({0, 5}, Mapping(1, 1, 1)).ok());
+  ASSERT_TRUE(index_->Flush().ok());
+  ASSERT_TRUE(index_->Put({0, 5}, Mapping(2, 2, 2)).ok());
+  EXPECT_EQ(MustGet({0, 5}), Mapping(2, 2, 2));  // aux over the stored version
+  // A waiting version replaced by a persistable one: the persistable one is
+  // written; committing the old container later resurrects nothing.
+  ASSERT_TRUE(index_->Put({0, 6}, Mapping(9, 3, 3)).ok());
+  ASSERT_TRUE(index_->Put({0, 6}, Mapping(1, 4, 4)).ok());
+  EXPECT_EQ(index_->stats().aux_waiting_for_commit, 0u);
+  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(index_->stats().aux_mappings, 0u);
+  commits_.Commit(9);
+  index_->OnContainerCommitted(9);
+  // A persistable version replaced by a waiting one: the stored version stays
+  // the old one, reads see the new one.
+  ASSERT_TRUE(index_->Put({0, 6}, Mapping(10, 5, 5)).ok());
+  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(MustGet({0, 6}), Mapping(10, 5, 5));
+  ASSERT_TRUE(index_->Close().ok());
+  Open(Options());
+  EXPECT_EQ(MustGet({0, 5}), Mapping(2, 2, 2));
+  EXPECT_EQ(MustGet({0, 6}), Mapping(1, 4, 4));
+}
+
+// A Put landing while its older version is being written back keeps the
+// newer version in aux (the write-back compares sequence numbers).
+TEST_P(BlockIndexTest, ReplacementDuringWriteBackStaysInAux) {
+  OpenFaulty(Options());
+  commits_.Commit(1);
+  ASSERT_TRUE(index_->Put({0, 1}, Mapping(1, 1, 1)).ok());
+  {
+    std::lock_guard<std::mutex> lock(faults_->mu);
+    faults_->hold_writes = true;
+  }
+  Status flush_status;
+  std::thread flusher([&] { flush_status = index_->Flush(); });
+  {
+    std::unique_lock<std::mutex> lock(faults_->mu);
+    faults_->cv.wait(lock, [&] { return faults_->writes_entered == 1; });
+  }
+  ASSERT_TRUE(index_->Put({0, 1}, Mapping(1, 1, 2)).ok());
+  {
+    std::lock_guard<std::mutex> lock(faults_->mu);
+    faults_->hold_writes = false;
+    faults_->cv.notify_all();
+  }
+  flusher.join();
+  ASSERT_TRUE(flush_status.ok()) << flush_status.ToString();
+  EXPECT_EQ(index_->stats().aux_mappings, 1u);
+  EXPECT_EQ(index_->stats().persistent_mappings, 1u);
+  EXPECT_EQ(MustGet({0, 1}), Mapping(1, 1, 2));
+  ASSERT_TRUE(index_->Close().ok());
+  Open(Options());
+  EXPECT_EQ(MustGet({0, 1}), Mapping(1, 1, 2));
+}
+
+TEST_P(BlockIndexTest, FailedWriteBackKeepsMappingsInAux) {
+  OpenFaulty(Options());
+  commits_.Commit(1);
+  {
+    std::lock_guard<std::mutex> lock(faults_->mu);
+    faults_->fail_writes = Status::NoSpace("injected: disk full");
+  }
+  ASSERT_TRUE(index_->Put({0, 1}, Mapping(1, 1, 1)).ok());
+  Status s = index_->Flush();
+  EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+  BlockIndexStats st = index_->stats();
+  EXPECT_EQ(st.aux_mappings, 1u);
+  EXPECT_NE(st.last_error.find("disk full"), std::string::npos) << st.last_error;
+  EXPECT_EQ(MustGet({0, 1}), Mapping(1, 1, 1));
+  {
+    std::lock_guard<std::mutex> lock(faults_->mu);
+    faults_->fail_writes = Status::OK();
+  }
+  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(index_->stats().aux_mappings, 0u);
+  EXPECT_EQ(MustGet({0, 1}), Mapping(1, 1, 1));
+}
+
+TEST_P(BlockIndexTest, PutAtHardLimitFailsWhileWriteBackFails) {
+  BlockIndexOptions o = Options();
+  o.aux_soft_limit = 2;
+  o.aux_hard_limit = 4;
+  OpenFaulty(o);
+  commits_.Commit(1);
+  {
+    std::lock_guard<std::mutex> lock(faults_->mu);
+    faults_->fail_writes = Status::NoSpace("injected: disk full");
+  }
+  for (uint64_t b = 0; b < 4; b++) ASSERT_TRUE(index_->Put({0, b}, Mapping(1, b)).ok());
+  Status s = index_->Put({0, 4}, Mapping(1, 4));
+  EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+  // Replacing a block already in aux does not grow it and still works.
+  EXPECT_TRUE(index_->Put({0, 3}, Mapping(1, 33)).ok());
+  {
+    std::lock_guard<std::mutex> lock(faults_->mu);
+    faults_->fail_writes = Status::OK();
+  }
+  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_TRUE(index_->Put({0, 4}, Mapping(1, 4)).ok());
+  EXPECT_EQ(MustGet({0, 3}), Mapping(1, 33));
+}
+
+TEST_P(BlockIndexTest, HardLimitIgnoredWhenAllWaitForCommits) {
+  BlockIndexOptions o = Options();
+  o.aux_soft_limit = 2;
+  o.aux_hard_limit = 4;
+  Open(o);
+  for (uint64_t b = 0; b < 20; b++) ASSERT_TRUE(index_->Put({0, b}, Mapping(100 + b, b)).ok());
+  EXPECT_EQ(index_->stats().aux_mappings, 20u);
+  EXPECT_EQ(index_->stats().aux_waiting_for_commit, 20u);
+  for (uint64_t b = 0; b < 20; b++) {
+    commits_.Commit(100 + b);
+    index_->OnContainerCommitted(100 + b);
+  }
+  // Above the soft limit: the background thread writes back without a Flush.
+  ASSERT_TRUE(Eventually([&] { return index_->stats().aux_mappings <= 2; }));
+  EXPECT_GE(index_->stats().persistent_mappings, 18u);
+}
+
+// With soft == hard nothing triggers the background thread except a Put
+// waiting at the hard limit, so its return after a write-back shows it waited.
+TEST_P(BlockIndexTest, PutWaitsAtHardLimitUntilWriteBack) {
+  BlockIndexOptions o = Options();
+  o.aux_soft_limit = 4;
+  o.aux_hard_limit = 4;
+  o.write_back_batch = 2;
+  Open(o);
+  commits_.Commit(1);
+  for (uint64_t b = 0; b < 4; b++) ASSERT_TRUE(index_->Put({0, b}, Mapping(1, b)).ok());
+  EXPECT_EQ(index_->stats().written_back, 0u);
+  ASSERT_TRUE(index_->Put({0, 4}, Mapping(1, 4)).ok());
+  EXPECT_GE(index_->stats().written_back, 1u);
+  for (uint64_t b = 0; b <= 4; b++) EXPECT_EQ(MustGet({0, b}), Mapping(1, b));
+}
+
+TEST_P(BlockIndexTest, BackgroundWriteBackAtSoftLimit) {
+  BlockIndexOptions o = Options();
+  o.aux_soft_limit = 8;
+  o.aux_hard_limit = 1000;
+  o.write_back_batch = 4;
+  Open(o);
+  commits_.Commit(1);
+  for (uint64_t b = 0; b < 8; b++) ASSERT_TRUE(index_->Put({0, b}, Mapping(1, b)).ok());
+  EXPECT_EQ(index_->stats().written_back, 0u);  // at, not above, the soft limit
+  for (uint64_t b = 8; b < 30; b++) ASSERT_TRUE(index_->Put({0, b}, Mapping(1, b)).ok());
+  ASSERT_TRUE(Eventually([&] { return index_->stats().aux_mappings <= 8; }));
+  BlockIndexStats st = index_->stats();
+  EXPECT_GE(st.written_back, 22u);
+  EXPECT_GE(st.write_back_batches, 6u);  // batches of at most 4
+  EXPECT_EQ(st.persistent_mappings, 30u - st.aux_mappings);
+  // Oldest first: the first blocks went to the store.
+  for (uint64_t b = 0; b < 30; b++) EXPECT_EQ(MustGet({0, b}), Mapping(1, b));
+  EXPECT_GE(index_->stats().persistent_hits, 20u);
+}
+
+TEST_P(BlockIndexTest, IdleWritesBackEverything) {
+  Open(Options());
+  commits_.Commit(1);
+  for (uint64_t b = 0; b < 5; b++) ASSERT_TRUE(index_->Put({2, b}, Mapping(1, b)).ok());
+  ASSERT_TRUE(index_->Put({2, 9}, Mapping(50, 9)).ok());  // waits for container 50
+  index_->SetIdle(true);
+  ASSERT_TRUE(Eventually([&] { return index_->stats().aux_mappings == 1; }));
+  EXPECT_EQ(index_->stats().persistent_mappings, 5u);
+  index_->SetIdle(false);
+}
+
+TEST_P(BlockIndexTest, ForEachBlockMergesAuxOverPersistent) {
+  Open(Options());
+  commits_.Commit(1);
+  const uint32_t last_volume = std::numeric_limits<uint32_t>::max();
+  for (uint64_t b : {1, 3, 5, 7}) ASSERT_TRUE(index_->Put({1, b}, Mapping(1, b)).ok());
+  ASSERT_TRUE(index_->Put({0, 4}, Mapping(1, 100)).ok());
+  ASSERT_TRUE(index_->Put({2, 4}, Mapping(1, 200)).ok());
+  ASSERT_TRUE(index_->Put({last_volume, 8}, Mapping(1, 300)).ok());
+  ASSERT_TRUE(index_->Flush().ok());
+  // Aux: a newer version of 3, new blocks 0, 4 and 9.
+  ASSERT_TRUE(index_->Put({1, 3}, Mapping(1, 33)).ok());
+  for (uint64_t b : {0, 4, 9}) ASSERT_TRUE(index_->Put({1, b}, Mapping(1, b)).ok());
+  ASSERT_TRUE(index_->Put({last_volume, 2}, Mapping(1, 301)).ok());
+
+  std::vector<std::pair<uint64_t, BlockMapping>> seen;
+  auto collect = [&](uint64_t block, const BlockMapping& m) {
+    seen.emplace_back(block, m);
+    return true;
+  };
+  ASSERT_TRUE(index_->ForEachBlock(1, collect).ok());
+  std::vector<std::pair<uint64_t, BlockMapping>> expected = {
+      {0, Mapping(1, 0)}, {1, Mapping(1, 1)}, {3, Mapping(1, 33)}, {4, Mapping(1, 4)},
+      {5, Mapping(1, 5)}, {7, Mapping(1, 7)}, {9, Mapping(1, 9)}};
+  EXPECT_EQ(seen, expected);
+
+  seen.clear();
+  ASSERT_TRUE(index_->ForEachBlock(1, [&](uint64_t block, const BlockMapping& m) {
+                      seen.emplace_back(block, m);
+                      return seen.size() < 3;
+                    })
+                  .ok());
+  EXPECT_EQ(seen.size(), 3u);
+
+  seen.clear();
+  ASSERT_TRUE(index_->ForEachBlock(last_volume, collect).ok());
+  expected = {{2, Mapping(1, 301)}, {8, Mapping(1, 300)}};
+  EXPECT_EQ(seen, expected);
+  seen.clear();
+  ASSERT_TRUE(index_->ForEachBlock(7, collect).ok());
+  EXPECT_TRUE(seen.empty());
+}
+
+TEST_P(BlockIndexTest, CorruptStoredMappingIsCorruptionNamingTheBlock) {
+  BlockIndexOptions o = Options();
+  {
+    std::unique_ptr<KvStore> store;
+    ASSERT_TRUE(OpenKvStore(o.backend, o.path, &store).ok());
+    std::string value;
+    Mapping(1, 1).Serialize(&value);
+    value[value.size() / 2] ^= 0x01;
+    KvStore::WriteOp op;
+    op.key = EncodeBlockKey({4, 77});
+    op.value = value;
+    ASSERT_TRUE(store->Write({op}).ok());
+  }
+  Open(o);
+  BlockMapping m;
+  Status s = index_->Get({4, 77}, &m);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("block 4/77"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(index_->ForEachBlock(4, [](uint64_t, const BlockMapping&) { return true; })
+                  .IsCorruption());
+}
+
+TEST_P(BlockIndexTest, ClosedIndexRefusesCalls) {
+  Open(Options());
+  commits_.Commit(1);
+  ASSERT_TRUE(index_->Put({0, 1}, Mapping(1, 1)).ok());
+  ASSERT_TRUE(index_->Close().ok());
+  EXPECT_TRUE(index_->Close().ok());
+  BlockMapping m;
+  EXPECT_TRUE(index_->Put({0, 2}, Mapping(1, 2)).IsAborted());
+  EXPECT_TRUE(index_->Get({0, 1}, &m).IsAborted());
+  EXPECT_TRUE(index_->Flush().IsAborted());
+  EXPECT_EQ(index_->stats().persistent_mappings, 1u);
+}
+
+// Several threads put and get; each owns some blocks (and must read its own
+// latest version back) and reads the others' blocks (any version is fine).
+// Container commits run concurrently. Small limits force concurrent
+// write-backs.
+TEST_P(BlockIndexTest, ConcurrentPutGetAndCommits) {
+  BlockIndexOptions o = Options();
+  o.aux_soft_limit = 16;
+  o.aux_hard_limit = 48;
+  o.write_back_batch = 8;
+  Open(o);
+  const int kThreads = 4;
+  const uint64_t kBlocksPerThread = 20;
+  const int kOps = static_cast<int>(test::EnvKnob("DEDUPV1_TEST_OPS", 1500));
+  const ContainerId kContainers = 200;
+  std::atomic<bool> failed{false};
+  std::vector<std::vector<uint32_t>> last_tag(kThreads,
+                                               std::vector<uint32_t>(kBlocksPerThread, 0));
+  std::thread committer([&] {
+    for (ContainerId c = 1; c <= kContainers; c++) {
+      commits_.Commit(c);
+      index_->OnContainerCommitted(c);
+      if (c % 10 == 0) std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      for (int i = 1; i <= kOps && !failed; i++) {
+        uint64_t b = rng() % kBlocksPerThread;
+        BlockId id{0, t * kBlocksPerThread + b};
+        if (rng() % 2 == 0) {
+          ContainerId c = 1 + rng() % kContainers;
+          if (!index_->Put(id, Mapping(c, id.block, static_cast<uint32_t>(i))).ok()) failed = true;
+          last_tag[t][b] = static_cast<uint32_t>(i);
+        } else {
+          BlockMapping m;
+          Status s = index_->Get(id, &m);
+          if (last_tag[t][b] == 0) {
+            if (!s.IsNotFound()) failed = true;
+          } else if (!s.ok() || m.version() != last_tag[t][b]) {
+            failed = true;
+          }
+          // Someone else's block: any version or NotFound.
+          BlockId other{0, rng() % (kThreads * kBlocksPerThread)};
+          s = index_->Get(other, &m);
+          if (!s.ok() && !s.IsNotFound()) failed = true;
+          if (s.ok() && (!m.CheckInvariants().ok() || m.items()[0].fp != Fp(other.block))) {
+            failed = true;
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  committer.join();
+  ASSERT_FALSE(failed);
+  // Every container is committed now, so a Flush empties the aux index.
+  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(index_->stats().aux_mappings, 0u);
+  EXPECT_GT(index_->stats().written_back, 0u);
+  ASSERT_TRUE(index_->Close().ok());
+  Open(o);
+  for (int t = 0; t < kThreads; t++) {
+    for (uint64_t b = 0; b < kBlocksPerThread; b++) {
+      BlockMapping m;
+      Status s = index_->Get({0, t * kBlocksPerThread + b}, &m);
+      if (last_tag[t][b] == 0) {
+        EXPECT_TRUE(s.IsNotFound());
+      } else {
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        EXPECT_EQ(m.version(), last_tag[t][b]);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BlockIndexTest,
+                         ::testing::Values(KvBackend::kTokyoCabinet, KvBackend::kLevelDb),
+                         [](const ::testing::TestParamInfo<KvBackend>& info) {
+                           return std::string(KvBackendName(info.param));
+                         });
+
+}  // namespace
+}  // namespace dedupv1

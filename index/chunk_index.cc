@@ -1,0 +1,377 @@
+#include "index/chunk_index.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+namespace dedupv1 {
+namespace {
+
+// Pause of the write-back thread after a failed batch, so a persistent I/O
+// error does not become a busy loop.
+constexpr auto kErrorBackoff = std::chrono::milliseconds(500);
+
+// Errors that retrying will not cure for this entry (its bucket chain is full,
+// the index is full, or a page on its probe path is damaged). Such entries are
+// parked so they neither block the rest nor keep the thread busy.
+bool IsEntryError(const Status& s) { return s.IsNoSpace() || s.IsCorruption(); }
+
+}  // namespace
+
+ChunkIndex::ChunkIndex(const ChunkIndexOptions& options, std::unique_ptr<DiskHashTable> table,
+                       std::function<bool(ContainerId)> is_committed)
+    : options_(options), table_(std::move(table)), is_committed_(std::move(is_committed)) {
+  thread_ = std::thread([this] { WriteBackThread(); });
+}
+
+ChunkIndex::~ChunkIndex() { (void)Close(); }
+
+Status ChunkIndex::Open(const ChunkIndexOptions& options, Env* env,
+                        std::function<bool(ContainerId)> is_committed,
+                        std::unique_ptr<ChunkIndex>* out) {
+  if (!is_committed) return Status::InvalidArgument("chunk index: no commit oracle given");
+  if (options.aux_hard_limit < 1 || options.aux_hard_limit < options.aux_soft_limit) {
+    return Status::InvalidArgument("chunk index: aux hard limit " +
+                                   std::to_string(options.aux_hard_limit) +
+                                   " must be at least 1 and not below the soft limit " +
+                                   std::to_string(options.aux_soft_limit));
+  }
+  std::unique_ptr<DiskHashTable> table;
+  DEDUPV1_RETURN_IF_ERROR(DiskHashTable::Open(options.table, env, &table));
+  out->reset(new ChunkIndex(options, std::move(table), std::move(is_committed)));
+  return Status::OK();
+}
+
+Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry) {
+  lookups_++;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = aux_.find(fp);
+    if (it != aux_.end()) {
+      *entry = it->second.entry;
+      aux_hits_++;
+      return Status::OK();
+    }
+  }
+  // Not holding mu_: an entry written back meanwhile is in the table before
+  // it leaves the auxiliary index.
+  Status s = table_->Get(fp, entry);
+  if (s.ok()) {
+    disk_hits_++;
+  } else if (s.IsNotFound()) {
+    misses_++;
+  }
+  return s;
+}
+
+void ChunkIndex::EnqueueLocked(const Fingerprint& fp, AuxEntry* e) {
+  if (e->queued || e->stuck || !e->entry.committed) return;
+  e->queued = true;
+  ready_.push_back(fp);
+}
+
+void ChunkIndex::EraseLocked(AuxMap::iterator it) {
+  const AuxEntry& e = it->second;
+  if (!e.entry.committed) aux_uncommitted_--;
+  if (!e.in_table) aux_new_--;
+  if (e.stuck) stuck_--;
+  aux_.erase(it);
+}
+
+bool ChunkIndex::WorkAvailableLocked() const {
+  if (ready_.empty()) return false;
+  return idle_ || throttled_ > 0 || aux_.size() > options_.aux_soft_limit;
+}
+
+Status ChunkIndex::PutNew(const Fingerprint& fp, ContainerId container) {
+  if (fp.size != options_.table.key_size) {
+    return Status::InvalidArgument("fingerprint size " + std::to_string(fp.size) +
+                                   " does not match chunk index key size " +
+                                   std::to_string(options_.table.key_size));
+  }
+  std::unique_lock<std::mutex> l(mu_);
+  if (stop_) return Status::Aborted("chunk index is closed");
+  if (aux_.size() >= options_.aux_hard_limit) {
+    bool counted = false;
+    while (aux_.size() >= options_.aux_hard_limit && DrainableLocked() > 0 &&
+           !write_back_failing_ && !stop_) {
+      if (!counted) throttled_puts_++;
+      counted = true;
+      throttled_++;
+      work_cv_.notify_one();
+      space_cv_.wait(l);
+      throttled_--;
+    }
+    if (stop_) return Status::Aborted("chunk index is closed");
+  }
+  auto it = aux_.find(fp);
+  if (it != aux_.end()) return Status::OK();
+
+  const uint64_t persistent = table_->entry_count();
+  const uint64_t capacity = table_->capacity();
+  if (persistent + aux_new_ + 1 > capacity) {
+    return Status::NoSpace("chunk index full: " + std::to_string(persistent + aux_new_) + " of " +
+                           std::to_string(capacity) + " entries");
+  }
+  AuxEntry e;
+  e.entry.container = container;
+  e.entry.committed = is_committed_(container);
+  e.version = ++next_version_;
+  auto [ins, inserted] = aux_.emplace(fp, e);
+  aux_new_++;
+  if (ins->second.entry.committed) {
+    EnqueueLocked(fp, &ins->second);
+  } else {
+    aux_uncommitted_++;
+  }
+  if (WorkAvailableLocked()) work_cv_.notify_one();
+  return Status::OK();
+}
+
+void ChunkIndex::OnContainerCommitted(ContainerId container, const std::vector<Fingerprint>& fps) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const Fingerprint& fp : fps) {
+    auto it = aux_.find(fp);
+    if (it == aux_.end()) continue;
+    AuxEntry& e = it->second;
+    if (e.entry.container != container || e.entry.committed) continue;
+    e.entry.committed = true;
+    e.version = ++next_version_;
+    aux_uncommitted_--;
+    EnqueueLocked(fp, &e);
+  }
+  if (WorkAvailableLocked()) work_cv_.notify_one();
+}
+
+void ChunkIndex::OnContainerFailed(ContainerId container, const std::vector<Fingerprint>& fps) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const Fingerprint& fp : fps) {
+    auto it = aux_.find(fp);
+    if (it == aux_.end()) continue;
+    if (it->second.entry.container != container || it->second.entry.committed) continue;
+    EraseLocked(it);
+  }
+  space_cv_.notify_all();
+}
+
+namespace {
+
+uint32_t AddSaturating(uint32_t v, int64_t delta) {
+  int64_t r = static_cast<int64_t>(v) + delta;
+  r = std::clamp<int64_t>(r, 0, std::numeric_limits<uint32_t>::max());
+  return static_cast<uint32_t>(r);
+}
+
+}  // namespace
+
+Status ChunkIndex::AddUsage(const Fingerprint& fp, int64_t delta) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = aux_.find(fp);
+    if (it != aux_.end()) {
+      it->second.entry.usage_count = AddSaturating(it->second.entry.usage_count, delta);
+      it->second.version = ++next_version_;
+      EnqueueLocked(fp, &it->second);
+      if (WorkAvailableLocked()) work_cv_.notify_one();
+      return Status::OK();
+    }
+  }
+  // Load from the table. Holding write_back_mu_ keeps a write-back from
+  // changing the table entry between this read and the insert below.
+  std::lock_guard<std::mutex> wb(write_back_mu_);
+  ChunkIndexEntry loaded;
+  Status s = table_->Get(fp, &loaded);
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = aux_.find(fp);
+  if (it != aux_.end()) {
+    // Someone put it into the auxiliary index meanwhile; that version is newer.
+    it->second.entry.usage_count = AddSaturating(it->second.entry.usage_count, delta);
+    it->second.version = ++next_version_;
+    EnqueueLocked(fp, &it->second);
+  } else {
+    DEDUPV1_RETURN_IF_ERROR(s);
+    AuxEntry e;
+    e.entry = loaded;
+    e.entry.committed = true;  // only committed entries ever reach the table
+    e.entry.usage_count = AddSaturating(e.entry.usage_count, delta);
+    e.in_table = true;
+    e.version = ++next_version_;
+    auto [ins, inserted] = aux_.emplace(fp, e);
+    EnqueueLocked(fp, &ins->second);
+  }
+  if (WorkAvailableLocked()) work_cv_.notify_one();
+  return Status::OK();
+}
+
+void ChunkIndex::SetIdle(bool idle) {
+  std::lock_guard<std::mutex> l(mu_);
+  idle_ = idle;
+  if (WorkAvailableLocked()) work_cv_.notify_one();
+}
+
+Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
+  std::lock_guard<std::mutex> wb(write_back_mu_);
+  std::vector<DiskHashTable::Op> ops;
+  std::vector<uint64_t> versions;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const Fingerprint& fp : fps) {
+      auto it = aux_.find(fp);
+      if (it == aux_.end() || !it->second.entry.committed) continue;
+      DiskHashTable::Op op;
+      op.fp = fp;
+      op.entry = it->second.entry;
+      ops.push_back(op);
+      versions.push_back(it->second.version);
+    }
+  }
+  if (ops.empty()) return Status::OK();
+
+  // Table I/O without mu_: lookups and PutNew continue meanwhile.
+  Status batch = table_->Apply(ops);
+  std::vector<Status> results(ops.size(), batch);
+  if (IsEntryError(batch) && ops.size() > 1) {
+    // Apply is all-or-nothing; one full bucket chain or damaged page must not
+    // hold back the rest of the batch.
+    for (size_t i = 0; i < ops.size(); i++) results[i] = table_->Apply({ops[i]});
+  }
+
+  std::lock_guard<std::mutex> l(mu_);
+  Status first;
+  uint64_t ok_count = 0;
+  for (size_t i = 0; i < ops.size(); i++) {
+    auto it = aux_.find(ops[i].fp);
+    if (results[i].ok()) {
+      ok_count++;
+      if (it == aux_.end()) continue;
+      if (it->second.version == versions[i]) {
+        EraseLocked(it);
+      } else {
+        // Changed while being written: the table holds an older version now.
+        if (!it->second.in_table) {
+          it->second.in_table = true;
+          aux_new_--;
+        }
+        EnqueueLocked(ops[i].fp, &it->second);
+      }
+      continue;
+    }
+    if (first.ok()) first = results[i];
+    if (it == aux_.end()) continue;
+    if (IsEntryError(results[i])) {
+      if (!it->second.stuck) {
+        it->second.stuck = true;
+        stuck_++;
+      }
+    } else {
+      EnqueueLocked(ops[i].fp, &it->second);
+    }
+  }
+  written_back_ += ok_count;
+  write_back_batches_++;
+  if (!first.ok()) {
+    last_error_ = first.ToString();
+    write_back_errors_++;
+    // Entry errors are parked as stuck; only other (I/O) errors stop progress.
+    write_back_failing_ = !IsEntryError(first);
+  } else {
+    write_back_failing_ = false;
+  }
+  space_cv_.notify_all();
+  return first;
+}
+
+void ChunkIndex::WriteBackThread() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_) {
+    if (write_back_failing_) {
+      work_cv_.wait_for(l, kErrorBackoff, [this] { return stop_; });
+      if (stop_) break;
+    }
+    if (!WorkAvailableLocked()) {
+      work_cv_.wait(l, [this] { return stop_ || WorkAvailableLocked(); });
+      continue;
+    }
+    std::vector<Fingerprint> batch;
+    while (!ready_.empty() && batch.size() < kWriteBackBatch) {
+      Fingerprint fp = ready_.front();
+      ready_.pop_front();
+      auto it = aux_.find(fp);
+      if (it == aux_.end() || !it->second.queued) continue;  // stale name
+      it->second.queued = false;
+      if (it->second.entry.committed && !it->second.stuck) batch.push_back(fp);
+    }
+    if (batch.empty()) continue;
+    l.unlock();
+    (void)WriteBack(batch);  // errors are recorded in last_error_
+    l.lock();
+  }
+}
+
+Status ChunkIndex::Flush() {
+  std::vector<Fingerprint> fps;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& [fp, e] : aux_) {
+      if (!e.entry.committed) continue;
+      if (e.stuck) {  // Flush retries entries the thread gave up on
+        e.stuck = false;
+        stuck_--;
+      }
+      fps.push_back(fp);
+    }
+  }
+  Status first;
+  for (size_t i = 0; i < fps.size(); i += kWriteBackBatch) {
+    std::vector<Fingerprint> part(fps.begin() + i,
+                                  fps.begin() + std::min(fps.size(), i + kWriteBackBatch));
+    Status s = WriteBack(part);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  Status s = table_->Sync();
+  if (!s.ok() && first.ok()) first = s;
+  if (!first.ok()) return first.WithContext("chunk index flush");
+  return Status::OK();
+}
+
+Status ChunkIndex::Close() {
+  std::lock_guard<std::mutex> close_lock(close_mu_);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (closed_) return close_status_;
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  space_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  Status s = Flush();
+  std::lock_guard<std::mutex> l(mu_);
+  closed_ = true;
+  close_status_ = s;
+  return s;
+}
+
+ChunkIndexStats ChunkIndex::stats() const {
+  ChunkIndexStats st;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    st.aux_entries = aux_.size();
+    st.aux_uncommitted = aux_uncommitted_;
+    st.written_back = written_back_;
+    st.write_back_batches = write_back_batches_;
+    st.write_back_errors = write_back_errors_;
+    st.throttled_puts = throttled_puts_;
+    st.last_error = last_error_;
+  }
+  st.persistent_entries = table_->entry_count();
+  st.capacity = table_->capacity();
+  st.lookups = lookups_.load();
+  st.aux_hits = aux_hits_.load();
+  st.disk_hits = disk_hits_.load();
+  st.misses = misses_.load();
+  return st;
+}
+
+Status ChunkIndex::Verify(uint64_t* pages_checked) { return table_->Verify(pages_checked); }
+
+}  // namespace dedupv1

@@ -1,0 +1,182 @@
+// ChunkIndex maps chunk fingerprints to their ChunkIndexEntry (paper 3.4). It
+// combines the persistent DiskHashTable with an in-memory auxiliary index in
+// front of it, LSM-like: writes on the request path only touch memory; a
+// background thread moves entries into the table later.
+//
+// Invariants:
+//  - An entry whose container is not committed stays in the auxiliary index
+//    and is never written to the table (after a crash such a container may be
+//    gone; the engine re-imports committed containers' chunks instead).
+//  - An entry leaves the auxiliary index only after the table write holding
+//    it succeeded, so every entry is readable at all times (aux first, then
+//    table). Write-back errors keep entries in the auxiliary index; they are
+//    reported by Flush() and stats().last_error.
+//  - Write-back happens when the auxiliary index holds more than
+//    aux_soft_limit entries, when the system is idle, on Flush and on Close.
+//    Above aux_hard_limit PutNew waits for the write-back thread, but only
+//    while that thread can make progress (committed entries exist and
+//    write-back is not failing), so throttling never deadlocks against
+//    containers that have not committed yet.
+//
+// Thread-safety: all methods are thread-safe. |is_committed| is called with
+// the auxiliary index lock held: it must not call back into the ChunkIndex,
+// and the caller of OnContainerCommitted/OnContainerFailed must not hold a lock
+// that |is_committed| takes (lock order: aux lock, then the chunk store's).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/env.h"
+#include "core/fingerprint.h"
+#include "core/status.h"
+#include "core/types.h"
+#include "index/chunk_index_entry.h"
+#include "index/disk_hash_table.h"
+
+namespace dedupv1 {
+
+struct ChunkIndexOptions {
+  DiskHashTableOptions table;
+  uint64_t aux_soft_limit = 1 << 20;  // entries: above this the background thread writes back
+  uint64_t aux_hard_limit = 4 << 20;  // entries: PutNew waits (throttles) above this
+};
+
+struct ChunkIndexStats {
+  uint64_t aux_entries = 0;
+  uint64_t aux_uncommitted = 0;
+  uint64_t persistent_entries = 0;
+  uint64_t capacity = 0;
+  uint64_t lookups = 0;
+  uint64_t aux_hits = 0;
+  uint64_t disk_hits = 0;
+  uint64_t misses = 0;
+  uint64_t written_back = 0;
+  uint64_t write_back_batches = 0;
+  uint64_t write_back_errors = 0;
+  uint64_t throttled_puts = 0;  // PutNew calls that had to wait at the hard limit
+  std::string last_error;       // last write-back error, empty if none yet
+};
+
+class ChunkIndex {
+ public:
+  // |is_committed| tells whether a container is durably committed (the chunk
+  // store's IsCommitted). Starts the write-back thread.
+  static Status Open(const ChunkIndexOptions& options, Env* env,
+                     std::function<bool(ContainerId)> is_committed,
+                     std::unique_ptr<ChunkIndex>* out);
+  ~ChunkIndex();  // Close()
+  ChunkIndex(const ChunkIndex&) = delete;
+  ChunkIndex& operator=(const ChunkIndex&) = delete;
+
+  // Auxiliary index first, then the table. NotFound if neither has |fp|.
+  Status Lookup(const Fingerprint& fp, ChunkIndexEntry* entry);
+
+  // Records a chunk just stored in |container| (a fingerprint Lookup reported
+  // NotFound). Goes to the auxiliary index only. Its committed flag is
+  // is_committed(container) evaluated under the aux lock, so a commit racing
+  // with PutNew is never missed. If |fp| already has an auxiliary entry, that
+  // entry is kept (first writer wins). NoSpace if persistent + new auxiliary
+  // entries would exceed the table's capacity ("chunk index full: N of M
+  // entries"). Aborted after Close.
+  Status PutNew(const Fingerprint& fp, ContainerId container);
+
+  // Marks the auxiliary entries of these fingerprints that point to
+  // |container| committed (eligible for write-back).
+  void OnContainerCommitted(ContainerId container, const std::vector<Fingerprint>& fps);
+  // Drops uncommitted auxiliary entries of |container|, whose commit failed for good.
+  void OnContainerFailed(ContainerId container, const std::vector<Fingerprint>& fps);
+
+  // Adds |delta| to the usage count (saturating at 0 and UINT32_MAX), in the
+  // auxiliary index, loading the entry from the table if needed. NotFound if
+  // the fingerprint is unknown.
+  Status AddUsage(const Fingerprint& fp, int64_t delta);
+
+  // While idle, the background thread writes back every committed entry.
+  void SetIdle(bool idle);
+
+  // Writes back every committed auxiliary entry now and syncs the table;
+  // returns the first error (entries that failed stay in the auxiliary index).
+  Status Flush();
+
+  // Stops the thread and flushes. Uncommitted entries are not persisted (by
+  // design). Idempotent; later PutNew calls return Aborted.
+  Status Close();
+
+  ChunkIndexStats stats() const;
+  Status Verify(uint64_t* pages_checked);
+
+ private:
+  struct AuxEntry {
+    ChunkIndexEntry entry;
+    uint64_t version = 0;   // bumped on every change; write-back erases only the version it wrote
+    bool in_table = false;  // the table already holds (a version of) it: not a new entry
+    bool queued = false;    // in ready_
+    bool stuck = false;     // write-back failed with NoSpace/Corruption; retried only by Flush
+  };
+  using AuxMap = std::unordered_map<Fingerprint, AuxEntry, FingerprintHasher>;
+
+  ChunkIndex(const ChunkIndexOptions& options, std::unique_ptr<DiskHashTable> table,
+             std::function<bool(ContainerId)> is_committed);
+
+  void WriteBackThread();
+  // Writes the current versions of the committed entries among |fps| to the
+  // table and drops them from the auxiliary index if unchanged meanwhile.
+  Status WriteBack(const std::vector<Fingerprint>& fps);
+  bool WorkAvailableLocked() const;
+  // Entries the write-back thread can move now (committed, not stuck).
+  uint64_t DrainableLocked() const { return aux_.size() - aux_uncommitted_ - stuck_; }
+  void EnqueueLocked(const Fingerprint& fp, AuxEntry* e);
+  void EraseLocked(AuxMap::iterator it);
+
+  static constexpr size_t kWriteBackBatch = 1024;
+
+  const ChunkIndexOptions options_;
+  const std::unique_ptr<DiskHashTable> table_;
+  const std::function<bool(ContainerId)> is_committed_;
+
+  std::mutex close_mu_;  // serializes Close
+
+  // Serializes write-back rounds (thread and Flush) and AddUsage's table load;
+  // taken before mu_.
+  std::mutex write_back_mu_;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable work_cv_;   // wakes the write-back thread
+  std::condition_variable space_cv_;  // wakes PutNew callers throttled at the hard limit
+  AuxMap aux_;
+  std::deque<Fingerprint> ready_;  // committed entries awaiting write-back (may hold stale names)
+  uint64_t aux_uncommitted_ = 0;
+  uint64_t aux_new_ = 0;  // entries not in the table yet (count against capacity)
+  uint64_t stuck_ = 0;
+  uint64_t next_version_ = 0;
+  int throttled_ = 0;  // PutNew callers waiting right now
+  bool idle_ = false;
+  bool stop_ = false;
+  bool closed_ = false;
+  bool write_back_failing_ = false;
+  Status close_status_;
+  std::string last_error_;
+  uint64_t written_back_ = 0;
+  uint64_t write_back_batches_ = 0;
+  uint64_t write_back_errors_ = 0;
+  uint64_t throttled_puts_ = 0;
+
+  std::atomic<uint64_t> lookups_{0};
+  std::atomic<uint64_t> aux_hits_{0};
+  std::atomic<uint64_t> disk_hits_{0};
+  std::atomic<uint64_t> misses_{0};
+
+  std::thread thread_;
+};
+
+}  // namespace dedupv1

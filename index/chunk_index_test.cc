@@ -1,0 +1,475 @@
+#include "index/chunk_index.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "core/coding.h"
+#include "core/env.h"
+#include "core/fault_injection_env.h"
+#include "core/fingerprint.h"
+#include "core/testutil.h"
+#include "index/disk_hash_table.h"
+
+namespace dedupv1 {
+namespace {
+
+Fingerprint Fp(uint64_t seed) {
+  uint8_t data[8];
+  EncodeFixed64(data, seed);
+  Fingerprint fp;
+  ComputeFingerprint(FingerprintType::kSha1, data, sizeof(data), &fp);
+  return fp;
+}
+
+std::vector<Fingerprint> Fps(uint64_t first, uint64_t n) {
+  std::vector<Fingerprint> v;
+  for (uint64_t i = 0; i < n; i++) v.push_back(Fp(first + i));
+  return v;
+}
+
+// Stands in for the chunk store's IsCommitted.
+class CommitOracle {
+ public:
+  void Commit(ContainerId c) {
+    std::lock_guard<std::mutex> l(mu_);
+    committed_.insert(c);
+  }
+  bool IsCommitted(ContainerId c) const {
+    std::lock_guard<std::mutex> l(mu_);
+    return committed_.count(c) != 0;
+  }
+  std::function<bool(ContainerId)> Fn() {
+    return [this](ContainerId c) { return IsCommitted(c); };
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::set<ContainerId> committed_;
+};
+
+class ChunkIndexTest : public ::testing::Test {
+ protected:
+  ChunkIndexOptions Options() {
+    ChunkIndexOptions o;
+    o.table.path = dir_.Sub("chunk-index");
+    o.table.size_bytes = 1 << 20;
+    o.table.page_size = 4096;
+    o.aux_soft_limit = 1000;
+    o.aux_hard_limit = 4000;
+    return o;
+  }
+
+  std::unique_ptr<ChunkIndex> MustOpen(const ChunkIndexOptions& o, Env* env = Env::Default()) {
+    std::unique_ptr<ChunkIndex> idx;
+    Status s = ChunkIndex::Open(o, env, oracle_.Fn(), &idx);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return idx;
+  }
+
+  // Polls |cond| (the background thread works asynchronously); gives up after
+  // a generous bound so a bug fails the test instead of hanging it.
+  template <typename Cond>
+  bool Eventually(Cond cond) {
+    for (int i = 0; i < 6000; i++) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return cond();
+  }
+
+  test::TempDir dir_;
+  CommitOracle oracle_;
+};
+
+TEST_F(ChunkIndexTest, PutNewIsServedFromAux) {
+  auto idx = MustOpen(Options());
+  ASSERT_TRUE(idx->PutNew(Fp(1), 5).ok());
+  ChunkIndexEntry e;
+  ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+  EXPECT_EQ(e.container, 5u);
+  EXPECT_FALSE(e.committed);
+  EXPECT_EQ(e.usage_count, 0u);
+  EXPECT_TRUE(idx->Lookup(Fp(2), &e).IsNotFound());
+  // First writer wins.
+  ASSERT_TRUE(idx->PutNew(Fp(1), 6).ok());
+  ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+  EXPECT_EQ(e.container, 5u);
+
+  ChunkIndexStats st = idx->stats();
+  EXPECT_EQ(st.aux_entries, 1u);
+  EXPECT_EQ(st.aux_uncommitted, 1u);
+  EXPECT_EQ(st.persistent_entries, 0u);
+  EXPECT_EQ(st.lookups, 3u);
+  EXPECT_EQ(st.aux_hits, 2u);
+  EXPECT_EQ(st.misses, 1u);
+
+  Fingerprint wrong = Fp(3);
+  wrong.size = 32;
+  EXPECT_TRUE(idx->PutNew(wrong, 1).IsInvalidArgument());
+}
+
+TEST_F(ChunkIndexTest, CommittedEntriesAreWrittenBackAndSurviveReopen) {
+  auto o = Options();
+  const auto fps = Fps(0, 100);
+  {
+    auto idx = MustOpen(o);
+    for (const auto& fp : fps) ASSERT_TRUE(idx->PutNew(fp, 1).ok());
+    oracle_.Commit(1);
+    idx->OnContainerCommitted(1, fps);
+    ChunkIndexEntry e;
+    ASSERT_TRUE(idx->Lookup(fps[0], &e).ok());
+    EXPECT_TRUE(e.committed);
+    Status s = idx->Flush();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ChunkIndexStats st = idx->stats();
+    EXPECT_EQ(st.aux_entries, 0u);
+    EXPECT_EQ(st.persistent_entries, 100u);
+    EXPECT_EQ(st.written_back, 100u);
+    EXPECT_GE(st.write_back_batches, 1u);
+    ASSERT_TRUE(idx->Close().ok());
+  }
+  auto idx = MustOpen(o);
+  for (const auto& fp : fps) {
+    ChunkIndexEntry e;
+    ASSERT_TRUE(idx->Lookup(fp, &e).ok());
+    EXPECT_EQ(e.container, 1u);
+    EXPECT_TRUE(e.committed);
+  }
+  EXPECT_EQ(idx->stats().disk_hits, 100u);
+  uint64_t pages = 0;
+  EXPECT_TRUE(idx->Verify(&pages).ok());
+  EXPECT_GT(pages, 1u);
+}
+
+TEST_F(ChunkIndexTest, UncommittedEntriesNeverReachTheTable) {
+  auto o = Options();
+  oracle_.Commit(1);  // committed before the puts: entries are committed at once
+  const auto committed = Fps(0, 50);
+  const auto uncommitted = Fps(1000, 50);
+  {
+    auto idx = MustOpen(o);
+    for (const auto& fp : committed) ASSERT_TRUE(idx->PutNew(fp, 1).ok());
+    for (const auto& fp : uncommitted) ASSERT_TRUE(idx->PutNew(fp, 2).ok());
+    // A commit notice for another container does not touch them.
+    idx->OnContainerCommitted(3, uncommitted);
+    EXPECT_EQ(idx->stats().aux_uncommitted, 50u);
+    // Idle: the background thread writes back what it may, by itself.
+    idx->SetIdle(true);
+    EXPECT_TRUE(Eventually([&] { return idx->stats().aux_entries == 50; }));
+    EXPECT_EQ(idx->stats().persistent_entries, 50u);
+    ASSERT_TRUE(idx->Flush().ok());
+    EXPECT_EQ(idx->stats().aux_entries, 50u);
+    for (const auto& fp : uncommitted) {
+      ChunkIndexEntry e;
+      ASSERT_TRUE(idx->Lookup(fp, &e).ok());
+      EXPECT_FALSE(e.committed);
+    }
+    ASSERT_TRUE(idx->Close().ok());
+  }
+  std::unique_ptr<DiskHashTable> table;
+  ASSERT_TRUE(DiskHashTable::Open(o.table, Env::Default(), &table).ok());
+  EXPECT_EQ(table->entry_count(), 50u);
+  ChunkIndexEntry e;
+  for (const auto& fp : committed) {
+    ASSERT_TRUE(table->Get(fp, &e).ok());
+    EXPECT_EQ(e.container, 1u);
+    EXPECT_TRUE(e.committed);
+  }
+  for (const auto& fp : uncommitted) EXPECT_TRUE(table->Get(fp, &e).IsNotFound());
+}
+
+TEST_F(ChunkIndexTest, FailedContainerDropsItsUncommittedEntries) {
+  auto idx = MustOpen(Options());
+  const auto a = Fps(0, 10);
+  const auto b = Fps(100, 10);
+  for (const auto& fp : a) ASSERT_TRUE(idx->PutNew(fp, 1).ok());
+  for (const auto& fp : b) ASSERT_TRUE(idx->PutNew(fp, 2).ok());
+  oracle_.Commit(1);
+  idx->OnContainerCommitted(1, a);
+  // Failure notices for the wrong container or for committed entries change nothing.
+  idx->OnContainerFailed(1, a);
+  idx->OnContainerFailed(3, b);
+  EXPECT_EQ(idx->stats().aux_entries, 20u);
+  idx->OnContainerFailed(2, b);
+  ChunkIndexStats st = idx->stats();
+  EXPECT_EQ(st.aux_entries, 10u);
+  EXPECT_EQ(st.aux_uncommitted, 0u);
+  ChunkIndexEntry e;
+  for (const auto& fp : b) EXPECT_TRUE(idx->Lookup(fp, &e).IsNotFound());
+  for (const auto& fp : a) EXPECT_TRUE(idx->Lookup(fp, &e).ok());
+}
+
+TEST_F(ChunkIndexTest, HardLimitThrottlingDrainsWithoutDeadlock) {
+  auto o = Options();
+  o.aux_soft_limit = 16;
+  o.aux_hard_limit = 64;
+  oracle_.Commit(1);
+  auto idx = MustOpen(o);
+  const auto fps = Fps(0, 2000);
+  for (const auto& fp : fps) ASSERT_TRUE(idx->PutNew(fp, 1).ok());
+  // PutNew returns once the aux index is at most at the hard limit.
+  EXPECT_LE(idx->stats().aux_entries, 64u);
+  ASSERT_TRUE(idx->Flush().ok());
+  ChunkIndexStats st = idx->stats();
+  EXPECT_EQ(st.aux_entries, 0u);
+  EXPECT_EQ(st.persistent_entries, 2000u);
+  for (const auto& fp : fps) {
+    ChunkIndexEntry e;
+    ASSERT_TRUE(idx->Lookup(fp, &e).ok());
+  }
+}
+
+TEST_F(ChunkIndexTest, HardLimitDoesNotWaitForUncommittedContainers) {
+  auto o = Options();
+  o.aux_soft_limit = 4;
+  o.aux_hard_limit = 8;
+  auto idx = MustOpen(o);
+  const auto fps = Fps(0, 100);
+  // Nothing is committed, so nothing can drain: PutNew must not block.
+  for (const auto& fp : fps) ASSERT_TRUE(idx->PutNew(fp, 1).ok());
+  EXPECT_EQ(idx->stats().aux_uncommitted, 100u);
+  oracle_.Commit(1);
+  idx->OnContainerCommitted(1, fps);
+  // Above the soft limit now: the thread drains on its own.
+  EXPECT_TRUE(Eventually([&] { return idx->stats().aux_entries <= 4; }));
+  ASSERT_TRUE(idx->Flush().ok());
+  EXPECT_EQ(idx->stats().persistent_entries, 100u);
+}
+
+TEST_F(ChunkIndexTest, ConcurrentPutNewAndLookup) {
+  auto o = Options();
+  o.aux_soft_limit = 32;
+  o.aux_hard_limit = 128;
+  auto idx = MustOpen(o);
+  constexpr int kThreads = 4;
+  constexpr uint64_t kPerThread = 400;
+  constexpr uint64_t kPerContainer = 50;
+  std::atomic<int> errors{0};
+  std::atomic<uint64_t> published[kThreads] = {};
+  std::atomic<bool> writers_done{false};
+  // A reader that keeps checking every entry put so far: entries must stay
+  // visible while the background thread moves them into the table.
+  std::thread reader([&] {
+    while (!writers_done.load()) {
+      for (int t = 0; t < kThreads; t++) {
+        const uint64_t n = published[t].load();
+        for (uint64_t j = 0; j < n; j++) {
+          ChunkIndexEntry e;
+          Status s = idx->Lookup(Fp(static_cast<uint64_t>(t) * 100000 + j), &e);
+          if (!s.ok() || e.container != static_cast<ContainerId>(t) * 1000 + j / kPerContainer + 1) {
+            errors++;
+          }
+        }
+      }
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      const uint64_t base = static_cast<uint64_t>(t) * 100000;
+      std::vector<Fingerprint> open;
+      for (uint64_t i = 0; i < kPerThread; i++) {
+        const ContainerId c = static_cast<ContainerId>(t) * 1000 + i / kPerContainer + 1;
+        const Fingerprint fp = Fp(base + i);
+        if (!idx->PutNew(fp, c).ok()) errors++;
+        published[t] = i + 1;
+        open.push_back(fp);
+        ChunkIndexEntry e;
+        if (!idx->Lookup(fp, &e).ok() || e.container != c) errors++;
+        // An older entry, possibly being written back right now, stays visible.
+        if (i > 0) {
+          const uint64_t j = (i * 7919 + 13) % i;
+          if (!idx->Lookup(Fp(base + j), &e).ok() ||
+              e.container != static_cast<ContainerId>(t) * 1000 + j / kPerContainer + 1) {
+            errors++;
+          }
+        }
+        if (open.size() == kPerContainer) {
+          oracle_.Commit(c);
+          idx->OnContainerCommitted(c, open);
+          open.clear();
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  writers_done = true;
+  reader.join();
+  EXPECT_EQ(errors.load(), 0);
+  Status s = idx->Flush();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ChunkIndexStats st = idx->stats();
+  EXPECT_EQ(st.aux_entries, 0u);
+  EXPECT_EQ(st.persistent_entries, kThreads * kPerThread);
+  uint64_t pages = 0;
+  s = idx->Verify(&pages);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST_F(ChunkIndexTest, FullIndexRefusesPutNew) {
+  auto o = Options();
+  o.table.size_bytes = 512 * 17;  // 16 buckets of 15 slots
+  o.table.page_size = 512;
+  o.aux_soft_limit = 1000;
+  o.aux_hard_limit = 1000;
+  uint64_t inserted = 0;
+  uint64_t capacity = 0;
+  {
+    auto idx = MustOpen(o);
+    capacity = idx->stats().capacity;
+    ASSERT_EQ(capacity, static_cast<uint64_t>(16 * 15 * 0.7));
+    Status s;
+    for (uint64_t i = 0; i < 1000; i++) {
+      s = idx->PutNew(Fp(i), 1);
+      if (!s.ok()) break;
+      inserted++;
+    }
+    EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+    EXPECT_NE(s.message().find("chunk index full: " + std::to_string(capacity) + " of " +
+                               std::to_string(capacity) + " entries"),
+              std::string::npos)
+        << s.ToString();
+    EXPECT_EQ(inserted, capacity);
+    oracle_.Commit(1);
+    idx->OnContainerCommitted(1, Fps(0, inserted));
+    s = idx->Flush();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(idx->PutNew(Fp(5000), 1).IsNoSpace());
+  }
+  auto idx = MustOpen(o);
+  EXPECT_EQ(idx->stats().persistent_entries, inserted);
+  for (uint64_t i = 0; i < inserted; i++) {
+    ChunkIndexEntry e;
+    ASSERT_TRUE(idx->Lookup(Fp(i), &e).ok()) << i;
+  }
+  EXPECT_TRUE(idx->PutNew(Fp(5000), 1).IsNoSpace());
+}
+
+TEST_F(ChunkIndexTest, WriteBackErrorsKeepEntries) {
+  FaultInjectionEnv fenv(Env::Default());
+  auto o = Options();
+  oracle_.Commit(1);
+  const auto fps = Fps(0, 20);
+  {
+    auto idx = MustOpen(o, &fenv);
+    FaultInjectionEnv::Rule rule;
+    rule.op = FaultInjectionEnv::Op::kWrite;
+    rule.path_substring = o.table.path;
+    rule.fault = FaultInjectionEnv::Fault::kEIO;
+    fenv.AddRule(rule);
+    for (const auto& fp : fps) ASSERT_TRUE(idx->PutNew(fp, 1).ok());
+    Status s = idx->Flush();
+    EXPECT_TRUE(s.IsIOError()) << s.ToString();
+    ChunkIndexStats st = idx->stats();
+    EXPECT_EQ(st.aux_entries, 20u);
+    EXPECT_FALSE(st.last_error.empty());
+    EXPECT_GE(st.write_back_errors, 1u);
+    for (const auto& fp : fps) {
+      ChunkIndexEntry e;
+      ASSERT_TRUE(idx->Lookup(fp, &e).ok());
+    }
+    fenv.ClearRules();
+    s = idx->Flush();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(idx->stats().aux_entries, 0u);
+    ASSERT_TRUE(idx->Close().ok());
+  }
+  auto idx = MustOpen(o);
+  for (const auto& fp : fps) {
+    ChunkIndexEntry e;
+    ASSERT_TRUE(idx->Lookup(fp, &e).ok());
+    EXPECT_EQ(e.container, 1u);
+  }
+}
+
+TEST_F(ChunkIndexTest, FullBucketDoesNotBlockOtherEntries) {
+  auto o = Options();
+  o.table.size_bytes = 512 * 9;  // 8 buckets of 15 slots, no overflow pages
+  o.table.page_size = 512;
+  o.table.max_fill = 1.0;
+  o.table.max_probe_pages = 1;
+  oracle_.Commit(1);
+  auto idx = MustOpen(o);
+  // 16 fingerprints homed in bucket 3 (one too many) and 5 in bucket 0.
+  auto in_bucket = [](uint64_t bucket, uint64_t k) {
+    Fingerprint fp;
+    fp.size = 20;
+    EncodeFixed64(fp.bytes, bucket + (k + 1) * 8);
+    EncodeFixed64(fp.bytes + 8, k + 1);
+    return fp;
+  };
+  std::vector<Fingerprint> fps;
+  for (uint64_t k = 0; k < 16; k++) fps.push_back(in_bucket(3, k));
+  for (uint64_t k = 0; k < 5; k++) fps.push_back(in_bucket(0, k));
+  for (const auto& fp : fps) ASSERT_TRUE(idx->PutNew(fp, 1).ok());
+  Status s = idx->Flush();
+  EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+  EXPECT_NE(s.message().find("bucket 3"), std::string::npos) << s.ToString();
+  ChunkIndexStats st = idx->stats();
+  EXPECT_EQ(st.persistent_entries, 20u);
+  EXPECT_EQ(st.aux_entries, 1u);  // the one that does not fit stays in memory
+  EXPECT_NE(st.last_error.find("bucket 3"), std::string::npos) << st.last_error;
+  for (const auto& fp : fps) {
+    ChunkIndexEntry e;
+    ASSERT_TRUE(idx->Lookup(fp, &e).ok()) << fp.ToHex();
+  }
+  // Flush retries it and reports the error again rather than dropping it.
+  EXPECT_TRUE(idx->Flush().IsNoSpace());
+  EXPECT_EQ(idx->stats().aux_entries, 1u);
+}
+
+TEST_F(ChunkIndexTest, AddUsageUpdatesAuxAndTable) {
+  auto o = Options();
+  oracle_.Commit(1);
+  {
+    auto idx = MustOpen(o);
+    ASSERT_TRUE(idx->PutNew(Fp(1), 1).ok());
+    ASSERT_TRUE(idx->PutNew(Fp(2), 1).ok());
+    ASSERT_TRUE(idx->AddUsage(Fp(2), 4).ok());  // still in aux
+    ASSERT_TRUE(idx->Flush().ok());
+    ASSERT_EQ(idx->stats().aux_entries, 0u);
+    ASSERT_TRUE(idx->AddUsage(Fp(1), 3).ok());  // loaded from the table
+    ChunkIndexEntry e;
+    ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+    EXPECT_EQ(e.usage_count, 3u);
+    EXPECT_EQ(e.container, 1u);
+    EXPECT_EQ(idx->stats().aux_entries, 1u);
+    EXPECT_TRUE(idx->AddUsage(Fp(99), 1).IsNotFound());
+    ASSERT_TRUE(idx->Close().ok());
+  }
+  auto idx = MustOpen(o);
+  ChunkIndexEntry e;
+  ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+  EXPECT_EQ(e.usage_count, 3u);
+  ASSERT_TRUE(idx->Lookup(Fp(2), &e).ok());
+  EXPECT_EQ(e.usage_count, 4u);
+  EXPECT_EQ(idx->stats().persistent_entries, 2u);  // the reloaded entry is not counted twice
+  ASSERT_TRUE(idx->AddUsage(Fp(1), -5).ok());
+  ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+  EXPECT_EQ(e.usage_count, 0u);
+}
+
+TEST_F(ChunkIndexTest, PutNewAfterCloseIsAborted) {
+  auto idx = MustOpen(Options());
+  ASSERT_TRUE(idx->Close().ok());
+  EXPECT_TRUE(idx->PutNew(Fp(1), 1).IsAborted());
+  EXPECT_TRUE(idx->Close().ok());
+}
+
+TEST_F(ChunkIndexTest, RejectsBadLimits) {
+  auto o = Options();
+  o.aux_soft_limit = 10;
+  o.aux_hard_limit = 5;
+  std::unique_ptr<ChunkIndex> idx;
+  EXPECT_TRUE(ChunkIndex::Open(o, Env::Default(), oracle_.Fn(), &idx).IsInvalidArgument());
+  EXPECT_TRUE(ChunkIndex::Open(Options(), Env::Default(), nullptr, &idx).IsInvalidArgument());
+}
+
+}  // namespace
+}  // namespace dedupv1

@@ -1,0 +1,519 @@
+#include "index/disk_hash_table.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "core/coding.h"
+#include "core/env.h"
+#include "core/fault_injection_env.h"
+#include "core/fingerprint.h"
+#include "core/testutil.h"
+
+namespace dedupv1 {
+namespace {
+
+Fingerprint FpFromSeed(uint64_t seed) {
+  uint8_t data[8];
+  EncodeFixed64(data, seed);
+  Fingerprint fp;
+  ComputeFingerprint(FingerprintType::kSha1, data, sizeof(data), &fp);
+  return fp;
+}
+
+// A 20-byte fingerprint whose home bucket is |bucket| (of |buckets|); |k|
+// makes it unique.
+Fingerprint FpInBucket(uint64_t bucket, uint64_t k, uint64_t buckets) {
+  Fingerprint fp;
+  fp.size = 20;
+  EncodeFixed64(fp.bytes, bucket + (k + 1) * buckets);
+  EncodeFixed64(fp.bytes + 8, k * 7919 + 13);
+  return fp;
+}
+
+ChunkIndexEntry Entry(ContainerId c, uint32_t usage = 0) {
+  ChunkIndexEntry e;
+  e.container = c;
+  e.usage_count = usage;
+  e.committed = true;
+  return e;
+}
+
+DiskHashTable::Op Put(const Fingerprint& fp, const ChunkIndexEntry& e) {
+  DiskHashTable::Op op;
+  op.fp = fp;
+  op.entry = e;
+  return op;
+}
+
+DiskHashTable::Op Erase(const Fingerprint& fp) {
+  DiskHashTable::Op op;
+  op.fp = fp;
+  op.erase = true;
+  return op;
+}
+
+class DiskHashTableTest : public ::testing::Test {
+ protected:
+  DiskHashTableOptions Options(uint64_t size = 1 << 20, size_t page = 4096) {
+    DiskHashTableOptions o;
+    o.path = dir_.Sub("table");
+    o.size_bytes = size;
+    o.page_size = page;
+    return o;
+  }
+
+  std::unique_ptr<DiskHashTable> MustOpen(const DiskHashTableOptions& o, Env* env = Env::Default()) {
+    std::unique_ptr<DiskHashTable> t;
+    Status s = DiskHashTable::Open(o, env, &t);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return t;
+  }
+
+  void ExpectEntry(DiskHashTable* t, const Fingerprint& fp, const ChunkIndexEntry& want) {
+    ChunkIndexEntry got;
+    Status s = t->Get(fp, &got);
+    ASSERT_TRUE(s.ok()) << fp.ToHex() << ": " << s.ToString();
+    EXPECT_EQ(got, want) << fp.ToHex();
+  }
+
+  void CopyFile(const std::string& from, const std::string& to) {
+    std::string data;
+    ASSERT_TRUE(ReadFileToString(Env::Default(), from, &data).ok());
+    std::unique_ptr<File> f;
+    ASSERT_TRUE(Env::Default()->OpenFile(to, OpenMode::kTruncate, &f).ok());
+    ASSERT_TRUE(f->Write(0, data.data(), data.size()).ok());
+  }
+
+  test::TempDir dir_;
+};
+
+TEST_F(DiskHashTableTest, CreateReopenKeepsEntries) {
+  auto o = Options();
+  std::map<uint64_t, ChunkIndexEntry> want;
+  {
+    auto t = MustOpen(o);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->bucket_count(), (1u << 20) / 4096 - 1);
+    EXPECT_EQ(t->entry_count(), 0u);
+    std::vector<DiskHashTable::Op> ops;
+    for (uint64_t i = 0; i < 200; i++) {
+      want[i] = Entry(i + 1, static_cast<uint32_t>(i % 5));
+      ops.push_back(Put(FpFromSeed(i), want[i]));
+    }
+    ASSERT_TRUE(t->Apply(ops).ok());
+    EXPECT_EQ(t->entry_count(), 200u);
+  }
+  auto t = MustOpen(o);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->entry_count(), 200u);
+  for (auto& [i, e] : want) ExpectEntry(t.get(), FpFromSeed(i), e);
+  ChunkIndexEntry e;
+  EXPECT_TRUE(t->Get(FpFromSeed(1000), &e).IsNotFound());
+  uint64_t pages = 0;
+  Status s = t->Verify(&pages);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(pages, t->bucket_count() + 1);
+}
+
+TEST_F(DiskHashTableTest, RefusesOptionMismatch) {
+  auto o = Options();
+  {
+    auto t = MustOpen(o);
+    ASSERT_TRUE(t->Apply({Put(FpFromSeed(1), Entry(7))}).ok());
+  }
+  std::unique_ptr<DiskHashTable> t;
+  auto bad = o;
+  bad.page_size = 2048;
+  Status s = DiskHashTable::Open(bad, Env::Default(), &t);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("was created with page size 4096, config says 2048"), std::string::npos)
+      << s.ToString();
+  EXPECT_NE(s.message().find(o.path), std::string::npos);
+
+  bad = o;
+  bad.key_size = 32;
+  s = DiskHashTable::Open(bad, Env::Default(), &t);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("key size 20, config says 32"), std::string::npos) << s.ToString();
+
+  bad = o;
+  bad.size_bytes = 2 << 20;
+  s = DiskHashTable::Open(bad, Env::Default(), &t);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("size 1048576, config says 2097152"), std::string::npos)
+      << s.ToString();
+
+  bad = o;
+  bad.max_probe_pages = 4;
+  s = DiskHashTable::Open(bad, Env::Default(), &t);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+
+  // The refused opens changed nothing.
+  t = MustOpen(o);
+  ExpectEntry(t.get(), FpFromSeed(1), Entry(7));
+}
+
+TEST_F(DiskHashTableTest, RejectsBadOptions) {
+  std::unique_ptr<DiskHashTable> t;
+  auto o = Options();
+  o.page_size = 1000;
+  EXPECT_TRUE(DiskHashTable::Open(o, Env::Default(), &t).IsInvalidArgument());
+  o = Options();
+  o.page_size = 256;
+  EXPECT_TRUE(DiskHashTable::Open(o, Env::Default(), &t).IsInvalidArgument());
+  o = Options(4096, 4096);  // no room for a bucket
+  EXPECT_TRUE(DiskHashTable::Open(o, Env::Default(), &t).IsInvalidArgument());
+  o = Options();
+  o.max_fill = 1.5;
+  EXPECT_TRUE(DiskHashTable::Open(o, Env::Default(), &t).IsInvalidArgument());
+  EXPECT_FALSE(Env::Default()->FileExists(o.path));
+}
+
+TEST_F(DiskHashTableTest, WrongKeySizeIsInvalidArgument) {
+  auto t = MustOpen(Options());
+  Fingerprint fp = FpFromSeed(1);
+  fp.size = 32;
+  ChunkIndexEntry e;
+  EXPECT_TRUE(t->Get(fp, &e).IsInvalidArgument());
+  EXPECT_TRUE(t->Apply({Put(fp, Entry(1))}).IsInvalidArgument());
+}
+
+TEST_F(DiskHashTableTest, FillUntilNoSpaceThenReopen) {
+  auto o = Options(512 * 33, 512);  // 32 buckets of 15 slots
+  std::vector<uint64_t> inserted;
+  uint64_t capacity = 0;
+  {
+    auto t = MustOpen(o);
+    ASSERT_EQ(t->slots_per_page(), 15u);
+    capacity = t->capacity();
+    EXPECT_EQ(capacity, static_cast<uint64_t>(32 * 15 * 0.7));
+    Status s;
+    for (uint64_t i = 0; i < 1000; i++) {
+      s = t->Apply({Put(FpFromSeed(i), Entry(i + 1))});
+      if (!s.ok()) break;
+      inserted.push_back(i);
+    }
+    EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+    EXPECT_NE(s.message().find("chunk index full"), std::string::npos) << s.ToString();
+    EXPECT_EQ(inserted.size(), capacity) << s.ToString();
+    EXPECT_EQ(t->entry_count(), inserted.size());
+    // Updating an existing entry still works when full.
+    EXPECT_TRUE(t->Apply({Put(FpFromSeed(0), Entry(99))}).ok());
+  }
+  auto t = MustOpen(o);
+  EXPECT_EQ(t->entry_count(), inserted.size());
+  for (uint64_t i : inserted) ExpectEntry(t.get(), FpFromSeed(i), Entry(i == 0 ? 99 : i + 1));
+  uint64_t pages = 0;
+  Status s = t->Verify(&pages);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(t->Apply({Put(FpFromSeed(5000), Entry(1))}).IsNoSpace());
+}
+
+TEST_F(DiskHashTableTest, BucketOverflowProbing) {
+  auto o = Options(512 * 9, 512);  // 8 buckets of 15 slots
+  o.max_fill = 1.0;
+  o.max_probe_pages = 2;
+  auto t = MustOpen(o);
+  const uint64_t buckets = t->bucket_count();
+  ASSERT_EQ(buckets, 8u);
+  const size_t slots = t->slots_per_page();
+
+  // Two pages' worth of entries homed in bucket 3: the second half overflows into bucket 4.
+  for (uint64_t k = 0; k < 2 * slots; k++) {
+    Status s = t->Apply({Put(FpInBucket(3, k, buckets), Entry(k + 1))});
+    ASSERT_TRUE(s.ok()) << k << ": " << s.ToString();
+  }
+  for (uint64_t k = 0; k < 2 * slots; k++) ExpectEntry(t.get(), FpInBucket(3, k, buckets), Entry(k + 1));
+
+  Status s = t->Apply({Put(FpInBucket(3, 100, buckets), Entry(1))});
+  EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+  EXPECT_NE(s.message().find("chunk index full: bucket 3 and its overflow pages are full"),
+            std::string::npos)
+      << s.ToString();
+  // Bucket 4 is full of bucket 3's entries; its own entries overflow to 5.
+  ASSERT_TRUE(t->Apply({Put(FpInBucket(4, 0, buckets), Entry(400))}).ok());
+  ExpectEntry(t.get(), FpInBucket(4, 0, buckets), Entry(400));
+
+  // All-or-nothing: one op fits, one does not -> neither is applied.
+  const uint64_t count = t->entry_count();
+  s = t->Apply({Put(FpInBucket(0, 0, buckets), Entry(500)), Put(FpInBucket(3, 101, buckets), Entry(1))});
+  EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+  ChunkIndexEntry e;
+  EXPECT_TRUE(t->Get(FpInBucket(0, 0, buckets), &e).IsNotFound());
+  EXPECT_EQ(t->entry_count(), count);
+
+  // Erasing from bucket 3's own page makes it non-full; entries that
+  // overflowed into bucket 4 must still be found.
+  ASSERT_TRUE(t->Apply({Erase(FpInBucket(3, 0, buckets))}).ok());
+  EXPECT_TRUE(t->Get(FpInBucket(3, 0, buckets), &e).IsNotFound());
+  for (uint64_t k = 1; k < 2 * slots; k++) ExpectEntry(t.get(), FpInBucket(3, k, buckets), Entry(k + 1));
+  // The freed slot is reused.
+  ASSERT_TRUE(t->Apply({Put(FpInBucket(3, 200, buckets), Entry(200))}).ok());
+  ExpectEntry(t.get(), FpInBucket(3, 200, buckets), Entry(200));
+
+  // The last bucket wraps around into bucket 0.
+  for (uint64_t k = 0; k < slots + 1; k++) {
+    ASSERT_TRUE(t->Apply({Put(FpInBucket(7, k, buckets), Entry(700 + k))}).ok());
+  }
+  for (uint64_t k = 0; k < slots + 1; k++) ExpectEntry(t.get(), FpInBucket(7, k, buckets), Entry(700 + k));
+
+  uint64_t pages = 0;
+  s = t->Verify(&pages);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  t.reset();
+  t = MustOpen(o);
+  for (uint64_t k = 1; k < 2 * slots; k++) ExpectEntry(t.get(), FpInBucket(3, k, buckets), Entry(k + 1));
+  for (uint64_t k = 0; k < slots + 1; k++) ExpectEntry(t.get(), FpInBucket(7, k, buckets), Entry(700 + k));
+  ExpectEntry(t.get(), FpInBucket(4, 0, buckets), Entry(400));
+}
+
+TEST_F(DiskHashTableTest, EraseAndUpdate) {
+  auto o = Options();
+  {
+    auto t = MustOpen(o);
+    std::vector<DiskHashTable::Op> ops;
+    for (uint64_t i = 0; i < 10; i++) ops.push_back(Put(FpFromSeed(i), Entry(i + 1)));
+    ASSERT_TRUE(t->Apply(ops).ok());
+    ops.clear();
+    for (uint64_t i = 0; i < 5; i++) ops.push_back(Erase(FpFromSeed(i)));
+    ops.push_back(Erase(FpFromSeed(77)));           // absent: no-op
+    ops.push_back(Put(FpFromSeed(9), Entry(90, 3)));  // update
+    ASSERT_TRUE(t->Apply(ops).ok());
+    EXPECT_EQ(t->entry_count(), 5u);
+    // Within one batch the later op on a fingerprint wins.
+    ASSERT_TRUE(t->Apply({Put(FpFromSeed(50), Entry(1)), Erase(FpFromSeed(50))}).ok());
+    EXPECT_EQ(t->entry_count(), 5u);
+  }
+  auto t = MustOpen(o);
+  EXPECT_EQ(t->entry_count(), 5u);
+  ChunkIndexEntry e;
+  for (uint64_t i = 0; i < 5; i++) EXPECT_TRUE(t->Get(FpFromSeed(i), &e).IsNotFound());
+  EXPECT_TRUE(t->Get(FpFromSeed(50), &e).IsNotFound());
+  for (uint64_t i = 5; i < 9; i++) ExpectEntry(t.get(), FpFromSeed(i), Entry(i + 1));
+  ExpectEntry(t.get(), FpFromSeed(9), Entry(90, 3));
+  uint64_t pages;
+  EXPECT_TRUE(t->Verify(&pages).ok());
+}
+
+TEST_F(DiskHashTableTest, CorruptedPageIsReportedNotReturned) {
+  auto o = Options();
+  uint64_t page_no = 0;
+  const Fingerprint fp = FpFromSeed(42);
+  {
+    auto t = MustOpen(o);
+    ASSERT_TRUE(t->Apply({Put(fp, Entry(5)), Put(FpFromSeed(43), Entry(6))}).ok());
+    page_no = fp.Hash64() % t->bucket_count() + 1;
+  }
+  {
+    std::unique_ptr<File> f;
+    ASSERT_TRUE(Env::Default()->OpenFile(o.path, OpenMode::kReadWrite, &f).ok());
+    uint8_t b;
+    const uint64_t off = page_no * o.page_size + 16 + 21;  // inside the first entry's container id
+    ASSERT_TRUE(f->Read(off, 1, &b).ok());
+    b ^= 0x40;
+    ASSERT_TRUE(f->Write(off, &b, 1).ok());
+  }
+  auto t = MustOpen(o);
+  ChunkIndexEntry e;
+  Status s = t->Get(fp, &e);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  const std::string where = "page " + std::to_string(page_no) + " checksum mismatch";
+  EXPECT_NE(s.message().find(where), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find(o.path), std::string::npos) << s.ToString();
+  // A write to the damaged page is refused too, not silently repaired.
+  EXPECT_TRUE(t->Apply({Put(fp, Entry(6))}).IsCorruption());
+  uint64_t pages = 0;
+  s = t->Verify(&pages);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find(where), std::string::npos) << s.ToString();
+}
+
+TEST_F(DiskHashTableTest, TornPageWriteIsRedoneFromJournal) {
+  FaultInjectionEnv fenv(Env::Default());
+  auto o = Options();
+  std::map<uint64_t, ChunkIndexEntry> want;
+  {
+    auto t = MustOpen(o, &fenv);
+    std::vector<DiskHashTable::Op> ops;
+    for (uint64_t i = 0; i < 30; i++) {
+      want[i] = Entry(i + 1);
+      ops.push_back(Put(FpFromSeed(i), want[i]));
+    }
+    ASSERT_TRUE(t->Apply(ops).ok());
+
+    // The batch's first write (the journal) goes through; every in-place
+    // page write after it is torn after 8 bytes.
+    FaultInjectionEnv::Rule rule;
+    rule.op = FaultInjectionEnv::Op::kWrite;
+    rule.path_substring = o.path;
+    rule.fault = FaultInjectionEnv::Fault::kTorn;
+    rule.skip = 1;
+    rule.count = -1;
+    rule.torn_bytes = 8;
+    fenv.AddRule(rule);
+    ops.clear();
+    for (uint64_t i = 30; i < 60; i++) {
+      want[i] = Entry(i + 1);
+      ops.push_back(Put(FpFromSeed(i), want[i]));
+    }
+    ops.push_back(Put(FpFromSeed(0), Entry(1000, 2)));
+    want[0] = Entry(1000, 2);
+    ops.push_back(Erase(FpFromSeed(1)));
+    want.erase(1);
+    Status s = t->Apply(ops);
+    EXPECT_TRUE(s.IsIOError()) << s.ToString();
+    EXPECT_GT(fenv.faults_fired(), 0);
+    // The batch is durable in the journal; readers see it meanwhile.
+    for (auto& [i, e] : want) ExpectEntry(t.get(), FpFromSeed(i), e);
+    // Destroying the table cannot finish the batch either (rule still active).
+  }
+  fenv.ClearRules();
+  uint64_t journal_size = 0;
+  ASSERT_TRUE(Env::Default()->GetFileSize(o.path + ".journal", &journal_size).ok());
+  EXPECT_GT(journal_size, 0u);
+
+  // Without the journal the torn page is detected, never read as data.
+  auto copy = o;
+  copy.path = dir_.Sub("copy");
+  CopyFile(o.path, copy.path);
+  {
+    std::unique_ptr<DiskHashTable> c;
+    Status s = DiskHashTable::Open(copy, Env::Default(), &c);
+    uint64_t pages;
+    if (s.ok()) s = c->Verify(&pages);
+    EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  }
+
+  auto t = MustOpen(o);
+  EXPECT_EQ(t->entry_count(), want.size());
+  for (auto& [i, e] : want) ExpectEntry(t.get(), FpFromSeed(i), e);
+  ChunkIndexEntry e;
+  EXPECT_TRUE(t->Get(FpFromSeed(1), &e).IsNotFound());
+  uint64_t pages = 0;
+  Status s = t->Verify(&pages);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(Env::Default()->GetFileSize(o.path + ".journal", &journal_size).ok());
+  EXPECT_EQ(journal_size, 0u);
+}
+
+TEST_F(DiskHashTableTest, TornPageWriteIsFinishedByNextApply) {
+  FaultInjectionEnv fenv(Env::Default());
+  auto o = Options();
+  {
+    auto t = MustOpen(o, &fenv);
+    FaultInjectionEnv::Rule rule;
+    rule.op = FaultInjectionEnv::Op::kWrite;
+    rule.path_substring = o.path;
+    rule.fault = FaultInjectionEnv::Fault::kTorn;
+    rule.skip = 1;
+    rule.count = 1;
+    rule.torn_bytes = 8;
+    fenv.AddRule(rule);
+    std::vector<DiskHashTable::Op> ops;
+    for (uint64_t i = 0; i < 20; i++) ops.push_back(Put(FpFromSeed(i), Entry(i + 1)));
+    EXPECT_TRUE(t->Apply(ops).IsIOError());
+    ASSERT_TRUE(t->Apply({Put(FpFromSeed(100), Entry(101))}).ok());
+    uint64_t pages;
+    Status s = t->Verify(&pages);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  auto t = MustOpen(o);
+  EXPECT_EQ(t->entry_count(), 21u);
+  for (uint64_t i = 0; i < 20; i++) ExpectEntry(t.get(), FpFromSeed(i), Entry(i + 1));
+  ExpectEntry(t.get(), FpFromSeed(100), Entry(101));
+}
+
+TEST_F(DiskHashTableTest, TornJournalWriteIsIgnored) {
+  FaultInjectionEnv fenv(Env::Default());
+  auto o = Options();
+  {
+    auto t = MustOpen(o, &fenv);
+    std::vector<DiskHashTable::Op> ops;
+    for (uint64_t i = 0; i < 30; i++) ops.push_back(Put(FpFromSeed(i), Entry(i + 1)));
+    ASSERT_TRUE(t->Apply(ops).ok());
+
+    FaultInjectionEnv::Rule rule;
+    rule.op = FaultInjectionEnv::Op::kWrite;
+    rule.path_substring = ".journal";
+    rule.fault = FaultInjectionEnv::Fault::kTorn;
+    rule.count = 1;
+    rule.torn_bytes = 1000;
+    fenv.AddRule(rule);
+    ops.clear();
+    for (uint64_t i = 30; i < 60; i++) ops.push_back(Put(FpFromSeed(i), Entry(i + 1)));
+    ops.push_back(Erase(FpFromSeed(0)));
+    Status s = t->Apply(ops);
+    EXPECT_TRUE(s.IsIOError()) << s.ToString();
+    // Nothing of the failed batch is visible.
+    ChunkIndexEntry e;
+    EXPECT_TRUE(t->Get(FpFromSeed(30), &e).IsNotFound());
+    ExpectEntry(t.get(), FpFromSeed(0), Entry(1));
+    EXPECT_EQ(t->entry_count(), 30u);
+  }
+  uint64_t journal_size = 0;
+  ASSERT_TRUE(Env::Default()->GetFileSize(o.path + ".journal", &journal_size).ok());
+  EXPECT_EQ(journal_size, 1000u);  // the torn journal is what a crash would leave
+
+  auto t = MustOpen(o);
+  EXPECT_EQ(t->entry_count(), 30u);
+  for (uint64_t i = 0; i < 30; i++) ExpectEntry(t.get(), FpFromSeed(i), Entry(i + 1));
+  ChunkIndexEntry e;
+  EXPECT_TRUE(t->Get(FpFromSeed(30), &e).IsNotFound());
+  uint64_t pages = 0;
+  Status s = t->Verify(&pages);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  // And the table takes writes again.
+  ASSERT_TRUE(t->Apply({Put(FpFromSeed(30), Entry(31))}).ok());
+  ExpectEntry(t.get(), FpFromSeed(30), Entry(31));
+}
+
+TEST_F(DiskHashTableTest, JournalOfMissingTableIsDiscarded) {
+  auto o = Options();
+  {
+    std::unique_ptr<File> f;
+    ASSERT_TRUE(Env::Default()->OpenFile(o.path + ".journal", OpenMode::kTruncate, &f).ok());
+    ASSERT_TRUE(f->Write(0, "garbage", 7).ok());
+  }
+  auto t = MustOpen(o);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->entry_count(), 0u);
+}
+
+TEST_F(DiskHashTableTest, GetsRunConcurrentlyWithApply) {
+  auto o = Options();
+  auto t = MustOpen(o);
+  std::vector<DiskHashTable::Op> ops;
+  for (uint64_t i = 0; i < 200; i++) ops.push_back(Put(FpFromSeed(i), Entry(i + 1)));
+  ASSERT_TRUE(t->Apply(ops).ok());
+
+  std::atomic<bool> done{false};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; r++) {
+    readers.emplace_back([&, r] {
+      uint64_t i = r;
+      while (!done.load()) {
+        ChunkIndexEntry e;
+        Status s = t->Get(FpFromSeed(i % 200), &e);
+        if (!s.ok() || e.container != i % 200 + 1) errors++;
+        i += 7;
+      }
+    });
+  }
+  for (uint64_t round = 0; round < 30; round++) {
+    ops.clear();
+    for (uint64_t i = 0; i < 20; i++) ops.push_back(Put(FpFromSeed(1000 + round * 20 + i), Entry(1)));
+    ASSERT_TRUE(t->Apply(ops).ok());
+  }
+  done = true;
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(t->entry_count(), 200u + 600u);
+}
+
+}  // namespace
+}  // namespace dedupv1

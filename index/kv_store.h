@@ -1,0 +1,70 @@
+// KvStore is the ordered byte-string key-value store under the persistent
+// block index (paper section 3.5: a B+tree, so the mappings of consecutive
+// blocks sit next to each other and one read fetches several of them). The
+// interface is narrow on purpose so the backend can be swapped: Tokyo Cabinet
+// B+tree (the paper's choice) or LevelDB.
+//
+// Keys compare as unsigned byte strings (memcmp order, shorter first on a
+// common prefix). All methods are thread-safe.
+//
+// Note: the backends do their own file I/O and cannot go through our Env, so
+// FaultInjectionEnv cannot reach them; accepted for these third-party stores.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace dedupv1 {
+
+class KvStore {
+ public:
+  virtual ~KvStore() = default;
+
+  // Reads the value of |key|; NotFound if there is none.
+  virtual Status Get(const std::string& key, std::string* value) = 0;
+
+  struct WriteOp {
+    std::string key;
+    std::string value;
+    bool erase = false;  // remove |key| (no error if it does not exist)
+  };
+  // Applies |ops| in order, atomically and durably: after a crash either all
+  // ops of the batch are visible or none, and once Write returns OK they
+  // survive a crash (TC: tcbdbtranbegin/trancommit with BDBOTSYNC; LevelDB:
+  // WriteBatch with sync=true).
+  virtual Status Write(const std::vector<WriteOp>& ops) = 0;
+
+  // Calls f(key, value) for the keys in [begin, end) in key order until f
+  // returns false. An empty |end| means "to the last key". Records written
+  // while the scan runs may or may not be seen, but none is seen twice; f may
+  // call other methods of the store.
+  virtual Status Scan(const std::string& begin, const std::string& end,
+                      const std::function<bool(const std::string& key,
+                                               const std::string& value)>& f) = 0;
+
+  // Makes everything written so far durable.
+  virtual Status Sync() = 0;
+  // Number of records.
+  virtual uint64_t Count() = 0;
+  // Bytes the store occupies on disk.
+  virtual uint64_t SizeBytes() = 0;
+};
+
+enum class KvBackend { kTokyoCabinet, kLevelDb };
+
+// "tokyocabinet" | "leveldb".
+Status ParseKvBackend(std::string_view name, KvBackend* backend);
+const char* KvBackendName(KvBackend backend);
+
+// Opens (creating if missing) the store at |path|: a single file for Tokyo
+// Cabinet, a directory for LevelDB. Missing parent directories are created.
+// Only one process may hold a store open (both backends lock it).
+Status OpenKvStore(KvBackend backend, const std::string& path, std::unique_ptr<KvStore>* out);
+
+}  // namespace dedupv1

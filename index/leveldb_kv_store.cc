@@ -1,0 +1,181 @@
+#include "index/leveldb_kv_store.h"
+
+#include <leveldb/cache.h>
+#include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
+#include <leveldb/write_batch.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/env.h"
+
+namespace dedupv1 {
+
+namespace {
+
+constexpr size_t kBlockCacheBytes = 32 << 20;
+constexpr int kBloomBitsPerKey = 10;
+
+Status FromLevelDb(const leveldb::Status& s, const std::string& path, const std::string& what) {
+  if (s.ok()) return Status::OK();
+  std::string msg = path + ": " + what + ": " + s.ToString();
+  if (s.IsNotFound()) return Status::NotFound(msg);
+  if (s.IsCorruption()) return Status::Corruption(msg);
+  if (s.IsInvalidArgument()) return Status::InvalidArgument(msg);
+  if (s.IsNotSupportedError()) return Status::NotSupported(msg);
+  if (msg.find("No space left on device") != std::string::npos ||
+      msg.find("Disk quota exceeded") != std::string::npos) {
+    return Status::NoSpace(msg);
+  }
+  return Status::IOError(msg);
+}
+
+leveldb::ReadOptions CheckedRead() {
+  leveldb::ReadOptions options;
+  options.verify_checksums = true;
+  return options;
+}
+
+class LevelDbKvStore : public KvStore {
+ public:
+  static Status Open(const std::string& path, std::unique_ptr<KvStore>* out);
+  ~LevelDbKvStore() override;
+
+  Status Get(const std::string& key, std::string* value) override;
+  Status Write(const std::vector<WriteOp>& ops) override;
+  Status Scan(const std::string& begin, const std::string& end,
+              const std::function<bool(const std::string&, const std::string&)>& f) override;
+  Status Sync() override;
+  uint64_t Count() override;
+  uint64_t SizeBytes() override;
+
+ private:
+  explicit LevelDbKvStore(std::string path);
+
+  const std::string path_;
+  std::unique_ptr<leveldb::Cache> cache_;
+  std::unique_ptr<const leveldb::FilterPolicy> filter_;
+  std::unique_ptr<leveldb::DB> db_;  // declared last: closed first
+  std::mutex write_mu_;              // keeps count_ exact
+  std::atomic<uint64_t> count_{0};
+};
+
+}  // namespace
+
+Status OpenLevelDbKvStore(const std::string& path, std::unique_ptr<KvStore>* out) {
+  return LevelDbKvStore::Open(path, out);
+}
+
+LevelDbKvStore::LevelDbKvStore(std::string path) : path_(std::move(path)) {}
+
+Status LevelDbKvStore::Open(const std::string& path, std::unique_ptr<KvStore>* out) {
+  std::unique_ptr<LevelDbKvStore> store(new LevelDbKvStore(path));
+  store->cache_.reset(leveldb::NewLRUCache(kBlockCacheBytes));
+  store->filter_.reset(leveldb::NewBloomFilterPolicy(kBloomBitsPerKey));
+  leveldb::Options options;
+  options.create_if_missing = true;
+  options.paranoid_checks = true;
+  options.block_cache = store->cache_.get();
+  options.filter_policy = store->filter_.get();
+  leveldb::DB* db = nullptr;
+  DEDUPV1_RETURN_IF_ERROR(
+      FromLevelDb(leveldb::DB::Open(options, path, &db), path, "opening the database"));
+  store->db_.reset(db);
+
+  // LevelDB keeps no record count: count once, then keep it exact in Write.
+  leveldb::ReadOptions scan = CheckedRead();
+  scan.fill_cache = false;
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(scan));
+  uint64_t count = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) count++;
+  DEDUPV1_RETURN_IF_ERROR(FromLevelDb(it->status(), path, "counting records"));
+  it.reset();
+  store->count_ = count;
+  *out = std::move(store);
+  return Status::OK();
+}
+
+LevelDbKvStore::~LevelDbKvStore() {
+  db_.reset();  // before the cache and filter policy it uses
+}
+
+Status LevelDbKvStore::Get(const std::string& key, std::string* value) {
+  leveldb::Status s = db_->Get(CheckedRead(), key, value);
+  if (s.IsNotFound()) return Status::NotFound(path_ + ": key not found");
+  return FromLevelDb(s, path_, "get");
+}
+
+Status LevelDbKvStore::Write(const std::vector<WriteOp>& ops) {
+  if (ops.empty()) return Status::OK();
+  std::lock_guard<std::mutex> lock(write_mu_);
+  // Whether each key exists after the ops so far, for the record count.
+  std::unordered_map<std::string, bool> exists;
+  int64_t delta = 0;
+  leveldb::WriteBatch batch;
+  for (const WriteOp& op : ops) {
+    auto it = exists.find(op.key);
+    bool existed;
+    if (it != exists.end()) {
+      existed = it->second;
+    } else {
+      std::string ignored;
+      leveldb::Status s = db_->Get(CheckedRead(), op.key, &ignored);
+      if (!s.ok() && !s.IsNotFound()) return FromLevelDb(s, path_, "get before write");
+      existed = s.ok();
+    }
+    if (op.erase) {
+      batch.Delete(op.key);
+      if (existed) delta--;
+    } else {
+      batch.Put(op.key, op.value);
+      if (!existed) delta++;
+    }
+    exists[op.key] = !op.erase;
+  }
+  leveldb::WriteOptions options;
+  options.sync = true;
+  DEDUPV1_RETURN_IF_ERROR(FromLevelDb(db_->Write(options, &batch), path_, "write"));
+  count_ += static_cast<uint64_t>(delta);  // wraps correctly for negative deltas
+  return Status::OK();
+}
+
+Status LevelDbKvStore::Scan(const std::string& begin, const std::string& end,
+                            const std::function<bool(const std::string&, const std::string&)>& f) {
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(CheckedRead()));
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    std::string key = it->key().ToString();
+    if (!end.empty() && key >= end) break;
+    if (!f(key, it->value().ToString())) break;
+  }
+  return FromLevelDb(it->status(), path_, "scan");
+}
+
+Status LevelDbKvStore::Sync() {
+  // Every Write is already synced; an empty synced batch also syncs the log
+  // in case that ever changes.
+  std::lock_guard<std::mutex> lock(write_mu_);
+  leveldb::WriteOptions options;
+  options.sync = true;
+  leveldb::WriteBatch empty;
+  return FromLevelDb(db_->Write(options, &empty), path_, "sync");
+}
+
+uint64_t LevelDbKvStore::Count() { return count_.load(); }
+
+uint64_t LevelDbKvStore::SizeBytes() {
+  std::vector<std::string> names;
+  Env* env = Env::Default();
+  if (!env->GetChildren(path_, &names).ok()) return 0;
+  uint64_t total = 0;
+  for (const std::string& name : names) {
+    uint64_t size = 0;
+    if (env->GetFileSize(JoinPath(path_, name), &size).ok()) total += size;
+  }
+  return total;
+}
+
+}  // namespace dedupv1

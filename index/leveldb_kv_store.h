@@ -1,0 +1,23 @@
+// KvStore on a LevelDB database directory (an alternative to Tokyo Cabinet,
+// e.g. for write-heavy volumes). Every Write is one WriteBatch written with
+// sync=true, so a batch is atomic and durable when Write returns.
+//
+// LevelDB keeps no record count, so the store counts at open (one scan) and
+// keeps the count exact by checking in Write whether each key exists; Write
+// calls are serialised for that. A bloom filter makes the checks for new keys
+// cheap.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "index/kv_store.h"
+
+namespace dedupv1 {
+
+// Opens or creates the LevelDB database directory |path|. The class itself is
+// private to leveldb_kv_store.cc, so LevelDB's headers stay out of everything
+// else.
+Status OpenLevelDbKvStore(const std::string& path, std::unique_ptr<KvStore>* out);
+
+}  // namespace dedupv1

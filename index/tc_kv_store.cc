@@ -1,0 +1,205 @@
+#include "index/tc_kv_store.h"
+
+#include <tcbdb.h>
+#include <tcutil.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace dedupv1 {
+
+namespace {
+
+// Tuning for block mappings (~0.1-1 KiB each, 12-byte keys): 64 records per
+// leaf keeps a leaf page around 40 KiB, so a read of one mapping also brings
+// in its neighbours (sequential backup streams read them next) without
+// making every leaf write huge. 1024 cached leaves bound the cache to ~40 MiB.
+constexpr int32_t kLeafMembers = 64;
+constexpr int32_t kNonLeafMembers = 256;
+constexpr int64_t kBuckets = 131071;  // ~1-4x the page count of a few million mappings
+constexpr int8_t kAlignPow = 8;
+constexpr int8_t kFreePoolPow = 10;
+constexpr int32_t kCachedLeaves = 1024;
+constexpr int32_t kCachedNonLeaves = 512;
+
+// IOError, or NoSpace if the failed call left ENOSPC in errno (TC reports
+// a failed write only as "write error").
+Status TcError(const std::string& path, const std::string& what, int ecode, int err) {
+  std::string msg = path + ": " + what + ": " + tcbdberrmsg(ecode);
+  if (err == ENOSPC || err == EDQUOT) return Status::NoSpace(msg + " (no space left on device)");
+  return Status::IOError(msg);
+}
+
+class TcKvStore : public KvStore {
+ public:
+  static Status Open(const std::string& path, std::unique_ptr<KvStore>* out);
+  ~TcKvStore() override;
+
+  Status Get(const std::string& key, std::string* value) override;
+  Status Write(const std::vector<WriteOp>& ops) override;
+  Status Scan(const std::string& begin, const std::string& end,
+              const std::function<bool(const std::string&, const std::string&)>& f) override;
+  Status Sync() override;
+  uint64_t Count() override;
+  uint64_t SizeBytes() override;
+
+ private:
+  TcKvStore(TCBDB* db, std::string path) : db_(db), path_(std::move(path)) {}
+  // IOError (NoSpace on ENOSPC) "<path>: <what>: <tcbdberrmsg>".
+  Status Error(const std::string& what) const;
+
+  TCBDB* const db_;
+  const std::string path_;
+  std::mutex write_mu_;  // one transaction at a time; scans read chunks under it
+};
+
+}  // namespace
+
+Status OpenTcKvStore(const std::string& path, std::unique_ptr<KvStore>* out) {
+  return TcKvStore::Open(path, out);
+}
+
+Status TcKvStore::Open(const std::string& path, std::unique_ptr<KvStore>* out) {
+  TCBDB* db = tcbdbnew();
+  if (db == nullptr) return Status::IOError(path + ": tcbdbnew failed");
+  if (!tcbdbsetmutex(db) ||
+      !tcbdbtune(db, kLeafMembers, kNonLeafMembers, kBuckets, kAlignPow, kFreePoolPow,
+                 BDBTLARGE) ||
+      !tcbdbsetcache(db, kCachedLeaves, kCachedNonLeaves)) {
+    Status s = TcError(path, "setting up the B+tree", tcbdbecode(db), 0);
+    tcbdbdel(db);
+    return s;
+  }
+  // BDBOTSYNC: every committed transaction is synced; BDBOLCKNB: a second
+  // process fails at once instead of blocking on the file lock.
+  errno = 0;
+  if (!tcbdbopen(db, path.c_str(), BDBOWRITER | BDBOCREAT | BDBOTSYNC | BDBOLCKNB)) {
+    Status s = TcError(path, "opening the B+tree database", tcbdbecode(db), errno);
+    tcbdbdel(db);
+    return s;
+  }
+  out->reset(new TcKvStore(db, path));
+  return Status::OK();
+}
+
+TcKvStore::~TcKvStore() {
+  // tcbdbdel closes the database (writing back cached pages) if it is open.
+  tcbdbclose(db_);
+  tcbdbdel(db_);
+}
+
+Status TcKvStore::Error(const std::string& what) const {
+  return TcError(path_, what, tcbdbecode(db_), errno);
+}
+
+Status TcKvStore::Get(const std::string& key, std::string* value) {
+  int size = 0;
+  void* v = tcbdbget(db_, key.data(), static_cast<int>(key.size()), &size);
+  if (v == nullptr) {
+    if (tcbdbecode(db_) == TCENOREC) return Status::NotFound(path_ + ": key not found");
+    return Error("get");
+  }
+  value->assign(static_cast<const char*>(v), static_cast<size_t>(size));
+  std::free(v);
+  return Status::OK();
+}
+
+Status TcKvStore::Write(const std::vector<WriteOp>& ops) {
+  if (ops.empty()) return Status::OK();
+  std::lock_guard<std::mutex> lock(write_mu_);
+  errno = 0;
+  if (!tcbdbtranbegin(db_)) return Error("beginning a transaction");
+  for (const WriteOp& op : ops) {
+    bool ok;
+    errno = 0;
+    if (op.erase) {
+      ok = tcbdbout(db_, op.key.data(), static_cast<int>(op.key.size())) ||
+           tcbdbecode(db_) == TCENOREC;
+    } else {
+      ok = tcbdbput(db_, op.key.data(), static_cast<int>(op.key.size()), op.value.data(),
+                    static_cast<int>(op.value.size()));
+    }
+    if (!ok) {
+      Status s = Error(op.erase ? "erase" : "put");
+      tcbdbtranabort(db_);
+      return s;
+    }
+  }
+  errno = 0;
+  if (!tcbdbtrancommit(db_)) {
+    Status s = Error("committing a transaction");
+    tcbdbtranabort(db_);  // may fail if TC already ended the transaction; s says why
+    return s;
+  }
+  return Status::OK();
+}
+
+Status TcKvStore::Scan(const std::string& begin, const std::string& end,
+                       const std::function<bool(const std::string&, const std::string&)>& f) {
+  // A TC cursor's position is undefined once the database changes, so the
+  // records are read in chunks with writers held off (write_mu_), and the
+  // next chunk starts after the last key seen. f runs without any lock held.
+  constexpr size_t kChunk = 256;
+  std::string from = begin;
+  std::vector<std::pair<std::string, std::string>> records;
+  for (;;) {
+    records.clear();
+    bool at_end = false;
+    {
+      std::lock_guard<std::mutex> lock(write_mu_);
+      BDBCUR* cur = tcbdbcurnew(db_);
+      if (cur == nullptr) return Error("creating a cursor");
+      TCXSTR* kx = tcxstrnew();
+      TCXSTR* vx = tcxstrnew();
+      Status status;
+      bool positioned = tcbdbcurjump(cur, from.data(), static_cast<int>(from.size()));
+      if (!positioned && tcbdbecode(db_) != TCENOREC) status = Error("positioning a cursor");
+      while (status.ok() && positioned && records.size() < kChunk) {
+        tcxstrclear(kx);
+        tcxstrclear(vx);
+        if (!tcbdbcurrec(cur, kx, vx)) {
+          if (tcbdbecode(db_) != TCENOREC) status = Error("reading at a cursor");
+          positioned = false;
+          break;
+        }
+        std::string key(static_cast<const char*>(tcxstrptr(kx)), tcxstrsize(kx));
+        if (!end.empty() && key >= end) {
+          positioned = false;
+          break;
+        }
+        records.emplace_back(std::move(key), std::string(static_cast<const char*>(tcxstrptr(vx)),
+                                                         tcxstrsize(vx)));
+        positioned = tcbdbcurnext(cur);
+        if (!positioned && tcbdbecode(db_) != TCENOREC) status = Error("moving a cursor");
+      }
+      at_end = !positioned;
+      tcxstrdel(vx);
+      tcxstrdel(kx);
+      tcbdbcurdel(cur);
+      DEDUPV1_RETURN_IF_ERROR(status);
+    }
+    for (const auto& [key, value] : records) {
+      if (!f(key, value)) return Status::OK();
+    }
+    if (at_end || records.empty()) return Status::OK();
+    // The smallest key greater than the last one seen.
+    from = records.back().first;
+    from.push_back('\0');
+  }
+}
+
+Status TcKvStore::Sync() {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  errno = 0;
+  if (!tcbdbsync(db_)) return Error("sync");
+  return Status::OK();
+}
+
+uint64_t TcKvStore::Count() { return tcbdbrnum(db_); }
+
+uint64_t TcKvStore::SizeBytes() { return tcbdbfsiz(db_); }
+
+}  // namespace dedupv1
