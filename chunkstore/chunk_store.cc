@@ -471,4 +471,10 @@ ContainerId ChunkStore::last_allocated_id() const {
   return next_id_ - 1;
 }
 
+Status ChunkStore::ListCommitted(std::vector<ContainerId>* ids) {
+  DEDUPV1_RETURN_IF_ERROR(store_->List(ids));
+  std::sort(ids->begin(), ids->end());
+  return Status::OK();
+}
+
 }  // namespace dedupv1

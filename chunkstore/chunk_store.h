@@ -125,6 +125,8 @@ class ChunkStore {
   // The highest id handed out so far (or, before the first allocation, the
   // highest id a previous run may have used).
   ContainerId last_allocated_id() const;
+  // Ids of the containers in the container store (committed ones).
+  Status ListCommitted(std::vector<ContainerId>* ids);
   const ChunkStoreOptions& options() const { return options_; }
 
  private:

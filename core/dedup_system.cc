@@ -183,6 +183,7 @@ Status DedupSystem::BuildFilterChain() {
   for (const auto& name : options_.filter_chain) {
     if (name == "zero-chunk") {
       filter_chain_.Add(std::make_unique<ZeroChunkFilter>());
+      zero_chunks_ = true;
     } else if (name == "block-index") {
       filter_chain_.Add(std::make_unique<BlockIndexFilter>());
     } else if (name == "container-cache") {
@@ -234,7 +235,8 @@ WriteBuffer::ClaimPolicy DedupSystem::CurrentPolicy() const {
   p.max_run_bytes = std::max<size_t>(8 << 20, 4 * p.min_ready_bytes);
   p.flush_delay = std::chrono::milliseconds(options_.write_buffer_flush_delay_ms);
   p.force_epoch = force_epoch_.load();
-  p.force_all = force_all_.load() || budget_.UnderPressure();
+  p.force_all = force_all_.load();
+  p.flush_short_runs = budget_.UnderPressure();
   return p;
 }
 
@@ -254,7 +256,7 @@ void DedupSystem::WorkerLoop(int index) {
         }
         {
           std::lock_guard<std::mutex> l(error_mu_);
-          error_ = Status::OK();
+          SetErrorLocked(Status::OK());
         }
         progress_cv_.notify_all();
       }
@@ -276,7 +278,15 @@ void DedupSystem::WorkerLoop(int index) {
 void DedupSystem::RecordError(const Status& s) {
   stats_.errors++;
   std::lock_guard<std::mutex> l(error_mu_);
+  SetErrorLocked(s);
+}
+
+void DedupSystem::SetErrorLocked(const Status& s) {
   error_ = s;
+  refuse_waiting_writers_ = !s.ok() || stop_.load();
+  // Release(0) takes the budget's lock before notifying, so a writer between
+  // its check and its wait cannot miss the wake-up.
+  if (!s.ok()) budget_.Release(0);
 }
 
 Status DedupSystem::PendingError() const {
@@ -315,7 +325,20 @@ Status DedupSystem::Persist() {
 Status DedupSystem::Sync() {
   const uint64_t epoch = epoch_.fetch_add(1);
   DEDUPV1_RETURN_IF_ERROR(DrainUpTo(epoch));
-  return Persist();
+  Status s = Persist();
+  std::lock_guard<std::mutex> l(error_mu_);
+  if (!s.ok()) {
+    // The store cannot make data durable (e.g. the disk is full): later
+    // Writes are refused with this error rather than buffered, as for a
+    // processing error.
+    stats_.errors++;
+    SetErrorLocked(s);
+  } else {
+    // Everything up to this sync is durable, so a recorded cause is gone; a
+    // run still failing records its error again on its next attempt.
+    SetErrorLocked(Status::OK());
+  }
+  return s;
 }
 
 double DedupSystem::DedupRatio() const {
@@ -336,7 +359,11 @@ Status DedupSystem::Close() {
     const uint64_t epoch = epoch_.fetch_add(1);
     result = DrainUpTo(epoch);
     stop_ = true;
-    budget_.WakeAll();
+    {
+      std::lock_guard<std::mutex> l(error_mu_);
+      refuse_waiting_writers_ = true;
+    }
+    budget_.Release(0);  // wakes waiting writers (see SetErrorLocked)
     work_cv_.notify_all();
     for (auto& t : workers_) t.join();
     workers_.clear();

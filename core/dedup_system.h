@@ -81,6 +81,8 @@ class DedupSystem {
   // Makes deduplicated data durable: commit containers, write indexes back.
   Status Persist();
   void RecordError(const Status& s);
+  // Sets or clears (OK) the pending error; requires error_mu_.
+  void SetErrorLocked(const Status& s);
   Status PendingError() const;
 
   const Options options_;
@@ -92,6 +94,7 @@ class DedupSystem {
   std::unique_ptr<BlockIndex> block_index_;
   std::unique_ptr<BloomSet> bloom_;
   FilterChain filter_chain_;
+  bool zero_chunks_ = false;  // the zero-chunk filter is in the chain
   BlockLocks block_locks_;
   FingerprintLocks fp_locks_;
   WriteBufferBudget budget_;
@@ -116,6 +119,9 @@ class DedupSystem {
   std::mutex persist_mu_;  // one Persist at a time
   mutable std::mutex error_mu_;
   Status error_;           // last processing error, cleared when a run succeeds
+  // True while error_ is set or the system stops: writers waiting for
+  // write-buffer space give up then, as the buffer may never drain.
+  std::atomic<bool> refuse_waiting_writers_{false};
 };
 
 }  // namespace dedupv1

@@ -269,3 +269,29 @@ TEST(DedupSystemTest, ZeroWritesStoreNothing) {
 
 }  // namespace
 }  // namespace dedupv1
+
+namespace dedupv1 {
+namespace {
+
+// Without the zero-chunk filter, zero data is ordinary data: stored once,
+// read back as zeros.
+TEST(DedupSystemTest, ZeroDataWithoutZeroChunkFilter) {
+  test::TempDir dir;
+  Options o = SmallOptions(dir.path());
+  o.filter_chain = {"block-index", "chunk-index"};
+  ASSERT_TRUE(o.Finish().ok());
+  auto sys = OpenOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol2", &v).ok());
+  std::vector<uint8_t> zeros(8 << 20, 0);
+  WriteStream(v, zeros);
+  EXPECT_EQ(sys->stats().chunks_zero.load(), 0u);
+  EXPECT_GT(StoredBytes(sys.get()), 0u);
+  EXPECT_LT(StoredBytes(sys.get()), 64u << 10);  // one max-size chunk, deduplicated
+  std::vector<uint8_t> out(1 << 20, 1);
+  ASSERT_TRUE(v->Read(3 << 20, out.size(), out.data()).ok());
+  EXPECT_TRUE(IsAllZero(out.data(), out.size()));
+}
+
+}  // namespace
+}  // namespace dedupv1

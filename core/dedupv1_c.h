@@ -49,8 +49,10 @@ int dedupv1_write(dedupv1_volume* vol, uint64_t offset, uint64_t length, const v
 int dedupv1_unmap(dedupv1_volume* vol, uint64_t offset, uint64_t length, char* err, size_t errlen);
 /* Makes every write acknowledged before this call durable. */
 int dedupv1_sync(dedupv1_volume* vol, char* err, size_t errlen);
-/* 1 if any byte of [offset, offset+length) is mapped (not thin), 0 if none, <0 on error.
- * |*run| receives the length of the run from |offset| with the same state. */
+/* The provisioning state at |offset|: 1 if the byte at |offset| is mapped
+ * (holds data), 0 if it is thin (reads zeros, no space), <0 on error. |*run|
+ * receives the length of the run from |offset| (within |length|) in the same
+ * state, at block granularity. */
 int dedupv1_mapped(dedupv1_volume* vol, uint64_t offset, uint64_t length, uint64_t* run,
                    char* err, size_t errlen);
 

@@ -40,6 +40,22 @@ struct Options {
   uint64_t write_buffer_flush_delay_ms = 500;
   int dedup_threads = 2;
   std::vector<VolumeOptions> volumes;
+  // The dedupv1_mon HTTP status server (target/monitor).
+  bool monitor_enabled = true;
+  std::string monitor_host = "127.0.0.1";
+  uint16_t monitor_port = 9001;
+  std::string monitor_token;  // required for control endpoints when not on loopback
+  // The iSCSI target dedupv1d sets up in tgtd (target/dedupv1d_main.cc); the
+  // engine ignores these. Validated here so a bad value is refused before
+  // anything starts.
+  std::string target_iqn = "iqn.2026-11.org.dedupv1:storage";
+  std::string target_portal = "0.0.0.0:3260";  // ADDR:PORT, IPv6 as [ADDR]:PORT
+  uint32_t target_control_port = 0;            // tgtd -C N: socket /var/run/tgtd/socket.N
+  // Initiators admitted: an address (IP or CIDR) in the first list OR a name
+  // in the second (tgt's rule). Both empty means every initiator (ALL).
+  std::vector<std::string> target_initiator_addresses;
+  std::vector<std::string> target_initiator_names;
+  std::string target_chap_user, target_chap_password;  // incoming CHAP: both or neither
 
   // Defaults for everything; paths derived from data_dir by Finish().
   Options();

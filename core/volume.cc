@@ -91,7 +91,10 @@ Status Volume::Write(uint64_t offset, uint64_t length, const uint8_t* data, bool
   // A store that cannot take data (e.g. the disk is full) refuses new writes
   // with the reason instead of buffering what it cannot keep.
   DEDUPV1_RETURN_IF_ERROR(system_->PendingError());
-  system_->budget_.WaitForSpace(&system_->stop_);
+  system_->budget_.WaitForSpace(&system_->refuse_waiting_writers_);
+  // Woken because the buffer cannot drain (e.g. the chunk index is full):
+  // refuse instead of waiting for ever.
+  DEDUPV1_RETURN_IF_ERROR(system_->PendingError());
   system_->stats_.write_ops++;
   const uint64_t epoch = system_->epoch_.load();
   uint64_t pos = offset;
@@ -182,7 +185,8 @@ Status Volume::IsMapped(uint64_t offset, uint64_t length, bool* mapped, uint64_t
 }
 
 bool Volume::ProcessOneRun(const WriteBuffer::ClaimPolicy& policy, Status* error) {
-  WriteBuffer::Run run;
+  // Reused per thread: a run copies up to several MiB.
+  thread_local WriteBuffer::Run run;
   if (!buffer_.ClaimRun(policy, WriteBuffer::Clock::now(), &run)) return false;
   *error = ProcessRun(&run);
   buffer_.Unclaim(run);
@@ -210,7 +214,9 @@ Status Volume::ProcessRun(WriteBuffer::Run* run) {
       ChunkRequest& c = chunks[i];
       c.data = data + start;
       c.size = ends[i] - start;
-      c.is_zero = IsAllZero(c.data, c.size);
+      // Zero chunks are recognised (and never stored) only when the
+      // zero-chunk filter is in the chain; otherwise they are ordinary data.
+      c.is_zero = sys->zero_chunks_ && IsAllZero(c.data, c.size);
       if (c.is_zero) c.fp = Fingerprint::Zero(fp_type);
       else ComputeFingerprint(fp_type, c.data, c.size, &c.fp);
     }

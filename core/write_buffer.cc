@@ -51,7 +51,12 @@ WriteBuffer::DirtyBlock* WriteBuffer::GetOrCreateLocked(uint64_t block, uint64_t
     return &it->second;
   }
   DirtyBlock& b = blocks_[block];
-  b.data.reset(new uint8_t[block_size_]);
+  if (!free_buffers_.empty()) {
+    b.data = std::move(free_buffers_.back());
+    free_buffers_.pop_back();
+  } else {
+    b.data.reset(new uint8_t[block_size_]);
+  }
   b.first_epoch = epoch;
   budget_->Charge(block_size_);
   return &b;
@@ -59,6 +64,7 @@ WriteBuffer::DirtyBlock* WriteBuffer::GetOrCreateLocked(uint64_t block, uint64_t
 
 void WriteBuffer::FreeIfCleanLocked(std::map<uint64_t, DirtyBlock>::iterator it) {
   if (it->second.dirty.empty() && !it->second.claimed) {
+    if (free_buffers_.size() < 64) free_buffers_.push_back(std::move(it->second.data));
     blocks_.erase(it);
     budget_->Release(block_size_);
   }
@@ -142,7 +148,10 @@ bool WriteBuffer::ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run
       }
       bool aged = now - last->second.last_write >= policy.flush_delay;
       bool final = (forced || aged) && !cut;
-      if (!final && len < policy.min_ready_bytes) continue;
+      if (!final && len < policy.min_ready_bytes) {
+        if (!policy.flush_short_runs || cut) continue;
+        final = true;
+      }
 
       run->start = it->first * block_size_ + range.first;
       run->final = final;

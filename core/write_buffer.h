@@ -82,7 +82,10 @@ class WriteBuffer {
     size_t min_ready_bytes = 32768;   // a run this long has a complete chunk
     Clock::duration flush_delay = std::chrono::milliseconds(500);
     uint64_t force_epoch = 0;         // blocks dirtied at or before this epoch are flushed out
-    bool force_all = false;           // flush everything (close, memory pressure)
+    bool force_all = false;           // flush everything (close)
+    // Memory is short: short runs are flushed as they are, but a run long
+    // enough to hold a complete chunk still keeps its unfinished tail.
+    bool flush_short_runs = false;
   };
   // Finds a run that is ready under |policy|, claims its blocks and copies its
   // bytes. Returns false if there is none.
@@ -115,6 +118,9 @@ class WriteBuffer {
   WriteBufferBudget* budget_;
   mutable std::mutex mu_;
   std::map<uint64_t, DirtyBlock> blocks_;
+  // Block buffers kept for reuse: a fresh 128 KiB allocation is an mmap and
+  // page faults on every write.
+  std::vector<std::unique_ptr<uint8_t[]>> free_buffers_;
 };
 
 }  // namespace dedupv1

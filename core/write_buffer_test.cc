@@ -133,3 +133,26 @@ TEST(WriteBufferTest, NewerWriteSurvivesAWorkerThatCopiedOlderBytes) {
 
 }  // namespace
 }  // namespace dedupv1
+
+namespace dedupv1 {
+namespace {
+
+TEST(WriteBufferTest, PressureFlushesShortRunsButKeepsTailsOfLongOnes) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(kBlock, 8);
+  buf.Put(0, 0, a.data(), 100, 1);           // a short run
+  for (uint64_t b = 10; b < 13; b++) buf.Put(b, 0, a.data(), kBlock, 1);  // a long one
+  auto p = Ready(2 * kBlock);
+  p.flush_short_runs = true;
+  WriteBuffer::Run run;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.data.size(), 100u);
+  EXPECT_TRUE(run.final);
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.blocks.size(), 3u);
+  EXPECT_FALSE(run.final);
+}
+
+}  // namespace
+}  // namespace dedupv1

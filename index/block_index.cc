@@ -246,10 +246,11 @@ Status BlockIndex::WriteBackBatch(uint64_t max_seq, size_t* written) {
     }
   }
   if (ops.empty()) return Status::OK();
+  Status hook = options_.before_write_back ? options_.before_write_back() : Status::OK();
   // Key order: neighbouring blocks share B+tree leaves.
   std::sort(ops.begin(), ops.end(),
             [](const KvStore::WriteOp& a, const KvStore::WriteOp& b) { return a.key < b.key; });
-  Status s = store_->Write(ops);
+  Status s = hook.ok() ? store_->Write(ops) : hook;
 
   std::lock_guard<std::mutex> lock(mu_);
   if (!s.ok()) {

@@ -61,6 +61,10 @@ struct BlockIndexOptions {
   uint64_t aux_soft_limit = 65536;   // mappings: above this the background thread writes back
   uint64_t aux_hard_limit = 262144;  // mappings: Put waits above this (unless they all wait for commits)
   uint32_t write_back_batch = 512;   // mappings per atomic store write
+  // Called before each write-back batch goes to the store, outside the index
+  // lock. The system makes the operations log durable here, so a mapping
+  // never reaches the store before the log event that describes it.
+  std::function<Status()> before_write_back;
 };
 
 struct BlockIndexStats {

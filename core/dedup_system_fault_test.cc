@@ -1,0 +1,506 @@
+// System-level fault tests: the whole engine (DedupSystem, volumes, chunk
+// store, both indexes) runs on a FaultInjectionEnv or on files damaged behind
+// its back. The contract under test:
+//  - a container or index page whose CRC does not match is an error naming the
+//    object (container id, file and page), never wrong data;
+//  - a full disk (ENOSPC) or a full chunk index fails the write with a clear
+//    error and leaves everything stored before intact;
+//  - I/O errors and torn writes are reported, nothing acknowledged is lost,
+//    and the system recovers once the cause is gone.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/coding.h"
+#include "core/dedup_system.h"
+#include "core/fault_injection_env.h"
+#include "core/testutil.h"
+
+namespace dedupv1 {
+namespace {
+
+using FaultOp = FaultInjectionEnv::Op;
+using Fault = FaultInjectionEnv::Fault;
+
+// Small, fast settings. Containers are committed when full or on Sync (the
+// commit timer is long so it never races the faults a test injects).
+Options FaultOptions(const std::string& dir) {
+  Options o;
+  o.data_dir = dir;
+  o.chunk_index.table.size_bytes = 8 << 20;
+  o.bloom_expected_chunks = 1 << 16;
+  o.write_buffer_size = 64 << 20;
+  o.write_buffer_flush_delay_ms = 20;
+  o.chunk_store.commit_timeout_ms = 10000;
+  o.volumes = {{"vol1", 32 << 20}, {"vol2", 32 << 20}};
+  return o;
+}
+
+Options Finished(Options o) {
+  Status s = o.Finish();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return o;
+}
+
+std::unique_ptr<DedupSystem> OpenOrDie(const Options& o, Env* env) {
+  std::unique_ptr<DedupSystem> sys;
+  Status s = DedupSystem::Open(o, env, &sys);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return sys;
+}
+
+Volume* Vol(DedupSystem* sys, const std::string& name) {
+  Volume* v = nullptr;
+  Status s = sys->GetVolume(name, &v);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return v;
+}
+
+::testing::AssertionResult ReadsBack(Volume* v, uint64_t offset, const std::vector<uint8_t>& want) {
+  std::vector<uint8_t> got(want.size(), 0xEE);
+  Status s = v->Read(offset, got.size(), got.data());
+  if (!s.ok()) return ::testing::AssertionFailure() << "read of " << v->name() << " failed: " << s.ToString();
+  if (got != want) {
+    size_t i = 0;
+    while (got[i] == want[i]) i++;
+    return ::testing::AssertionFailure() << v->name() << " differs at byte " << offset + i;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Sync until it succeeds or |limit| passes: after a fault is cleared, the
+// workers and the chunk store retry on their own schedule (worker back-off
+// 200 ms, commit retry up to 1 s).
+Status SyncWithin(DedupSystem* sys, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  Status s;
+  for (;;) {
+    s = sys->Sync();
+    if (s.ok() || std::chrono::steady_clock::now() > deadline) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+bool Contains(const Status& s, const std::string& what) {
+  return s.message().find(what) != std::string::npos;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Every file under the container directory's subdirectories whose name ends
+// with |suffix|, as path -> name.
+std::map<std::string, std::string> ContainerDirFiles(const Options& o, const std::string& suffix) {
+  std::map<std::string, std::string> out;
+  Env* env = Env::Default();
+  std::vector<std::string> subs;
+  EXPECT_TRUE(env->GetChildren(o.chunk_store.dir, &subs).ok());
+  for (const auto& sub : subs) {
+    std::vector<std::string> names;
+    if (!env->GetChildren(JoinPath(o.chunk_store.dir, sub), &names).ok()) continue;  // a plain file
+    for (const auto& n : names) {
+      if (EndsWith(n, suffix)) out[JoinPath(JoinPath(o.chunk_store.dir, sub), n)] = n;
+    }
+  }
+  return out;
+}
+
+Status ReadWholeFile(const std::string& path, std::string* data) {
+  return ReadFileToString(Env::Default(), path, data);
+}
+
+Status WriteAt(const std::string& path, uint64_t offset, const std::string& bytes) {
+  std::unique_ptr<File> f;
+  DEDUPV1_RETURN_IF_ERROR(Env::Default()->OpenFile(path, OpenMode::kReadWrite, &f));
+  DEDUPV1_RETURN_IF_ERROR(f->Write(offset, bytes.data(), bytes.size()));
+  return f->Sync();
+}
+
+// 1. ENOSPC while committing containers.
+TEST(DedupSystemFaultTest, DiskFullOnContainerWriteFailsCleanlyAndRecovers) {
+  test::TempDir dir;
+  const Options o = Finished(FaultOptions(dir.path()));
+  FaultInjectionEnv fenv(Env::Default());
+  const auto a = test::RandomBytes(2 << 20, 101);
+  const auto b = test::RandomBytes(6 << 20, 102);  // more than one 4 MiB container
+  const auto c = test::RandomBytes(1 << 20, 103);
+  const uint64_t a_off = 0, b_off = 8 << 20, c_off = 20 << 20;
+  {
+    auto sys = OpenOrDie(o, &fenv);
+    Volume* v = Vol(sys.get(), "vol1");
+    ASSERT_TRUE(v->Write(a_off, a.size(), a.data(), false).ok());
+    ASSERT_TRUE(sys->Sync().ok());
+
+    fenv.AddRule({FaultOp::kWrite, ".ctr", Fault::kENOSPC});
+    // One request, so it is accepted before any commit can fail.
+    Status s = v->Write(b_off, b.size(), b.data(), false);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    s = sys->Sync();
+    ASSERT_TRUE(s.IsNoSpace()) << s.ToString();
+    EXPECT_TRUE(Contains(s, "full")) << "the message should say what is full: " << s.ToString();
+    EXPECT_TRUE(Contains(s, "container")) << s.ToString();
+    EXPECT_GT(fenv.faults_fired(), 0);
+
+    // What was synced before is intact, and the acknowledged B is readable
+    // (from memory) even though it could not be committed.
+    EXPECT_TRUE(ReadsBack(v, a_off, a));
+    EXPECT_TRUE(ReadsBack(v, b_off, b));
+
+    // While the disk stays full, new data is refused with the reason.
+    s = v->Write(c_off, c.size(), c.data(), false);
+    EXPECT_TRUE(s.IsNoSpace()) << "a write while the disk is full: " << s.ToString();
+    s = sys->Sync();
+    EXPECT_TRUE(s.IsNoSpace()) << "a second sync while the disk is full: " << s.ToString();
+
+    fenv.ClearRules();
+    s = SyncWithin(sys.get());
+    ASSERT_TRUE(s.ok()) << "sync after the disk has space again: " << s.ToString();
+    EXPECT_TRUE(ReadsBack(v, a_off, a));
+    EXPECT_TRUE(ReadsBack(v, b_off, b));
+    // Writes are accepted again.
+    s = v->Write(c_off, c.size(), c.data(), false);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(sys->Sync().ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = OpenOrDie(o, Env::Default());
+  Volume* v = Vol(sys.get(), "vol1");
+  EXPECT_TRUE(ReadsBack(v, a_off, a));
+  EXPECT_TRUE(ReadsBack(v, b_off, b));
+  EXPECT_TRUE(ReadsBack(v, c_off, c));
+}
+
+// 1b. The same with a small write: the failing commit is the one Sync itself
+// starts (nothing filled a container during deduplication).
+TEST(DedupSystemFaultTest, DiskFullOnSyncCommitRefusesLaterWrites) {
+  test::TempDir dir;
+  const Options o = Finished(FaultOptions(dir.path()));
+  FaultInjectionEnv fenv(Env::Default());
+  const auto a = test::RandomBytes(1 << 20, 111);
+  const auto b = test::RandomBytes(512 << 10, 112);
+  const auto c = test::RandomBytes(512 << 10, 113);
+  auto sys = OpenOrDie(o, &fenv);
+  Volume* v = Vol(sys.get(), "vol1");
+  ASSERT_TRUE(v->Write(0, a.size(), a.data(), false).ok());
+  ASSERT_TRUE(sys->Sync().ok());
+  fenv.AddRule({FaultOp::kWrite, ".ctr", Fault::kENOSPC});
+  ASSERT_TRUE(v->Write(4 << 20, b.size(), b.data(), false).ok());
+  Status s = sys->Sync();
+  ASSERT_TRUE(s.IsNoSpace()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "full")) << s.ToString();
+  s = v->Write(8 << 20, c.size(), c.data(), false);
+  EXPECT_TRUE(s.IsNoSpace()) << "a write right after a sync failed for lack of space: " << s.ToString();
+  EXPECT_TRUE(ReadsBack(v, 0, a));
+  EXPECT_TRUE(ReadsBack(v, 4 << 20, b));
+  fenv.ClearRules();
+  s = SyncWithin(sys.get());
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // Once a sync succeeded, writes are accepted again.
+  s = v->Write(8 << 20, c.size(), c.data(), false);
+  ASSERT_TRUE(s.ok()) << "a write after the disk has space again: " << s.ToString();
+  ASSERT_TRUE(sys->Sync().ok());
+  ASSERT_TRUE(sys->Close().ok());
+  sys = OpenOrDie(o, Env::Default());
+  v = Vol(sys.get(), "vol1");
+  EXPECT_TRUE(ReadsBack(v, 0, a));
+  EXPECT_TRUE(ReadsBack(v, 4 << 20, b));
+  EXPECT_TRUE(ReadsBack(v, 8 << 20, c));
+}
+
+// 2. A chunk index too small for the data.
+TEST(DedupSystemFaultTest, FullChunkIndexFailsWritesAndKeepsSyncedData) {
+  test::TempDir dir;
+  Options o = FaultOptions(dir.path());
+  o.chunk_index.table.size_bytes = 64 << 10;  // 15 buckets of 4K: ~1300 entries
+  o.chunk_index.table.page_size = 4096;
+  // A write buffer smaller than one request: writers wait for the workers,
+  // which can never drain it once the index is full.
+  o.write_buffer_size = 1 << 20;
+  o = Finished(o);
+  const auto a = test::RandomBytes(1 << 20, 201);        // ~128 chunks: fits
+  const auto b = test::RandomBytes(24 << 20, 202);       // ~3000 chunks: does not
+  const uint64_t b_off = 2 << 20;
+  uint64_t acknowledged = 0;
+  {
+    auto sys = OpenOrDie(o, Env::Default());
+    Volume* v = Vol(sys.get(), "vol1");
+    ASSERT_TRUE(v->Write(0, a.size(), a.data(), false).ok());
+    ASSERT_TRUE(sys->Sync().ok());
+
+    // Stream B as a backup client would, until the system refuses. A write
+    // must fail, not wait for ever for buffer space that never frees up.
+    Status first_error;
+    std::atomic<bool> done{false};
+    std::thread writer([&] {
+      for (uint64_t off = 0; off < b.size(); off += 1 << 20) {
+        Status s = v->Write(b_off + off, 1 << 20, b.data() + off, false);
+        if (!s.ok()) {
+          first_error = s;
+          break;
+        }
+        acknowledged = off + (1 << 20);
+      }
+      done = true;
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!done) {
+      ADD_FAILURE() << "a Write blocked for 20 s waiting for write-buffer space instead of failing";
+      (void)v->Unmap(b_off, b.size());  // frees the buffer so the writer can finish
+    }
+    writer.join();
+    Status s = sys->Sync();
+    ASSERT_FALSE(s.ok()) << "24 MiB of unique data cannot fit a 64 KiB chunk index";
+    EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+    EXPECT_TRUE(Contains(s, "chunk index full")) << s.ToString();
+    if (!first_error.ok()) {
+      EXPECT_TRUE(first_error.IsNoSpace()) << first_error.ToString();
+      EXPECT_TRUE(Contains(first_error, "chunk index full")) << first_error.ToString();
+    }
+    // The error stands: a further write is refused with it.
+    s = v->Write(30 << 20, 4096, b.data(), false);
+    EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+
+    EXPECT_TRUE(ReadsBack(v, 0, a));
+    // Everything acknowledged is still readable while the system runs.
+    std::vector<uint8_t> acked(b.begin(), b.begin() + acknowledged);
+    EXPECT_TRUE(ReadsBack(v, b_off, acked));
+    sys->Close();  // may report the error; what was synced must survive
+  }
+  auto sys = OpenOrDie(o, Env::Default());
+  Volume* v = Vol(sys.get(), "vol1");
+  EXPECT_TRUE(ReadsBack(v, 0, a));
+  // B was never synced; whatever of it is stored must be B, never other data.
+  std::vector<uint8_t> got(acknowledged);
+  ASSERT_TRUE(v->Read(b_off, got.size(), got.data()).ok());
+  for (uint64_t i = 0; i < got.size(); i++) {
+    if (got[i] != 0 && got[i] != b[i]) {
+      ADD_FAILURE() << "byte " << b_off + i << " after reopen is neither B nor zero";
+      break;
+    }
+  }
+}
+
+struct ContainerFile {
+  std::string path;
+  ContainerId id;
+};
+
+std::vector<ContainerFile> ListContainers(const Options& o) {
+  std::vector<ContainerFile> out;
+  for (const auto& [path, name] : ContainerDirFiles(o, ".ctr")) {
+    out.push_back({path, std::stoull(name.substr(0, 16), nullptr, 16)});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.id < y.id; });
+  return out;
+}
+
+// 3. A container damaged on disk.
+TEST(DedupSystemFaultTest, CorruptedContainerIsAnErrorNamingItNeverData) {
+  test::TempDir dir;
+  Options o = FaultOptions(dir.path());
+  o.chunk_store.container_size = 256 << 10;  // several containers for 2 MiB
+  o = Finished(o);
+  const auto data = test::RandomBytes(2 << 20, 301);
+  {
+    auto sys = OpenOrDie(o, Env::Default());
+    Volume* v = Vol(sys.get(), "vol1");
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto files = ListContainers(o);
+  ASSERT_GE(files.size(), 4u) << "expected the data to spread over several containers";
+  const ContainerFile victim = files[files.size() / 2];
+  {
+    std::string bytes;
+    ASSERT_TRUE(ReadWholeFile(victim.path, &bytes).ok());
+    ASSERT_GE(bytes.size(), Container::kHeaderSize);
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(bytes.data());
+    const uint8_t fp_size = p[14];
+    const uint32_t items = DecodeFixed32(p + 24);
+    const uint32_t aliases = DecodeFixed32(p + 28);
+    const uint64_t data_size = DecodeFixed64(p + 32);
+    const uint64_t data_start =
+        Container::kHeaderSize + aliases * 8ULL + items * Container::ItemSize(fp_size);
+    ASSERT_GT(data_size, 0u);
+    ASSERT_EQ(data_start + data_size, bytes.size()) << "unexpected container layout";
+    const uint64_t at = data_start + data_size / 2;
+    std::string flipped(1, static_cast<char>(bytes[at] ^ 0x40));
+    ASSERT_TRUE(WriteAt(victim.path, at, flipped).ok());
+  }
+
+  auto sys = OpenOrDie(o, Env::Default());
+  Volume* v = Vol(sys.get(), "vol1");
+  const uint64_t piece = o.block_size;
+  int corrupt = 0, intact = 0;
+  std::vector<uint8_t> got(piece);
+  for (uint64_t off = 0; off < data.size(); off += piece) {
+    std::fill(got.begin(), got.end(), 0xEE);
+    Status s = v->Read(off, piece, got.data());
+    if (s.ok()) {
+      intact++;
+      EXPECT_EQ(std::memcmp(got.data(), data.data() + off, piece), 0)
+          << "a read that succeeded returned wrong data at " << off;
+    } else {
+      corrupt++;
+      EXPECT_TRUE(s.IsCorruption()) << "at " << off << ": " << s.ToString();
+      EXPECT_TRUE(Contains(s, "container " + std::to_string(victim.id)))
+          << "the error should name container " << victim.id << ": " << s.ToString();
+    }
+  }
+  EXPECT_GE(corrupt, 1) << "no read touched the damaged container " << victim.id;
+  EXPECT_GE(intact, 1) << "ranges in other containers should still read";
+  // Reading again (the damaged container must not have entered a cache).
+  std::vector<uint8_t> all(data.size());
+  Status s = v->Read(0, all.size(), all.data());
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+}
+
+// 3b. A damaged chunk index page: a lookup that needs it fails with an error
+// naming the file and page; stored data stays readable.
+TEST(DedupSystemFaultTest, CorruptedChunkIndexPageIsAnErrorNamingThePage) {
+  test::TempDir dir;
+  Options o = FaultOptions(dir.path());
+  o.filter_chain = {"zero-chunk", "chunk-index"};  // every chunk is looked up in the index
+  o = Finished(o);
+  const auto data = test::RandomBytes(2 << 20, 351);
+  {
+    auto sys = OpenOrDie(o, Env::Default());
+    Volume* v = Vol(sys.get(), "vol1");
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  // Damage the first bucket page that holds entries.
+  const std::string table_path = o.chunk_index.table.path;
+  std::string table;
+  ASSERT_TRUE(ReadWholeFile(table_path, &table).ok());
+  const size_t page_size = o.chunk_index.table.page_size;
+  uint64_t damaged = 0;
+  for (uint64_t page = 1; page * page_size < table.size(); page++) {
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(table.data()) + page * page_size;
+    if (!IsAllZero(p, page_size) && DecodeFixed16(p + 4) > 0) {  // entry count
+      damaged = page;
+      break;
+    }
+  }
+  ASSERT_NE(damaged, 0u) << "no bucket page holds entries";
+  const uint64_t at = damaged * page_size + 16;  // first key byte
+  ASSERT_TRUE(WriteAt(table_path, at, std::string(1, static_cast<char>(table[at] ^ 0x01))).ok());
+
+  auto sys = OpenOrDie(o, Env::Default());
+  Volume* v1 = Vol(sys.get(), "vol1");
+  Volume* v2 = Vol(sys.get(), "vol2");
+  ASSERT_TRUE(v2->Write(0, data.size(), data.data(), false).ok());
+  Status s = sys->Sync();
+  ASSERT_FALSE(s.ok()) << "a lookup through damaged page " << damaged << " must not succeed";
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s, table_path)) << s.ToString();
+  EXPECT_TRUE(Contains(s, "page " + std::to_string(damaged))) << s.ToString();
+  // Stored data is unaffected; the acknowledged copy is still readable.
+  EXPECT_TRUE(ReadsBack(v1, 0, data));
+  EXPECT_TRUE(ReadsBack(v2, 0, data));
+}
+
+// 4. EIO reading the chunk index table during a lookup.
+TEST(DedupSystemFaultTest, ChunkIndexReadErrorSurfacesInSyncAndRecovers) {
+  test::TempDir dir;
+  Options o = FaultOptions(dir.path());
+  // Neither the container cache nor the bloom/block-index filters may answer
+  // before the chunk index is consulted.
+  o.filter_chain = {"zero-chunk", "chunk-index"};
+  o = Finished(o);
+  const auto data = test::RandomBytes(2 << 20, 401);
+  {
+    auto sys = OpenOrDie(o, Env::Default());
+    Volume* v = Vol(sys.get(), "vol1");
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(sys->Close().ok());  // writes the chunk index back to its table
+  }
+  FaultInjectionEnv fenv(Env::Default());
+  {
+    auto sys = OpenOrDie(o, &fenv);  // the auxiliary index starts empty
+    ASSERT_EQ(sys->chunk_index()->stats().aux_entries, 0u);
+    Volume* v1 = Vol(sys.get(), "vol1");
+    Volume* v2 = Vol(sys.get(), "vol2");
+    fenv.AddRule({FaultOp::kRead, "chunk-index", Fault::kEIO});
+    ASSERT_TRUE(v2->Write(0, data.size(), data.data(), false).ok());
+    Status s = sys->Sync();
+    ASSERT_TRUE(s.IsIOError()) << s.ToString();
+    EXPECT_TRUE(Contains(s, o.chunk_index.table.path)) << "the error should name the file: " << s.ToString();
+    EXPECT_GT(fenv.faults_fired(), 0);
+    // Nothing is lost: the stored copy and the acknowledged one both read.
+    EXPECT_TRUE(ReadsBack(v1, 0, data));
+    EXPECT_TRUE(ReadsBack(v2, 0, data));
+
+    fenv.ClearRules();
+    const uint64_t stored_before = sys->chunk_store()->stats().bytes_stored;
+    s = SyncWithin(sys.get());
+    ASSERT_TRUE(s.ok()) << "sync after the read error is gone: " << s.ToString();
+    EXPECT_TRUE(ReadsBack(v1, 0, data));
+    EXPECT_TRUE(ReadsBack(v2, 0, data));
+    // The retried lookups found the chunks: vol2 deduplicated against vol1.
+    EXPECT_LT(sys->chunk_store()->stats().bytes_stored - stored_before, data.size() / 10);
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = OpenOrDie(o, Env::Default());
+  EXPECT_TRUE(ReadsBack(Vol(sys.get(), "vol1"), 0, data));
+  EXPECT_TRUE(ReadsBack(Vol(sys.get(), "vol2"), 0, data));
+}
+
+// 5. A torn container write (the write stores a prefix, then fails).
+TEST(DedupSystemFaultTest, TornContainerWriteFailsSyncAndLeavesNoTempFiles) {
+  test::TempDir dir;
+  const Options o = Finished(FaultOptions(dir.path()));
+  FaultInjectionEnv fenv(Env::Default());
+  const auto a = test::RandomBytes(1 << 20, 501);
+  const auto b = test::RandomBytes(1 << 20, 502);
+  {
+    auto sys = OpenOrDie(o, &fenv);
+    Volume* v = Vol(sys.get(), "vol1");
+    ASSERT_TRUE(v->Write(0, a.size(), a.data(), false).ok());
+    ASSERT_TRUE(sys->Sync().ok());
+    FaultInjectionEnv::Rule torn{FaultOp::kWrite, ".ctr", Fault::kTorn};
+    torn.torn_bytes = 4096;
+    fenv.AddRule(torn);
+    ASSERT_TRUE(v->Write(4 << 20, b.size(), b.data(), false).ok());
+    Status s = sys->Sync();
+    ASSERT_FALSE(s.ok()) << "a torn container write must fail the sync";
+    EXPECT_TRUE(s.IsIOError()) << s.ToString();
+    EXPECT_TRUE(Contains(s, "container")) << s.ToString();
+    EXPECT_TRUE(ReadsBack(v, 0, a));
+    EXPECT_TRUE(ReadsBack(v, 4 << 20, b));
+    fenv.ClearRules();
+    s = SyncWithin(sys.get());
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  // A crash in the middle of a Put would leave a temp file behind: plant one.
+  const std::string stray = JoinPath(JoinPath(o.chunk_store.dir, "07"), "0000000000000107.ctr.tmp");
+  {
+    std::unique_ptr<File> f;
+    ASSERT_TRUE(Env::Default()->OpenFile(stray, OpenMode::kCreate, &f).ok());
+    ASSERT_TRUE(f->Write(0, std::string(3000, 'x').data(), 3000).ok());
+  }
+  ASSERT_FALSE(ContainerDirFiles(o, ".tmp").empty());
+
+  auto sys = OpenOrDie(o, Env::Default());
+  Volume* v = Vol(sys.get(), "vol1");
+  EXPECT_TRUE(ReadsBack(v, 0, a));
+  EXPECT_TRUE(ReadsBack(v, 4 << 20, b));
+  auto tmps = ContainerDirFiles(o, ".tmp");
+  EXPECT_TRUE(tmps.empty()) << "left over: " << tmps.begin()->first;
+}
+
+}  // namespace
+}  // namespace dedupv1

@@ -1,0 +1,117 @@
+// The process-wide engine handle of the tgt module (see engine_handle.h).
+#include "target/engine_handle.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+#include <system_error>
+
+namespace dedupv1 {
+namespace {
+
+// What tgtd's dedupv1 LUNs share. Only engine_handle.cc touches it, always under |mu|.
+struct SharedEngine {
+  std::mutex mu;
+  dedupv1_system* sys = nullptr;
+  std::string config_path;  // canonical form, to compare the paths of later LUNs
+  std::string data_dir;     // canonical override, empty when the config's data dir is used
+  std::map<dedupv1_volume*, std::string> volumes;  // open volume -> its name
+};
+
+SharedEngine& Shared() {
+  // Never destroyed: tgtd may still close LUNs from its exit path after static
+  // destructors of this module would have run.
+  static SharedEngine* shared = new SharedEngine;
+  return *shared;
+}
+
+std::string Canonical(const char* path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  return ec ? std::string(path) : p.string();
+}
+
+void SetError(char* err, size_t errlen, const std::string& msg) {
+  if (err != nullptr && errlen > 0) std::snprintf(err, errlen, "%s", msg.c_str());
+}
+
+}  // namespace
+}  // namespace dedupv1
+
+using dedupv1::Canonical;
+using dedupv1::SetError;
+using dedupv1::Shared;
+
+extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir,
+                                   const char* volume, dedupv1_volume** vol, char* err,
+                                   size_t errlen) {
+  try {
+    auto& shared = Shared();
+    std::lock_guard<std::mutex> lock(shared.mu);
+    const std::string config = Canonical(config_path);
+    const std::string dir = data_dir != nullptr ? Canonical(data_dir) : std::string();
+
+    bool opened_here = false;
+    if (shared.sys == nullptr) {
+      int rc = dedupv1_open(config_path, data_dir, &shared.sys, err, errlen);
+      if (rc != DEDUPV1_OK) {
+        shared.sys = nullptr;
+        return rc;
+      }
+      shared.config_path = config;
+      shared.data_dir = dir;
+      opened_here = true;
+    } else if (config != shared.config_path || dir != shared.data_dir) {
+      SetError(err, errlen,
+               "this tgtd already serves dedupv1 from config '" + shared.config_path + "'" +
+                   (shared.data_dir.empty() ? "" : " datadir '" + shared.data_dir + "'") +
+                   "; all dedupv1 LUNs of one tgtd must use the same config and datadir");
+      return DEDUPV1_EINVAL;
+    }
+
+    for (const auto& [open_vol, name] : shared.volumes) {
+      if (name == volume) {
+        SetError(err, errlen, std::string("volume '") + volume + "' is already served by another LUN");
+        return DEDUPV1_EBUSY;  // nothing opened here: the system has other users
+      }
+    }
+
+    int rc = dedupv1_volume_open(shared.sys, volume, vol, err, errlen);
+    if (rc != DEDUPV1_OK) {
+      if (opened_here) {
+        // Leave no half-opened engine behind a failed LUN creation.
+        char close_err[256];
+        dedupv1_close(shared.sys, close_err, sizeof(close_err));
+        shared.sys = nullptr;
+        shared.config_path.clear();
+        shared.data_dir.clear();
+      }
+      return rc;
+    }
+    shared.volumes.emplace(*vol, volume);
+    return DEDUPV1_OK;
+  } catch (const std::exception& e) {
+    SetError(err, errlen, std::string("dedupv1 module: ") + e.what());
+    return DEDUPV1_EOTHER;
+  }
+}
+
+extern "C" int dedupv1_tgt_release(dedupv1_volume* vol, char* err, size_t errlen) {
+  try {
+    auto& shared = Shared();
+    std::lock_guard<std::mutex> lock(shared.mu);
+    shared.volumes.erase(vol);
+    dedupv1_volume_close(vol);
+    if (!shared.volumes.empty() || shared.sys == nullptr) return DEDUPV1_OK;
+    int rc = dedupv1_close(shared.sys, err, errlen);
+    shared.sys = nullptr;
+    shared.config_path.clear();
+    shared.data_dir.clear();
+    return rc;
+  } catch (const std::exception& e) {
+    SetError(err, errlen, std::string("dedupv1 module: ") + e.what());
+    return DEDUPV1_EOTHER;
+  }
+}

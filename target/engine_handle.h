@@ -1,0 +1,41 @@
+/* The process-wide engine handle of the tgt backing-store module.
+ *
+ * tgtd hosts any number of dedupv1 LUNs but one dedupv1_system: the first LUN
+ * opened opens the system from its config file, every LUN holds a reference,
+ * and the last LUN closed closes the system (flushing everything). All LUNs of
+ * one tgtd must name the same config file (and the same data dir override);
+ * a volume is served by at most one LUN at a time, so two LUNs never write the
+ * same volume behind each other's back.
+ *
+ * This is the one piece of process-wide state of the module; it lives here, in
+ * C++, behind a mutex, so bs_dedupv1.c stays thin glue over tgt's structures.
+ * All functions are thread-safe. Errors are DEDUPV1_E* codes with a message in
+ * |err| (NUL-terminated, truncated to |errlen|). */
+#ifndef DEDUPV1_TARGET_ENGINE_HANDLE_H
+#define DEDUPV1_TARGET_ENGINE_HANDLE_H
+
+#include <stddef.h>
+
+#include "core/dedupv1_c.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opens volume |volume| of the system configured by |config_path| (|data_dir|
+ * overrides the config's data dir when not NULL), opening the system first if
+ * no LUN holds it. Fails with DEDUPV1_EINVAL when the system is already open
+ * from another config/data dir, DEDUPV1_EBUSY when the volume is already served. */
+int dedupv1_tgt_acquire(const char* config_path, const char* data_dir, const char* volume,
+                        dedupv1_volume** vol, char* err, size_t errlen);
+
+/* Closes |vol| (from dedupv1_tgt_acquire) and, when it was the last one, the
+ * system. Returns the error of closing the system, if any (the volume is
+ * released in any case). */
+int dedupv1_tgt_release(dedupv1_volume* vol, char* err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEDUPV1_TARGET_ENGINE_HANDLE_H */
