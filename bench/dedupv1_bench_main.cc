@@ -152,6 +152,11 @@ int RunEngine(const Args& args) {
   uint64_t stored2 = sys->chunk_store()->stats().bytes_stored - stored1;
   auto& st = sys->stats();
   double gen2_redundancy = 1.0 - double(stored2) / double(g2.size());
+  if (!args.json) {
+    std::fprintf(stderr, "worker time: claim %.2fs chunk %.2fs fingerprint %.2fs filter+store %.2fs install %.2fs\n",
+                 st.ns_claiming / 1e9, st.ns_chunking / 1e9, st.ns_fingerprinting / 1e9, st.ns_filtering / 1e9,
+                 st.ns_installing / 1e9);
+  }
   s = sys->Close();
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <sstream>
 
 #include "filters/block_index_filter.h"
@@ -10,6 +11,8 @@
 #include "filters/chunk_index_filter.h"
 #include "filters/container_cache_filter.h"
 #include "filters/zero_chunk_filter.h"
+#include "index/block_mapping.h"
+#include "log/log_event.h"
 
 namespace dedupv1 {
 namespace {
@@ -18,6 +21,25 @@ const char kSystemFile[] = "system";
 const char kVolumesFile[] = "volumes";
 const char kBloomFile[] = "bloom";
 const char kLockFile[] = "LOCK";
+const char kCleanFile[] = "clean";            // present only after a clean stop
+const char kCheckpointFile[] = "checkpoint";  // what the last checkpoint made persistent
+
+// Payload of a block-mapping event (log/log_event.h): the block, the new
+// mapping and the one it replaced (empty if none), each with its own CRC.
+std::string EncodeMappingEvent(const BlockId& id, const BlockMapping& mapping, const BlockMapping* old) {
+  BlockMappingWrittenData data;
+  data.block = id;
+  mapping.Serialize(&data.new_mapping);
+  if (old != nullptr) old->Serialize(&data.old_mapping);
+  return data.Encode();
+}
+
+Status DecodeMappingEvent(const std::string& payload, BlockId* id, BlockMapping* mapping) {
+  BlockMappingWrittenData data;
+  DEDUPV1_RETURN_IF_ERROR(BlockMappingWrittenData::Decode(payload, &data));
+  *id = data.block;
+  return BlockMapping::Parse(data.new_mapping, *id, mapping);
+}
 constexpr int kFormatVersion = 1;
 
 }  // namespace
@@ -50,9 +72,17 @@ Status DedupSystem::Open(const Options& options, Env* env, std::unique_ptr<Dedup
 Status DedupSystem::Init() {
   Status s = env_->CreateDirs(options_.data_dir);
   if (!s.ok()) return s.WithContext("cannot create data directory");
+  const bool fresh = !env_->FileExists(JoinPath(options_.data_dir, kSystemFile));
   DEDUPV1_RETURN_IF_ERROR(env_->LockFile(JoinPath(options_.data_dir, kLockFile), &lock_));
   DEDUPV1_RETURN_IF_ERROR(CheckSystemMetadata());
   DEDUPV1_RETURN_IF_ERROR(Chunker::Create(options_.chunking, &chunker_));
+  recovery_.dirty_start = !fresh && !env_->FileExists(JoinPath(options_.data_dir, kCleanFile));
+  if (env_->FileExists(JoinPath(options_.data_dir, kCleanFile))) {
+    DEDUPV1_RETURN_IF_ERROR(env_->DeleteFile(JoinPath(options_.data_dir, kCleanFile)));
+  }
+  DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.log.path)));
+  s = OperationsLog::Open(options_.log, env_, &log_);
+  if (!s.ok()) return s.WithContext("open operations log " + options_.log.path);
 
   DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(options_.chunk_store.dir));
   s = ChunkStore::Open(options_.chunk_store, env_, &chunk_store_);
@@ -63,20 +93,30 @@ Status DedupSystem::Init() {
   s = ChunkIndex::Open(options_.chunk_index, env_, is_committed, &chunk_index_);
   if (!s.ok()) return s.WithContext("open chunk index " + options_.chunk_index.table.path);
   DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.block_index.path)));
-  s = BlockIndex::Open(options_.block_index, is_committed, &block_index_);
+  BlockIndexOptions block_index_options = options_.block_index;
+  OperationsLog* log = log_.get();
+  block_index_options.before_write_back = [log] { return log->Sync(); };
+  s = BlockIndex::Open(block_index_options, is_committed, &block_index_);
   if (!s.ok()) return s.WithContext("open block index " + options_.block_index.path);
   ChunkIndex* ci = chunk_index_.get();
   BlockIndex* bi = block_index_.get();
-  chunk_store_->SetCommitListener([ci, bi](ContainerId id, const std::vector<Fingerprint>& fps) {
+  chunk_store_->SetCommitListener([ci, bi, log](ContainerId id, const std::vector<Fingerprint>& fps) {
     ci->OnContainerCommitted(id, fps);
     bi->OnContainerCommitted(id);
+    ContainerEventData event;
+    event.container = id;
+    uint64_t event_id;
+    log->Append(LogEventType::kContainerCommitted, event.Encode(), &event_id);  // a record only
   });
 
   DEDUPV1_RETURN_IF_ERROR(BuildFilterChain());
   DEDUPV1_RETURN_IF_ERROR(LoadVolumes());
+  s = Recover();
+  if (!s.ok()) return s.WithContext("recovery from the operations log");
   for (int i = 0; i < options_.dedup_threads; i++) {
     workers_.emplace_back([this, i] { WorkerLoop(i); });
   }
+  checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
   return Status::OK();
 }
 
@@ -316,10 +356,153 @@ Status DedupSystem::DrainUpTo(uint64_t epoch) {
 }
 
 Status DedupSystem::Persist() {
-  std::lock_guard<std::mutex> l(persist_mu_);
+  // Containers first: a logged mapping counts only once its containers are
+  // committed. Then one log sync makes every mapping event durable; the
+  // indexes are written back later, by checkpoints, off this path.
   DEDUPV1_RETURN_IF_ERROR(chunk_store_->Flush());
+  return log_->Sync();
+}
+
+Status DedupSystem::InstallMapping(const BlockId& id, const BlockMapping* old, BlockMapping* mapping) {
+  std::shared_lock<std::shared_mutex> l(mapping_mu_);
+  uint64_t event_id;
+  DEDUPV1_RETURN_IF_ERROR(log_->Append(LogEventType::kBlockMappingWritten,
+                                       EncodeMappingEvent(id, *mapping, old), &event_id));
+  // The version is the event's id: replay applies an event only to an older mapping.
+  mapping->set_version(event_id);
+  return block_index_->Put(id, *mapping);
+}
+
+Status DedupSystem::WaitForLogSpace() {
+  const double limit = options_.log.hard_limit - (1.0 - options_.log.hard_limit);  // keep a margin below the hard limit
+  for (int i = 0; log_->stats().fill >= limit; i++) {
+    if (stop_.load()) return Status::Aborted("system is shutting down");
+    if (i == 0) {
+      Status s = Checkpoint();
+      if (!s.ok()) return s.WithContext("operations log is full and the checkpoint failed");
+      continue;
+    }
+    if (i > 600) return Status::Busy("operations log is full (" + std::to_string(log_->stats().fill) + ")");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::OK();
+}
+
+Status DedupSystem::Checkpoint() {
+  std::lock_guard<std::mutex> cp(checkpoint_mu_);
+  uint64_t applied;
+  {
+    // Every event up to here has been applied in memory.
+    std::unique_lock<std::shared_mutex> l(mapping_mu_);
+    applied = log_->last_id();
+  }
+  if (applied < log_->head_id()) return Status::OK();  // nothing to trim
+  DEDUPV1_RETURN_IF_ERROR(chunk_store_->Flush());
+  const ContainerId watermark = chunk_store_->last_allocated_id();
+  DEDUPV1_RETURN_IF_ERROR(log_->Sync());
   DEDUPV1_RETURN_IF_ERROR(chunk_index_->Flush());
-  return block_index_->Flush();
+  DEDUPV1_RETURN_IF_ERROR(block_index_->Flush());
+  // Every container up to the watermark is committed or lost and its chunks
+  // are in the chunk index table; recovery re-imports only newer ones.
+  DEDUPV1_RETURN_IF_ERROR(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCheckpointFile),
+                                              "container-watermark = " + std::to_string(watermark) + "\n"));
+  return log_->Trim(applied + 1);
+}
+
+void DedupSystem::CheckpointLoop() {
+  uint64_t last_written = stats_.bytes_written.load();
+  auto quiet_since = std::chrono::steady_clock::now();
+  while (!stop_.load()) {
+    {
+      std::unique_lock<std::mutex> l(work_mu_);
+      work_cv_.wait_for(l, std::chrono::milliseconds(250), [&] { return stop_.load(); });
+    }
+    if (stop_.load()) break;
+    uint64_t written = stats_.bytes_written.load();
+    auto now = std::chrono::steady_clock::now();
+    if (written != last_written) {
+      last_written = written;
+      quiet_since = now;
+    }
+    // Quiet for a few seconds with events in the log: a good time to write
+    // the indexes back (the paper's idle-time write-back).
+    bool quiet = now - quiet_since > std::chrono::seconds(5) && log_->last_id() >= log_->head_id();
+    if (log_->IsAboveSoftLimit() || quiet) {
+      Status s = Checkpoint();
+      if (!s.ok()) RecordError(s.WithContext("checkpoint"));
+      quiet_since = now;
+    }
+  }
+}
+
+// After an unclean stop the persistent indexes lag behind: chunks of
+// containers committed after the last checkpoint are re-imported from the
+// containers' own metadata, and block mappings are restored from the log.
+// Mappings that reference a container that never committed describe data
+// that was never synced, and are dropped.
+Status DedupSystem::Recover() {
+  ContainerId watermark = 0;
+  const std::string cp_path = JoinPath(options_.data_dir, kCheckpointFile);
+  if (env_->FileExists(cp_path)) {
+    std::string text;
+    DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, cp_path, &text));
+    Config cp;
+    DEDUPV1_RETURN_IF_ERROR(Config::Parse(text, cp_path, &cp));
+    for (const auto& e : cp.entries()) {
+      if (e.key == "container-watermark") DEDUPV1_RETURN_IF_ERROR(ParseUint(e.value, &watermark));
+    }
+  }
+  if (recovery_.dirty_start) {
+    std::vector<ContainerId> ids;
+    DEDUPV1_RETURN_IF_ERROR(chunk_store_->ListCommitted(&ids));
+    for (ContainerId cid : ids) {
+      if (cid <= watermark) continue;
+      std::vector<Fingerprint> fps;
+      Status s = chunk_store_->GetFingerprints(cid, &fps);
+      if (!s.ok()) return s.WithContext("re-import container " + std::to_string(cid));
+      for (const auto& fp : fps) {
+        ChunkIndexEntry entry;
+        Status l = chunk_index_->Lookup(fp, &entry);
+        if (l.IsNotFound()) {
+          DEDUPV1_RETURN_IF_ERROR(chunk_index_->PutNew(fp, cid));
+        } else if (!l.ok()) {
+          return l;
+        }
+      }
+      recovery_.containers_imported++;
+    }
+  }
+  if (log_->last_id() < log_->head_id()) return Status::OK();
+  Status s = log_->Replay(log_->head_id(), [&](const LogEvent& e) -> Status {
+    recovery_.events_replayed++;
+    if (e.type != LogEventType::kBlockMappingWritten) return Status::OK();
+    BlockId id;
+    BlockMapping mapping;
+    DEDUPV1_RETURN_IF_ERROR(DecodeMappingEvent(e.payload, &id, &mapping));
+    for (const auto& item : mapping.items()) {
+      if (item.container != kZeroContainer && !chunk_store_->IsCommitted(item.container)) {
+        recovery_.mappings_dropped++;
+        return Status::OK();
+      }
+    }
+    BlockMapping current;
+    Status g = block_index_->Get(id, &current);
+    if (g.ok() && current.version() >= e.id) return Status::OK();  // already persistent
+    if (!g.ok() && !g.IsNotFound()) return g;
+    mapping.set_version(e.id);
+    recovery_.mappings_applied++;
+    return block_index_->Put(id, mapping);
+  });
+  DEDUPV1_RETURN_IF_ERROR(s);
+  if (recovery_.dirty_start) {
+    std::fprintf(stderr,
+                 "dedupv1: unclean stop of %s detected: replayed %llu log events, restored %llu block "
+                 "mappings, dropped %llu unsynced ones, re-imported %llu containers\n",
+                 options_.data_dir.c_str(), (unsigned long long)recovery_.events_replayed,
+                 (unsigned long long)recovery_.mappings_applied, (unsigned long long)recovery_.mappings_dropped,
+                 (unsigned long long)recovery_.containers_imported);
+  }
+  return Checkpoint();
 }
 
 Status DedupSystem::Sync() {
@@ -369,16 +552,27 @@ Status DedupSystem::Close() {
     workers_.clear();
   }
   stop_ = true;
+  work_cv_.notify_all();
+  if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
   auto keep_first = [&result](const Status& s) {
     if (result.ok() && !s.ok()) result = s;
   };
-  if (chunk_store_) keep_first(chunk_store_->Flush());
+  // A final checkpoint leaves the log empty, so the next start replays nothing.
+  if (log_ && chunk_store_ && chunk_index_ && block_index_) keep_first(Checkpoint());
   if (chunk_index_) keep_first(chunk_index_->Close());
   if (block_index_) keep_first(block_index_->Close());
   if (chunk_store_) keep_first(chunk_store_->Close());
   if (bloom_ && result.ok()) {
     keep_first(bloom_->Save(env_, JoinPath(options_.data_dir, kBloomFile)));
   }
+  if (result.ok() && log_) {
+    // Only a stop that persisted everything is clean.
+    keep_first(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCleanFile), "clean\n"));
+  }
+  // The block index's write-back hook uses the log: close the indexes first.
+  block_index_.reset();
+  chunk_index_.reset();
+  log_.reset();
   volumes_.clear();
   lock_.reset();
   return result;

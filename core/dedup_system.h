@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "filters/filter_chain.h"
 #include "index/block_index.h"
 #include "index/chunk_index.h"
+#include "log/operations_log.h"
 
 namespace dedupv1 {
 
@@ -61,6 +63,22 @@ class DedupSystem {
   ChunkStore* chunk_store() { return chunk_store_.get(); }
   ChunkIndex* chunk_index() { return chunk_index_.get(); }
   BlockIndex* block_index() { return block_index_.get(); }
+  OperationsLog* log() { return log_.get(); }
+
+  // Writes the indexes back, commits open containers and trims the
+  // operations log up to what is now persistent. Runs in the background when
+  // the log passes its soft limit or the system is quiet, and at Close.
+  Status Checkpoint();
+
+  // What the last open found and did.
+  struct RecoveryInfo {
+    bool dirty_start = false;          // the previous stop was not clean
+    uint64_t events_replayed = 0;      // log events read at open
+    uint64_t mappings_applied = 0;     // block mappings restored from the log
+    uint64_t mappings_dropped = 0;     // mappings of containers that never committed (unsynced data)
+    uint64_t containers_imported = 0;  // committed containers re-imported into the chunk index
+  };
+  const RecoveryInfo& recovery() const { return recovery_; }
   const FilterChain& filter_chain() const { return filter_chain_; }
 
   // Stored bytes (after dedup and compression) vs logical bytes deduplicated.
@@ -73,12 +91,20 @@ class DedupSystem {
   Status CheckSystemMetadata();
   Status LoadVolumes();
   Status BuildFilterChain();
+  Status Recover();
+  void CheckpointLoop();
+  // Waits while the log is nearly full (before any block lock is taken, so
+  // the checkpoint that trims it can run).
+  Status WaitForLogSpace();
+  // Logs a block's new mapping and installs it in the block index; the caller
+  // holds the block's lock. |old| is the mapping it replaces (for GC), or null.
+  Status InstallMapping(const BlockId& id, const BlockMapping* old, BlockMapping* mapping);
   void WorkerLoop(int index);
   void WakeWorkers();
   WriteBuffer::ClaimPolicy CurrentPolicy() const;
   // Waits until every volume's bytes dirtied at or before |epoch| are deduplicated.
   Status DrainUpTo(uint64_t epoch);
-  // Makes deduplicated data durable: commit containers, write indexes back.
+  // Makes deduplicated data durable: commit containers, sync the log.
   Status Persist();
   void RecordError(const Status& s);
   // Sets or clears (OK) the pending error; requires error_mu_.
@@ -92,6 +118,13 @@ class DedupSystem {
   std::unique_ptr<ChunkStore> chunk_store_;
   std::unique_ptr<ChunkIndex> chunk_index_;
   std::unique_ptr<BlockIndex> block_index_;
+  std::unique_ptr<OperationsLog> log_;
+  // Shared while a mapping event is appended and applied; exclusive while a
+  // checkpoint reads the id up to which every event is applied.
+  std::shared_mutex mapping_mu_;
+  std::mutex checkpoint_mu_;  // one checkpoint at a time
+  std::thread checkpoint_thread_;
+  RecoveryInfo recovery_;
   std::unique_ptr<BloomSet> bloom_;
   FilterChain filter_chain_;
   bool zero_chunks_ = false;  // the zero-chunk filter is in the chain

@@ -355,6 +355,26 @@ static const std::map<std::string, Setter>& Setters() {
          o->target_chap_password = v;
          return Status::OK();
        }},
+      {"log.path", [](const std::string& v, Options* o) {
+         o->log.path = v;
+         o->log_path_set_ = true;
+         return Status::OK();
+       }},
+      {"log.size", [](const std::string& v, Options* o) {
+         DEDUPV1_RETURN_IF_ERROR(ParseSize(v, &o->log.size_bytes));
+         if (o->log.size_bytes < (1 << 20)) return Status::InvalidArgument("log.size must be at least 1M, got " + v);
+         return Status::OK();
+       }},
+      {"log.soft-limit", [](const std::string& v, Options* o) {
+         DEDUPV1_RETURN_IF_ERROR(ParseDouble(v, &o->log.soft_limit));
+         if (o->log.soft_limit <= 0 || o->log.soft_limit >= 1) return Status::InvalidArgument("log.soft-limit must be in (0, 1), got " + v);
+         return Status::OK();
+       }},
+      {"log.hard-limit", [](const std::string& v, Options* o) {
+         DEDUPV1_RETURN_IF_ERROR(ParseDouble(v, &o->log.hard_limit));
+         if (o->log.hard_limit <= 0 || o->log.hard_limit >= 1) return Status::InvalidArgument("log.hard-limit must be in (0, 1), got " + v);
+         return Status::OK();
+       }},
       {"volume", [](const std::string& v, Options* o) {
          auto parts = SplitList(v);
          if (parts.size() != 2) {
@@ -433,6 +453,9 @@ Status Options::Finish() {
   if (chunk_index.aux_soft_limit > chunk_index.aux_hard_limit) {
     return Status::InvalidArgument("chunk-index.aux-soft-limit is above chunk-index.aux-hard-limit");
   }
+  if (log.soft_limit >= log.hard_limit) {
+    return Status::InvalidArgument("log.soft-limit must be below log.hard-limit");
+  }
   if (block_index.aux_soft_limit > block_index.aux_hard_limit) {
     return Status::InvalidArgument("block-index.aux-soft-limit is above block-index.aux-hard-limit");
   }
@@ -469,7 +492,8 @@ Status Options::Finish() {
   block_index.path = resolve(block_index.path, block_index_path_set_,
                              block_index.backend == KvBackend::kLevelDb ? "block-index.leveldb"
                                                                         : "block-index.tcb");
-  chunk_store_dir_set_ = chunk_index_path_set_ = block_index_path_set_ = true;
+  log.path = resolve(log.path, log_path_set_, "log");
+  chunk_store_dir_set_ = chunk_index_path_set_ = block_index_path_set_ = log_path_set_ = true;
   return Status::OK();
 }
 
@@ -508,6 +532,10 @@ std::string Options::ToString() const {
     << "write-buffer.size = " << write_buffer_size << "\n"
     << "write-buffer.flush-delay = " << write_buffer_flush_delay_ms << "ms\n"
     << "dedup.threads = " << dedup_threads << "\n"
+    << "log.path = " << log.path << "\n"
+    << "log.size = " << log.size_bytes << "\n"
+    << "log.soft-limit = " << log.soft_limit << "\n"
+    << "log.hard-limit = " << log.hard_limit << "\n"
     << "monitor.enabled = " << (monitor_enabled ? "true" : "false") << "\n"
     << "monitor.host = " << monitor_host << "\n"
     << "monitor.port = " << monitor_port << "\n"

@@ -15,6 +15,7 @@
 #include "core/fingerprint.h"
 #include "index/block_index.h"
 #include "index/chunk_index.h"
+#include "log/operations_log.h"
 
 namespace dedupv1 {
 
@@ -36,6 +37,7 @@ struct Options {
   ChunkStoreOptions chunk_store;    // dir filled from data_dir unless set
   ChunkIndexOptions chunk_index;    // path filled from data_dir unless set
   BlockIndexOptions block_index;    // path filled from data_dir unless set
+  OperationsLogOptions log;         // path filled from data_dir unless set
   uint64_t write_buffer_size = 64 << 20;
   uint64_t write_buffer_flush_delay_ms = 500;
   int dedup_threads = 2;
@@ -73,7 +75,8 @@ struct Options {
   std::string ToString() const;
 
   // Whether a path was given explicitly (else it is derived from data_dir).
-  bool chunk_store_dir_set_ = false, chunk_index_path_set_ = false, block_index_path_set_ = false;
+  bool chunk_store_dir_set_ = false, chunk_index_path_set_ = false, block_index_path_set_ = false,
+       log_path_set_ = false;
 };
 
 }  // namespace dedupv1

@@ -17,6 +17,9 @@ struct SystemStats {
   std::atomic<uint64_t> bytes_zero{0};
   std::atomic<uint64_t> mappings_skipped{0};  // a newer write raced a worker; redone later
   std::atomic<uint64_t> errors{0};
+  // Where dedup workers spend their time (nanoseconds, summed over workers).
+  std::atomic<uint64_t> ns_chunking{0}, ns_fingerprinting{0}, ns_filtering{0}, ns_installing{0};
+  std::atomic<uint64_t> ns_claiming{0};
 };
 
 }  // namespace dedupv1

@@ -1,6 +1,7 @@
 #include "core/volume.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
@@ -116,6 +117,7 @@ Status Volume::Write(uint64_t offset, uint64_t length, const uint8_t* data, bool
 
 Status Volume::Unmap(uint64_t offset, uint64_t length) {
   DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "unmap"));
+  DEDUPV1_RETURN_IF_ERROR(system_->WaitForLogSpace());
   system_->stats_.unmap_ops++;
   uint64_t pos = offset;
   while (pos < offset + length) {
@@ -125,13 +127,13 @@ Status Volume::Unmap(uint64_t offset, uint64_t length) {
     BlockId id{id_, block};
     std::unique_lock<std::shared_mutex> lock(system_->block_locks_.For(id));
     buffer_.Discard(block, in_block, len);
-    BlockMapping mapping;
-    Status s = system_->block_index_->Get(id, &mapping);
+    BlockMapping old;
+    Status s = system_->block_index_->Get(id, &old);
     if (s.ok()) {
       BlockMappingItem hole{Fingerprint::Zero(system_->options().fingerprint), kZeroContainer, 0, len};
+      BlockMapping mapping = old;
       DEDUPV1_RETURN_IF_ERROR(mapping.Overlay(in_block, {hole}));
-      mapping.set_version(mapping.version() + 1);
-      DEDUPV1_RETURN_IF_ERROR(system_->block_index_->Put(id, mapping));
+      DEDUPV1_RETURN_IF_ERROR(system_->InstallMapping(id, &old, &mapping));
     } else if (!s.IsNotFound()) {
       return s;
     }
@@ -184,10 +186,20 @@ Status Volume::IsMapped(uint64_t offset, uint64_t length, bool* mapped, uint64_t
   return Status::OK();
 }
 
+namespace {
+uint64_t NanosSince(std::chrono::steady_clock::time_point t) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t).count());
+}
+}  // namespace
+
 bool Volume::ProcessOneRun(const WriteBuffer::ClaimPolicy& policy, Status* error) {
   // Reused per thread: a run copies up to several MiB.
   thread_local WriteBuffer::Run run;
-  if (!buffer_.ClaimRun(policy, WriteBuffer::Clock::now(), &run)) return false;
+  auto t0 = std::chrono::steady_clock::now();
+  bool claimed = buffer_.ClaimRun(policy, WriteBuffer::Clock::now(), &run);
+  system_->stats_.ns_claiming += NanosSince(t0);
+  if (!claimed) return false;
   *error = ProcessRun(&run);
   buffer_.Unclaim(run);
   return true;
@@ -195,19 +207,23 @@ bool Volume::ProcessOneRun(const WriteBuffer::ClaimPolicy& policy, Status* error
 
 Status Volume::ProcessRun(WriteBuffer::Run* run) {
   DedupSystem* sys = system_;
+  DEDUPV1_RETURN_IF_ERROR(sys->WaitForLogSpace());
   const FingerprintType fp_type = sys->options().fingerprint;
   const uint8_t* data = run->data.data();
 
   // 1. Chunk boundaries. Without |final| the last unfinished chunk stays in
   //    the buffer and is chunked again together with the bytes that follow.
   std::vector<size_t> ends;
+  auto phase = std::chrono::steady_clock::now();
   sys->chunker_->Split(data, run->data.size(), run->final, &ends);
+  sys->stats_.ns_chunking += NanosSince(phase);
   if (ends.empty()) return Status::OK();
   const size_t n = ends.size();
   const uint64_t processed = ends.back();
 
   // 2. Fingerprints, in parallel. All-zero chunks are not hashed.
   std::vector<ChunkRequest> chunks(n);
+  phase = std::chrono::steady_clock::now();
   sys->hash_pool_.ParallelFor(n, 16, [&](size_t b, size_t e) {
     for (size_t i = b; i < e; i++) {
       size_t start = i == 0 ? 0 : ends[i - 1];
@@ -221,6 +237,9 @@ Status Volume::ProcessRun(WriteBuffer::Run* run) {
       else ComputeFingerprint(fp_type, c.data, c.size, &c.fp);
     }
   });
+
+  sys->stats_.ns_fingerprinting += NanosSince(phase);
+  phase = std::chrono::steady_clock::now();
 
   // 3. What the overwritten blocks referenced before (block-index filter).
   const uint64_t first_block = run->start / block_size_;
@@ -259,6 +278,8 @@ Status Volume::ProcessRun(WriteBuffer::Run* run) {
       sys->stats_.bytes_new += c.size;
     }
   }
+  sys->stats_.ns_filtering += NanosSince(phase);
+  phase = std::chrono::steady_clock::now();
   sys->stats_.runs++;
   sys->stats_.chunks += n;
   sys->stats_.bytes_chunked += processed;
@@ -290,23 +311,25 @@ Status Volume::ProcessRun(WriteBuffer::Run* run) {
     uint32_t in_end = static_cast<uint32_t>(end - block_start);
     // Only the copy we chunked may be replaced: check the sequence first,
     // then install the mapping, then clear the buffer (all under the lock).
-    BlockMapping mapping(block_size_);
-    Status s = sys->block_index_->Get(id, &mapping);
+    BlockMapping old(block_size_);
+    Status s = sys->block_index_->Get(id, &old);
     if (!s.ok() && !s.IsNotFound()) return s;
-    if (s.IsNotFound()) mapping = BlockMapping(block_size_);
+    const bool had_old = s.ok();
+    if (!had_old) old = BlockMapping(block_size_);
+    BlockMapping mapping = old;
+    DEDUPV1_RETURN_IF_ERROR(mapping.Overlay(in_begin, items));
     if (!buffer_.ClearIfUnchanged(block, run->seqs[bi], in_begin, in_end)) {
       sys->stats_.mappings_skipped++;
       continue;
     }
-    DEDUPV1_RETURN_IF_ERROR(mapping.Overlay(in_begin, items));
-    mapping.set_version(mapping.version() + 1);
-    Status put = sys->block_index_->Put(id, mapping);
+    Status put = sys->InstallMapping(id, had_old ? &old : nullptr, &mapping);
     if (!put.ok()) {
       // The bytes are cleared from the buffer but not mapped: put them back.
       buffer_.Put(block, in_begin, data + (begin - run->start), in_end - in_begin, sys->epoch_.load());
       return put;
     }
   }
+  sys->stats_.ns_installing += NanosSince(phase);
   return Status::OK();
 }
 
