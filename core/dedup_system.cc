@@ -109,10 +109,11 @@ Status DedupSystem::Init() {
     log->Append(LogEventType::kContainerCommitted, event.Encode(), &event_id);  // a record only
   });
 
-  DEDUPV1_RETURN_IF_ERROR(BuildFilterChain());
   DEDUPV1_RETURN_IF_ERROR(LoadVolumes());
   s = Recover();
   if (!s.ok()) return s.WithContext("recovery from the operations log");
+  // After recovery: a rebuilt bloom filter must see the re-imported chunks.
+  DEDUPV1_RETURN_IF_ERROR(BuildFilterChain());
   for (int i = 0; i < options_.dedup_threads; i++) {
     workers_.emplace_back([this, i] { WorkerLoop(i); });
   }
@@ -213,12 +214,18 @@ Status DedupSystem::BuildFilterChain() {
     env_->DeleteFile(bloom_path);
   }
   if (!bloom_ok) {
+    // No current bloom file (first start, or an unclean stop): build the
+    // filter from the chunk index, which holds every stored chunk (Recover
+    // has re-imported the containers the table was missing).
     bloom_.reset();
-    if (chunk_index_->stats().persistent_entries == 0) {
-      DEDUPV1_RETURN_IF_ERROR(BloomSet::Create(options_.bloom_expected_chunks,
-                                               options_.bloom_false_positive_rate, &bloom_));
-      bloom_ok = true;
+    DEDUPV1_RETURN_IF_ERROR(BloomSet::Create(options_.bloom_expected_chunks,
+                                             options_.bloom_false_positive_rate, &bloom_));
+    if (chunk_index_->stats().persistent_entries + chunk_index_->stats().aux_entries > 0) {
+      BloomSet* bloom = bloom_.get();
+      Status s = chunk_index_->ForEachFingerprint([bloom](const Fingerprint& fp) { bloom->Add(fp); });
+      if (!s.ok()) return s.WithContext("rebuild the bloom filter from the chunk index");
     }
+    bloom_ok = true;
   }
   for (const auto& name : options_.filter_chain) {
     if (name == "zero-chunk") {

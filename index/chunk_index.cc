@@ -374,4 +374,16 @@ ChunkIndexStats ChunkIndex::stats() const {
 
 Status ChunkIndex::Verify(uint64_t* pages_checked) { return table_->Verify(pages_checked); }
 
+Status ChunkIndex::ForEachFingerprint(const std::function<void(const Fingerprint&)>& f) {
+  uint64_t pages;
+  DEDUPV1_RETURN_IF_ERROR(table_->Verify(&pages, f));
+  std::vector<Fingerprint> aux;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [fp, entry] : aux_) aux.push_back(fp);
+  }
+  for (const auto& fp : aux) f(fp);
+  return Status::OK();
+}
+
 }  // namespace dedupv1

@@ -114,6 +114,9 @@ class ChunkIndex {
 
   ChunkIndexStats stats() const;
   Status Verify(uint64_t* pages_checked);
+  // Calls |f| for every fingerprint in the persistent table and the auxiliary
+  // index (a fingerprint may be seen twice). Reads the whole table.
+  Status ForEachFingerprint(const std::function<void(const Fingerprint&)>& f);
 
  private:
   struct AuxEntry {

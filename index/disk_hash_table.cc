@@ -555,7 +555,8 @@ Status DiskHashTable::Sync() {
   return table_->Sync();
 }
 
-Status DiskHashTable::Verify(uint64_t* pages_checked) {
+Status DiskHashTable::Verify(uint64_t* pages_checked,
+                             const std::function<void(const Fingerprint&)>& visit) {
   std::lock_guard<std::mutex> l(apply_mu_);
   *pages_checked = 0;
   const std::string& file = options_.path;
@@ -605,6 +606,7 @@ Status DiskHashTable::Verify(uint64_t* pages_checked) {
                                     " of bucket " + std::to_string(home) +
                                     ", outside its probe range");
         }
+        if (visit) visit(fp);
       }
       entries += count;
       ++*pages_checked;

@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -101,7 +102,10 @@ class DiskHashTable {
   // Reads every page and checks CRCs, page numbers, that each entry is within
   // the probe range of its home bucket, and that the header's entry count
   // equals the entries found. |pages_checked| counts the header page too.
-  Status Verify(uint64_t* pages_checked);
+  // Reads every page and checks CRCs, probe ranges and the entry count.
+  // |visit|, if given, sees every fingerprint in the table.
+  Status Verify(uint64_t* pages_checked,
+                const std::function<void(const Fingerprint&)>& visit = nullptr);
 
   // Makes every applied batch durable (Apply already syncs; this also retries
   // a batch whose in-place write failed).
