@@ -26,7 +26,7 @@ struct GeneratorParams {
   uint64_t gen1_run_mean = 64 << 10;    // mean run length (bytes), exponential
   // Generation N+1: mean run lengths per state and transition probabilities.
   uint64_t tr_run_mean = 1 << 20;
-  uint64_t u_run_mean = 16 << 10;
+  uint64_t u_run_mean = 40 << 10;  // with the defaults below: ~97.6% redundancy, as in the paper
   uint64_t ir_run_mean = 16 << 10;
   // From TR to U / IR (else stay in TR for another run).
   double tr_to_u = 0.6, tr_to_ir = 0.15;

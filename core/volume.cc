@@ -220,6 +220,11 @@ Status Volume::ProcessRun(WriteBuffer::Run* run) {
   if (ends.empty()) return Status::OK();
   const size_t n = ends.size();
   const uint64_t processed = ends.back();
+  // The boundaries are known: hand the unfinished tail to the next run of
+  // this stream now, so another worker chunks on while this one fingerprints
+  // and stores.
+  buffer_.SealClaim(*run, run->start + processed);
+  if (processed < run->data.size()) sys->WakeWorkers();
 
   // 2. Fingerprints, in parallel. All-zero chunks are not hashed.
   std::vector<ChunkRequest> chunks(n);

@@ -63,11 +63,33 @@ WriteBuffer::DirtyBlock* WriteBuffer::GetOrCreateLocked(uint64_t block, uint64_t
 }
 
 void WriteBuffer::FreeIfCleanLocked(std::map<uint64_t, DirtyBlock>::iterator it) {
-  if (it->second.dirty.empty() && !it->second.claimed) {
+  if (it->second.dirty.empty() && !BlockClaimedLocked(it->first)) {
     if (free_buffers_.size() < 64) free_buffers_.push_back(std::move(it->second.data));
     blocks_.erase(it);
     budget_->Release(block_size_);
   }
+}
+
+const WriteBuffer::Claim* WriteBuffer::ClaimAtLocked(uint64_t pos) const {
+  for (const auto& c : claims_) {
+    if (c.start <= pos && pos < c.end) return &c;
+  }
+  return nullptr;
+}
+
+bool WriteBuffer::BlockClaimedLocked(uint64_t block) const {
+  const uint64_t b = block * block_size_, e = b + block_size_;
+  for (const auto& c : claims_) {
+    if (c.start < e && c.end > b) return true;
+  }
+  return false;
+}
+
+bool WriteBuffer::IsDirtyLocked(uint64_t pos) const {
+  auto it = blocks_.find(pos / block_size_);
+  if (it == blocks_.end()) return false;
+  const uint32_t off = static_cast<uint32_t>(pos % block_size_);
+  return it->second.dirty.Covers(off, off + 1);
 }
 
 void WriteBuffer::Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len,
@@ -110,50 +132,57 @@ bool WriteBuffer::Intersects(uint64_t block, uint32_t offset, uint32_t len) cons
 bool WriteBuffer::ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run* run) {
   std::lock_guard<std::mutex> l(mu_);
   for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
-    DirtyBlock& first = it->second;
-    if (first.claimed || first.dirty.empty()) continue;
-    for (const auto& range : first.dirty.ranges()) {
-      // A range starting at offset 0 continues the previous block's run if
-      // that block is dirty up to its end: the run starts there, not here.
-      if (range.first == 0 && it != blocks_.begin()) {
-        auto prev = std::prev(it);
-        if (prev->first + 1 == it->first && !prev->second.dirty.empty() &&
-            prev->second.dirty.ranges().back().second == block_size_) {
-          continue;
-        }
+    if (it->second.dirty.empty()) continue;
+    const uint64_t base = it->first * block_size_;
+    // Candidates: dirty bytes no run has claimed.
+    IntervalSet candidates = it->second.dirty;
+    for (const auto& c : claims_) {
+      if (c.start < base + block_size_ && c.end > base) {
+        candidates.Remove(static_cast<uint32_t>(std::max(c.start, base) - base),
+                          static_cast<uint32_t>(std::min(c.end, base + block_size_) - base));
       }
-      // Collect the run: this range, then following blocks while the dirty
-      // bytes stay contiguous across block boundaries.
+    }
+    for (const auto& range : candidates.ranges()) {
+      const uint64_t start = base + range.first;
+      // A run starts only where a chunk starts: after clean bytes, or at the
+      // sealed end of another run. Bytes that continue an unclaimed stretch
+      // belong to the run that starts where that stretch starts.
+      if (start > 0) {
+        const Claim* before = ClaimAtLocked(start - 1);
+        if (before != nullptr ? !before->sealed : IsDirtyLocked(start - 1)) continue;
+      }
       struct Piece { std::map<uint64_t, DirtyBlock>::iterator it; uint32_t begin, end; };
       std::vector<Piece> pieces{{it, range.first, range.second}};
       size_t len = range.second - range.first;
-      bool cut = false;  // the run stops because of a limit, not because the data stops
-      bool forced = policy.force_all || first.first_epoch <= policy.force_epoch;
+      bool forced = policy.force_all || it->second.first_epoch <= policy.force_epoch;
       auto last = it;
-      while (pieces.back().end == block_size_) {
+      while (pieces.back().end == block_size_ && len < policy.max_run_bytes) {
         auto next = std::next(last);
+        const uint64_t next_base = (last->first + 1) * block_size_;
         if (next == blocks_.end() || next->first != last->first + 1 || next->second.dirty.empty() ||
-            next->second.dirty.ranges().front().first != 0) {
-          break;
-        }
-        if (next->second.claimed || len >= policy.max_run_bytes) {
-          cut = true;
+            next->second.dirty.ranges().front().first != 0 || ClaimAtLocked(next_base) != nullptr) {
           break;
         }
         uint32_t e = next->second.dirty.ranges().front().second;
+        for (const auto& c : claims_) {  // stop where another run's claim begins
+          if (c.start > next_base && c.start < next_base + e) e = static_cast<uint32_t>(c.start - next_base);
+        }
         pieces.push_back({next, 0, e});
         len += e;
         forced |= next->second.first_epoch <= policy.force_epoch;
         last = next;
       }
-      bool aged = now - last->second.last_write >= policy.flush_delay;
+      // If the byte after the run is dirty the data goes on (another run, a
+      // length limit): its last chunk must not be forced to end here.
+      const bool cut = IsDirtyLocked(start + len);
+      const bool aged = now - last->second.last_write >= policy.flush_delay;
       bool final = (forced || aged) && !cut;
       if (!final && len < policy.min_ready_bytes) {
         if (!policy.flush_short_runs || cut) continue;
         final = true;
       }
 
-      run->start = it->first * block_size_ + range.first;
+      run->start = start;
       run->final = final;
       run->data.resize(len);
       run->blocks.clear();
@@ -162,10 +191,11 @@ bool WriteBuffer::ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run
       for (const auto& p : pieces) {
         std::memcpy(run->data.data() + pos, p.it->second.data.get() + p.begin, p.end - p.begin);
         pos += p.end - p.begin;
-        p.it->second.claimed = true;
         run->blocks.push_back(p.it->first);
         run->seqs.push_back(p.it->second.seq);
       }
+      run->claim = next_claim_++;
+      claims_.push_back(Claim{run->claim, start, start + len, false});
       return true;
     }
   }
@@ -176,18 +206,33 @@ bool WriteBuffer::ClearIfUnchanged(uint64_t block, uint64_t seq, uint32_t begin,
   std::lock_guard<std::mutex> l(mu_);
   auto it = blocks_.find(block);
   if (it == blocks_.end() || it->second.seq != seq) return false;
+  // Clearing does not change the sequence: another run's copy of other bytes
+  // of this block stays valid.
   it->second.dirty.Remove(begin, end);
-  it->second.seq++;
   return true;
+}
+
+void WriteBuffer::SealClaim(const Run& run, uint64_t end) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& c : claims_) {
+    if (c.id == run.claim) {
+      c.end = end;
+      c.sealed = true;
+    }
+  }
 }
 
 void WriteBuffer::Unclaim(const Run& run) {
   std::lock_guard<std::mutex> l(mu_);
+  for (size_t i = 0; i < claims_.size(); i++) {
+    if (claims_[i].id == run.claim) {
+      claims_.erase(claims_.begin() + i);
+      break;
+    }
+  }
   for (uint64_t block : run.blocks) {
     auto it = blocks_.find(block);
-    if (it == blocks_.end()) continue;
-    it->second.claimed = false;
-    FreeIfCleanLocked(it);
+    if (it != blocks_.end()) FreeIfCleanLocked(it);
   }
 }
 

@@ -8,10 +8,15 @@
 //
 // Invariants:
 //  - Reads see dirty bytes over whatever the block index maps (Overlay).
-//  - Every change of a block's dirty bytes increments its sequence number; a
-//    worker clears bytes only if the sequence is unchanged since it copied
-//    them, so a newer write or unmap is never lost.
-//  - A claimed block belongs to exactly one worker's run.
+//  - Every write or unmap of a block increments its sequence number; a worker
+//    clears bytes only if the sequence is unchanged since it copied them, so a
+//    newer write or unmap is never lost.
+//  - Claims are byte ranges; a byte belongs to at most one worker's run. Once
+//    a worker has chunked its run it seals the claim at the last chunk
+//    boundary (SealClaim): the unfinished tail is released and the next run
+//    of the same stream may start there while the first worker still
+//    fingerprints and stores, so one sequential stream keeps several workers
+//    busy without ever starting a chunk anywhere but at a boundary.
 //  - Callers hold the block's lock (BlockLocks) around Put/Discard/
 //    ClearIfUnchanged (exclusive) and Overlay (shared); the buffer's own mutex
 //    only protects its map.
@@ -73,9 +78,10 @@ class WriteBuffer {
   struct Run {
     uint64_t start = 0;               // absolute byte offset in the volume
     std::vector<uint8_t> data;        // a copy of the dirty bytes
-    std::vector<uint64_t> blocks;     // claimed blocks, in order
+    std::vector<uint64_t> blocks;     // blocks the run's bytes lie in, in order
     std::vector<uint64_t> seqs;       // their sequence numbers at copy time
     bool final = false;               // the run's end is the end of a chunk
+    uint64_t claim = 0;               // id of the run's claim
   };
   struct ClaimPolicy {
     size_t max_run_bytes = 8 << 20;   // runs longer than this are cut (not final)
@@ -94,7 +100,10 @@ class WriteBuffer {
   // still |seq|. Returns whether it did (if not, a newer write or unmap came in
   // and the block keeps its dirty bytes for a later run).
   bool ClearIfUnchanged(uint64_t block, uint64_t seq, uint32_t begin, uint32_t end);
-  // Ends the claim on the run's blocks and frees blocks with no dirty bytes left.
+  // Shrinks the run's claim to [run.start, end) and marks |end| a chunk
+  // boundary, so another run may start there.
+  void SealClaim(const Run& run, uint64_t end);
+  // Ends the run's claim and frees blocks with no dirty bytes left.
   void Unclaim(const Run& run);
 
   // True if a block dirtied at or before |epoch| still has dirty bytes.
@@ -109,8 +118,16 @@ class WriteBuffer {
     uint64_t seq = 0;
     uint64_t first_epoch = 0;
     Clock::time_point last_write;
-    bool claimed = false;
   };
+  struct Claim {
+    uint64_t id;
+    uint64_t start, end;  // absolute byte range
+    bool sealed;          // |end| is a chunk boundary
+  };
+  // The claim holding absolute byte |pos|, or null.
+  const Claim* ClaimAtLocked(uint64_t pos) const;
+  bool BlockClaimedLocked(uint64_t block) const;
+  bool IsDirtyLocked(uint64_t pos) const;
   DirtyBlock* GetOrCreateLocked(uint64_t block, uint64_t epoch);
   void FreeIfCleanLocked(std::map<uint64_t, DirtyBlock>::iterator it);
 
@@ -121,6 +138,8 @@ class WriteBuffer {
   // Block buffers kept for reuse: a fresh 128 KiB allocation is an mmap and
   // page faults on every write.
   std::vector<std::unique_ptr<uint8_t[]>> free_buffers_;
+  std::vector<Claim> claims_;  // runs in progress (a handful: one per worker)
+  uint64_t next_claim_ = 1;
 };
 
 }  // namespace dedupv1

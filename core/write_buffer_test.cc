@@ -90,7 +90,7 @@ TEST(WriteBufferTest, RunSpansContiguousBlocksAndStartsAtTheStreamStart) {
   ASSERT_EQ(run.data.size(), 2 * kBlock - 100 + 1000);
   EXPECT_EQ(std::memcmp(run.data.data(), a.data() + 100, run.data.size()), 0);
   EXPECT_FALSE(run.final);
-  // Claimed blocks are not handed out twice.
+  // Claimed bytes are not handed out twice.
   WriteBuffer::Run other;
   EXPECT_FALSE(buf.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &other));
 }
@@ -152,6 +152,38 @@ TEST(WriteBufferTest, PressureFlushesShortRunsButKeepsTailsOfLongOnes) {
   ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
   EXPECT_EQ(run.blocks.size(), 3u);
   EXPECT_FALSE(run.final);
+}
+
+}  // namespace
+}  // namespace dedupv1
+
+namespace dedupv1 {
+namespace {
+
+TEST(WriteBufferTest, SealedClaimLetsTheNextRunStartAtTheBoundary) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(4 * kBlock, 9);
+  for (uint64_t b = 0; b < 4; b++) buf.Put(b, 0, a.data() + b * kBlock, kBlock, 1);
+  auto p = Ready(1);
+  p.max_run_bytes = 2 * kBlock;
+  WriteBuffer::Run r1, r2;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &r1));
+  ASSERT_EQ(r1.start, 0u);
+  // While r1 is not sealed, nothing may start right after it.
+  EXPECT_FALSE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &r2));
+  // r1 chunked up to byte 5000 of block 1: the rest is the next run's.
+  buf.SealClaim(r1, kBlock + 5000);
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &r2));
+  EXPECT_EQ(r2.start, kBlock + 5000u);
+  EXPECT_EQ(std::memcmp(r2.data.data(), a.data() + kBlock + 5000, r2.data.size()), 0);
+  // Both clear their own bytes of the shared block 1.
+  EXPECT_TRUE(buf.ClearIfUnchanged(1, r1.seqs[1], 0, 5000));
+  EXPECT_TRUE(buf.ClearIfUnchanged(1, r2.seqs[0], 5000, kBlock));
+  buf.Unclaim(r1);
+  buf.Unclaim(r2);
+  EXPECT_FALSE(buf.Intersects(1, 0, kBlock));
+  EXPECT_TRUE(buf.Intersects(3, 0, kBlock));  // r2 did not clear its later bytes
 }
 
 }  // namespace
