@@ -1,0 +1,142 @@
+#include "target/tools/check_report.h"
+
+#include <map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace dedupv1 {
+namespace tools {
+
+namespace {
+const char kUsageNote[] =
+    "usage counts are not maintained yet (no garbage collection), so they are not checked; "
+    "the recount from the block mappings is information only";
+}  // namespace
+
+size_t CheckReport::Repaired() const {
+  size_t n = 0;
+  for (const auto& p : problems) n += p.repaired ? 1 : 0;
+  return n;
+}
+
+std::string FormatReportText(const CheckReport& r, size_t max_per_kind) {
+  std::string out = fmt::format("dedupv1_check {}\n", r.data_dir);
+  const auto& rec = r.recovery;
+  if (rec.dirty_start) {
+    out += fmt::format(
+        "  open:          unclean stop detected: replayed {} log events, restored {} block mappings, "
+        "dropped {} of never-committed containers, re-imported {} containers\n",
+        rec.events_replayed, rec.mappings_applied, rec.mappings_dropped, rec.containers_imported);
+  } else {
+    out += fmt::format("  open:          clean stop before, {} log events replayed\n", rec.events_replayed);
+  }
+  out += fmt::format("  containers:    {} listed, {} good; {} chunks{}\n", r.containers, r.containers_ok,
+                     r.chunks,
+                     r.data_verified ? fmt::format(" ({} bytes) decompressed and re-fingerprinted", r.chunk_bytes_raw)
+                                     : "");
+  out += fmt::format("  chunk index:   {} pages {}, {} entries; {} chunks also stored in another container\n",
+                     r.index_pages, r.index_pages_verified ? "verified" : "NOT all verified", r.index_entries,
+                     r.duplicate_copies);
+  out += fmt::format("  block index:   {} volume{}, {} blocks mapped, {} chunk references, {} zero ranges\n",
+                     r.volumes, r.volumes == 1 ? "" : "s", r.blocks_mapped, r.chunk_references, r.zero_ranges);
+  out += "  usage counts:  NOT checked: the engine does not maintain them yet (no garbage collection)\n";
+  out += fmt::format("                 recount from the block mappings (information only): {} distinct chunks "
+                     "referenced {} times; {} stored chunks referenced by no block mapping\n",
+                     r.referenced_chunks, r.chunk_references, r.unreferenced_chunks);
+  if (r.problems.empty()) {
+    out += "result: clean, no problems found\n";
+    return out;
+  }
+  out += fmt::format("problems: {}\n", r.problems.size());
+  // What cannot be repaired matters most: listed first, in discovery order.
+  std::vector<const CheckProblem*> order;
+  for (const auto& p : r.problems) {
+    if (!p.repairable) order.push_back(&p);
+  }
+  for (const auto& p : r.problems) {
+    if (p.repairable) order.push_back(&p);
+  }
+  std::map<std::string, size_t> listed, skipped;
+  for (const CheckProblem* pp : order) {
+    const CheckProblem& p = *pp;
+    if (max_per_kind > 0 && listed[p.kind] >= max_per_kind) {
+      skipped[p.kind]++;
+      continue;
+    }
+    listed[p.kind]++;
+    const char* tag = p.repaired ? "repaired" : p.repairable ? (r.repair_requested ? "NOT repaired" : "repairable")
+                                                             : "unrecoverable";
+    out += fmt::format("  [{}] {}: {}", tag, p.kind, p.message);
+    if (!p.repair.empty()) out += fmt::format(" ({})", p.repair);
+    out += "\n";
+  }
+  for (const auto& [kind, n] : skipped) out += fmt::format("  ... {} more {} problems (see --json)\n", n, kind);
+  size_t repairable = 0;
+  for (const auto& p : r.problems) repairable += (p.repairable && !p.repaired) ? 1 : 0;
+  if (r.repair_requested) {
+    out += fmt::format("result: {} problems, {} repaired, {} cannot be repaired\n", r.problems.size(), r.Repaired(),
+                       r.Unrepaired());
+  } else {
+    out += fmt::format("result: {} problems, {} repairable with --repair, {} cannot be repaired\n",
+                       r.problems.size(), repairable, r.problems.size() - repairable);
+  }
+  return out;
+}
+
+std::string FormatReportJson(const CheckReport& r) {
+  using nlohmann::json;
+  json j;
+  j["data_dir"] = r.data_dir;
+  j["clean"] = r.Clean();
+  j["repair_requested"] = r.repair_requested;
+  j["recovery"] = {{"dirty_start", r.recovery.dirty_start},
+                   {"events_replayed", r.recovery.events_replayed},
+                   {"mappings_applied", r.recovery.mappings_applied},
+                   {"mappings_dropped", r.recovery.mappings_dropped},
+                   {"containers_imported", r.recovery.containers_imported}};
+  j["containers"] = {{"listed", r.containers},
+                     {"good", r.containers_ok},
+                     {"chunks", r.chunks},
+                     {"chunk_bytes_raw", r.chunk_bytes_raw},
+                     {"data_verified", r.data_verified}};
+  j["chunk_index"] = {{"pages", r.index_pages},
+                      {"pages_verified", r.index_pages_verified},
+                      {"entries", r.index_entries},
+                      {"duplicate_copies", r.duplicate_copies}};
+  j["block_index"] = {{"volumes", r.volumes},
+                      {"blocks_mapped", r.blocks_mapped},
+                      {"chunk_references", r.chunk_references},
+                      {"zero_ranges", r.zero_ranges}};
+  j["usage_counts"] = {{"maintained", false},
+                       {"checked", false},
+                       {"note", kUsageNote},
+                       {"referenced_chunks", r.referenced_chunks},
+                       {"references", r.chunk_references},
+                       {"unreferenced_chunks", r.unreferenced_chunks},
+                       {"entries_with_nonzero_count", r.index_usage_nonzero}};
+  json problems = json::array();
+  for (const auto& p : r.problems) {
+    json jp = {{"kind", p.kind}, {"message", p.message}, {"repairable", p.repairable}, {"repaired", p.repaired}};
+    if (!p.repair.empty()) jp["repair"] = p.repair;
+    if (p.container != kNoContainer) jp["container"] = p.container;
+    if (!p.fingerprint.empty()) jp["fingerprint"] = p.fingerprint;
+    if (!p.fingerprints.empty()) jp["fingerprints"] = p.fingerprints;
+    if (p.has_block) {
+      jp["volume"] = p.volume;
+      jp["volume_id"] = p.volume_id;
+      jp["block"] = p.block;
+      jp["offset"] = p.offset;
+      jp["length"] = p.length;
+      jp["volume_offset"] = p.volume_offset;
+    }
+    problems.push_back(std::move(jp));
+  }
+  j["problems"] = std::move(problems);
+  j["summary"] = {{"problems", r.problems.size()}, {"repaired", r.Repaired()}, {"unrepaired", r.Unrepaired()}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace tools
+}  // namespace dedupv1

@@ -1,0 +1,84 @@
+// CheckReport is what dedupv1_check found: counts per part of the store and
+// the problems, each naming the object (container id, fingerprint, volume /
+// block / byte range) and saying whether --repair can fix it and whether it
+// did. Rendered as readable text or as JSON (docs/tools.md lists the fields).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dedup_system.h"
+#include "core/types.h"
+
+namespace dedupv1 {
+namespace tools {
+
+struct CheckProblem {
+  // container-corrupt, container-unreadable, chunk-corrupt, index-corrupt,
+  // index-entry-missing, index-entry-dangling, block-index-corrupt,
+  // mapping-relocatable, mapping-unrecoverable.
+  std::string kind;
+  std::string message;      // one sentence naming the object
+  bool repairable = false;  // --repair knows a fix
+  bool repaired = false;    // --repair applied the fix
+  std::string repair;       // what the fix is / was, or why there is none
+  // Details for --json; unset fields are omitted.
+  ContainerId container = kNoContainer;
+  std::string fingerprint;  // hex
+  std::vector<std::string> fingerprints;  // hex; problems about a group of chunks
+  bool has_block = false;
+  std::string volume;
+  uint32_t volume_id = 0;
+  uint64_t block = 0;
+  uint32_t offset = 0;  // byte range [offset, offset + length) within the block
+  uint32_t length = 0;
+  uint64_t volume_offset = 0;  // byte offset of the range within the volume
+};
+
+struct CheckReport {
+  std::string data_dir;
+  DedupSystem::RecoveryInfo recovery;
+  bool repair_requested = false;
+
+  // Containers.
+  uint64_t containers = 0;       // listed in the container store
+  uint64_t containers_ok = 0;    // parsed with good CRCs
+  uint64_t chunks = 0;           // items of the good containers
+  uint64_t chunk_bytes_raw = 0;  // their size after decompression (0 unless data_verified)
+  bool data_verified = false;    // every chunk was decompressed and re-fingerprinted
+
+  // Chunk index.
+  bool index_pages_verified = false;  // ChunkIndex::Verify passed
+  uint64_t index_pages = 0;
+  uint64_t index_entries = 0;
+  uint64_t index_usage_nonzero = 0;   // entries with a usage count other than 0
+  uint64_t duplicate_copies = 0;      // stored chunks whose index entry names another good container
+
+  // Block index.
+  uint64_t volumes = 0;
+  uint64_t blocks_mapped = 0;
+  uint64_t chunk_references = 0;  // non-zero mapping items
+  uint64_t zero_ranges = 0;       // zero mapping items
+
+  // Usage-count recount (information only: the engine does not maintain usage
+  // counts yet, so there is nothing to compare against).
+  uint64_t referenced_chunks = 0;    // distinct fingerprints referenced by block mappings
+  uint64_t unreferenced_chunks = 0;  // distinct stored chunks no block mapping references
+
+  std::vector<CheckProblem> problems;
+
+  size_t Repaired() const;
+  size_t Unrepaired() const { return problems.size() - Repaired(); }
+  // No problem, or every problem repaired.
+  bool Clean() const { return Unrepaired() == 0; }
+};
+
+// Readable summary; at most |max_per_kind| problems of each kind are listed
+// (0 = all), the rest counted.
+std::string FormatReportText(const CheckReport& report, size_t max_per_kind = 50);
+// The whole report as one JSON object (every problem listed).
+std::string FormatReportJson(const CheckReport& report);
+
+}  // namespace tools
+}  // namespace dedupv1

@@ -1,0 +1,129 @@
+// StoreChecker verifies an open, otherwise idle DedupSystem (dedupv1_check):
+//  1. every container listed by the chunk store parses with good CRCs
+//     (ChunkStore::GetFingerprints reads it through Container::Parse) and,
+//     with verify_data, every chunk decompresses and matches its fingerprint;
+//  2. every chunk-index page checks out (ChunkIndex::Verify), every index
+//     entry's container exists and holds the chunk, and every chunk of a good
+//     container has an index entry;
+//  3. every block mapping item of every volume in the volume table (zero items
+//     excepted) names a container that exists, is good and holds the chunk;
+//  4. it recounts chunk references from the block mappings. Usage counts are
+//     not maintained by the engine yet (no GC), so the recount is reported as
+//     information, not compared.
+// Problems go to the CheckReport; Check fails only if checking itself cannot
+// proceed. Memory: the sorted fingerprint list of every container (about 40
+// bytes per stored chunk) plus one counter per referenced chunk.
+//
+// Repairs (--repair) never touch chunk data:
+//  - a block-mapping item whose container is missing or damaged, or lacks the
+//    chunk, is pointed at another good container holding the same
+//    fingerprint if there is one (RepairMappings, system still open); without
+//    such a copy the byte range is unrecoverable and only reported;
+//  - chunk-index entries (ApplyIndexRepairs, after the system is closed):
+//    a missing entry is re-added for the container holding the chunk; an
+//    entry naming a bad container is re-pointed at a good copy, or erased if
+//    there is none, so the chunk is stored again when next written instead of
+//    deduplicated against lost data.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/dedup_system.h"
+#include "core/env.h"
+#include "core/options.h"
+#include "index/disk_hash_table.h"
+#include "target/tools/check_report.h"
+#include "target/tools/volume_table.h"
+
+namespace dedupv1 {
+namespace tools {
+
+struct CheckOptions {
+  bool verify_data = true;  // decompress and re-fingerprint every chunk
+  bool progress = false;    // progress bars on stderr
+};
+
+// A chunk-index change --repair makes after the system is closed, and the
+// report problem it fixes.
+struct IndexRepair {
+  DiskHashTable::Op op;
+  size_t problem = 0;
+};
+
+class StoreChecker {
+ public:
+  StoreChecker(DedupSystem* system, std::vector<VolumeEntry> volumes, const CheckOptions& options);
+
+  // Runs every check; fills |report| (counts and problems).
+  Status Check(CheckReport* report);
+
+  // With the system open, after Check: rewrites the block mappings whose
+  // items can be pointed at a good copy of their chunk, and marks those
+  // problems repaired. Returns the first failure (the rest is still tried).
+  Status RepairMappings(CheckReport* report);
+
+  // Chunk-index changes for ApplyIndexRepairs, known after Check.
+  const std::vector<IndexRepair>& index_repairs() const { return index_repairs_; }
+
+ private:
+  enum class ContainerState { kOk, kCorrupt, kUnreadable };
+  struct ContainerInfo {
+    ContainerState state = ContainerState::kOk;
+    std::string error;
+    std::vector<Fingerprint> fps;      // sorted
+    std::vector<Fingerprint> bad_fps;  // sorted; chunks that failed data verification
+  };
+  // A piece of a block mapping whose chunk cannot be read where it points.
+  struct BadPiece {
+    uint32_t offset = 0;  // in the block
+    uint32_t size = 0;
+    size_t item = 0;      // index in the mapping's items
+    Fingerprint fp;
+    ContainerId container = kNoContainer;
+    std::string why;
+  };
+  struct Relocation {
+    BlockId block;
+    std::vector<std::pair<size_t, ContainerId>> items;  // item index -> good container
+    size_t problem = 0;
+  };
+
+  Status CheckContainers(CheckReport* report);
+  Status CheckChunkIndex(CheckReport* report);
+  Status CheckBlockMappings(CheckReport* report);
+  void Recount(CheckReport* report);
+
+  // Whether |fp| is readable from container |id|; if not, |*why| says why.
+  bool ChunkReadable(ContainerId id, const Fingerprint& fp, std::string* why) const;
+  // For each wanted fingerprint, the first good container holding it.
+  std::unordered_map<Fingerprint, ContainerId, FingerprintHasher> FindGoodCopies(
+      const std::unordered_set<Fingerprint, FingerprintHasher>& wanted) const;
+  void ReportBadPieces(const VolumeEntry& volume, uint64_t block, const std::vector<BadPiece>& pieces,
+                       const std::unordered_map<Fingerprint, ContainerId, FingerprintHasher>& copies,
+                       CheckReport* report);
+
+  DedupSystem* const system_;
+  const std::vector<VolumeEntry> volumes_;
+  const CheckOptions options_;
+  const uint32_t block_size_;
+
+  std::map<ContainerId, ContainerInfo> containers_;
+  std::unordered_map<Fingerprint, uint64_t, FingerprintHasher> references_;
+  std::vector<IndexRepair> index_repairs_;
+  std::vector<Relocation> relocations_;
+};
+
+// After DedupSystem::Close (the caller still holding the data directory
+// lock): applies |repairs| to the chunk-index table in one batch, marks their
+// problems repaired, and removes the saved bloom filter so the next open
+// rebuilds it from the repaired index.
+Status ApplyIndexRepairs(const Options& options, Env* env, const std::vector<IndexRepair>& repairs,
+                         CheckReport* report);
+
+}  // namespace tools
+}  // namespace dedupv1

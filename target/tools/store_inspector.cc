@@ -1,0 +1,259 @@
+#include "target/tools/store_inspector.h"
+
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "chunkstore/local_container_store.h"
+#include "index/block_index.h"
+#include "index/block_mapping.h"
+#include "index/disk_hash_table.h"
+#include "log/operations_log.h"
+#include "target/tools/container_dump.h"
+#include "target/tools/log_summary.h"
+#include "target/tools/progress.h"
+#include "target/tools/volume_table.h"
+
+namespace dedupv1 {
+namespace tools {
+
+namespace {
+
+Status OpenContainers(const Options& options, Env* env, std::unique_ptr<LocalContainerStore>* store) {
+  if (!env->FileExists(options.chunk_store.dir)) {
+    return Status::NotFound("no container directory " + options.chunk_store.dir);
+  }
+  return LocalContainerStore::Open(env, options.chunk_store.dir, store);
+}
+
+Status OpenLog(const Options& options, Env* env, std::unique_ptr<OperationsLog>* log) {
+  if (!env->FileExists(options.log.path)) return Status::NotFound("no operations log " + options.log.path);
+  Status s = OperationsLog::Open(options.log, env, log);
+  if (!s.ok()) return s.WithContext("open operations log " + options.log.path);
+  return Status::OK();
+}
+
+Status OpenBlockIndex(const Options& options, Env* env, std::unique_ptr<BlockIndex>* index) {
+  if (!env->FileExists(options.block_index.path)) {
+    return Status::NotFound("no block index " + options.block_index.path);
+  }
+  BlockIndexOptions o = options.block_index;
+  o.before_write_back = nullptr;  // nothing is written
+  Status s = BlockIndex::Open(o, nullptr, index);
+  if (!s.ok()) return s.WithContext("open block index " + options.block_index.path);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status StoreInspector::PrintContainer(ContainerId id) {
+  std::unique_ptr<LocalContainerStore> store;
+  DEDUPV1_RETURN_IF_ERROR(OpenContainers(options_, env_, &store));
+  const std::string path = store->ContainerPath(id);
+  std::string bytes;
+  Status s = store->Get(id, &bytes);
+  if (s.IsNotFound()) {
+    out_ << fmt::format("container {}: does not exist (no file {})\n", id, path);
+    return Status::NotFound(fmt::format("container {} does not exist", id));
+  }
+  if (!s.ok()) return s.WithContext(fmt::format("read container {}", id));
+  const ContainerDump dump = DumpContainer(id, bytes);
+  out_ << fmt::format("container {} ({})\n", id, path);
+  PrintContainerDump(dump, out_);
+  return dump.verdict;
+}
+
+Status StoreInspector::PrintChunk(const Fingerprint& fp) {
+  const DiskHashTableOptions& table_options = options_.chunk_index.table;
+  if (!env_->FileExists(table_options.path)) return Status::NotFound("no chunk index " + table_options.path);
+  std::unique_ptr<DiskHashTable> table;
+  Status s = DiskHashTable::Open(table_options, env_, &table);
+  if (!s.ok()) return s.WithContext("open chunk index " + table_options.path);
+  ChunkIndexEntry entry;
+  s = table->Get(fp, &entry);
+  table.reset();
+  std::unique_ptr<LocalContainerStore> store;
+  DEDUPV1_RETURN_IF_ERROR(OpenContainers(options_, env_, &store));
+  out_ << fmt::format("chunk {}\n", fp.ToHex());
+  if (s.ok()) {
+    out_ << fmt::format("  chunk index:  container {}, usage count {} (not maintained yet), {}\n", entry.container,
+                        entry.usage_count, entry.committed ? "committed" : "NOT committed");
+    std::string bytes;
+    Status g = store->Get(entry.container, &bytes);
+    if (!g.ok()) {
+      out_ << fmt::format("  container {}: {}\n", entry.container, g.ToString());
+      return Status::OK();
+    }
+    const ContainerDump dump = DumpContainer(entry.container, bytes);
+    const ContainerDumpItem* item = FindItem(dump, fp);
+    out_ << fmt::format("  container {}: {}\n", entry.container,
+                        dump.verdict.ok() ? "good" : dump.verdict.ToString());
+    out_ << "  item:         " << (item ? DescribeItem(*item) : "the container does not hold this chunk") << "\n";
+    return Status::OK();
+  }
+  if (!s.IsNotFound()) return s;
+  out_ << "  chunk index:  no entry in the table (after an unclean stop the next open re-imports chunks of "
+          "containers committed since the last checkpoint)\n";
+  // Search the containers.
+  std::vector<ContainerId> ids;
+  DEDUPV1_RETURN_IF_ERROR(store->List(&ids));
+  std::sort(ids.begin(), ids.end());
+  Progress progress("searching containers", ids.size(), "containers", progress_);
+  size_t found = 0;
+  for (ContainerId id : ids) {
+    progress.Add();
+    std::string bytes;
+    if (!store->Get(id, &bytes).ok()) continue;
+    const ContainerDump dump = DumpContainer(id, bytes);
+    if (const ContainerDumpItem* item = FindItem(dump, fp)) {
+      found++;
+      out_ << fmt::format("  container {}{}: {}\n", id, dump.verdict.ok() ? "" : " (DAMAGED)", DescribeItem(*item));
+    }
+  }
+  progress.Finish();
+  if (found == 0) out_ << fmt::format("  containers:   none of {} holds it\n", ids.size());
+  return Status::NotFound("chunk " + fp.ToHex() + " has no chunk index entry");
+}
+
+Status StoreInspector::PrintBlock(const std::string& volume_name, uint64_t block) {
+  std::vector<VolumeEntry> volumes;
+  DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, options_, &volumes));
+  VolumeEntry volume;
+  DEDUPV1_RETURN_IF_ERROR(FindVolume(volumes, volume_name, &volume));
+  const uint64_t block_size = options_.block_size;
+  const uint64_t blocks = (volume.size + block_size - 1) / block_size;
+  if (block >= blocks) {
+    return Status::InvalidArgument(fmt::format("block {} is beyond the end of volume {} ({} blocks of {} bytes)",
+                                               block, volume.name, blocks, block_size));
+  }
+  const BlockId id{volume.id, block};
+  out_ << fmt::format("volume {} (id {}) block {} (volume bytes [{}, {}))\n", volume.name, volume.id, block,
+                      block * block_size, (block + 1) * block_size);
+  std::unique_ptr<BlockIndex> index;
+  DEDUPV1_RETURN_IF_ERROR(OpenBlockIndex(options_, env_, &index));
+  BlockMapping mapping;
+  Status s = index->Get(id, &mapping);
+  index->Close();
+  if (s.IsNotFound()) {
+    out_ << "  block index:  no mapping (never written: reads as zeros)\n";
+  } else if (!s.ok()) {
+    out_ << "  block index:  " << s.ToString() << "\n";
+  } else {
+    out_ << fmt::format("  block index:  version {}, {} item{}\n", mapping.version(), mapping.items().size(),
+                        mapping.items().size() == 1 ? "" : "s");
+    uint64_t pos = 0;
+    for (const auto& item : mapping.items()) {
+      if (item.IsZero()) {
+        out_ << fmt::format("    [{}, {}) zeros\n", pos, pos + item.size);
+      } else {
+        out_ << fmt::format("    [{}, {}) chunk {} container {} chunk bytes [{}, {})\n", pos, pos + item.size,
+                            item.fp.ToHex(), item.container, item.chunk_offset, item.chunk_offset + item.size);
+      }
+      pos += item.size;
+    }
+  }
+  // Mapping events of this block the log still holds (after an unclean stop
+  // they are newer than the block index).
+  std::unique_ptr<OperationsLog> log;
+  Status l = OpenLog(options_, env_, &log);
+  if (!l.ok()) {
+    out_ << "  operations log: " << l.ToString() << "\n";
+    return s.IsNotFound() ? Status::OK() : s;
+  }
+  std::vector<std::string> lines;
+  if (log->last_id() >= log->head_id()) {
+    l = log->Replay(log->head_id(), [&](const LogEvent& e) {
+      BlockId b;
+      if (LogEventBlock(e, &b) && b == id) {
+        lines.push_back(fmt::format("    #{} {} {}", e.id, LogEventTypeName(e.type), DescribeLogEvent(e)));
+      }
+      return Status::OK();
+    });
+  }
+  log->Close();
+  if (!l.ok()) {
+    out_ << "  operations log: " << l.ToString() << "\n";
+  } else if (lines.empty()) {
+    out_ << "  operations log: no events for this block\n";
+  } else {
+    out_ << fmt::format("  operations log: {} event{} for this block not yet checkpointed (newest last):\n",
+                        lines.size(), lines.size() == 1 ? "" : "s");
+    for (const auto& line : lines) out_ << line << "\n";
+  }
+  return s.IsNotFound() ? Status::OK() : s;
+}
+
+Status StoreInspector::PrintLog(uint64_t from, uint64_t to) {
+  std::unique_ptr<OperationsLog> log;
+  DEDUPV1_RETURN_IF_ERROR(OpenLog(options_, env_, &log));
+  const OperationsLogStats st = log->stats();
+  out_ << fmt::format("operations log {}\n", log->path());
+  out_ << fmt::format("  slots:    {} of {} used ({:.1f}%), {} payload bytes per slot\n", st.used_slots, st.slots,
+                      st.fill * 100, log->payload_per_slot());
+  if (st.last_id < st.head_id) {
+    out_ << fmt::format("  events:   none (empty; the next event gets id {})\n", st.head_id);
+    log->Close();
+    return Status::OK();
+  }
+  out_ << fmt::format("  events:   {}..{} ({} live)\n", st.head_id, st.last_id, st.last_id - st.head_id + 1);
+  if (from < st.head_id) {
+    if (from > 0) out_ << fmt::format("  (events before {} were trimmed by a checkpoint)\n", st.head_id);
+    from = st.head_id;
+  }
+  if (to == 0 || to > st.last_id) to = st.last_id;
+  LogEventCounts counts;
+  Status s;
+  if (from <= to) {
+    s = log->Replay(from, [&](const LogEvent& e) {
+      if (e.id > to) return Status::Aborted("past the requested range");
+      counts[LogEventTypeName(e.type)]++;
+      out_ << fmt::format("#{} {} {}\n", e.id, LogEventTypeName(e.type), DescribeLogEvent(e));
+      return Status::OK();
+    });
+    // Replay hands back our own stop signal; anything else is real.
+    if (s.IsAborted() && s.message() == "past the requested range") s = Status::OK();
+  }
+  log->Close();
+  out_ << fmt::format("shown: events {}..{}: {}\n", from, to, FormatLogEventCounts(counts));
+  return s;
+}
+
+Status StoreInspector::PrintVolumes() {
+  std::vector<VolumeEntry> volumes;
+  DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, options_, &volumes));
+  std::unique_ptr<BlockIndex> index;
+  Status open = OpenBlockIndex(options_, env_, &index);
+  out_ << fmt::format("{:>4}  {:<24} {:>16}  {:<12} {}\n", "id", "name", "size", "config", "blocks mapped");
+  Status result;
+  for (const auto& v : volumes) {
+    std::string mapped = "?";
+    if (open.ok()) {
+      uint64_t n = 0;
+      Status s = index->ForEachBlock(v.id, [&n](uint64_t, const BlockMapping&) {
+        n++;
+        return true;
+      });
+      mapped = s.ok() ? std::to_string(n) : fmt::format("{} then error: {}", n, s.ToString());
+      if (!s.ok() && result.ok()) result = s;
+    }
+    out_ << fmt::format("{:>4}  {:<24} {:>16}  {:<12} {}\n", v.id, v.name, v.size,
+                        v.configured ? "configured" : "not served", mapped);
+  }
+  for (const auto& c : options_.volumes) {
+    bool known = std::any_of(volumes.begin(), volumes.end(), [&](const VolumeEntry& v) { return v.name == c.name; });
+    if (!known) out_ << fmt::format("   -  {:<24} {:>16}  {:<12} -\n", c.name, c.size, "not created");
+  }
+  if (open.ok()) {
+    index->Close();
+    out_ << fmt::format("block size {}; mapped blocks are those in the block index store (after an unclean stop "
+                        "the log may hold newer ones)\n",
+                        options_.block_size);
+  } else {
+    out_ << "block index: " << open.ToString() << "\n";
+  }
+  return result;
+}
+
+}  // namespace tools
+}  // namespace dedupv1

@@ -1,0 +1,88 @@
+#include "target/tools/tool_util.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "core/config.h"
+#include "core/env.h"
+
+namespace dedupv1 {
+namespace tools {
+
+bool ParseToolArgs(int argc, char** argv, const std::vector<std::string>& allowed_flags, ToolArgs* args,
+                   std::string* error) {
+  auto allowed = [&](const std::string& flag) {
+    return std::find(allowed_flags.begin(), allowed_flags.end(), flag) != allowed_flags.end();
+  };
+  for (int i = 1; i < argc; i++) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      args->help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      if (arg != "--") args->positional.push_back(arg);
+      continue;
+    }
+    std::string name = arg, value;
+    bool has_value = false;
+    const size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      has_value = true;
+    }
+    if (name == "--config" || name == "--data-dir") {
+      if (!has_value) {
+        if (i + 1 >= argc) {
+          *error = name + " needs a value";
+          return false;
+        }
+        value = argv[++i];
+      }
+      if (value.empty()) {
+        *error = name + " needs a non-empty value";
+        return false;
+      }
+      (name == "--config" ? args->config : args->data_dir) = value;
+      continue;
+    }
+    if (has_value || !allowed(name)) {
+      *error = "unknown option " + arg;
+      return false;
+    }
+    if (name == "--progress") args->progress = true;
+    else if (name == "--json") args->json = true;
+    else if (name == "--repair") args->repair = true;
+  }
+  if (args->config.empty() && !args->help) {
+    *error = "--config FILE is required";
+    return false;
+  }
+  return true;
+}
+
+Status LoadToolOptions(const std::string& config_path, const std::string& data_dir_override,
+                       Options* options) {
+  Config config;
+  DEDUPV1_RETURN_IF_ERROR(Config::Load(config_path, &config));
+  if (!data_dir_override.empty()) config.Set("data-dir", data_dir_override);
+  DEDUPV1_RETURN_IF_ERROR(Options::FromConfig(config, options));
+  // Opening a directory without a store would create an empty one; a tool
+  // must never do that (a typo in --data-dir would "check" a new empty store).
+  if (!Env::Default()->FileExists(JoinPath(options->data_dir, "system"))) {
+    return Status::NotFound(options->data_dir + " is not a dedupv1 data directory (it has no 'system' file)");
+  }
+  return Status::OK();
+}
+
+bool ProgressWanted(bool forced) { return forced || ::isatty(STDERR_FILENO) == 1; }
+
+int ExitCodeForOpenError(const Status& s) {
+  if (s.IsCorruption() || s.IsIOError()) return kExitProblems;
+  return kExitCannotOpen;
+}
+
+}  // namespace tools
+}  // namespace dedupv1

@@ -1,0 +1,548 @@
+// End-to-end tests of dedupv1_check, dedupv1_replay and dedupv1_debug: each
+// test writes a small store through DedupSystem (or a child process that is
+// killed with SIGKILL), damages it in one specific way, runs the real
+// binaries and checks their exit codes and output.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "chunkstore/container.h"
+#include "chunkstore/local_container_store.h"
+#include "core/config.h"
+#include "core/dedup_system.h"
+#include "core/testutil.h"
+#include "index/disk_hash_table.h"
+
+namespace dedupv1 {
+namespace {
+
+struct RunResult {
+  int code = -1;  // exit code; -1 if killed or timed out
+  std::string out, err;
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class ToolsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = dir_.Sub("data");
+    config_ = dir_.Sub("dedupv1.conf");
+    std::ofstream(config_) << ConfigText(data_);
+    Config config;
+    ASSERT_TRUE(Config::Parse(ConfigText(data_), config_, &config).ok());
+    ASSERT_TRUE(Options::FromConfig(config, &options_).ok());
+  }
+
+  static std::string ConfigText(const std::string& data_dir) {
+    return "data-dir = " + data_dir + "\n" +
+           "chunk-index.size = 4M\n"
+           "bloom.expected-chunks = 64K\n"
+           "log.size = 4M\n"
+           "write-buffer.size = 8M\n"
+           "write-buffer.flush-delay = 20ms\n"
+           "container.size = 256K\n"
+           "container.commit-timeout = 200ms\n"
+           "monitor.enabled = false\n"
+           "volume = vol1 8M\n"
+           "volume = vol2 4M\n";
+  }
+
+  // Runs |binary| with --config and |args|; stdout and stderr are captured.
+  RunResult Run(const std::string& binary, std::vector<std::string> args, bool with_config = true) {
+    std::vector<std::string> argv = {binary};
+    if (with_config) {
+      argv.push_back("--config");
+      argv.push_back(config_);
+    }
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::string out = dir_.Sub("out" + std::to_string(runs_)), err = dir_.Sub("err" + std::to_string(runs_));
+    runs_++;
+    pid_t pid = fork();
+    if (pid == 0) {
+      int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(o, 1);
+      dup2(e, 2);
+      std::vector<char*> cargv;
+      for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+      cargv.push_back(nullptr);
+      execv(cargv[0], cargv.data());
+      _exit(127);
+    }
+    RunResult r;
+    int status = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        ADD_FAILURE() << binary << " timed out";
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
+    r.out = ReadAll(out);
+    r.err = ReadAll(err);
+    return r;
+  }
+  RunResult Check(std::vector<std::string> args = {}) { return Run(DEDUPV1_CHECK_BINARY, std::move(args)); }
+  RunResult Replay() { return Run(DEDUPV1_REPLAY_BINARY, {}); }
+  RunResult Debug(std::vector<std::string> args) { return Run(DEDUPV1_DEBUG_BINARY, std::move(args)); }
+
+  // Writes unique data, a duplicate of part of it and zeros to vol1, and
+  // unique data to vol2; syncs and closes cleanly.
+  void WriteStore() {
+    std::unique_ptr<DedupSystem> sys;
+    ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
+    Volume *v1, *v2;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v1).ok());
+    ASSERT_TRUE(sys->GetVolume("vol2", &v2).ok());
+    auto a = test::RandomBytes(2 << 20, 1);
+    ASSERT_TRUE(v1->Write(0, a.size(), a.data(), false).ok());
+    ASSERT_TRUE(v1->Write(3 << 20, 1 << 20, a.data(), false).ok());  // duplicate of [0, 1M)
+    std::vector<uint8_t> zeros(512 << 10, 0);
+    ASSERT_TRUE(v1->Write(5 << 20, zeros.size(), zeros.data(), false).ok());
+    auto b = test::RandomBytes(1 << 20, 2);
+    ASSERT_TRUE(v2->Write(0, b.size(), b.data(), false).ok());
+    ASSERT_TRUE(sys->Sync().ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+
+  std::vector<ContainerId> Containers() {
+    std::unique_ptr<LocalContainerStore> store;
+    EXPECT_TRUE(LocalContainerStore::Open(Env::Default(), options_.chunk_store.dir, &store).ok());
+    std::vector<ContainerId> ids;
+    EXPECT_TRUE(store->List(&ids).ok());
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
+  std::string ContainerPath(ContainerId id) {
+    std::unique_ptr<LocalContainerStore> store;
+    EXPECT_TRUE(LocalContainerStore::Open(Env::Default(), options_.chunk_store.dir, &store).ok());
+    return store->ContainerPath(id);
+  }
+  std::vector<Fingerprint> ContainerFingerprints(ContainerId id) {
+    std::unique_ptr<LocalContainerStore> store;
+    EXPECT_TRUE(LocalContainerStore::Open(Env::Default(), options_.chunk_store.dir, &store).ok());
+    std::string bytes;
+    EXPECT_TRUE(store->Get(id, &bytes).ok());
+    std::unique_ptr<Container> c;
+    EXPECT_TRUE(Container::Parse(id, bytes, &c).ok());
+    return c ? c->Fingerprints() : std::vector<Fingerprint>{};
+  }
+  // The first block of vol1 (id 1) whose mapping references container |id|.
+  int64_t BlockReferencing(ContainerId id) {
+    std::unique_ptr<DedupSystem> sys;
+    EXPECT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
+    int64_t found = -1;
+    EXPECT_TRUE(sys->block_index()
+                    ->ForEachBlock(1, [&](uint64_t block, const BlockMapping& m) {
+                      for (const auto& item : m.items()) {
+                        if (item.container == id) found = static_cast<int64_t>(block);
+                      }
+                      return found < 0;
+                    })
+                    .ok());
+    EXPECT_TRUE(sys->Close().ok());
+    return found;
+  }
+
+  test::TempDir dir_;
+  std::string data_, config_;
+  Options options_;
+  int runs_ = 0;
+};
+
+TEST_F(ToolsTest, CleanStoreChecksClean) {
+  WriteStore();
+  RunResult r = Check({"--progress"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("usage counts:  NOT checked"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("containers/s"), std::string::npos) << "no progress bar: " << r.err;
+
+  r = Check({"--json"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["clean"].get<bool>());
+  EXPECT_GT(j["containers"]["good"].get<uint64_t>(), 1u);
+  EXPECT_EQ(j["containers"]["good"], j["containers"]["listed"]);
+  EXPECT_GT(j["block_index"]["chunk_references"].get<uint64_t>(), 0u);
+  EXPECT_GT(j["block_index"]["zero_ranges"].get<uint64_t>(), 0u);
+  // vol1's second copy of [0, 1M) deduplicates: fewer distinct chunks than references.
+  EXPECT_LT(j["usage_counts"]["referenced_chunks"].get<uint64_t>(),
+            j["usage_counts"]["references"].get<uint64_t>());
+  EXPECT_FALSE(j["usage_counts"]["maintained"].get<bool>());
+  EXPECT_EQ(j["chunk_index"]["entries"], j["containers"]["chunks"]);
+  EXPECT_TRUE(j["problems"].empty());
+}
+
+TEST_F(ToolsTest, CorruptContainerByteIsNamed) {
+  WriteStore();
+  const auto ids = Containers();
+  ASSERT_GE(ids.size(), 2u);
+  const ContainerId victim = ids[1];
+  const std::string path = ContainerPath(victim);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-100, std::ios::end);
+    char c;
+    f.read(&c, 1);
+    c ^= 0x5a;
+    f.seekp(-100, std::ios::end);
+    f.write(&c, 1);
+  }
+  RunResult r = Check();
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("container-corrupt: container " + std::to_string(victim) + " cannot be read"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("data checksum mismatch"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mapping-unrecoverable"), std::string::npos) << r.out;
+
+  r = Debug({"container", std::to_string(victim)});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("MISMATCH"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("do not trust them"), std::string::npos) << r.out;
+}
+
+TEST_F(ToolsTest, DeletedContainerNamesBlocksAndIsUnrecoverable) {
+  WriteStore();
+  const auto ids = Containers();
+  ASSERT_GE(ids.size(), 2u);
+  const ContainerId victim = ids[0];
+  const int64_t block = BlockReferencing(victim);
+  ASSERT_GE(block, 0);
+  ASSERT_EQ(unlink(ContainerPath(victim).c_str()), 0);
+
+  RunResult r = Check();
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const std::string named = "volume vol1 (id 1) block " + std::to_string(block) + " bytes [";
+  EXPECT_NE(r.out.find(named), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("container " + std::to_string(victim) + " does not exist"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("index-entry-dangling"), std::string::npos) << r.out;
+
+  r = Check({"--repair", "--json"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  size_t unrecoverable = 0, repaired = 0;
+  bool block_listed = false;
+  for (const auto& p : j["problems"]) {
+    if (p["kind"] == "mapping-unrecoverable") {
+      unrecoverable++;
+      EXPECT_FALSE(p["repaired"].get<bool>());
+      EXPECT_EQ(p["volume"], "vol1") << p.dump();  // vol2's data is in other containers
+      if (p["block"].get<int64_t>() == block) block_listed = true;
+      EXPECT_GT(p["length"].get<uint64_t>(), 0u);
+    }
+    if (p["kind"] == "index-entry-dangling") {
+      EXPECT_TRUE(p["repaired"].get<bool>()) << p.dump();
+      repaired++;
+    }
+  }
+  EXPECT_GT(unrecoverable, 0u);
+  EXPECT_GT(repaired, 0u);
+  EXPECT_TRUE(block_listed);
+
+  // The dangling entries are gone; the lost ranges stay reported.
+  r = Check();
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.find("index-entry-dangling"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[unrecoverable] mapping-unrecoverable"), std::string::npos) << r.out;
+}
+
+TEST_F(ToolsTest, RemovedIndexEntriesAreReAddedByRepair) {
+  WriteStore();
+  const auto ids = Containers();
+  ASSERT_GE(ids.size(), 1u);
+  ContainerId id = ids[0];
+  for (ContainerId c : ids) {
+    if (ContainerFingerprints(c).size() > ContainerFingerprints(id).size()) id = c;
+  }
+  auto fps = ContainerFingerprints(id);
+  ASSERT_GE(fps.size(), 3u);
+  fps.resize(3);
+  {
+    std::unique_ptr<DiskHashTable> table;
+    ASSERT_TRUE(DiskHashTable::Open(options_.chunk_index.table, Env::Default(), &table).ok());
+    std::vector<DiskHashTable::Op> ops;
+    for (const auto& fp : fps) {
+      ChunkIndexEntry e;
+      ASSERT_TRUE(table->Get(fp, &e).ok());
+      ops.push_back({fp, {}, true});
+    }
+    ASSERT_TRUE(table->Apply(ops).ok());
+  }
+  RunResult r = Check();
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  for (const auto& fp : fps) {
+    EXPECT_NE(r.out.find("chunk " + fp.ToHex() + " in container " + std::to_string(id) + " has no chunk index entry"),
+              std::string::npos)
+        << r.out;
+  }
+  EXPECT_NE(r.out.find("3 repairable with --repair"), std::string::npos) << r.out;
+
+  r = Check({"--repair"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("3 repaired, 0 cannot be repaired"), std::string::npos) << r.out;
+
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
+
+  r = Debug({"chunk", fps[0].ToHex()});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("container " + std::to_string(id) + ", usage count 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("item:         fp " + fps[0].ToHex()), std::string::npos) << r.out;
+}
+
+TEST_F(ToolsTest, RepairPointsMappingsAtASurvivingCopy) {
+  auto a = test::RandomBytes(1 << 20, 11);
+  {
+    std::unique_ptr<DedupSystem> sys;
+    ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
+    Volume* v1;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v1).ok());
+    ASSERT_TRUE(v1->Write(0, a.size(), a.data(), false).ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  const auto old_ids = Containers();
+  ASSERT_FALSE(old_ids.empty());
+  // Forget every chunk, so writing the same data again stores a second copy.
+  {
+    std::unique_ptr<DiskHashTable> table;
+    ASSERT_TRUE(DiskHashTable::Open(options_.chunk_index.table, Env::Default(), &table).ok());
+    std::vector<DiskHashTable::Op> ops;
+    for (ContainerId id : old_ids) {
+      for (const auto& fp : ContainerFingerprints(id)) ops.push_back({fp, {}, true});
+    }
+    ASSERT_TRUE(table->Apply(ops).ok());
+  }
+  {
+    std::unique_ptr<DedupSystem> sys;
+    ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
+    Volume* v2;
+    ASSERT_TRUE(sys->GetVolume("vol2", &v2).ok());
+    ASSERT_TRUE(v2->Write(0, a.size(), a.data(), false).ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  ASSERT_GT(Containers().size(), old_ids.size());
+  ASSERT_EQ(unlink(ContainerPath(old_ids[0]).c_str()), 0);
+
+  RunResult r = Check();
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("[repairable] mapping-relocatable: volume vol1 (id 1) block 0:"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("mapping-unrecoverable"), std::string::npos) << r.out;
+  r = Check({"--repair"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("[repaired] mapping-relocatable"), std::string::npos) << r.out;
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+
+  std::unique_ptr<DedupSystem> sys;
+  ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
+  Volume* v1;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v1).ok());
+  std::vector<uint8_t> back(a.size());
+  ASSERT_TRUE(v1->Read(0, back.size(), back.data()).ok());
+  EXPECT_TRUE(back == a);
+  ASSERT_TRUE(sys->Close().ok());
+}
+
+// The child writes and syncs, writes more without syncing, and is killed.
+[[noreturn]] void WriteAndHang(const Options& o, int fd) {
+  std::unique_ptr<DedupSystem> sys;
+  if (!DedupSystem::Open(o, Env::Default(), &sys).ok()) _exit(10);
+  Volume* v;
+  if (!sys->GetVolume("vol1", &v).ok()) _exit(11);
+  auto a = test::RandomBytes(1 << 20, 7);
+  if (!v->Write(0, a.size(), a.data(), false).ok()) _exit(12);
+  if (!v->Sync().ok()) _exit(13);
+  auto b = test::RandomBytes(256 << 10, 8);
+  if (!v->Write(2 << 20, b.size(), b.data(), false).ok()) _exit(14);
+  char c = 'S';
+  if (write(fd, &c, 1) != 1) _exit(15);
+  for (;;) pause();
+}
+
+// Leaves an uncleanly stopped store: WriteAndHang in a child, then SIGKILL.
+void KillWriter(const Options& options) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    WriteAndHang(options, fds[1]);
+  }
+  close(fds[1]);
+  char c = 0;
+  EXPECT_EQ(read(fds[0], &c, 1), 1) << "child failed before syncing";
+  close(fds[0]);
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+}
+
+TEST_F(ToolsTest, CheckAfterKillNineReplaysAndIsClean) {
+  ASSERT_NO_FATAL_FAILURE(KillWriter(options_));
+  RunResult r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("open:          unclean stop detected: replayed "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
+  // The check closed the store cleanly: nothing left to replay.
+  r = Replay();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("previous stop:  clean"), std::string::npos) << r.out;
+}
+
+TEST_F(ToolsTest, ReplayAfterKillNineEmptiesTheLog) {
+  ASSERT_NO_FATAL_FAILURE(KillWriter(options_));
+
+  // The crashed store as it is: mapping events of vol1 (id 1) in the log.
+  RunResult r = Debug({"log"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("BLOCK_MAPPING_WRITTEN volume 1 block 0:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n#1 "), std::string::npos) << r.out;
+  r = Debug({"log", "1", "1"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("shown: events 1..1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\n#2 "), std::string::npos) << r.out;
+  r = Debug({"block", "vol1", "0"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("for this block not yet checkpointed"), std::string::npos) << r.out;
+
+  r = Replay();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("previous stop:  unclean"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("log before:     events 1.."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BLOCK_MAPPING_WRITTEN"), std::string::npos) << r.out;
+  const size_t at = r.out.find("replayed:       ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_GT(std::stoull(r.out.substr(at + 16)), 0u) << r.out;
+  EXPECT_NE(r.out.find("after an unclean stop"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("log after:      empty"), std::string::npos) << r.out;
+
+  r = Debug({"log"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("events:   none"), std::string::npos) << r.out;
+  r = Replay();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("previous stop:  clean"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("replayed:       nothing"), std::string::npos) << r.out;
+
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  // The synced megabyte is mapped.
+  r = Debug({"block", "vol1", "0"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("block index:  version"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("operations log: no events for this block"), std::string::npos) << r.out;
+}
+
+TEST_F(ToolsTest, DebugPrintsContainerBlockAndVolumes) {
+  WriteStore();
+  const auto ids = Containers();
+  ASSERT_FALSE(ids.empty());
+  const auto fps = ContainerFingerprints(ids[0]);
+  RunResult r = Debug({"container", std::to_string(ids[0])});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("container " + std::to_string(ids[0]) + " ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verdict:      OK"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("items:        " + std::to_string(fps.size()) + "\n"), std::string::npos) << r.out;
+  for (const auto& fp : fps) EXPECT_NE(r.out.find("fp " + fp.ToHex() + " offset"), std::string::npos);
+
+  const int64_t block = BlockReferencing(ids[0]);
+  ASSERT_GE(block, 0);
+  r = Debug({"block", "1", std::to_string(block)});  // volume by id
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("volume vol1 (id 1) block " + std::to_string(block)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" container " + std::to_string(ids[0]) + " chunk bytes ["), std::string::npos) << r.out;
+
+  r = Debug({"block", "vol1", "40"});  // [5M, 5.5M) was written as zeros
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("zeros"), std::string::npos) << r.out;
+  r = Debug({"block", "vol1", "63"});  // never written
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("no mapping"), std::string::npos) << r.out;
+  r = Debug({"block", "vol1", "64"});  // past the end of the 8M volume
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+
+  r = Debug({"volumes"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("vol1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vol2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("configured"), std::string::npos) << r.out;
+
+  r = Debug({"container", "999999"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+  r = Debug({"chunk", std::string(40, 'a')});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("none of"), std::string::npos) << r.out;
+}
+
+TEST_F(ToolsTest, LockedStoreExitsThree) {
+  WriteStore();
+  std::unique_ptr<FileLock> lock;
+  ASSERT_TRUE(Env::Default()->LockFile(JoinPath(data_, "LOCK"), &lock).ok());
+  for (const char* bin : {DEDUPV1_CHECK_BINARY, DEDUPV1_REPLAY_BINARY}) {
+    RunResult r = Run(bin, {});
+    EXPECT_EQ(r.code, 3) << bin << r.out << r.err;
+    EXPECT_NE(r.err.find("is in use"), std::string::npos) << r.err;
+  }
+  RunResult r = Debug({"volumes"});
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("stop it first"), std::string::npos) << r.err;
+  lock.reset();
+  EXPECT_EQ(Check().code, 0);
+}
+
+TEST_F(ToolsTest, UsageAndOpenErrors) {
+  EXPECT_EQ(Run(DEDUPV1_CHECK_BINARY, {}, false).code, 2);             // no --config
+  EXPECT_EQ(Check({"--frobnicate"}).code, 2);
+  EXPECT_EQ(Check({"extra"}).code, 2);
+  EXPECT_EQ(Run(DEDUPV1_REPLAY_BINARY, {"--repair"}).code, 2);         // not a replay option
+  EXPECT_EQ(Debug({}).code, 2);
+  EXPECT_EQ(Debug({"frobnicate"}).code, 2);
+  EXPECT_EQ(Debug({"container", "x"}).code, 2);
+  EXPECT_EQ(Debug({"chunk", "xyz"}).code, 2);
+  EXPECT_EQ(Debug({"log", "5", "2"}).code, 2);
+  EXPECT_EQ(Run(DEDUPV1_CHECK_BINARY, {"--help"}, false).code, 0);
+
+  // No store in the data directory yet: refused, and nothing is created.
+  RunResult r = Check();
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("not a dedupv1 data directory"), std::string::npos) << r.err;
+  EXPECT_FALSE(Env::Default()->FileExists(JoinPath(data_, "system")));
+  EXPECT_EQ(Run(DEDUPV1_CHECK_BINARY, {"--config", dir_.Sub("missing.conf")}, false).code, 3);
+  std::ofstream(dir_.Sub("bad.conf")) << "data-dir = " << data_ << "\nno-such-key = 1\n";
+  EXPECT_EQ(Run(DEDUPV1_DEBUG_BINARY, {"--config", dir_.Sub("bad.conf"), "volumes"}, false).code, 3);
+
+  // --data-dir overrides the config's data-dir.
+  WriteStore();
+  std::ofstream(dir_.Sub("elsewhere.conf")) << ConfigText(dir_.Sub("nowhere"));
+  EXPECT_EQ(Run(DEDUPV1_CHECK_BINARY, {"--config", dir_.Sub("elsewhere.conf")}, false).code, 3);
+  EXPECT_EQ(Run(DEDUPV1_CHECK_BINARY, {"--config=" + dir_.Sub("elsewhere.conf"), "--data-dir=" + data_}, false).code,
+            0);
+}
+
+}  // namespace
+}  // namespace dedupv1

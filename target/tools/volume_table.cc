@@ -1,0 +1,61 @@
+#include "target/tools/volume_table.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/config.h"
+
+namespace dedupv1 {
+namespace tools {
+
+Status ReadVolumeTable(Env* env, const Options& options, std::vector<VolumeEntry>* volumes) {
+  volumes->clear();
+  const std::string path = JoinPath(options.data_dir, "volumes");
+  if (!env->FileExists(path)) return Status::OK();
+  std::string text;
+  DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env, path, &text));
+  std::istringstream in(text);
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    line_no++;
+    if (line.empty()) continue;
+    std::istringstream fields(line);
+    VolumeEntry v;
+    if (!(fields >> v.id >> v.name >> v.size)) {
+      return Status::Corruption(path + ":" + std::to_string(line_no) + ": expected 'id name size'");
+    }
+    for (const auto& c : options.volumes) {
+      if (c.name == v.name) v.configured = true;
+    }
+    volumes->push_back(v);
+  }
+  std::sort(volumes->begin(), volumes->end(),
+            [](const VolumeEntry& a, const VolumeEntry& b) { return a.id < b.id; });
+  return Status::OK();
+}
+
+Status FindVolume(const std::vector<VolumeEntry>& volumes, const std::string& name_or_id,
+                  VolumeEntry* out) {
+  for (const auto& v : volumes) {
+    if (v.name == name_or_id) {
+      *out = v;
+      return Status::OK();
+    }
+  }
+  uint64_t id;
+  if (ParseUint(name_or_id, &id).ok()) {
+    for (const auto& v : volumes) {
+      if (v.id == id) {
+        *out = v;
+        return Status::OK();
+      }
+    }
+  }
+  std::string known;
+  for (const auto& v : volumes) known += (known.empty() ? "" : ", ") + v.name + " (id " + std::to_string(v.id) + ")";
+  return Status::NotFound("no volume '" + name_or_id + "'; known volumes: " + (known.empty() ? "none" : known));
+}
+
+}  // namespace tools
+}  // namespace dedupv1
