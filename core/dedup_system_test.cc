@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -291,6 +293,94 @@ TEST(DedupSystemTest, ZeroDataWithoutZeroChunkFilter) {
   std::vector<uint8_t> out(1 << 20, 1);
   ASSERT_TRUE(v->Read(3 << 20, out.size(), out.data()).ok());
   EXPECT_TRUE(IsAllZero(out.data(), out.size()));
+}
+
+}  // namespace
+}  // namespace dedupv1
+
+namespace dedupv1 {
+namespace {
+
+// Writers storing the same new data at the same time (into different
+// volumes): each round, three threads write the same new 1 MiB piece and
+// sync together, so workers chunk identical runs side by side; the data must
+// be stored once and read back everywhere. (The fingerprint lock that makes
+// decide + store + update atomic is what guarantees "once"; the workers drift
+// apart by more than the microseconds a chunk takes, so this test does not
+// catch that lock missing: it checks dedup and correctness under concurrency.)
+TEST(DedupSystemTest, ConcurrentWritersOfTheSameNewDataStoreItOnce) {
+  test::TempDir dir;
+  Options o = SmallOptions(dir.path());
+  o.dedup_threads = 3;
+  o.write_buffer_flush_delay_ms = 10000;  // runs are processed when the syncs force them
+  ASSERT_TRUE(o.Finish().ok());
+  auto sys = OpenOrDie(o);
+  std::vector<Volume*> vols(3);
+  ASSERT_TRUE(sys->GetVolume("vol1", &vols[0]).ok());
+  ASSERT_TRUE(sys->GetVolume("vol2", &vols[1]).ok());
+  ASSERT_TRUE(sys->GetVolume("vol3", &vols[2]).ok());
+  const int rounds = 40;
+  const uint64_t piece = 1 << 20;
+  std::vector<std::vector<uint8_t>> data;
+  for (int r = 0; r < rounds; r++) data.push_back(test::RandomBytes(piece, 1000 + r));
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0, generation = 0;
+  auto barrier = [&] {
+    std::unique_lock<std::mutex> l(mu);
+    int g = generation;
+    if (++arrived == 3) {
+      arrived = 0;
+      generation++;
+      cv.notify_all();
+    } else {
+      cv.wait(l, [&] { return generation != g; });
+    }
+  };
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 3; t++) {
+    writers.emplace_back([&, t] {
+      for (int r = 0; r < rounds; r++) {
+        ASSERT_TRUE(vols[t]->Write(r * piece, piece, data[r].data(), false).ok());
+        barrier();
+        ASSERT_TRUE(vols[t]->Sync().ok());
+      }
+    });
+  }
+  for (auto& w : writers) w.join();
+  uint64_t stored = StoredBytes(sys.get());
+  EXPECT_LT(stored, rounds * piece * 102 / 100) << "the same new chunks were stored more than once";
+  std::vector<uint8_t> out(piece);
+  for (int t = 0; t < 3; t++) {
+    for (int r = 0; r < rounds; r += 7) {
+      ASSERT_TRUE(vols[t]->Read(r * piece, piece, out.data()).ok());
+      ASSERT_EQ(out, data[r]) << "volume " << t << " round " << r;
+    }
+  }
+}
+
+// The whole engine on the LevelDB block index backend.
+TEST(DedupSystemTest, LevelDbBlockIndexBackend) {
+  test::TempDir dir;
+  Options o = SmallOptions(dir.path());
+  o.block_index.backend = KvBackend::kLevelDb;
+  o.block_index_path_set_ = false;
+  ASSERT_TRUE(o.Finish().ok());
+  EXPECT_NE(o.block_index.path.find("leveldb"), std::string::npos);
+  auto data = test::RandomBytes(6 << 20, 22);
+  {
+    auto sys = OpenOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    ASSERT_TRUE(v->Write(777, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = OpenOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  std::vector<uint8_t> out(data.size());
+  ASSERT_TRUE(v->Read(777, out.size(), out.data()).ok());
+  EXPECT_EQ(out, data);
 }
 
 }  // namespace
