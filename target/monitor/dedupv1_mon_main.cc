@@ -1,0 +1,227 @@
+// dedupv1_mon: shows what a running dedupv1 monitor reports, or sends it a
+// control command.
+//
+//   dedupv1_mon [--host H] [--port P] [--token T] [--watch SECONDS [--count N]]
+//               [--json] [--timeout SECONDS] MONITOR [key=value ...]
+//
+// Exit codes: 0 done; 1 the server answered with an error (or with something
+// that is not JSON where JSON was expected); 2 usage error; 3 cannot connect
+// to the server.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "target/monitor/monitor_client.h"
+#include "target/monitor/monitor_view.h"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitServerError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitConnect = 3;
+
+const char kUsage[] =
+    "usage: dedupv1_mon [options] MONITOR [key=value ...]\n"
+    "\n"
+    "options:\n"
+    "  --host H          monitor address (default 127.0.0.1)\n"
+    "  --port P          monitor port (default 9001)\n"
+    "  --token T         control token (default: $DEDUPV1_MON_TOKEN)\n"
+    "  --json            print the server's JSON as it is\n"
+    "  --watch SECONDS   repeat every SECONDS until interrupted (read-only monitors)\n"
+    "  --count N         with --watch: stop after N rounds\n"
+    "  --timeout SECONDS give up on a request after SECONDS (default 60)\n"
+    "  -h, --help        this text\n"
+    "\n"
+    "monitors (GET):\n"
+    "  stats volumes filters index containers log gc idle config version\n"
+    "  throughput history metrics api\n"
+    "  (key=value pairs become query parameters, e.g. volumes name=vol1)\n"
+    "control (POST):\n"
+    "  flush            make everything written so far durable\n"
+    "  force-idle       let the indexes write back at full speed\n"
+    "  force-busy       back to write-back above the soft limits only\n"
+    "  gc-run           run garbage collection\n"
+    "  replay-pause     pause background log replay\n"
+    "  replay-resume    resume background log replay\n"
+    "\n"
+    "exit codes: 0 ok, 1 server error, 2 usage error, 3 cannot connect\n";
+
+struct Command {
+  std::string method = "GET";
+  std::string path;
+  std::map<std::string, std::string> params;
+};
+
+// Maps a monitor name to the request; control commands become POSTs.
+Command ToCommand(const std::string& monitor) {
+  Command c;
+  if (monitor == "flush") {
+    c.method = "POST", c.path = "/flush";
+  } else if (monitor == "force-idle") {
+    c.method = "POST", c.path = "/idle", c.params["state"] = "idle";
+  } else if (monitor == "force-busy") {
+    c.method = "POST", c.path = "/idle", c.params["state"] = "busy";
+  } else if (monitor == "gc-run") {
+    c.method = "POST", c.path = "/gc/run";
+  } else if (monitor == "replay-pause") {
+    c.method = "POST", c.path = "/log/replay/pause";
+  } else if (monitor == "replay-resume") {
+    c.method = "POST", c.path = "/log/replay/resume";
+  } else {
+    c.path = "/" + monitor;
+  }
+  return c;
+}
+
+int Usage(const std::string& error) {
+  if (!error.empty()) std::fprintf(stderr, "dedupv1_mon: %s\n", error.c_str());
+  std::fputs(kUsage, stderr);
+  return kExitUsage;
+}
+
+bool ParseNumber(const char* s, double min, double max, double* out) {
+  char* end = nullptr;
+  const double v = std::strtod(s, &end);
+  if (end == s || *end != '\0' || !(v >= min && v <= max)) return false;
+  *out = v;
+  return true;
+}
+
+bool IsJson(const dedupv1::HttpResult& r) {
+  return r.content_type.rfind("application/json", 0) == 0;
+}
+
+// One request and its output. Returns the exit code.
+int RunOnce(dedupv1::MonitorClient* client, const std::string& monitor, const Command& cmd,
+            bool raw_json) {
+  dedupv1::HttpResult r;
+  dedupv1::Status s = client->Request(cmd.method, cmd.path, cmd.params, &r);
+  if (!s.ok()) {
+    std::fprintf(stderr, "dedupv1_mon: %s\n", s.message().c_str());
+    return kExitConnect;
+  }
+  if (r.status >= 400) {
+    std::string message = r.body;
+    if (IsJson(r)) {
+      auto doc = nlohmann::ordered_json::parse(r.body, nullptr, false);
+      if (!doc.is_discarded() && doc.contains("message")) message = doc["message"].get<std::string>();
+    }
+    if (raw_json) std::fputs(r.body.c_str(), stdout);
+    std::fprintf(stderr, "dedupv1_mon: %s %s: server answered %ld: %s\n", cmd.method.c_str(),
+                 cmd.path.c_str(), r.status, message.c_str());
+    return kExitServerError;
+  }
+  if (!IsJson(r)) {  // /metrics, the page: shown as they are
+    std::fputs(r.body.c_str(), stdout);
+    return kExitOk;
+  }
+  if (raw_json) {
+    std::fputs(r.body.c_str(), stdout);
+    return kExitOk;
+  }
+  auto doc = nlohmann::ordered_json::parse(r.body, nullptr, false);
+  if (doc.is_discarded()) {
+    std::fprintf(stderr, "dedupv1_mon: %s: the server sent invalid JSON\n", cmd.path.c_str());
+    return kExitServerError;
+  }
+  std::fputs(dedupv1::RenderMonitorView(monitor, doc).c_str(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string host = "127.0.0.1";
+  double port = 9001;
+  std::string token;
+  if (const char* t = std::getenv("DEDUPV1_MON_TOKEN")) token = t;
+  bool raw_json = false;
+  double watch = 0, count = 0, timeout = 60;
+  std::string monitor;
+  std::map<std::string, std::string> params;
+
+  for (int i = 1; i < argc; i++) {
+    const std::string arg = argv[i];
+    // The option's argument, or null if it is missing.
+    auto value = [&](const char* /*option*/) -> const char* {
+      return i + 1 < argc ? argv[++i] : nullptr;
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    } else if (arg == "--json") {
+      raw_json = true;
+    } else if (arg == "--host") {
+      const char* v = value("--host");
+      if (v == nullptr || *v == '\0') return Usage("--host needs an address");
+      host = v;
+    } else if (arg == "--port") {
+      const char* v = value("--port");
+      if (v == nullptr || !ParseNumber(v, 1, 65535, &port) || port != static_cast<int>(port)) {
+        return Usage("--port needs a number 1..65535");
+      }
+    } else if (arg == "--token") {
+      const char* v = value("--token");
+      if (v == nullptr) return Usage("--token needs a value");
+      token = v;
+    } else if (arg == "--watch") {
+      const char* v = value("--watch");
+      if (v == nullptr || !ParseNumber(v, 0.1, 86400, &watch)) {
+        return Usage("--watch needs a number of seconds (0.1 .. 86400)");
+      }
+    } else if (arg == "--count") {
+      const char* v = value("--count");
+      if (v == nullptr || !ParseNumber(v, 1, 1e9, &count) || count != static_cast<long>(count)) {
+        return Usage("--count needs a positive whole number");
+      }
+    } else if (arg == "--timeout") {
+      const char* v = value("--timeout");
+      if (v == nullptr || !ParseNumber(v, 0.1, 3600, &timeout)) {
+        return Usage("--timeout needs a number of seconds");
+      }
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return Usage("unknown option " + arg);
+    } else if (monitor.empty()) {
+      monitor = arg;
+    } else {
+      const size_t eq = arg.find('=');
+      if (eq == std::string::npos || eq == 0) return Usage("expected key=value, got '" + arg + "'");
+      params[arg.substr(0, eq)] = arg.substr(eq + 1);
+    }
+  }
+  if (monitor.empty()) return Usage("no monitor given");
+  if (monitor[0] == '/') monitor.erase(0, 1);  // "/stats" works as "stats"
+  if (monitor.empty() || monitor.find('/') != std::string::npos) {
+    return Usage("not a monitor name: " + monitor + " (see --help)");
+  }
+  Command cmd = ToCommand(monitor);
+  for (const auto& [k, v] : params) cmd.params[k] = v;
+  if (watch > 0 && cmd.method != "GET") return Usage("--watch only repeats read-only monitors");
+  if (count > 0 && watch <= 0) return Usage("--count goes with --watch");
+
+  dedupv1::MonitorClient client(host, static_cast<uint16_t>(port), token,
+                                static_cast<long>(timeout * 1000));
+  if (watch <= 0) return RunOnce(&client, monitor, cmd, raw_json);
+
+  const bool tty = isatty(STDOUT_FILENO) != 0;
+  for (long round = 1;; round++) {
+    if (tty) std::fputs("\033[H\033[2J", stdout);  // redraw in place
+    const int rc = RunOnce(&client, monitor, cmd, raw_json);
+    std::fflush(stdout);
+    if (rc != kExitOk) return rc;
+    if (count > 0 && round >= static_cast<long>(count)) return kExitOk;
+    if (!tty) std::fputs("\n", stdout);
+    std::this_thread::sleep_for(std::chrono::duration<double>(watch));
+  }
+}

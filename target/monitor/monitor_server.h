@@ -1,0 +1,87 @@
+// MonitorServer is the HTTP server embedded in a dedupv1 process (libmicrohttpd):
+// the live status page, the JSON and Prometheus endpoints, and the control
+// endpoints of dedupv1_mon (see docs/monitoring.md and MonitorHandler for
+// the endpoint list). It also runs the throughput sampler behind the chart.
+//
+// Security: it listens on 127.0.0.1 by default. Start refuses a non-loopback
+// address without a token (as Options::Finish does); with a token, every
+// control (POST) endpoint needs "Authorization: Bearer <token>".
+//
+// Threads: libmicrohttpd's listener plus one thread per open connection (at
+// most max_connections), and the sampler thread. Requests only read the
+// engine's counters (atomics and short stats() copies), so they never stall
+// the I/O path; a flush request blocks only its own connection.
+//
+// Lifetime: the DedupSystem must outlive the server; call Stop() (or destroy
+// the server) before closing the system.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/dedup_system.h"
+#include "core/options.h"
+#include "core/status.h"
+#include "target/monitor/monitor_handler.h"
+#include "target/monitor/status_collector.h"
+#include "target/monitor/throughput_history.h"
+#include "target/monitor/throughput_sampler.h"
+
+struct MHD_Daemon;
+
+namespace dedupv1 {
+
+struct MonitorOptions {
+  std::string host = "127.0.0.1";  // numeric address or a name resolving to one
+  uint16_t port = 9001;            // 0: any free port (see MonitorServer::port())
+  std::string token;               // required by control endpoints when not empty
+  std::chrono::milliseconds sample_interval{1000};  // throughput sampler period
+  unsigned max_connections = 64;
+  // When the system was started, for the uptime; the default (epoch) means
+  // "when the server starts".
+  std::chrono::steady_clock::time_point system_start{};
+
+  // host, port and token of |options| (monitor.host/.port/.token). Whether
+  // to start at all (monitor.enabled) is the caller's decision.
+  static MonitorOptions FromOptions(const Options& options);
+};
+
+class MonitorServer {
+ public:
+  // Starts listening and serving |system|. InvalidArgument for a host that
+  // does not resolve or a non-loopback host without token; IOError naming
+  // host:port when the address cannot be bound (e.g. in use).
+  static Status Start(DedupSystem* system, const MonitorOptions& options,
+                      std::unique_ptr<MonitorServer>* out);
+  ~MonitorServer();  // Stop()
+  MonitorServer(const MonitorServer&) = delete;
+  MonitorServer& operator=(const MonitorServer&) = delete;
+
+  // The port actually bound (the chosen one when options.port was 0).
+  uint16_t port() const { return port_; }
+  const std::string& host() const { return options_.host; }
+  // "http://HOST:PORT/" (IPv6 hosts in brackets).
+  std::string url() const;
+
+  // Stops serving (waits for requests in progress) and the sampler. Idempotent.
+  void Stop();
+
+  StatusCollector& collector() { return collector_; }
+  const ThroughputHistory& history() const { return history_; }
+  MonitorHandler& handler() { return handler_; }
+
+ private:
+  MonitorServer(DedupSystem* system, const MonitorOptions& options);
+
+  const MonitorOptions options_;
+  ThroughputHistory history_;
+  ThroughputSampler sampler_;
+  StatusCollector collector_;
+  MonitorHandler handler_;
+  MHD_Daemon* daemon_ = nullptr;
+  uint16_t port_ = 0;
+};
+
+}  // namespace dedupv1

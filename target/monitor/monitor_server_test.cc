@@ -1,0 +1,329 @@
+// Endpoint tests over real HTTP against a running DedupSystem.
+#include "target/monitor/monitor_server.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "target/monitor/monitor_test_util.h"
+
+namespace dedupv1 {
+namespace {
+
+using test::FetchJson;
+using test::MonitorHarness;
+
+// Writes |mib| MiB of the 4-way duplicate pattern to vol1 and syncs.
+void WriteAndSync(MonitorHarness* h, uint64_t mib) {
+  Volume* v = h->volume("vol1");
+  ASSERT_NE(v, nullptr);
+  for (uint64_t i = 0; i < mib; i++) {
+    ASSERT_TRUE(v->Write(i << 20, 1 << 20, test::PatternBlock(i).data(), false).ok());
+  }
+  ASSERT_TRUE(h->system()->Sync().ok());
+}
+
+TEST(MonitorServerTest, ServesStatsOfTheRunningSystem) {
+  MonitorHarness h;
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_NE(h.port(), 0);
+  EXPECT_EQ(h.server()->url(), "http://127.0.0.1:" + std::to_string(h.port()) + "/");
+  WriteAndSync(&h, 16);
+
+  MonitorClient client("127.0.0.1", h.port());
+  long code = 0;
+  Json s = FetchJson(&client, "GET", "/stats", &code);
+  ASSERT_EQ(code, 200) << s.dump();
+  EXPECT_EQ(s["version"], MonitorVersionString());
+  EXPECT_GE(s["uptime_seconds"].get<double>(), 0.0);
+  EXPECT_EQ(s["io"]["written_bytes"].get<uint64_t>(), 16u << 20);
+  EXPECT_EQ(s["io"]["write_ops"].get<uint64_t>(), 16u);
+  const Json& d = s["dedup"];
+  EXPECT_EQ(d["logical_bytes"].get<uint64_t>(), 16u << 20);
+  EXPECT_EQ(d["stored_bytes"].get<uint64_t>(), h.system()->chunk_store()->stats().bytes_stored);
+  EXPECT_NEAR(d["ratio"].get<double>(), h.system()->DedupRatio(), 1e-9);
+  EXPECT_GT(d["ratio"].get<double>(), 2.0);  // four distinct MiB written four times over
+  EXPECT_EQ(d["saved_bytes"].get<uint64_t>(),
+            d["logical_bytes"].get<uint64_t>() - d["stored_bytes"].get<uint64_t>());
+  EXPECT_EQ(d["chunks"].get<uint64_t>(), d["chunks_new"].get<uint64_t>() +
+                                             d["chunks_known"].get<uint64_t>() +
+                                             d["chunks_zero"].get<uint64_t>());
+
+  ASSERT_EQ(s["volumes"].size(), 2u);
+  EXPECT_EQ(s["volumes"][0]["name"], "vol1");
+  EXPECT_EQ(s["volumes"][0]["size_bytes"].get<uint64_t>(), 64u << 20);
+  EXPECT_EQ(s["volumes"][0]["dirty_bytes"].get<uint64_t>(), 0u);  // synced
+
+  const FilterChain& chain = h.system()->filter_chain();
+  ASSERT_EQ(s["filters"].size(), chain.size());
+  uint64_t decided = 0;
+  for (size_t i = 0; i < chain.size(); i++) {
+    EXPECT_EQ(s["filters"][i]["name"], chain.filter(i).name());
+    decided += s["filters"][i]["existing"].get<uint64_t>() +
+               s["filters"][i]["strong_maybe"].get<uint64_t>() +
+               s["filters"][i]["not_existing"].get<uint64_t>();
+  }
+  EXPECT_GT(decided, 0u);
+
+  EXPECT_EQ(s["chunk_index"]["persistent_entries"].get<uint64_t>() +
+                s["chunk_index"]["aux_entries"].get<uint64_t>(),
+            h.system()->chunk_index()->stats().persistent_entries +
+                h.system()->chunk_index()->stats().aux_entries);
+  EXPECT_GT(s["chunk_index"]["capacity_entries"].get<uint64_t>(), 0u);
+  EXPECT_GT(s["block_index"]["persistent_mappings"].get<uint64_t>() +
+                s["block_index"]["aux_mappings"].get<uint64_t>(),
+            0u);
+  EXPECT_GE(s["containers"]["committed"].get<uint64_t>(), 1u);
+  EXPECT_EQ(s["containers"]["merge"]["available"], false);
+
+  // The operations log: every mapping change of the writes above is an event.
+  EXPECT_GT(s["log"]["appended_events"].get<uint64_t>(), 0u);
+  EXPECT_LE(s["log"]["appended_events"].get<uint64_t>(), h.system()->log()->stats().appended_events);
+  EXPECT_GE(s["log"]["fill"].get<double>(), 0.0);
+  EXPECT_LT(s["log"]["fill"].get<double>(), 1.0);
+  EXPECT_EQ(s["log"]["last_start"], "clean");
+
+  // Parts not built yet say so instead of showing numbers.
+  for (const char* part : {"gc", "idle"}) {
+    EXPECT_EQ(s[part]["available"], false) << part;
+    EXPECT_NE(s[part]["message"].get<std::string>().find("not available in this version"),
+              std::string::npos)
+        << part;
+  }
+}
+
+TEST(MonitorServerTest, EveryJsonEndpointAnswers) {
+  MonitorHarness h;
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  MonitorClient client("127.0.0.1", h.port());
+  const std::vector<std::pair<std::string, std::string>> endpoints = {
+      {"/stats", "dedup"},           {"/volumes", "volumes"},   {"/filters", "filters"},
+      {"/index", "chunk_index"},     {"/containers", "committed"}, {"/log", "fill"},
+      {"/gc", "available"},          {"/idle", "forced"},       {"/config", "entries"},
+      {"/version", "version"},       {"/throughput", "available"}, {"/history", "fine"},
+      {"/api", "endpoints"}};
+  for (const auto& [path, key] : endpoints) {
+    HttpResult r;
+    ASSERT_TRUE(client.Get(path, &r).ok()) << path;
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    EXPECT_EQ(r.content_type, "application/json") << path;
+    Json doc = Json::parse(r.body, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << path;
+    EXPECT_TRUE(doc.contains(key)) << path << " lacks " << key << ": " << r.body;
+  }
+  Json config = FetchJson(&client, "GET", "/config");
+  bool found_volume = false;
+  for (const auto& e : config["entries"]) {
+    if (e["key"] == "volume" && e["value"].get<std::string>().rfind("vol2 ", 0) == 0) found_volume = true;
+    if (e["key"] == "monitor.token") {
+      EXPECT_EQ(e["value"], "");  // never the token itself
+    }
+  }
+  EXPECT_TRUE(found_volume) << config.dump();
+}
+
+TEST(MonitorServerTest, StatusPageIsSelfContained) {
+  MonitorHarness h;
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  MonitorClient client("127.0.0.1", h.port());
+  HttpResult r;
+  ASSERT_TRUE(client.Get("/", &r).ok());
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, "text/html; charset=utf-8");
+  EXPECT_NE(r.body.find("id=\"dedup-ratio\""), std::string::npos);
+  EXPECT_NE(r.body.find("fetch(\"stats\""), std::string::npos);
+  // Nothing is loaded from another host: no absolute or protocol-relative URLs.
+  std::smatch m;
+  EXPECT_FALSE(std::regex_search(r.body, m, std::regex(R"((src|href)\s*=\s*["']?(https?:)?//)")))
+      << m.str();
+  EXPECT_EQ(r.body.find("http://"), std::string::npos);
+  EXPECT_EQ(r.body.find("https://"), std::string::npos);
+  HttpResult head;
+  ASSERT_TRUE(client.Request("HEAD", "/", {}, &head).ok());
+  EXPECT_EQ(head.status, 200);
+  EXPECT_TRUE(head.body.empty());
+}
+
+TEST(MonitorServerTest, ErrorsAreJsonWithTheRightStatus) {
+  MonitorHarness h;
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  MonitorClient client("127.0.0.1", h.port());
+  struct Case {
+    std::string method, path;
+    std::map<std::string, std::string> params;
+    long status;
+    std::string message_part;
+  };
+  const std::vector<Case> cases = {
+      {"GET", "/nope", {}, 404, "no endpoint /nope"},
+      {"GET", "/stats/extra", {}, 404, "no endpoint"},
+      {"POST", "/stats", {}, 405, "POST is not allowed on /stats"},
+      {"DELETE", "/volumes", {}, 405, "not allowed"},
+      {"GET", "/flush", {}, 405, "use POST"},
+      {"GET", "/stats", {{"verbose", "1"}}, 400, "unknown parameter 'verbose'"},
+      {"POST", "/flush", {{"now", "1"}}, 400, "unknown parameter 'now'"},
+      {"POST", "/idle", {}, 400, "state=idle or state=busy"},
+      {"POST", "/idle", {{"state", "sleepy"}}, 400, "state=idle or state=busy"},
+      {"GET", "/volumes", {{"name", "nope"}}, 404, "volumes: vol1, vol2"},
+      {"POST", "/gc/run", {}, 501, "garbage collection is not available in this version"},
+      {"POST", "/log/replay/pause", {}, 501, "not available in this version"},
+      {"POST", "/log/replay/resume", {}, 501, "not available in this version"},
+  };
+  for (const Case& c : cases) {
+    HttpResult r;
+    ASSERT_TRUE(client.Request(c.method, c.path, c.params, &r).ok());
+    EXPECT_EQ(r.status, c.status) << c.method << " " << c.path << ": " << r.body;
+    EXPECT_EQ(r.content_type, "application/json") << c.path;
+    Json doc = Json::parse(r.body, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << r.body;
+    EXPECT_EQ(doc["status"].get<long>(), c.status);
+    EXPECT_NE(doc["message"].get<std::string>().find(c.message_part), std::string::npos)
+        << c.method << " " << c.path << ": " << r.body;
+    if (c.status == 405) {
+      EXPECT_FALSE(r.allow.empty()) << c.path;
+    }
+  }
+}
+
+TEST(MonitorServerTest, FlushMakesBufferedWritesDurable) {
+  MonitorHarness h;
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  Volume* v = h.volume("vol2");
+  ASSERT_NE(v, nullptr);
+  auto data = test::RandomBytes(3 << 20, 42);
+  ASSERT_TRUE(v->Write(4096, data.size(), data.data(), false).ok());
+  MonitorClient client("127.0.0.1", h.port());
+  long code = 0;
+  Json r = FetchJson(&client, "POST", "/flush", &code);
+  ASSERT_EQ(code, 200) << r.dump();
+  EXPECT_EQ(r["ok"], true);
+  EXPECT_EQ(v->buffer().dirty_bytes(), 0u);
+  EXPECT_EQ(h.system()->block_index()->stats().aux_waiting_for_commit, 0u);
+  Json vol = FetchJson(&client, "GET", "/volumes", &code, {{"name", "vol2"}});
+  ASSERT_EQ(code, 200);
+  EXPECT_EQ(vol["name"], "vol2");
+  EXPECT_EQ(vol["dirty_bytes"].get<uint64_t>(), 0u);
+  std::vector<uint8_t> out(data.size());
+  ASSERT_TRUE(v->Read(4096, out.size(), out.data()).ok());
+  EXPECT_EQ(out, data);
+}
+
+TEST(MonitorServerTest, ForceIdleAndBusy) {
+  MonitorHarness h;
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  MonitorClient client("127.0.0.1", h.port());
+  EXPECT_EQ(FetchJson(&client, "GET", "/idle")["forced"], "none");
+  long code = 0;
+  Json r = FetchJson(&client, "POST", "/idle", &code, {{"state", "idle"}});
+  ASSERT_EQ(code, 200) << r.dump();
+  EXPECT_EQ(FetchJson(&client, "GET", "/idle")["forced"], "idle");
+  EXPECT_EQ(h.server()->collector().forced_idle(), StatusCollector::ForcedIdle::kIdle);
+  WriteAndSync(&h, 2);  // the system keeps working while forced idle
+  r = FetchJson(&client, "POST", "/idle", &code, {{"state", "busy"}});
+  ASSERT_EQ(code, 200) << r.dump();
+  EXPECT_EQ(FetchJson(&client, "GET", "/stats")["idle"]["forced"], "busy");
+}
+
+TEST(MonitorServerTest, ControlNeedsTheTokenWhenOneIsConfigured) {
+  MonitorHarness h("s3cret");
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  MonitorClient anonymous("127.0.0.1", h.port());
+  MonitorClient wrong("127.0.0.1", h.port(), "s3cre");
+  MonitorClient right("127.0.0.1", h.port(), "s3cret");
+  long code = 0;
+  Json r = FetchJson(&anonymous, "POST", "/flush", &code);
+  EXPECT_EQ(code, 403);
+  EXPECT_NE(r["message"].get<std::string>().find("Authorization: Bearer"), std::string::npos);
+  FetchJson(&wrong, "POST", "/flush", &code);
+  EXPECT_EQ(code, 403);
+  FetchJson(&wrong, "POST", "/idle", &code, {{"state", "idle"}});
+  EXPECT_EQ(code, 403);
+  FetchJson(&anonymous, "POST", "/gc/run", &code);
+  EXPECT_EQ(code, 403);
+  EXPECT_EQ(h.server()->collector().forced_idle(), StatusCollector::ForcedIdle::kNone);
+  FetchJson(&right, "POST", "/flush", &code);
+  EXPECT_EQ(code, 200);
+  FetchJson(&right, "POST", "/idle", &code, {{"state", "idle"}});
+  EXPECT_EQ(code, 200);
+  // Reading needs no token.
+  FetchJson(&anonymous, "GET", "/stats", &code);
+  EXPECT_EQ(code, 200);
+  EXPECT_EQ(FetchJson(&anonymous, "GET", "/api")["token_required"], true);
+}
+
+TEST(MonitorServerTest, ThroughputIsSampledWhileWriting) {
+  MonitorHarness h("", std::chrono::milliseconds(100));
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  MonitorClient client("127.0.0.1", h.port());
+  test::PatternWriter writer(h.volume("vol1"), 32 << 20, 256 << 10, 2, /*once=*/false);
+  double peak = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (peak == 0 && std::chrono::steady_clock::now() < deadline) {
+    Json t = FetchJson(&client, "GET", "/throughput");
+    if (t["available"] == true) peak = t["write_bytes_per_second"].get<double>();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  writer.Stop();
+  ASSERT_TRUE(writer.status().ok()) << writer.status().ToString();
+  EXPECT_GT(peak, 0.0);
+  Json hist = FetchJson(&client, "GET", "/history");
+  ASSERT_EQ(hist["available"], true);
+  const Json& fine = hist["fine"];
+  ASSERT_GE(fine["time_ms"].size(), 1u);
+  ASSERT_EQ(fine["time_ms"].size(), fine["write_bytes_per_second"].size());
+  // All the bytes the samples account for were really written.
+  double sampled = 0;
+  auto samples = h.server()->history().Fine();
+  for (const auto& s : samples) sampled += s.write_bytes_per_second * s.interval_seconds;
+  EXPECT_GT(sampled, 0);
+  EXPECT_LE(sampled, static_cast<double>(writer.bytes_written()) * 1.0001 + 1);
+}
+
+TEST(MonitorServerTest, StartRefusesUnsafeOrBadAddresses) {
+  test::TempDir dir;
+  std::unique_ptr<DedupSystem> sys;
+  ASSERT_TRUE(DedupSystem::Open(test::SmallMonitorOptions(dir.path()), Env::Default(), &sys).ok());
+  std::unique_ptr<MonitorServer> server;
+  MonitorOptions o;
+  o.port = 0;
+  o.host = "0.0.0.0";  // beyond loopback without a token
+  Status s = MonitorServer::Start(sys.get(), o, &server);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("monitor.token"), std::string::npos);
+  o.host = "no-such-host.invalid";
+  s = MonitorServer::Start(sys.get(), o, &server);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+
+  o.host = "127.0.0.1";
+  ASSERT_TRUE(MonitorServer::Start(sys.get(), o, &server).ok());
+  std::unique_ptr<MonitorServer> second;
+  o.port = server->port();  // taken
+  s = MonitorServer::Start(sys.get(), o, &second);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("127.0.0.1:" + std::to_string(o.port)), std::string::npos)
+      << s.ToString();
+
+  // Stopped: nothing answers any more.
+  const uint16_t port = server->port();
+  server->Stop();
+  server->Stop();  // idempotent
+  MonitorClient client("127.0.0.1", port, "", 2000);
+  HttpResult r;
+  EXPECT_FALSE(client.Get("/stats", &r).ok());
+  server.reset();
+  ASSERT_TRUE(sys->Close().ok());
+}
+
+TEST(MonitorServerTest, OptionsComeFromTheConfig) {
+  Options o;
+  o.monitor_host = "::1";
+  o.monitor_port = 9123;
+  o.monitor_token = "t";
+  MonitorOptions m = MonitorOptions::FromOptions(o);
+  EXPECT_EQ(m.host, "::1");
+  EXPECT_EQ(m.port, 9123);
+  EXPECT_EQ(m.token, "t");
+}
+
+}  // namespace
+}  // namespace dedupv1

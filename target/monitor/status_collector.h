@@ -1,0 +1,77 @@
+// StatusCollector turns the state of a running DedupSystem into the JSON
+// documents the monitor serves (/stats, /volumes, /index, ...). It only reads:
+// the engine's counters are atomics, and the few stats() calls that take an
+// engine lock hold it for a copy of some integers, never across a request or
+// any I/O, so collecting never stalls the I/O path.
+//
+// Parts of the system that do not exist yet (garbage collection, the
+// operations log, idle detection) are reported as
+// {"available": false, "message": "... not available in this version"} and
+// never with made-up numbers.
+//
+// Field names carry their unit (_bytes, _seconds, _ms, _per_second); counts
+// have none. Thread-safe: any number of requests may collect at once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dedup_system.h"
+#include "target/monitor/throughput_history.h"
+
+namespace dedupv1 {
+
+// JSON with keys kept in insertion order, so documents read top-down.
+using Json = nlohmann::ordered_json;
+
+// The dedupv1 version the monitor reports (the CMake project version).
+const char* MonitorVersionString();
+
+class StatusCollector {
+ public:
+  // What the monitor last forced the indexes into (there is no idle
+  // detection yet, so "none" means neither was ever forced).
+  enum class ForcedIdle { kNone = 0, kIdle = 1, kBusy = 2 };
+
+  // |history| may be null (no throughput figures then). |start| is when the
+  // system was started, for the uptime.
+  StatusCollector(DedupSystem* system, const ThroughputHistory* history,
+                  std::chrono::steady_clock::time_point start);
+
+  // Everything the status page shows, in one document.
+  Json Stats() const;
+  Json Volumes() const;     // {"volumes": [...]}
+  Json Filters() const;     // {"chain": "...", "filters": [...]}
+  Json Index() const;       // {"chunk_index": {...}, "block_index": {...}}
+  Json Containers() const;
+  Json Log() const;
+  Json Gc() const;
+  Json Idle() const;
+  Json Config() const;      // {"entries": [{"key", "value"}, ...]}
+  Json Version() const;
+  Json Throughput() const;  // the newest sample
+  Json History() const;     // the fine and coarse sample rings, column-wise
+
+  void set_forced_idle(ForcedIdle state) { forced_idle_.store(static_cast<int>(state)); }
+  ForcedIdle forced_idle() const { return static_cast<ForcedIdle>(forced_idle_.load()); }
+
+  double UptimeSeconds() const;
+
+ private:
+  Json Dedup() const;
+  Json Io() const;
+  Json ChunkIndexJson() const;
+  Json BlockIndexJson() const;
+  Json WriteBuffer() const;
+
+  DedupSystem* const system_;
+  const ThroughputHistory* const history_;
+  const std::chrono::steady_clock::time_point start_;
+  std::atomic<int> forced_idle_{0};
+};
+
+}  // namespace dedupv1

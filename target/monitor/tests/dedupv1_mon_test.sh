@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# dedupv1_mon against a live monitor (monitor_test_server): readable views,
+# raw JSON, control with and without the token, --watch, and the exit codes
+# (0 ok, 1 server error, 2 usage, 3 cannot connect).
+#
+#   dedupv1_mon_test.sh DEDUPV1_MON MONITOR_TEST_SERVER
+set -u
+MON=${1:?usage: $0 DEDUPV1_MON MONITOR_TEST_SERVER}
+SERVER=${2:?usage: $0 DEDUPV1_MON MONITOR_TEST_SERVER}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dedupv1-mon-test.XXXXXX")
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ]; then
+    kill -TERM "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok: $1"; }
+not_ok() { failed=$((failed + 1)); echo "FAILED: $1"; }
+
+# expect CODE DESCRIPTION PATTERN -- COMMAND...: runs COMMAND, checks its exit
+# code and that stdout+stderr match the extended regex PATTERN ("" = any).
+expect() {
+  local code=$1 what=$2 pattern=$3
+  shift 4
+  "$@" >"$tmp/out" 2>&1
+  local rc=$?
+  if [ "$rc" -ne "$code" ]; then
+    not_ok "$what: exit $rc, expected $code"
+    sed 's/^/    /' "$tmp/out" | head -20
+  elif [ -n "$pattern" ] && ! grep -Eq -- "$pattern" "$tmp/out"; then
+    not_ok "$what: output does not match /$pattern/"
+    sed 's/^/    /' "$tmp/out" | head -20
+  else
+    ok "$what"
+  fi
+}
+
+"$SERVER" --data-dir "$tmp/data" --port-file "$tmp/port" --token s3cret --write-mib 8 \
+  >"$tmp/server.out" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 600); do
+  [ -s "$tmp/port" ] && break
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [ ! -s "$tmp/port" ]; then
+  echo "monitor_test_server did not start:"; cat "$tmp/server.out"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+port=$(cat "$tmp/port")
+m() { "$MON" --port "$port" "$@"; }
+
+expect 0 "stats view" "ratio +[0-9]+\.[0-9]{2}" -- m stats
+expect 0 "stats shows human sizes" "logical +8\.00 MiB" -- m stats
+expect 0 "volumes table" "vol1 +1 +64\.0 MiB" -- m volumes
+expect 0 "one volume" "name +vol2" -- m volumes name=vol2
+expect 0 "raw JSON" '^\{' -- m --json stats
+expect 0 "leading slash" "dedupv1" -- m /version
+expect 0 "metrics as text" "^dedupv1_written_bytes_total 8388608$" -- m metrics
+expect 0 "config table" "volume +vol1 67108864" -- m config
+expect 0 "parts not built yet" "not available in this version" -- m gc
+expect 0 "history" "\[1 s samples\]" -- m history
+expect 0 "watch with count" "" -- m --watch 0.2 --count 3 version
+if [ "$(grep -c '^version ' "$tmp/out")" -eq 3 ]; then ok "watch printed 3 rounds"; else not_ok "watch printed $(grep -c '^version ' "$tmp/out") rounds"; fi
+
+expect 1 "unknown monitor" "no endpoint /nosuch" -- m nosuch
+expect 1 "unknown volume" "no volume 'nope'" -- m volumes name=nope
+expect 1 "unknown parameter" "unknown parameter 'x'" -- m stats x=1
+expect 1 "control without token" "answered 403" -- m flush
+expect 1 "control with wrong token" "answered 403" -- m --token wrong flush
+expect 0 "flush with token" "flushed" -- m --token s3cret flush
+expect 0 "token from the environment" "forced +idle" -- env DEDUPV1_MON_TOKEN=s3cret "$MON" --port "$port" force-idle
+expect 0 "idle state" "forced: idle" -- m idle
+expect 0 "force busy" "forced +busy" -- m --token s3cret force-busy
+expect 1 "gc not built yet" "answered 501: garbage collection is not available in this version" -- m --token s3cret gc-run
+expect 1 "replay not built yet" "answered 501" -- m --token s3cret replay-pause
+expect 1 "raw JSON error" '"status": 404' -- m --json nosuch
+
+expect 2 "no monitor" "no monitor given" -- "$MON"
+expect 2 "bad port" "--port needs" -- "$MON" --port abc stats
+expect 2 "unknown option" "unknown option --bogus" -- "$MON" --bogus stats
+expect 2 "watch of a control command" "--watch only" -- m --watch 1 flush
+expect 2 "bad key=value" "expected key=value" -- m volumes vol1
+expect 0 "help" "exit codes" -- "$MON" --help
+
+kill -TERM "$server_pid"
+wait "$server_pid"
+rc=$?
+server_pid=""
+if [ "$rc" -eq 0 ]; then ok "server stopped cleanly"; else not_ok "server exit $rc"; cat "$tmp/server.out"; fi
+expect 3 "cannot connect" "cannot talk to the monitor" -- m --timeout 5 stats
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
