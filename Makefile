@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test clean
+.PHONY: all deps build test clean demo demo-stop demo-status bench
 
 all: build
 
@@ -18,5 +18,22 @@ build: deps $(BUILD)/build.ninja
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1800
 
+# The main job: target on 127.0.0.1:3260 with data in var/demo, two backup
+# generations written through iSCSI, what was stored; the target keeps running.
+# DEMO_SIZE=4G etc.: see scripts/demo.
+demo:
+	@BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/demo run
+
+demo-stop:
+	@BUILD=$(BUILD) bash scripts/demo stop
+
+demo-status:
+	@BUILD=$(BUILD) bash scripts/demo status || true
+
 clean:
 	rm -rf $(BUILD)
+
+# Benchmarks (bench/run-bench; sizes via BENCH_SIZE etc.): results in
+# bench/results/, charts in docs/benchmarks/. Root for the iSCSI stage.
+bench:
+	@BUILD=$(BUILD) JOBS=$(JOBS) bash bench/run-bench

@@ -5,6 +5,7 @@
 #include <exception>
 #include <memory>
 
+#include "core/c_api_internal.h"
 #include "core/dedup_system.h"
 #include "core/dedupv1_c.h"
 
@@ -50,6 +51,10 @@ int Guard(char* err, size_t errlen, F f) {
 }
 
 }  // namespace
+
+namespace dedupv1 {
+DedupSystem* SystemOf(dedupv1_system* sys) { return sys->system.get(); }
+}  // namespace dedupv1
 
 extern "C" {
 

@@ -1,8 +1,13 @@
 // The process-wide engine handle of the tgt module (see engine_handle.h).
 #include "target/engine_handle.h"
 
+#include "core/c_api_internal.h"
+#include "target/monitor/monitor_server.h"
+
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <map>
 #include <mutex>
 #include <string>
@@ -18,7 +23,30 @@ struct SharedEngine {
   std::string config_path;  // canonical form, to compare the paths of later LUNs
   std::string data_dir;     // canonical override, empty when the config's data dir is used
   std::map<dedupv1_volume*, std::string> volumes;  // open volume -> its name
+  std::unique_ptr<MonitorServer> monitor;          // the status server, while the system is open
 };
+
+// Starts the monitor next to a freshly opened system. A monitor that cannot
+// start (e.g. its port is taken) is reported in tgtd's log, never a reason
+// to refuse the LUN: the data path does not depend on it.
+void StartMonitor(SharedEngine& shared) {
+  DedupSystem* system = SystemOf(shared.sys);
+  if (!system->options().monitor_enabled) return;
+  MonitorOptions options = MonitorOptions::FromOptions(system->options());
+  options.system_start = std::chrono::steady_clock::now();
+  Status s = MonitorServer::Start(system, options, &shared.monitor);
+  if (!s.ok()) {
+    std::fprintf(stderr, "dedupv1: monitor not started: %s\n", s.ToString().c_str());
+    shared.monitor.reset();
+  } else {
+    std::fprintf(stderr, "dedupv1: monitor on %s\n", shared.monitor->url().c_str());
+  }
+}
+
+void StopMonitor(SharedEngine& shared) {
+  if (shared.monitor) shared.monitor->Stop();
+  shared.monitor.reset();
+}
 
 SharedEngine& Shared() {
   // Never destroyed: tgtd may still close LUNs from its exit path after static
@@ -63,6 +91,7 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
       shared.config_path = config;
       shared.data_dir = dir;
       opened_here = true;
+      dedupv1::StartMonitor(shared);
     } else if (config != shared.config_path || dir != shared.data_dir) {
       SetError(err, errlen,
                "this tgtd already serves dedupv1 from config '" + shared.config_path + "'" +
@@ -83,6 +112,7 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
       if (opened_here) {
         // Leave no half-opened engine behind a failed LUN creation.
         char close_err[256];
+        dedupv1::StopMonitor(shared);
         dedupv1_close(shared.sys, close_err, sizeof(close_err));
         shared.sys = nullptr;
         shared.config_path.clear();
@@ -105,6 +135,7 @@ extern "C" int dedupv1_tgt_release(dedupv1_volume* vol, char* err, size_t errlen
     shared.volumes.erase(vol);
     dedupv1_volume_close(vol);
     if (!shared.volumes.empty() || shared.sys == nullptr) return DEDUPV1_OK;
+    dedupv1::StopMonitor(shared);
     int rc = dedupv1_close(shared.sys, err, errlen);
     shared.sys = nullptr;
     shared.config_path.clear();

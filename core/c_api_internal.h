@@ -1,0 +1,13 @@
+// C++-only access from a C API handle to the engine behind it, for the tgt
+// module's glue that starts the monitor next to the system it opened.
+#pragma once
+
+#include "core/dedup_system.h"
+#include "core/dedupv1_c.h"
+
+namespace dedupv1 {
+
+// The system behind |sys| (never null for a handle from dedupv1_open).
+DedupSystem* SystemOf(dedupv1_system* sys);
+
+}  // namespace dedupv1

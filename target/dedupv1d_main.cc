@@ -1,0 +1,1095 @@
+// dedupv1d: starts, stops and reports a dedupv1 iSCSI target, that is a tgtd
+// of its own serving every volume of a dedupv1 config as one LUN of one
+// target (docs/target.md is the users' guide).
+//
+//   dedupv1d start|stop|status --config FILE [--data-dir DIR] [--portal ADDR:PORT]
+//            [--control-port N] [--volume NAME]... [--module PATH] [--timeout SECONDS]
+//
+// Invariants:
+//  - The config is validated (Options::FromConfig, which knows the target.*
+//    keys) before tgtd is touched: a refused config starts nothing.
+//  - `start` either leaves a fully configured tgtd (target, LUNs, ACLs, CHAP)
+//    and DATA-DIR/dedupv1d.state naming it, or no tgtd and no state file.
+//  - tgtd is stopped the way it allows (offline, targets deleted, which closes
+//    the LUNs and so flushes and closes the engine, then the system deleted);
+//    SIGKILL only after a bounded wait, and said so.
+//  - Every wait is bounded; commands on one data dir are serialized by
+//    DATA-DIR/dedupv1d.lock.
+//
+// The module is LD_PRELOADed into tgtd rather than installed into
+// /usr/lib/tgt/backing-store: nothing outside the data dir is written, a
+// system tgtd is not affected, and tgtd always runs the module of the same
+// build as this dedupv1d (an installed module is used only when none is found
+// next to the binary).
+//
+// Exit codes: 0 success (status: running), 1 failure, 2 usage or config
+// refused, 3 not running (status).
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/config.h"
+#include "core/env.h"
+#include "core/options.h"
+#include "core/status.h"
+
+#ifndef DEDUPV1_TGT_BACKING_STORE_DIR
+#define DEDUPV1_TGT_BACKING_STORE_DIR "/usr/lib/tgt/backing-store"
+#endif
+
+namespace dedupv1 {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitNotRunning = 3;
+
+constexpr char kStateFile[] = "dedupv1d.state";
+constexpr char kLockFile[] = "dedupv1d.lock";
+constexpr char kLogFile[] = "tgtd.log";
+constexpr int kTid = 1;
+constexpr int kTgtdStartSeconds = 30;  // until tgtadm answers
+constexpr int kTgtdExitSeconds = 30;   // after "delete system", before SIGKILL
+
+void Say(const std::string& msg) { std::fprintf(stdout, "%s\n", msg.c_str()); std::fflush(stdout); }
+void Complain(const std::string& msg) { std::fprintf(stderr, "dedupv1d: %s\n", msg.c_str()); }
+
+const char kUsage[] =
+    "usage: dedupv1d start|stop|status --config FILE [options]\n"
+    "  --data-dir DIR       overrides the config's data-dir (state file, tgtd.log and data live there)\n"
+    "  --portal ADDR:PORT   overrides target.portal (e.g. 127.0.0.1:3260, [::1]:3260)\n"
+    "  --control-port N     overrides target.control-port (tgtd -C N)\n"
+    "  --volume NAME        start: serve only this volume (repeatable; default: all, LUN = position in config)\n"
+    "  --module PATH        start: bs_dedupv1.so to LD_PRELOAD into tgtd\n"
+    "  --timeout SECONDS    bound of each tgtadm call (default 300; creating/deleting LUNs opens/closes the engine)\n"
+    "exit codes: 0 ok / running, 1 failed, 2 usage or config refused, 3 not running\n";
+
+struct Args {
+  std::string command;
+  std::string config;
+  std::string data_dir;
+  std::string portal;
+  std::string control_port;
+  std::vector<std::string> volumes;
+  std::string module;
+  int timeout_s = 300;
+};
+
+bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
+  if (argc < 2) {
+    *err = "no command";
+    return false;
+  }
+  a->command = argv[1];
+  if (a->command != "start" && a->command != "stop" && a->command != "status") {
+    *err = "unknown command '" + a->command + "'";
+    return false;
+  }
+  for (int i = 2; i < argc; i++) {
+    std::string opt = argv[i];
+    std::string value;
+    const size_t eq = opt.find('=');
+    if (opt.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = opt.substr(eq + 1);
+      opt = opt.substr(0, eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      *err = "option " + opt + " needs a value";
+      return false;
+    }
+    if (opt == "--config") a->config = value;
+    else if (opt == "--data-dir") a->data_dir = value;
+    else if (opt == "--portal") a->portal = value;
+    else if (opt == "--control-port") a->control_port = value;
+    else if (opt == "--volume") a->volumes.push_back(value);
+    else if (opt == "--module") a->module = value;
+    else if (opt == "--timeout") {
+      uint64_t t = 0;
+      if (!ParseUint(value, &t).ok() || t < 1 || t > 86400) {
+        *err = "--timeout must be 1..86400 seconds";
+        return false;
+      }
+      a->timeout_s = static_cast<int>(t);
+    } else {
+      *err = "unknown option '" + opt + "'";
+      return false;
+    }
+  }
+  if (a->config.empty()) {
+    *err = "--config FILE is required";
+    return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Processes.
+
+struct RunResult {
+  int exit_code = -1;  // -1: did not exit normally (signal, timeout, exec failure)
+  bool timed_out = false;
+  std::string output;  // stdout and stderr together
+  bool ok() const { return exit_code == 0 && !timed_out; }
+};
+
+// Runs |argv| with its output captured, killing it after |timeout_s|.
+RunResult Run(const std::vector<std::string>& argv, int timeout_s) {
+  RunResult r;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    r.output = std::string("pipe: ") + std::strerror(errno);
+    return r;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    r.output = std::string("fork: ") + std::strerror(errno);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return r;
+  }
+  if (pid == 0) {
+    ::signal(SIGPIPE, SIG_DFL);  // we ignore it; the child must not inherit that
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    std::vector<char*> cargv;
+    for (const auto& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
+    cargv.push_back(nullptr);
+    ::execvp(cargv[0], cargv.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", cargv[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+  char buf[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      r.timed_out = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (n < 0 && errno != EINTR) break;
+    if (n <= 0) continue;
+    ssize_t got = ::read(fds[0], buf, sizeof(buf));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // EOF: the child closed its output (normally: exited)
+    r.output.append(buf, static_cast<size_t>(got));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!r.timed_out && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  return r;
+}
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::string Describe(const RunResult& r, int timeout_s) {
+  if (r.timed_out) return "no answer within " + std::to_string(timeout_s) + " s";
+  std::string out = Trim(r.output);
+  if (r.exit_code < 0) return out.empty() ? "killed by a signal" : out;
+  return out.empty() ? "exit code " + std::to_string(r.exit_code) : out;
+}
+
+// An executable named |name| in PATH, /usr/sbin or /sbin ("" if none).
+std::string FindProgram(const std::string& name) {
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  path += ":/usr/sbin:/sbin:/usr/bin:/bin";
+  std::istringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) continue;
+    std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// /proc/PID/stat: state letter and start time (clock ticks after boot), the
+// pair that tells "tgtd we started" from a later process reusing the pid.
+struct ProcInfo {
+  char state = 0;
+  uint64_t start_time = 0;
+};
+
+std::optional<ProcInfo> ReadProc(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  const size_t paren = line.rfind(')');  // the command name may hold spaces
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(paren + 1));
+  ProcInfo info;
+  std::string field;
+  rest >> info.state;
+  // Fields after the state: ppid(4) ... starttime(22), so 18 more to skip.
+  for (int i = 4; i < 22 && rest >> field; i++) {
+  }
+  rest >> info.start_time;
+  return info;
+}
+
+std::string ReadCmdline0(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string arg0;
+  std::getline(in, arg0, '\0');
+  return arg0;
+}
+
+// True while |pid| is the tgtd started at |start_time| (a zombie is gone).
+bool TgtdAlive(pid_t pid, uint64_t start_time) {
+  if (pid <= 0) return false;
+  auto info = ReadProc(pid);
+  if (!info || info->state == 'Z' || info->state == 'X') return false;
+  if (start_time != 0 && info->start_time != start_time) return false;
+  return fs::path(ReadCmdline0(pid)).filename() == "tgtd";
+}
+
+// Reaps |pid| if it is our child; harmless otherwise.
+void ReapIfChild(pid_t pid) {
+  int status;
+  ::waitpid(pid, &status, WNOHANG);
+}
+
+bool WaitUntil(const std::function<bool()>& done, int seconds) {
+  const auto deadline = Clock::now() + std::chrono::seconds(seconds);
+  for (;;) {
+    if (done()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// tgtd's management socket: /var/run/tgtd/socket.N, locked (lockf) by the
+// tgtd owning it through socket.N.lock.
+
+std::string SocketPath(int control_port) { return "/var/run/tgtd/socket." + std::to_string(control_port); }
+
+bool ControlPortInUse(int control_port) {
+  const std::string lock = SocketPath(control_port) + ".lock";
+  int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool in_use = ::lockf(fd, F_TEST, 0) != 0;
+  ::close(fd);
+  return in_use;
+}
+
+// tgtd leaves its socket and lock file behind when it exits.
+void RemoveStaleSocket(int control_port) {
+  if (ControlPortInUse(control_port)) return;
+  ::unlink(SocketPath(control_port).c_str());
+  ::unlink((SocketPath(control_port) + ".lock").c_str());
+}
+
+// ---------------------------------------------------------------------------
+// Portals.
+
+struct Portal {
+  std::string host;  // without brackets
+  uint16_t port = 0;
+  bool v6 = false;
+  std::string ToString() const { return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port); }
+};
+
+// Options validated the syntax (ADDR:PORT, [ADDR6]:PORT).
+Portal ParsePortal(const std::string& s) {
+  Portal p;
+  const size_t colon = s.rfind(':');
+  p.host = s.substr(0, colon);
+  p.port = static_cast<uint16_t>(std::stoi(s.substr(colon + 1)));
+  if (!p.host.empty() && p.host.front() == '[') {
+    p.host = p.host.substr(1, p.host.size() - 2);
+    p.v6 = true;
+  }
+  return p;
+}
+
+// Binds or connects a TCP socket to |p| (|connect_instead|: the wildcard
+// addresses are reached through loopback). Returns errno, 0 on success.
+int TryPortal(const Portal& p, bool connect_instead) {
+  sockaddr_storage ss{};
+  socklen_t len;
+  std::string host = p.host;
+  if (connect_instead && host == "0.0.0.0") host = "127.0.0.1";
+  if (connect_instead && host == "::") host = "::1";
+  if (p.v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(p.port);
+    ::inet_pton(AF_INET6, host.c_str(), &a->sin6_addr);
+    len = sizeof(*a);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(p.port);
+    ::inet_pton(AF_INET, host.c_str(), &a->sin_addr);
+    len = sizeof(*a);
+  }
+  int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  int rc = connect_instead ? ::connect(fd, reinterpret_cast<sockaddr*>(&ss), len)
+                           : ::bind(fd, reinterpret_cast<sockaddr*>(&ss), len);
+  int err = rc == 0 ? 0 : errno;
+  ::close(fd);
+  return err;
+}
+
+// ---------------------------------------------------------------------------
+// The state file: which tgtd serves this data dir ("key = value", read back
+// with the config parser).
+
+struct Lun {
+  int lun = 0;
+  std::string volume;
+  uint64_t size = 0;
+};
+
+struct State {
+  pid_t pid = 0;
+  uint64_t start_time = 0;
+  int control_port = 0;
+  std::string portal;
+  std::string iqn;
+  std::string config;
+  std::string data_dir;
+  std::string module;
+  std::vector<Lun> luns;
+
+  std::string ToText() const {
+    std::ostringstream o;
+    o << "# dedupv1d state: the tgtd serving this data dir (written by dedupv1d start, removed by stop)\n"
+      << "pid = " << pid << "\n"
+      << "start-time = " << start_time << "\n"
+      << "control-port = " << control_port << "\n"
+      << "portal = " << portal << "\n"
+      << "iqn = " << iqn << "\n"
+      << "config = " << config << "\n"
+      << "data-dir = " << data_dir << "\n"
+      << "module = " << module << "\n";
+    for (const auto& l : luns) o << "lun = " << l.lun << " " << l.volume << " " << l.size << "\n";
+    return o.str();
+  }
+
+  static Status FromText(const std::string& text, const std::string& path, State* st) {
+    Config c;
+    DEDUPV1_RETURN_IF_ERROR(Config::Parse(text, path, &c));
+    State s;
+    for (const auto& e : c.entries()) {
+      uint64_t x = 0;
+      if (e.key == "pid") {
+        DEDUPV1_RETURN_IF_ERROR(ParseUint(e.value, &x));
+        s.pid = static_cast<pid_t>(x);
+      } else if (e.key == "start-time") {
+        DEDUPV1_RETURN_IF_ERROR(ParseUint(e.value, &s.start_time));
+      } else if (e.key == "control-port") {
+        DEDUPV1_RETURN_IF_ERROR(ParseUint(e.value, &x));
+        s.control_port = static_cast<int>(x);
+      } else if (e.key == "portal") {
+        s.portal = e.value;
+      } else if (e.key == "iqn") {
+        s.iqn = e.value;
+      } else if (e.key == "config") {
+        s.config = e.value;
+      } else if (e.key == "data-dir") {
+        s.data_dir = e.value;
+      } else if (e.key == "module") {
+        s.module = e.value;
+      } else if (e.key == "lun") {
+        std::istringstream f(e.value);
+        Lun l;
+        if (!(f >> l.lun >> l.volume >> l.size)) {
+          return Status::Corruption(path + ":" + std::to_string(e.line) + ": expected 'lun = N VOLUME SIZE'");
+        }
+        s.luns.push_back(l);
+      }
+    }
+    if (s.pid <= 0) return Status::Corruption(path + ": no pid");
+    *st = s;
+    return Status::OK();
+  }
+};
+
+std::string StatePath(const std::string& data_dir) { return JoinPath(data_dir, kStateFile); }
+
+// NotFound when there is no state file.
+Status LoadState(const std::string& data_dir, State* st) {
+  const std::string path = StatePath(data_dir);
+  if (!Env::Default()->FileExists(path)) return Status::NotFound("no state file " + path);
+  std::string text;
+  DEDUPV1_RETURN_IF_ERROR(ReadFileToString(Env::Default(), path, &text));
+  return State::FromText(text, path, st);
+}
+
+Status SaveState(const State& st) {
+  return WriteFileAtomically(Env::Default(), StatePath(st.data_dir), st.ToText());
+}
+
+void RemoveState(const std::string& data_dir) { ::unlink(StatePath(data_dir).c_str()); }
+
+// ---------------------------------------------------------------------------
+// tgtadm and what it shows.
+
+class Tgtadm {
+ public:
+  Tgtadm(std::string program, int control_port, int timeout_s)
+      : program_(std::move(program)), control_port_(control_port), timeout_s_(timeout_s) {}
+
+  RunResult operator()(std::vector<std::string> args, int timeout_s = 0) const {
+    std::vector<std::string> argv = {program_, "-C", std::to_string(control_port_)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return Run(argv, timeout_s > 0 ? timeout_s : timeout_s_);
+  }
+  int timeout_s() const { return timeout_s_; }
+
+ private:
+  std::string program_;
+  int control_port_;
+  int timeout_s_;
+};
+
+struct ShownLun {
+  int lun = -1;
+  std::string size;  // tgt's rounded "68 MB"
+  std::string block_size;
+  std::string online;
+  std::string bstype;
+  std::string path;
+};
+
+struct ShownTarget {
+  int tid = 0;
+  std::string iqn;
+  std::string state;
+  std::vector<ShownLun> luns;
+  std::vector<std::string> accounts;
+  std::vector<std::string> acl;
+  int connections = 0;  // I_T nexuses
+};
+
+// Parses `tgtadm --lld iscsi --op show --mode target`.
+std::vector<ShownTarget> ParseTargets(const std::string& text) {
+  std::vector<ShownTarget> targets;
+  std::istringstream in(text);
+  std::string line;
+  enum { kNone, kSystem, kNexus, kLuns, kAccounts, kAcl } section = kNone;
+  while (std::getline(in, line)) {
+    const std::string t = Trim(line);
+    if (line.rfind("Target ", 0) == 0) {
+      ShownTarget tg;
+      tg.tid = std::atoi(line.c_str() + 7);
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) tg.iqn = Trim(line.substr(colon + 1));
+      targets.push_back(tg);
+      section = kNone;
+      continue;
+    }
+    if (targets.empty() || t.empty()) continue;
+    ShownTarget& tg = targets.back();
+    if (t == "System information:") section = kSystem;
+    else if (t == "I_T nexus information:") section = kNexus;
+    else if (t == "LUN information:") section = kLuns;
+    else if (t == "Account information:") section = kAccounts;
+    else if (t == "ACL information:") section = kAcl;
+    else if (section == kSystem && t.rfind("State:", 0) == 0) tg.state = Trim(t.substr(6));
+    else if (section == kNexus && t.rfind("I_T nexus:", 0) == 0) tg.connections++;
+    else if (section == kLuns && t.rfind("LUN:", 0) == 0) {
+      ShownLun l;
+      l.lun = std::atoi(t.c_str() + 4);
+      tg.luns.push_back(l);
+    } else if (section == kLuns && !tg.luns.empty()) {
+      ShownLun& l = tg.luns.back();
+      if (t.rfind("Size:", 0) == 0) {
+        const size_t comma = t.find(", Block size:");
+        l.size = Trim(t.substr(5, comma == std::string::npos ? std::string::npos : comma - 5));
+        if (comma != std::string::npos) l.block_size = Trim(t.substr(comma + 13));
+      } else if (t.rfind("Online:", 0) == 0) {
+        l.online = Trim(t.substr(7));
+      } else if (t.rfind("Backing store type:", 0) == 0) {
+        l.bstype = Trim(t.substr(19));
+      } else if (t.rfind("Backing store path:", 0) == 0) {
+        l.path = Trim(t.substr(19));
+      }
+    } else if (section == kAccounts) {
+      tg.accounts.push_back(t);
+    } else if (section == kAcl) {
+      tg.acl.push_back(t);
+    }
+  }
+  return targets;
+}
+
+// ---------------------------------------------------------------------------
+// Config.
+
+struct Setup {
+  Options options;
+  std::string config_path;  // absolute
+  std::string data_dir;     // absolute
+  std::vector<Lun> luns;    // what to serve, in config order
+};
+
+// Loads and validates the config with the command line overrides. The
+// message is the engine's (file, line, key).
+Status LoadSetup(const Args& args, Setup* setup) {
+  std::error_code ec;
+  setup->config_path = fs::absolute(args.config, ec).lexically_normal().string();
+  if (ec) setup->config_path = args.config;
+  if (!fs::is_regular_file(setup->config_path, ec)) {
+    return Status::NotFound("config file " + setup->config_path + " does not exist");
+  }
+  Config config;
+  DEDUPV1_RETURN_IF_ERROR(Config::Load(setup->config_path, &config));
+  if (!args.data_dir.empty()) {
+    config.Set("data-dir", fs::absolute(args.data_dir, ec).lexically_normal().string());
+  }
+  if (!args.portal.empty()) config.Set("target.portal", args.portal);
+  if (!args.control_port.empty()) config.Set("target.control-port", args.control_port);
+  DEDUPV1_RETURN_IF_ERROR(Options::FromConfig(config, &setup->options));
+  setup->data_dir = fs::absolute(setup->options.data_dir, ec).lexically_normal().string();
+  if (!setup->data_dir.empty() && setup->data_dir.size() > 1 && setup->data_dir.back() == '/') {
+    setup->data_dir.pop_back();
+  }
+  const auto& vols = setup->options.volumes;
+  if (vols.empty()) {
+    return Status::InvalidArgument(setup->config_path +
+                                   ": declares no volume, so there is nothing to serve (add 'volume = NAME SIZE')");
+  }
+  for (const auto& name : args.volumes) {
+    bool found = false;
+    for (const auto& v : vols) found |= v.name == name;
+    if (!found) {
+      std::string names;
+      for (const auto& v : vols) names += (names.empty() ? "" : ", ") + v.name;
+      return Status::NotFound("no volume named '" + name + "' in " + setup->config_path + " (volumes: " + names + ")");
+    }
+  }
+  for (size_t i = 0; i < vols.size(); i++) {
+    bool wanted = args.volumes.empty();
+    for (const auto& name : args.volumes) wanted |= name == vols[i].name;
+    if (wanted) setup->luns.push_back({static_cast<int>(i + 1), vols[i].name, vols[i].size});
+  }
+  return Status::OK();
+}
+
+// The data dir named by the config (for stop/status of an instance whose
+// config no longer validates): the last data-dir entry, or the override.
+std::string RawDataDir(const Args& args) {
+  std::error_code ec;
+  if (!args.data_dir.empty()) return fs::absolute(args.data_dir, ec).lexically_normal().string();
+  Config config;
+  if (!Config::Load(args.config, &config).ok()) return "";
+  std::string dir = Options().data_dir;
+  for (const auto& e : config.entries()) {
+    if (e.key == "data-dir") dir = e.value;
+  }
+  return fs::absolute(dir, ec).lexically_normal().string();
+}
+
+// The module to preload: --module, else next to this binary (build tree:
+// bin/dedupv1d and lib/bs_dedupv1.so), else none ("" : an installed module
+// in the backing-store dir is loaded by tgtd itself).
+Status FindModule(const Args& args, std::string* preload, std::string* description) {
+  std::error_code ec;
+  if (!args.module.empty()) {
+    std::string p = fs::absolute(args.module, ec).string();
+    if (!fs::is_regular_file(p, ec)) return Status::NotFound("--module " + p + " does not exist");
+    *preload = p;
+    *description = p + " (LD_PRELOAD)";
+    return Status::OK();
+  }
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const char* rel : {"../lib/bs_dedupv1.so", "bs_dedupv1.so", "../lib/dedupv1/bs_dedupv1.so"}) {
+      fs::path candidate = (exe.parent_path() / rel).lexically_normal();
+      if (fs::is_regular_file(candidate, ec)) {
+        *preload = candidate.string();
+        *description = *preload + " (LD_PRELOAD)";
+        return Status::OK();
+      }
+    }
+  }
+  const std::string installed = std::string(DEDUPV1_TGT_BACKING_STORE_DIR) + "/bs_dedupv1.so";
+  if (fs::is_regular_file(installed, ec)) {
+    preload->clear();
+    *description = installed + " (installed; loaded by tgtd)";
+    return Status::OK();
+  }
+  return Status::NotFound("bs_dedupv1.so not found next to dedupv1d (" + (exe.parent_path() / "../lib").string() +
+                          ") nor in " DEDUPV1_TGT_BACKING_STORE_DIR "; build it or pass --module PATH");
+}
+
+// ---------------------------------------------------------------------------
+// tgtd.
+
+uint64_t FileSize(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+// What tgtd logged since |offset| about the failure: the module's lines
+// ("dedupv1: cannot open volume ...") if any, else the last |max_lines|.
+std::string LogSince(const std::string& path, uint64_t offset, size_t max_lines = 15) {
+  std::ifstream in(path);
+  if (!in) return "";
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::vector<std::string> lines, ours;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+    if (line.find("dedupv1:") != std::string::npos) ours.push_back(line);
+  }
+  if (!ours.empty()) lines = ours;
+  std::string out;
+  size_t from = lines.size() > max_lines ? lines.size() - max_lines : 0;
+  for (size_t i = from; i < lines.size(); i++) out += "  tgtd.log: " + lines[i] + "\n";
+  return out;
+}
+
+// Starts `tgtd -f -C N --iscsi portal=P` in a session of its own, output
+// appended to |log|, with |preload| LD_PRELOADed. Returns the pid.
+Status SpawnTgtd(const std::string& tgtd, int control_port, const std::string& portal,
+                 const std::string& preload, const std::string& log, pid_t* pid) {
+  int logfd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (logfd < 0) return Status::FromErrno(errno, "open " + log);
+  std::vector<std::string> argv = {tgtd, "-f", "-C", std::to_string(control_port), "--iscsi",
+                                   "portal=" + portal};
+  std::string env_preload;
+  if (!preload.empty()) {
+    const char* old = std::getenv("LD_PRELOAD");
+    env_preload = preload + (old && *old ? std::string(":") + old : "");
+  }
+  pid_t child = ::fork();
+  if (child < 0) {
+    int err = errno;
+    ::close(logfd);
+    return Status::FromErrno(err, "fork");
+  }
+  if (child == 0) {
+    ::setsid();  // no controlling terminal, not in our process group: survives us
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGHUP, SIG_DFL);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::dup2(logfd, 1);
+    ::dup2(logfd, 2);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    if (!env_preload.empty()) ::setenv("LD_PRELOAD", env_preload.c_str(), 1);
+    if (::chdir("/") != 0) {
+    }
+    std::vector<char*> cargv;
+    for (const auto& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
+    cargv.push_back(nullptr);
+    ::execv(cargv[0], cargv.data());
+    std::fprintf(stderr, "dedupv1d: cannot run %s: %s\n", cargv[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(logfd);
+  *pid = child;
+  return Status::OK();
+}
+
+// Stops the tgtd of |st| the way it allows; SIGKILL after a bounded wait.
+// Returns false if anything did not go as it should (said on stderr).
+bool StopTgtd(const State& st, const Tgtadm& adm, bool quiet = false) {
+  bool clean = true;
+  auto step = [&](const std::string& what, const RunResult& r) {
+    if (!r.ok()) {
+      Complain(what + " failed: " + Describe(r, adm.timeout_s()));
+      clean = false;
+    }
+    return r.ok();
+  };
+  if (!TgtdAlive(st.pid, st.start_time)) {
+    ReapIfChild(st.pid);
+    RemoveStaleSocket(st.control_port);
+    return true;
+  }
+  // Offline first: no new logins while the targets go away.
+  step("setting tgtd offline", adm({"--op", "update", "--mode", "sys", "--name", "State", "-v", "offline"}));
+  bool luns_closed = true;
+  RunResult shown = adm({"--lld", "iscsi", "--op", "show", "--mode", "target"});
+  if (step("listing targets", shown)) {
+    for (const auto& t : ParseTargets(shown.output)) {
+      // --force logs out initiators; deleting the LUNs closes the volumes and,
+      // with the last one, the engine (which flushes everything).
+      if (!step("deleting target " + std::to_string(t.tid) + " (" + t.iqn + ")",
+                adm({"--lld", "iscsi", "--op", "delete", "--mode", "target", "--tid", std::to_string(t.tid),
+                     "--force"}))) {
+        luns_closed = false;
+      }
+    }
+  } else {
+    luns_closed = false;
+  }
+  step("deleting the tgtd system", adm({"--op", "delete", "--mode", "system"}, 30));
+  if (!WaitUntil([&] {
+        ReapIfChild(st.pid);
+        return !TgtdAlive(st.pid, st.start_time);
+      }, kTgtdExitSeconds)) {
+    Complain("tgtd pid " + std::to_string(st.pid) + " did not exit within " + std::to_string(kTgtdExitSeconds) +
+             " s; sending SIGKILL" +
+             (luns_closed ? " (its LUNs were closed before, so the engine had flushed)"
+                          : " (its LUNs were NOT all closed: writes not yet synced may be lost)"));
+    ::kill(st.pid, SIGKILL);
+    WaitUntil([&] {
+      ReapIfChild(st.pid);
+      return !TgtdAlive(st.pid, st.start_time);
+    }, 10);
+    clean = false;
+  }
+  RemoveStaleSocket(st.control_port);
+  if (!quiet && clean) Say("dedupv1d: tgtd pid " + std::to_string(st.pid) + " stopped");
+  return clean;
+}
+
+// ---------------------------------------------------------------------------
+// Commands.
+
+void PrintStatus(const State& st, const std::vector<ShownTarget>& targets) {
+  Say("dedupv1d: running (tgtd pid " + std::to_string(st.pid) + ", control port " +
+      std::to_string(st.control_port) + ")");
+  Say("portal:   " + st.portal);
+  Say("config:   " + st.config);
+  Say("data dir: " + st.data_dir);
+  const ShownTarget* target = nullptr;
+  for (const auto& t : targets) {
+    if (t.iqn == st.iqn) target = &t;
+  }
+  if (target == nullptr) {
+    Say("target:   " + st.iqn + " (MISSING in tgtd)");
+    return;
+  }
+  Say("target:   " + target->iqn + " (tid " + std::to_string(target->tid) + ", " + target->state + ", " +
+      std::to_string(target->connections) + " initiator connection(s))");
+  std::string acl;
+  for (const auto& a : target->acl) acl += (acl.empty() ? "" : ", ") + a;
+  Say("ACL:      " + (acl.empty() ? std::string("none (no initiator admitted)") : acl));
+  if (!target->accounts.empty()) {
+    std::string acc;
+    for (const auto& a : target->accounts) acc += (acc.empty() ? "" : ", ") + a;
+    Say("CHAP:     " + acc);
+  }
+  for (const auto& l : st.luns) {
+    const ShownLun* shown = nullptr;
+    for (const auto& s : target->luns) {
+      if (s.lun == l.lun) shown = &s;
+    }
+    std::string line = "LUN " + std::to_string(l.lun) + ":    volume " + l.volume + ", " + HumanBytes(l.size) +
+                       " (" + std::to_string(l.size) + " bytes)";
+    if (shown == nullptr) {
+      line += ", MISSING in tgtd";
+    } else {
+      line += ", " + shown->bstype + ", block size " + shown->block_size +
+              (shown->online == "Yes" ? ", online" : ", offline");
+    }
+    Say(line);
+  }
+}
+
+int Start(const Args& args) {
+  Setup setup;
+  Status s = LoadSetup(args, &setup);
+  if (!s.ok()) {
+    Complain("config refused, nothing started: " + s.message());
+    return kExitUsage;
+  }
+  const Options& o = setup.options;
+  std::string preload, module_desc;
+  s = FindModule(args, &preload, &module_desc);
+  if (!s.ok()) {
+    Complain(s.message());
+    return kExitFailed;
+  }
+  const std::string tgtd = FindProgram("tgtd"), tgtadm = FindProgram("tgtadm");
+  if (tgtd.empty() || tgtadm.empty()) {
+    Complain("tgtd/tgtadm not found (install Debian's tgt package)");
+    return kExitFailed;
+  }
+  s = Env::Default()->CreateDirs(setup.data_dir);
+  if (!s.ok()) {
+    Complain("cannot create data dir: " + s.ToString());
+    return kExitFailed;
+  }
+  std::unique_ptr<FileLock> lock;
+  if (!Env::Default()->LockFile(JoinPath(setup.data_dir, kLockFile), &lock).ok()) {
+    Complain("another dedupv1d command is working on " + setup.data_dir + "; try again");
+    return kExitFailed;
+  }
+
+  State old;
+  s = LoadState(setup.data_dir, &old);
+  if (s.ok()) {
+    if (TgtdAlive(old.pid, old.start_time)) {
+      Complain("already running: tgtd pid " + std::to_string(old.pid) + " serves " + old.iqn + " on " + old.portal +
+               " (dedupv1d stop first)");
+      return kExitFailed;
+    }
+    Say("dedupv1d: tgtd pid " + std::to_string(old.pid) + " of the last start is gone (killed or crashed); "
+        "starting anew (the engine recovers what was synced)");
+    RemoveStaleSocket(old.control_port);
+    RemoveState(setup.data_dir);
+  } else if (!s.IsNotFound()) {
+    Complain("unreadable state file, remove it if no tgtd serves " + setup.data_dir + ": " + s.ToString());
+    return kExitFailed;
+  }
+
+  const int ctl = static_cast<int>(o.target_control_port);
+  if (ControlPortInUse(ctl)) {
+    Complain("tgtd control port " + std::to_string(ctl) + " is in use by another tgtd (" + SocketPath(ctl) +
+             "); choose another target.control-port / --control-port");
+    return kExitFailed;
+  }
+  RemoveStaleSocket(ctl);
+  const Portal portal = ParsePortal(o.target_portal);
+  if (int err = TryPortal(portal, false); err != 0) {
+    Complain("portal " + portal.ToString() + " is not available: " + std::strerror(err) +
+             (err == EADDRINUSE ? " (another iSCSI target listens there? choose another target.portal / --portal)" : ""));
+    return kExitFailed;
+  }
+
+  const std::string log = JoinPath(setup.data_dir, kLogFile);
+  const uint64_t log_start = FileSize(log);
+  State st;
+  st.control_port = ctl;
+  st.portal = portal.ToString();
+  st.iqn = o.target_iqn;
+  st.config = setup.config_path;
+  st.data_dir = setup.data_dir;
+  st.module = preload.empty() ? module_desc : preload;
+  st.luns = setup.luns;
+  s = SpawnTgtd(tgtd, ctl, st.portal, preload, log, &st.pid);
+  if (!s.ok()) {
+    Complain("cannot start tgtd: " + s.ToString());
+    return kExitFailed;
+  }
+  // The start time tells our tgtd from a later process reusing the pid.
+  WaitUntil([&] {
+    auto info = ReadProc(st.pid);
+    if (info && fs::path(ReadCmdline0(st.pid)).filename() == "tgtd") {
+      st.start_time = info->start_time;
+      return true;
+    }
+    return !info || info->state == 'Z';
+  }, 5);
+  // Written before configuring, so a dedupv1d killed half way leaves a tgtd
+  // that stop can find.
+  s = SaveState(st);
+
+  const Tgtadm adm(tgtadm, ctl, args.timeout_s);
+  std::string failed;  // the step that failed, with why
+  auto run_step = [&](const std::string& what, const std::vector<std::string>& a) {
+    if (!failed.empty()) return false;
+    RunResult r = adm(a);
+    if (!r.ok()) failed = what + ": " + Describe(r, args.timeout_s);
+    return r.ok();
+  };
+  if (!s.ok()) failed = "writing the state file: " + s.ToString();
+
+  if (failed.empty()) {
+    const bool up = WaitUntil([&] {
+      ReapIfChild(st.pid);
+      if (!TgtdAlive(st.pid, st.start_time)) return true;  // gone: stop waiting
+      return adm({"--op", "show", "--mode", "sys"}, 5).ok();
+    }, kTgtdStartSeconds);
+    if (!TgtdAlive(st.pid, st.start_time)) {
+      failed = "tgtd exited right after starting";
+    } else if (!up) {
+      failed = "tgtd did not answer tgtadm within " + std::to_string(kTgtdStartSeconds) + " s";
+    }
+  }
+  if (failed.empty()) {
+    RunResult sys = adm({"--op", "show", "--mode", "sys"});
+    // "Backing stores:" lists the registered bstypes, one per line
+    // ("    dedupv1 (bsoflags sync)").
+    bool registered = false;
+    std::istringstream lines(sys.output);
+    for (std::string line; std::getline(lines, line);) {
+      const std::string t = Trim(line);
+      registered |= t == "dedupv1" || t.rfind("dedupv1 ", 0) == 0;
+    }
+    if (!registered) {
+      failed = "tgtd has no dedupv1 backing store (module " + module_desc + " not loaded)";
+    }
+  }
+  if (failed.empty()) {
+    // tgtd falls back to *:3260 when it cannot bind the portal it was given.
+    RunResult portals = adm({"--lld", "iscsi", "--op", "show", "--mode", "portal"});
+    if (!portals.ok() || portals.output.find("Portal: " + st.portal + ",") == std::string::npos) {
+      failed = "tgtd does not listen on " + st.portal + " (it shows: " + Trim(portals.output) + ")";
+    }
+  }
+  run_step("creating target " + o.target_iqn,
+           {"--lld", "iscsi", "--op", "new", "--mode", "target", "--tid", std::to_string(kTid), "-T", o.target_iqn});
+  for (const auto& l : st.luns) {
+    // ';' separates bsopts items: tgtd splits its parameter string at ','.
+    run_step("creating LUN " + std::to_string(l.lun) + " (volume " + l.volume + ")",
+             {"--lld", "iscsi", "--op", "new", "--mode", "logicalunit", "--tid", std::to_string(kTid), "--lun",
+              std::to_string(l.lun), "--bstype", "dedupv1", "--backing-store", setup.config_path, "--bsopts",
+              "volume=" + l.volume + ";datadir=" + setup.data_dir});
+  }
+  std::vector<std::string> addresses = o.target_initiator_addresses;
+  if (addresses.empty() && o.target_initiator_names.empty()) addresses.push_back("ALL");
+  for (const auto& a : addresses) {
+    run_step("admitting initiator address " + a,
+             {"--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", std::to_string(kTid), "-I", a});
+  }
+  for (const auto& n : o.target_initiator_names) {
+    run_step("admitting initiator name " + n,
+             {"--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", std::to_string(kTid), "-Q", n});
+  }
+  if (!o.target_chap_user.empty()) {
+    run_step("creating CHAP account " + o.target_chap_user,
+             {"--lld", "iscsi", "--op", "new", "--mode", "account", "--user", o.target_chap_user, "--password",
+              o.target_chap_password});
+    run_step("binding CHAP account " + o.target_chap_user + " to the target",
+             {"--lld", "iscsi", "--op", "bind", "--mode", "account", "--tid", std::to_string(kTid), "--user",
+              o.target_chap_user});
+  }
+
+  if (!failed.empty()) {
+    Complain("start failed: " + failed);
+    std::string why = LogSince(log, log_start);
+    if (!why.empty()) std::fprintf(stderr, "%s", why.c_str());
+    Complain("tearing down tgtd pid " + std::to_string(st.pid));
+    StopTgtd(st, adm, /*quiet=*/true);
+    ReapIfChild(st.pid);
+    RemoveState(setup.data_dir);
+    Complain("nothing is running");
+    return kExitFailed;
+  }
+  Say("dedupv1d: started tgtd pid " + std::to_string(st.pid) + " with module " + module_desc + ", log " + log);
+  RunResult shown = adm({"--lld", "iscsi", "--op", "show", "--mode", "target"});
+  PrintStatus(st, ParseTargets(shown.output));
+  return kExitOk;
+}
+
+// The state of the instance serving the data dir of |args|; NotFound when
+// none runs (a stale state file is removed).
+Status FindInstance(const Args& args, std::string* data_dir, State* st) {
+  Setup setup;
+  Status s = LoadSetup(args, &setup);
+  if (s.ok()) {
+    *data_dir = setup.data_dir;
+  } else {
+    // Still find (and stop) an instance whose config was edited since.
+    *data_dir = RawDataDir(args);
+    Complain("warning: " + s.message());
+    if (data_dir->empty()) return Status::InvalidArgument("cannot tell the data dir from " + args.config);
+  }
+  s = LoadState(*data_dir, st);
+  if (!s.ok()) return s;
+  if (!TgtdAlive(st->pid, st->start_time)) {
+    Say("dedupv1d: tgtd pid " + std::to_string(st->pid) + " of " + *data_dir + " is gone (killed or crashed)");
+    return Status::NotFound("stale state");
+  }
+  return Status::OK();
+}
+
+int Stop(const Args& args) {
+  std::string data_dir;
+  State st;
+  Status s = FindInstance(args, &data_dir, &st);
+  if (s.IsNotFound()) {
+    if (!data_dir.empty() && s.message() == "stale state") {
+      RemoveStaleSocket(st.control_port);
+      RemoveState(data_dir);
+    }
+    Say("dedupv1d: not running (data dir " + data_dir + ")");
+    return kExitOk;
+  }
+  if (!s.ok()) {
+    Complain(s.ToString());
+    return kExitFailed;
+  }
+  std::unique_ptr<FileLock> lock;
+  if (!Env::Default()->LockFile(JoinPath(data_dir, kLockFile), &lock).ok()) {
+    Complain("another dedupv1d command is working on " + data_dir + "; try again");
+    return kExitFailed;
+  }
+  const std::string tgtadm = FindProgram("tgtadm");
+  const Tgtadm adm(tgtadm.empty() ? "tgtadm" : tgtadm, st.control_port, args.timeout_s);
+  bool clean = StopTgtd(st, adm);
+  RemoveState(data_dir);
+  return clean ? kExitOk : kExitFailed;
+}
+
+int StatusCommand(const Args& args) {
+  std::string data_dir;
+  State st;
+  Status s = FindInstance(args, &data_dir, &st);
+  if (s.IsNotFound()) {
+    Say("dedupv1d: not running (data dir " + data_dir + ")");
+    return kExitNotRunning;
+  }
+  if (!s.ok()) {
+    Complain(s.ToString());
+    return kExitFailed;
+  }
+  const std::string tgtadm = FindProgram("tgtadm");
+  const Tgtadm adm(tgtadm.empty() ? "tgtadm" : tgtadm, st.control_port, 30);
+  RunResult shown = adm({"--lld", "iscsi", "--op", "show", "--mode", "target"});
+  if (!shown.ok()) {
+    Complain("tgtd pid " + std::to_string(st.pid) + " runs but does not answer on control port " +
+             std::to_string(st.control_port) + ": " + Describe(shown, 30));
+    return kExitFailed;
+  }
+  PrintStatus(st, ParseTargets(shown.output));
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace dedupv1
+
+int main(int argc, char** argv) {
+  dedupv1::Args args;
+  std::string err;
+  if (!dedupv1::ParseArgs(argc, argv, &args, &err)) {
+    std::fprintf(stderr, "dedupv1d: %s\n%s", err.c_str(), dedupv1::kUsage);
+    return dedupv1::kExitUsage;
+  }
+  // A tgtadm child killed on timeout must not take us down with SIGPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
+  if (args.command == "start") return dedupv1::Start(args);
+  if (args.command == "stop") return dedupv1::Stop(args);
+  return dedupv1::StatusCommand(args);
+}

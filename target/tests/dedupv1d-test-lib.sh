@@ -1,0 +1,158 @@
+# Shared by the dedupv1d tests (target/tests/dedupv1d-*-test.sh): a work dir,
+# free ports on 127.0.0.1, engine configs, dedupv1d start/stop, check helpers,
+# and a trap that leaves no tgtd behind whatever happens. Source it:
+#
+#   . "$(dirname "$0")/dedupv1d-test-lib.sh"
+#   DD_BUDGET=SECONDS                # the test's time budget (default 600)
+#   dd_init NAME DEDUPV1D TOOL...   # exits 77 (skipped) without root or a tool
+#
+# Time: every client command and dedupv1d call is bounded; on top, a watchdog
+# ends the script with SIGTERM when DD_BUDGET is spent, so the cleanup trap
+# runs (ctest's TIMEOUT is set above budget + the longest single bound, so
+# ctest never has to kill the script and leave a tgtd behind).
+#
+# Sets: DEDUPV1D, WORK, PORT (iSCSI portal port), CTL (tgtd control port),
+# IQN (the default target.iqn). DEDUPV1_TEST_KEEP=1 keeps the work dir.
+set -uo pipefail
+
+dd_lib_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+. "$dd_lib_dir/../../scripts/tgt-test-lib.sh"
+
+IQN=iqn.2026-11.org.dedupv1:storage
+passed=0
+failed=0
+DD_CONFIGS=()  # every config started, so cleanup can stop what is left
+DD_PIDS=()     # background helpers of the test (e.g. a client loop), ended by cleanup
+
+ok() { passed=$((passed + 1)); echo "ok   $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL $*"; }
+# check DESCRIPTION COMMAND...: COMMAND must succeed (its output in $WORK/last.out).
+check() {
+  local what="$1"
+  shift
+  if "$@" >"$WORK/last.out" 2>&1; then
+    ok "$what"
+  else
+    fail "$what"
+    sed 's/^/     /' "$WORK/last.out" | tail -n 20
+  fi
+}
+# check_fails DESCRIPTION COMMAND...: COMMAND must fail.
+check_fails() {
+  local what="$1"
+  shift
+  if "$@" >"$WORK/last.out" 2>&1; then
+    fail "$what (succeeded)"
+    sed 's/^/     /' "$WORK/last.out" | tail -n 20
+  else
+    ok "$what"
+  fi
+}
+# check_output DESCRIPTION REGEX: the last command's output matches REGEX.
+check_output() {
+  if grep -Eq -- "$2" "$WORK/last.out"; then
+    ok "$1"
+  else
+    fail "$1 (no line matching '$2')"
+    sed 's/^/     /' "$WORK/last.out" | tail -n 20
+  fi
+}
+dd_summary() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
+
+dd_init() {  # dd_init NAME DEDUPV1D TOOL...
+  local name="$1" tool
+  DEDUPV1D="$(readlink -f "$2")"
+  shift 2
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "SKIP: needs root (tgtd)"
+    exit 77
+  fi
+  for tool in tgtd tgtadm "$@"; do
+    if ! command -v "$tool" >/dev/null; then
+      echo "SKIP: $tool not installed"
+      exit 77
+    fi
+  done
+  [ -x "$DEDUPV1D" ] || { echo "FAIL: $DEDUPV1D is not executable"; exit 1; }
+  WORK="$(mktemp -d "/tmp/dedupv1-$name.XXXXXX")"
+  PORT="$(tgt_free_port 20000 60000)" || exit 1
+  CTL="$(tgt_free_control_port)" || exit 1
+  trap dd_cleanup EXIT
+  trap 'echo "FAIL: interrupted (time budget of ${DD_BUDGET:-600} s spent?)"; exit 124' INT TERM
+  # The watchdog: one subshell and its sleep, both ended by dd_cleanup.
+  (
+    trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
+    sleep "${DD_BUDGET:-600}" &
+    sleeper=$!
+    wait "$sleeper" && kill -TERM $$
+  ) </dev/null >/dev/null 2>&1 &
+  DD_WATCHDOG=$!
+  echo "work dir $WORK, portal 127.0.0.1:$PORT, control port $CTL"
+}
+
+# Stops every instance started (bounded); a tgtd that still runs is killed.
+dd_cleanup() {
+  local conf pid
+  [ -z "${DD_WATCHDOG:-}" ] || kill -TERM "$DD_WATCHDOG" 2>/dev/null
+  for pid in "${DD_PIDS[@]}"; do
+    kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  done
+  # An entry may carry more arguments ("CONFIG --data-dir DIR"); no blanks in paths.
+  for conf in "${DD_CONFIGS[@]}"; do
+    # shellcheck disable=SC2086
+    timeout 150 "$DEDUPV1D" stop --config $conf >/dev/null 2>&1 || true
+  done
+  for pid in $(dd_state_pids); do
+    if tgt_alive "$pid"; then
+      echo "cleanup: tgtd $pid still runs, killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+  if [ "${DEDUPV1_TEST_KEEP:-0}" = 1 ]; then
+    echo "work dir kept: $WORK"
+  else
+    rm -rf "$WORK"
+  fi
+}
+
+# tgtd pids named by the state files under $WORK.
+dd_state_pids() {
+  find "$WORK" -name dedupv1d.state -exec sed -n 's/^pid = //p' {} + 2>/dev/null
+}
+
+# The tgtd pid of the instance whose data dir is $1.
+dd_pid() { sed -n 's/^pid = //p' "$1/dedupv1d.state" 2>/dev/null; }
+
+# True if some tgtd runs with control port $1.
+dd_tgtd_with_ctl() { pgrep -f "tgtd -f -C $1 --iscsi" >/dev/null; }
+
+# dd_write_config FILE DATA_DIR [LINE...]: an engine config for tests (small
+# chunk index, monitor off so tests never fight over its port) plus LINEs.
+dd_write_config() {
+  local file="$1" dir="$2" line
+  shift 2
+  {
+    echo "# written by $(basename "$0")"
+    echo "data-dir = $dir"
+    echo "chunk-index.size = 64M"
+    echo "monitor.enabled = false"
+    echo "target.control-port = $CTL"
+    for line in "$@"; do echo "$line"; done
+  } >"$file"
+}
+
+# dd_start CONFIG [ARGS...]: dedupv1d start on our portal (bounded).
+dd_start() {
+  local conf="$1"
+  shift
+  DD_CONFIGS+=("$conf")
+  timeout 300 "$DEDUPV1D" start --config "$conf" --portal "127.0.0.1:$PORT" "$@"
+}
+dd_stop() { timeout 300 "$DEDUPV1D" stop --config "$@"; }
+dd_status() { timeout 60 "$DEDUPV1D" status --config "$@"; }
+
+# iSCSI URL of LUN $1 of target $2 (default $IQN) on our portal.
+dd_url() { echo "iscsi://127.0.0.1:$PORT/${2:-$IQN}/$1"; }
