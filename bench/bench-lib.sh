@@ -1,0 +1,54 @@
+# Shell helpers for the benchmark scripts (bench/run-bench and the
+# bench/*-bench.sh stages). Source it; it sets nothing but functions.
+
+bench_say() { printf '%s\n' "$*" >&2; }
+bench_step() { printf '\n==> %s\n' "$*" >&2; }
+bench_die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+
+# "1G", "512M", "4096" -> bytes (binary units).
+bench_bytes() {
+  local v="${1^^}" n unit
+  v="${v%IB}"
+  v="${v%B}"
+  n="${v%[KMGT]}"
+  unit="${v#"$n"}"
+  [[ "$n" =~ ^[0-9]+$ ]] || return 1
+  case "$unit" in
+    "") echo "$n" ;;
+    K) echo $((n << 10)) ;;
+    M) echo $((n << 20)) ;;
+    G) echo $((n << 30)) ;;
+    T) echo $((n << 40)) ;;
+  esac
+}
+
+# Sum of the apparent sizes of the regular files under $1 (directories'
+# own sizes left out: casync's store has thousands of them).
+bench_file_bytes() {
+  { find "$1" -type f -printf '%s\n' 2>/dev/null || true; } | awk '{ s += $1 } END { printf "%d\n", s }'
+}
+
+# Seconds since the epoch, with nanoseconds.
+bench_now() { date +%s.%N; }
+
+# The 1-minute load average.
+bench_load() { cut -d' ' -f1 /proc/loadavg; }
+
+# Runs "$@" and appends "name seconds" of wall time to $BENCH_TIMES (if set).
+# Usage: bench_timed NAME CMD...
+bench_timed() {
+  local name="$1" t0 t1 rc
+  shift
+  t0="$(bench_now)"
+  "$@"
+  rc=$?
+  t1="$(bench_now)"
+  [ -z "${BENCH_TIMES:-}" ] || echo "$name $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" >>"$BENCH_TIMES"
+  return $rc
+}
+
+# Writes a one-line JSON object {"stage": .., "event": .., "time": .., "load1": ..}
+# to $1 (appending): when a stage began and ended and how loaded the machine was.
+bench_mark() {
+  printf '{"stage": "%s", "event": "%s", "time": %s, "load1": %s}\n' "$2" "$3" "$(date +%s)" "$(bench_load)" >>"$1"
+}
