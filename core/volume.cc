@@ -72,17 +72,27 @@ Status Volume::ReadBlockPiece(uint64_t block, uint32_t offset, uint32_t len, uin
   return Status::OK();
 }
 
+Status Volume::ForEachPiece(uint64_t offset, uint64_t length,
+                            const std::function<Status(const Piece&, bool* stop)>& f) const {
+  bool stop = false;
+  for (uint64_t pos = offset; pos < offset + length && !stop;) {
+    Piece p;
+    p.block = pos / block_size_;
+    p.offset = static_cast<uint32_t>(pos % block_size_);
+    p.length = static_cast<uint32_t>(std::min<uint64_t>(block_size_ - p.offset, offset + length - pos));
+    p.done = pos - offset;
+    DEDUPV1_RETURN_IF_ERROR(f(p, &stop));
+    pos += p.length;
+  }
+  return Status::OK();
+}
+
 Status Volume::Read(uint64_t offset, uint64_t length, uint8_t* out) {
   DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "read"));
   system_->stats_.read_ops++;
-  uint64_t pos = offset;
-  while (pos < offset + length) {
-    uint64_t block = pos / block_size_;
-    uint32_t in_block = static_cast<uint32_t>(pos % block_size_);
-    uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(block_size_ - in_block, offset + length - pos));
-    DEDUPV1_RETURN_IF_ERROR(ReadBlockPiece(block, in_block, len, out + (pos - offset)));
-    pos += len;
-  }
+  DEDUPV1_RETURN_IF_ERROR(ForEachPiece(offset, length, [&](const Piece& p, bool*) {
+    return ReadBlockPiece(p.block, p.offset, p.length, out + p.done);
+  }));
   system_->stats_.bytes_read += length;
   return Status::OK();
 }
@@ -98,17 +108,11 @@ Status Volume::Write(uint64_t offset, uint64_t length, const uint8_t* data, bool
   DEDUPV1_RETURN_IF_ERROR(system_->PendingError());
   system_->stats_.write_ops++;
   const uint64_t epoch = system_->epoch_.load();
-  uint64_t pos = offset;
-  while (pos < offset + length) {
-    uint64_t block = pos / block_size_;
-    uint32_t in_block = static_cast<uint32_t>(pos % block_size_);
-    uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(block_size_ - in_block, offset + length - pos));
-    {
-      std::unique_lock<std::shared_mutex> lock(system_->block_locks_.For(BlockId{id_, block}));
-      buffer_.Put(block, in_block, data + (pos - offset), len, epoch);
-    }
-    pos += len;
-  }
+  ForEachPiece(offset, length, [&](const Piece& p, bool*) {
+    std::unique_lock<std::shared_mutex> lock(system_->block_locks_.For(BlockId{id_, p.block}));
+    buffer_.Put(p.block, p.offset, data + p.done, p.length, epoch);
+    return Status::OK();
+  });
   system_->stats_.bytes_written += length;
   system_->WakeWorkers();
   if (fua) return Sync();
@@ -119,26 +123,19 @@ Status Volume::Unmap(uint64_t offset, uint64_t length) {
   DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "unmap"));
   DEDUPV1_RETURN_IF_ERROR(system_->WaitForLogSpace());
   system_->stats_.unmap_ops++;
-  uint64_t pos = offset;
-  while (pos < offset + length) {
-    uint64_t block = pos / block_size_;
-    uint32_t in_block = static_cast<uint32_t>(pos % block_size_);
-    uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(block_size_ - in_block, offset + length - pos));
-    BlockId id{id_, block};
+  DEDUPV1_RETURN_IF_ERROR(ForEachPiece(offset, length, [&](const Piece& p, bool*) -> Status {
+    BlockId id{id_, p.block};
     std::unique_lock<std::shared_mutex> lock(system_->block_locks_.For(id));
-    buffer_.Discard(block, in_block, len);
+    buffer_.Discard(p.block, p.offset, p.length);
     BlockMapping old;
     Status s = system_->block_index_->Get(id, &old);
-    if (s.ok()) {
-      BlockMappingItem hole{Fingerprint::Zero(system_->options().fingerprint), kZeroContainer, 0, len};
-      BlockMapping mapping = old;
-      DEDUPV1_RETURN_IF_ERROR(mapping.Overlay(in_block, {hole}));
-      DEDUPV1_RETURN_IF_ERROR(system_->InstallMapping(id, &old, &mapping));
-    } else if (!s.IsNotFound()) {
-      return s;
-    }
-    pos += len;
-  }
+    if (s.IsNotFound()) return Status::OK();  // never written: already reads zeros
+    DEDUPV1_RETURN_IF_ERROR(s);
+    BlockMappingItem hole{Fingerprint::Zero(system_->options().fingerprint), kZeroContainer, 0, p.length};
+    BlockMapping mapping = old;
+    DEDUPV1_RETURN_IF_ERROR(mapping.Overlay(p.offset, {hole}));
+    return system_->InstallMapping(id, &old, &mapping);
+  }));
   system_->stats_.bytes_unmapped += length;
   return Status::OK();
 }
@@ -151,22 +148,17 @@ Status Volume::Sync() {
 Status Volume::IsMapped(uint64_t offset, uint64_t length, bool* mapped, uint64_t* run) {
   DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "get lba status"));
   *run = 0;
-  bool first = true;
-  uint64_t pos = offset;
-  while (pos < offset + length) {
-    uint64_t block = pos / block_size_;
-    uint32_t in_block = static_cast<uint32_t>(pos % block_size_);
-    uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(block_size_ - in_block, offset + length - pos));
-    BlockId id{id_, block};
+  return ForEachPiece(offset, length, [&](const Piece& p, bool* stop) -> Status {
+    BlockId id{id_, p.block};
     bool this_mapped;
     {
       std::shared_lock<std::shared_mutex> lock(system_->block_locks_.For(id));
-      this_mapped = buffer_.Intersects(block, in_block, len);
+      this_mapped = buffer_.Intersects(p.block, p.offset, p.length);
       if (!this_mapped) {
         BlockMapping mapping;
         Status s = system_->block_index_->Get(id, &mapping);
         if (s.ok()) {
-          mapping.ForEachPiece(in_block, len, [&](const BlockMappingItem& item, uint32_t, uint32_t, uint32_t) {
+          mapping.ForEachPiece(p.offset, p.length, [&](const BlockMappingItem& item, uint32_t, uint32_t, uint32_t) {
             if (item.container != kZeroContainer) this_mapped = true;
           });
         } else if (!s.IsNotFound()) {
@@ -174,16 +166,15 @@ Status Volume::IsMapped(uint64_t offset, uint64_t length, bool* mapped, uint64_t
         }
       }
     }
-    if (first) {
+    if (p.done == 0) {
       *mapped = this_mapped;
-      first = false;
     } else if (this_mapped != *mapped) {
-      break;
+      *stop = true;
+      return Status::OK();
     }
-    *run += len;
-    pos += len;
-  }
-  return Status::OK();
+    *run += p.length;
+    return Status::OK();
+  });
 }
 
 namespace {

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -51,6 +52,17 @@ class Volume {
 
  private:
   Status CheckRange(uint64_t offset, uint64_t length, const char* op) const;
+  // The part of a request that falls into one block.
+  struct Piece {
+    uint64_t block;
+    uint32_t offset;   // in the block
+    uint32_t length;
+    uint64_t done;     // bytes of the request before this piece
+  };
+  // Calls f for each block piece of [offset, offset+length) in order; stops
+  // at the first error, or when f sets *stop.
+  Status ForEachPiece(uint64_t offset, uint64_t length,
+                      const std::function<Status(const Piece&, bool* stop)>& f) const;
   Status ReadBlockPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out);
   Status ProcessRun(WriteBuffer::Run* run);
 
