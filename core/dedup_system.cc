@@ -1,5 +1,7 @@
 #include "core/dedup_system.h"
 
+#include "core/volume_table.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -154,25 +156,11 @@ Status DedupSystem::LoadVolumes() {
   struct Known { uint32_t id; uint64_t size; };
   std::map<std::string, Known> known;
   uint32_t next_id = 1;
-  if (env_->FileExists(path)) {
-    std::string text;
-    DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, path, &text));
-    std::istringstream in(text);
-    std::string line;
-    int line_no = 0;
-    while (std::getline(in, line)) {
-      line_no++;
-      if (line.empty()) continue;
-      std::istringstream fields(line);
-      uint32_t id;
-      std::string name;
-      uint64_t size;
-      if (!(fields >> id >> name >> size)) {
-        return Status::Corruption(path + ":" + std::to_string(line_no) + ": expected 'id name size'");
-      }
-      known[name] = {id, size};
-      next_id = std::max(next_id, id + 1);
-    }
+  std::vector<VolumeRecord> records;
+  DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, path, &records));
+  for (const auto& r : records) {
+    known[r.name] = {r.id, r.size};
+    next_id = std::max(next_id, r.id + 1);
   }
   bool changed = false;
   for (const auto& v : options_.volumes) {
@@ -190,9 +178,9 @@ Status DedupSystem::LoadVolumes() {
     }
   }
   if (changed) {
-    std::ostringstream out;
-    for (const auto& [name, k] : known) out << k.id << " " << name << " " << k.size << "\n";
-    DEDUPV1_RETURN_IF_ERROR(WriteFileAtomically(env_, path, out.str()));
+    records.clear();
+    for (const auto& [name, k] : known) records.push_back({k.id, name, k.size});
+    DEDUPV1_RETURN_IF_ERROR(WriteVolumeTable(env_, path, records));
   }
   // Only volumes named in the config are served; others keep their data.
   for (const auto& v : options_.volumes) {

@@ -1,30 +1,22 @@
 #include "target/tools/volume_table.h"
 
 #include <algorithm>
-#include <sstream>
 
 #include "core/config.h"
+#include "core/volume_table.h"
 
 namespace dedupv1 {
 namespace tools {
 
 Status ReadVolumeTable(Env* env, const Options& options, std::vector<VolumeEntry>* volumes) {
   volumes->clear();
-  const std::string path = JoinPath(options.data_dir, "volumes");
-  if (!env->FileExists(path)) return Status::OK();
-  std::string text;
-  DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env, path, &text));
-  std::istringstream in(text);
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    line_no++;
-    if (line.empty()) continue;
-    std::istringstream fields(line);
+  std::vector<VolumeRecord> records;
+  DEDUPV1_RETURN_IF_ERROR(dedupv1::ReadVolumeTable(env, JoinPath(options.data_dir, "volumes"), &records));
+  for (const auto& r : records) {
     VolumeEntry v;
-    if (!(fields >> v.id >> v.name >> v.size)) {
-      return Status::Corruption(path + ":" + std::to_string(line_no) + ": expected 'id name size'");
-    }
+    v.id = r.id;
+    v.name = r.name;
+    v.size = r.size;
     for (const auto& c : options.volumes) {
       if (c.name == v.name) v.configured = true;
     }
