@@ -251,8 +251,59 @@ TEST(ChunkStoreTest, CorruptContainerIsReportedNotReturned) {
   ASSERT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_NE(s.message().find("container " + std::to_string(a.id)), std::string::npos)
       << s.message();
+  // The fingerprints come from the metadata alone, which is intact; a
+  // damaged metadata byte is reported.
   std::vector<Fingerprint> fps;
-  EXPECT_TRUE(cs->GetFingerprints(a.id, &fps).IsCorruption());
+  EXPECT_TRUE(cs->GetFingerprintsVerified(a.id, &fps).IsCorruption());
+  ASSERT_TRUE(cs->GetFingerprints(a.id, &fps).ok());
+  EXPECT_EQ(fps, std::vector<Fingerprint>{a.fp});
+  ASSERT_TRUE(cs->Close().ok());
+  cs.reset();
+  ASSERT_TRUE(LocalContainerStore::Open(Env::Default(), dir.path(), &store).ok());
+  bytes[Container::kHeaderSize + 2] ^= 0x10;  // inside a's item
+  ASSERT_TRUE(store->Put(a.id, bytes).ok());
+  store.reset();
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  s = cs->GetFingerprints(a.id, &fps);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("metadata checksum"), std::string::npos) << s.message();
+}
+
+// The container cache filter asks for fingerprints: only the container's
+// head is read (the read cache is left alone), also when the metadata is
+// larger than the first guess.
+TEST(ChunkStoreTest, FingerprintsComeFromTheMetadataOnly) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  o.container_size = 4 << 20;
+  o.open_containers = 1;
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  // 3000 chunks of 100 bytes: ~100 KiB of metadata, above the 64 KiB guess.
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < 3000; i++) {
+    chunks.push_back(MakeChunk(1000 + i, 100));
+    ASSERT_TRUE(Store(cs.get(), &chunks.back()).ok());
+  }
+  ASSERT_TRUE(cs->Close().ok());
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  std::vector<Fingerprint> fps;
+  ASSERT_TRUE(cs->GetFingerprints(chunks[0].id, &fps).ok());
+  std::vector<Fingerprint> want;
+  for (const Chunk& c : chunks) {
+    if (c.id == chunks[0].id) want.push_back(c.fp);
+  }
+  std::sort(want.begin(), want.end());
+  EXPECT_GT(want.size(), 2500u);
+  EXPECT_EQ(fps, want);
+  ChunkStoreStats st = cs->stats();
+  EXPECT_EQ(st.metadata_reads, 1u);
+  EXPECT_EQ(st.container_reads, 0u);
+  // A container in the read cache answers from memory.
+  ExpectReadable(cs.get(), {chunks[0]});
+  ASSERT_TRUE(cs->GetFingerprints(chunks[0].id, &fps).ok());
+  EXPECT_EQ(cs->stats().metadata_reads, 1u);
+  EXPECT_TRUE(cs->GetFingerprints(chunks[0].id + 1000, &fps).IsNotFound());
 }
 
 TEST(ChunkStoreTest, FullStoreIsStickyUntilRetrySucceeds) {

@@ -144,8 +144,36 @@ Status Container::Serialize(std::string* out) const {
   return Status::OK();
 }
 
+Status Container::MetadataSize(ContainerId expected_id, const std::string& head, size_t* size) {
+  if (head.size() < kHeaderSize) {
+    return Status::Corruption(Name(expected_id) + ": too short for a header (" +
+                              std::to_string(head.size()) + " bytes)");
+  }
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(head.data());
+  if (DecodeFixed32(p + kMagicOffset) != kMagic) return Status::Corruption(Name(expected_id) + ": bad magic");
+  const uint64_t fp_size = p[kFpSizeOffset];
+  // Counts are 32 bit, so this cannot overflow; the size is verified (CRC,
+  // bounds) by the parse that follows.
+  *size = kHeaderSize + uint64_t{DecodeFixed32(p + kAliasCountOffset)} * 8 +
+          uint64_t{DecodeFixed32(p + kItemCountOffset)} * ItemSize(fp_size);
+  return Status::OK();
+}
+
+Status Container::ParseFingerprints(ContainerId expected_id, const std::string& head,
+                                    std::vector<Fingerprint>* fps) {
+  std::unique_ptr<Container> c;
+  DEDUPV1_RETURN_IF_ERROR(ParseImpl(expected_id, head, /*whole=*/false, &c));
+  *fps = c->Fingerprints();
+  return Status::OK();
+}
+
 Status Container::Parse(ContainerId expected_id, const std::string& bytes,
                         std::unique_ptr<Container>* out) {
+  return ParseImpl(expected_id, bytes, /*whole=*/true, out);
+}
+
+Status Container::ParseImpl(ContainerId expected_id, const std::string& bytes, bool whole,
+                            std::unique_ptr<Container>* out) {
   auto corrupt = [expected_id](const std::string& what) {
     return Status::Corruption(Name(expected_id) + ": " + what);
   };
@@ -174,15 +202,20 @@ Status Container::Parse(ContainerId expected_id, const std::string& bytes,
   const size_t item_size = ItemSize(fp_size);
   // All counts are at most 32 bit, so these sums cannot overflow 64 bit.
   const uint64_t meta_end = kHeaderSize + alias_count * 8 + item_count * item_size;
-  if (data_size > size || meta_end + data_size != size) {
+  if (!whole && meta_end > size) {
+    return corrupt("metadata of " + std::to_string(meta_end) + " bytes, have " + std::to_string(size));
+  }
+  if (whole && (data_size > size || meta_end + data_size != size)) {
     return corrupt("size mismatch: header describes " + std::to_string(meta_end) +
                    " metadata bytes + " + std::to_string(data_size) + " data bytes, have " +
                    std::to_string(size));
   }
   const uint32_t meta_crc = Crc32c(p + kMetaCrcStart, meta_end - kMetaCrcStart);
   if (meta_crc != DecodeFixed32(p + kMetaCrcOffset)) return corrupt("metadata checksum mismatch");
-  const uint32_t data_crc = Crc32c(p + meta_end, data_size);
-  if (data_crc != DecodeFixed32(p + kDataCrcOffset)) return corrupt("data checksum mismatch");
+  if (whole) {
+    const uint32_t data_crc = Crc32c(p + meta_end, data_size);
+    if (data_crc != DecodeFixed32(p + kDataCrcOffset)) return corrupt("data checksum mismatch");
+  }
 
   const ContainerId id = DecodeFixed64(p + kIdOffset);
   std::vector<ContainerId> aliases(alias_count);
@@ -223,7 +256,7 @@ Status Container::Parse(ContainerId expected_id, const std::string& bytes,
     c->items_.push_back(item);
     c->raw_size_ += item.raw_size;
   }
-  c->data_.assign(bytes, meta_end, data_size);
+  if (whole) c->data_.assign(bytes, meta_end, data_size);
   *out = std::move(c);
   return Status::OK();
 }

@@ -98,7 +98,23 @@ class Container {
   static Status Parse(ContainerId expected_id, const std::string& bytes,
                       std::unique_ptr<Container>* out);
 
+  // Reading only the metadata: the container cache filter needs a committed
+  // container's fingerprints, not its 4 MiB of data.
+  // MetadataSize reads from the header in |head| (at least kHeaderSize bytes
+  // of a serialized container) how many leading bytes hold the metadata.
+  static Status MetadataSize(ContainerId expected_id, const std::string& head, size_t* size);
+  // The sorted fingerprints from |head|, the first MetadataSize bytes (or
+  // more) of a serialized container; verifies meta_crc and the same fields
+  // Parse does, except the data section.
+  static Status ParseFingerprints(ContainerId expected_id, const std::string& head,
+                                  std::vector<Fingerprint>* fps);
+
  private:
+  // Parse; with |whole| false |bytes| is a metadata prefix and the data
+  // section is neither checked nor copied.
+  static Status ParseImpl(ContainerId expected_id, const std::string& bytes, bool whole,
+                          std::unique_ptr<Container>* out);
+
   struct Item {
     Fingerprint fp;
     uint32_t offset;

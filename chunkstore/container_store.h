@@ -23,6 +23,14 @@ class ContainerStore {
   virtual Status Put(ContainerId id, const std::string& bytes) = 0;
   // NotFound if absent.
   virtual Status Get(ContainerId id, std::string* bytes) = 0;
+  // The first min(n, size) bytes of the container: its metadata, without
+  // reading megabytes of chunk data (object stores such as RADOS read ranges
+  // natively). NotFound if absent. The default reads the whole container.
+  virtual Status GetHead(ContainerId id, size_t n, std::string* bytes) {
+    DEDUPV1_RETURN_IF_ERROR(Get(id, bytes));
+    if (bytes->size() > n) bytes->resize(n);
+    return Status::OK();
+  }
   // NotFound if absent. Durable when OK is returned.
   virtual Status Delete(ContainerId id) = 0;
   // Ids of all stored containers, in no particular order.

@@ -1,5 +1,6 @@
 #include "chunkstore/local_container_store.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -115,6 +116,19 @@ Status LocalContainerStore::Get(ContainerId id, std::string* bytes) {
   Status s = ReadFileToString(env_, ContainerPath(id), bytes);
   if (s.IsNotFound()) return Status::NotFound(Name(id) + " is not in the container store");
   return s.WithContext("get " + Name(id));
+}
+
+Status LocalContainerStore::GetHead(ContainerId id, size_t n, std::string* bytes) {
+  std::unique_ptr<File> f;
+  Status s = env_->OpenFile(ContainerPath(id), OpenMode::kReadOnly, &f);
+  if (s.IsNotFound()) return Status::NotFound(Name(id) + " is not in the container store");
+  uint64_t size = 0;
+  if (s.ok()) s = f->Size(&size);
+  if (s.ok()) {
+    bytes->resize(std::min<uint64_t>(size, n));
+    if (!bytes->empty()) s = f->Read(0, bytes->size(), bytes->data());
+  }
+  return s.WithContext("get head of " + Name(id));
 }
 
 Status LocalContainerStore::Delete(ContainerId id) {

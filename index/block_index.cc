@@ -69,12 +69,29 @@ Status BlockIndex::Open(const BlockIndexOptions& options, std::unique_ptr<KvStor
   }
   std::unique_ptr<BlockIndex> index(
       new BlockIndex(options, std::move(store), std::move(is_committed)));
+  DEDUPV1_RETURN_IF_ERROR(index->LoadWrittenBlocks());
   index->background_ = std::thread([raw = index.get()] { raw->BackgroundLoop(); });
   *out = std::move(index);
   return Status::OK();
 }
 
 BlockIndex::~BlockIndex() { Close(); }
+
+Status BlockIndex::LoadWrittenBlocks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status bad;
+  Status s = store_->Scan("", "", [&](const std::string& key, const std::string&) {
+    BlockId id;
+    if (!DecodeBlockKey(key, &id)) {
+      bad = Status::Corruption(fmt::format("block index: a key of {} bytes is not a block key", key.size()));
+      return false;
+    }
+    written_.Mark(id);
+    return true;
+  });
+  if (!s.ok()) return s.WithContext("block index: listing the written blocks");
+  return bad;
+}
 
 Status BlockIndex::Get(const BlockId& id, BlockMapping* mapping) {
   reads_++;
@@ -86,6 +103,11 @@ Status BlockIndex::Get(const BlockId& id, BlockMapping* mapping) {
       *mapping = it->second.mapping;
       aux_hits_++;
       return Status::OK();
+    }
+    if (!written_.MayBeWritten(id)) {
+      misses_++;
+      fresh_misses_++;
+      return Status::NotFound(fmt::format("block {}/{} was never written", id.volume, id.block));
     }
   }
   // Not in the auxiliary index: the store holds the newest version, because
@@ -149,6 +171,7 @@ Status BlockIndex::Put(const BlockId& id, const BlockMapping& mapping) {
     if (is_committed_ && !is_committed_(item.container)) uncommitted.push_back(item.container);
   }
 
+  written_.Mark(id);
   auto [it, inserted] = aux_.try_emplace(id);
   AuxEntry& entry = it->second;
   if (!inserted) Unregister(id, entry);
@@ -318,11 +341,13 @@ BlockIndexStats BlockIndex::stats() const {
     st.written_back = written_back_;
     st.write_back_batches = write_back_batches_;
     st.last_error = last_error_;
+    st.written_bitmap_bytes = written_.MemoryBytes();
   }
   st.reads = reads_.load();
   st.aux_hits = aux_hits_.load();
   st.persistent_hits = persistent_hits_.load();
   st.misses = misses_.load();
+  st.fresh_misses = fresh_misses_.load();
   st.persistent_mappings = store_ != nullptr ? store_->Count() : persistent_at_close_;
   return st;
 }

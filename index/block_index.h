@@ -19,7 +19,9 @@
 //    it succeeded, and only if no newer Put replaced it meanwhile (each Put
 //    gets a sequence number; the caller's BlockMapping::version is not used
 //    for this, so callers need not keep it monotonic);
-//  - Get sees the newest Put: the auxiliary index first, then the store.
+//  - Get sees the newest Put: the auxiliary index first, then the store;
+//  - every block with a mapping (auxiliary or stored) is marked in written_,
+//    so Get answers NotFound for a never-written block without the store.
 //
 // Thread-safety: all methods may be called concurrently, except Close (and
 // the destructor), which must not run concurrently with other calls; Puts
@@ -44,6 +46,7 @@
 #include "core/types.h"
 #include "index/block_mapping.h"
 #include "index/kv_store.h"
+#include "index/written_blocks.h"
 
 namespace dedupv1 {
 
@@ -75,6 +78,8 @@ struct BlockIndexStats {
   uint64_t aux_hits = 0;
   uint64_t persistent_hits = 0;
   uint64_t misses = 0;                  // Get returned NotFound
+  uint64_t fresh_misses = 0;            // ... of which the written-blocks bitmap answered
+  uint64_t written_bitmap_bytes = 0;    // memory of that bitmap
   uint64_t written_back = 0;            // mappings written to the store
   uint64_t write_back_batches = 0;      // successful store writes
   std::string last_error;               // last failed write-back, "" if none
@@ -158,6 +163,8 @@ class BlockIndex {
   bool WriteBackWanted() const;
   // Removes |id|'s entry from waiting_ and persistable_ (not from aux_). Requires mu_.
   void Unregister(const BlockId& id, const AuxEntry& entry);
+  // Marks every block the store holds in written_ (at Open).
+  Status LoadWrittenBlocks();
   // Writes back up to one batch of the oldest persistable mappings with a
   // sequence number <= max_seq; *written is the number written (0: nothing
   // to do).
@@ -181,6 +188,8 @@ class BlockIndex {
   std::unordered_map<ContainerId, std::unordered_set<BlockId, BlockIdHasher>> waiting_;
   // Persistable aux mappings by sequence number: oldest written back first.
   std::map<uint64_t, BlockId> persistable_;
+  // Blocks that may have a mapping; filled from the store at Open.
+  WrittenBlocks written_;
   uint64_t next_seq_ = 0;
   uint64_t put_waiters_ = 0;
   bool idle_ = false;
@@ -194,6 +203,7 @@ class BlockIndex {
   std::atomic<uint64_t> aux_hits_{0};
   std::atomic<uint64_t> persistent_hits_{0};
   std::atomic<uint64_t> misses_{0};
+  std::atomic<uint64_t> fresh_misses_{0};
 
   std::thread background_;
 };

@@ -500,6 +500,48 @@ TEST_P(BlockIndexTest, CorruptStoredMappingIsCorruptionNamingTheBlock) {
                   .IsCorruption());
 }
 
+// Never-written blocks are answered from the written-blocks bitmap, which is
+// rebuilt from the store at Open: persisted mappings stay visible after a
+// reopen and only blocks without a mapping skip the store.
+TEST_P(BlockIndexTest, FreshBlocksSkipTheStoreAndReopenKnowsWrittenOnes) {
+  commits_.Commit(5);
+  Open(Options());
+  ASSERT_TRUE(index_->Put({1, 3}, Mapping(5, 1, 11)).ok());
+  ASSERT_TRUE(index_->Put({2, 40000}, Mapping(5, 2, 12)).ok());
+  ASSERT_TRUE(index_->Flush().ok());
+  Open(Options());
+  BlockIndexStats before = index_->stats();
+  EXPECT_EQ(before.aux_mappings, 0u);
+  EXPECT_GT(before.written_bitmap_bytes, 0u);
+  EXPECT_EQ(MustGet({1, 3}), Mapping(5, 1, 11));
+  EXPECT_EQ(MustGet({2, 40000}), Mapping(5, 2, 12));
+  BlockMapping m;
+  EXPECT_TRUE(index_->Get({1, 4}, &m).IsNotFound());
+  EXPECT_TRUE(index_->Get({2, 3}, &m).IsNotFound());
+  BlockIndexStats st = index_->stats();
+  EXPECT_EQ(st.persistent_hits, 2u);
+  EXPECT_EQ(st.misses, 2u);
+  EXPECT_EQ(st.fresh_misses, 2u);
+}
+
+// A record in the store that is not a block key makes Open fail with a
+// message instead of leaving the bitmap incomplete.
+TEST_P(BlockIndexTest, OpenRefusesAForeignKey) {
+  BlockIndexOptions o = Options();
+  {
+    std::unique_ptr<KvStore> store;
+    ASSERT_TRUE(OpenKvStore(o.backend, o.path, &store).ok());
+    KvStore::WriteOp op;
+    op.key = "not-a-block";
+    op.value = "x";
+    ASSERT_TRUE(store->Write({op}).ok());
+  }
+  std::unique_ptr<BlockIndex> index;
+  Status s = BlockIndex::Open(o, commits_.Fn(), &index);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("not a block key"), std::string::npos) << s.ToString();
+}
+
 TEST_P(BlockIndexTest, ClosedIndexRefusesCalls) {
   Open(Options());
   commits_.Commit(1);

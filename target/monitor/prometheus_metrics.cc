@@ -219,6 +219,9 @@ std::string RenderPrometheusMetrics(const Json& stats, uint64_t monitor_requests
             Num(c, "commit_latency_ms_total") / 1000.0);
   w.Counter("dedupv1_container_reads_total", "Containers read from disk.",
             Num(c, "container_reads"));
+  w.Counter("dedupv1_container_metadata_reads_total",
+            "Container metadata sections read from disk (fingerprints for the container cache).",
+            Num(c, "container_metadata_reads"));
   const char* cache = "Container read cache lookups by outcome.";
   w.Counter("dedupv1_container_read_cache_requests_total", cache, Num(c, "read_cache_hits"),
             {{"result", "hit"}});

@@ -269,6 +269,7 @@ Json StatusCollector::Containers() const {
   j["compression"] = CompressionName(o.compression);
   j["container_size_bytes"] = o.container_size;
   j["container_reads"] = st.container_reads;
+  j["container_metadata_reads"] = st.metadata_reads;
   j["read_cache_hits"] = st.read_cache_hits;
   j["read_cache_misses"] = st.read_cache_misses;
   j["read_cache_hit_ratio"] =

@@ -269,6 +269,7 @@ function render(s) {
     ["Container size", bytes(c.container_size_bytes)],
     ["Read-cache hit rate", pct(c.read_cache_hit_ratio) + " of " + count(c.read_cache_hits + c.read_cache_misses)],
     ["Containers read", count(c.container_reads)],
+    ["Container metadata reads", count(c.container_metadata_reads)],
   ]);
   $("containers-merge").textContent = c.merge && c.merge.available === false ? "GC / merge: " + c.merge.message : "";
   const l = s.log;

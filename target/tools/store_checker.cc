@@ -41,7 +41,7 @@ Status StoreChecker::CheckContainers(CheckReport* report) {
   Progress progress("containers", ids.size(), "containers", options_.progress);
   for (ContainerId id : ids) {
     ContainerInfo info;
-    s = store->GetFingerprints(id, &info.fps);
+    s = store->GetFingerprintsVerified(id, &info.fps);
     if (!s.ok()) {
       info.state = s.IsCorruption() ? ContainerState::kCorrupt : ContainerState::kUnreadable;
       info.error = s.ToString();
