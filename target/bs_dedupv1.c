@@ -17,6 +17,8 @@
  * take_over_get_lba_status): GET LBA STATUS (tgt answers it from lseek
  * SEEK_DATA/SEEK_HOLE on an fd we do not have), COMPARE AND WRITE (left out of
  * tgt 1.0.85's table) and UNMAP (tgt's front end races on the sense buffer).
+ * The LU's Block Limits VPD page gets our updater too (take_over_block_limits:
+ * a finite MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT).
  *
  * Threading: bs_init/bs_open/bs_close/bs_exit run on tgtd's main thread; the
  * request function runs on the LU's worker threads, concurrently. COMPARE AND
@@ -66,6 +68,12 @@
 /* Physical block size we advertise (LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT):
  * writes aligned to it avoid read-modify-write of partial engine blocks. */
 #define DEDUPV1_PHYSICAL_BLOCK 4096
+/* MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT we announce: as many descriptors as the
+ * 16-bit PARAMETER LIST LENGTH of UNMAP can carry ((65535 - 8) / 16), so it
+ * limits nothing. tgt announces FFFFFFFFh ("no limit"), which initiators that
+ * keep the count in a signed int read as -1 (libiscsi 1.19's Unmap.ZeroBlocks
+ * then sends a parameter list of -8 bytes). */
+#define DEDUPV1_MAX_UNMAP_DESCRIPTORS 4095
 
 /* Sense codes tgt's scsi.h does not name. */
 #define DEDUPV1_ASC_UNRECOVERED_READ 0x1100
@@ -83,6 +91,8 @@ struct dedupv1_lu {
 	pthread_rwlock_t ordering;     /* see the file comment */
 	/* This LU's SERVICE ACTION IN (16) table: tgt's, GET LBA STATUS ours. */
 	struct service_action service_actions[DEDUPV1_MAX_SERVICE_ACTIONS + 1];
+	/* tgt's updater of the Block Limits VPD page, which ours wraps. */
+	void (*tgt_update_block_limits)(struct scsi_lu *lu, void *data);
 };
 
 static struct dedupv1_lu *DEDUPV1_LU(struct scsi_lu *lu)
@@ -820,6 +830,32 @@ static void take_over_get_lba_status(struct scsi_lu *lu, struct dedupv1_lu *d)
 	op->service_actions = d->service_actions;
 }
 
+/* Block Limits VPD page (B0h): tgt's contents, then our MAXIMUM UNMAP BLOCK
+ * DESCRIPTOR COUNT when UNMAP is announced (tgt keeps the page without its
+ * 4-byte header: data + 20 is the page's byte 24). Ours is the page's updater,
+ * not a one-time patch, because tgt runs the updater again whenever tgtadm
+ * sets thin_provisioning. */
+static void dedupv1_update_block_limits(struct scsi_lu *lu, void *data)
+{
+	struct dedupv1_lu *d = DEDUPV1_LU(lu);
+	struct vpd *page = lu->attrs.lu_vpd[PCODE_OFFSET(0xb0)];
+
+	d->tgt_update_block_limits(lu, data);
+	if (lu->attrs.thinprovisioning && page->size >= 24)
+		put_unaligned_be32(DEDUPV1_MAX_UNMAP_DESCRIPTORS, page->data + 20);
+}
+
+static void take_over_block_limits(struct scsi_lu *lu, struct dedupv1_lu *d)
+{
+	struct vpd *page = lu->attrs.lu_vpd[PCODE_OFFSET(0xb0)];
+
+	if (!page || !page->vpd_update ||
+	    page->vpd_update == dedupv1_update_block_limits)
+		return;
+	d->tgt_update_block_limits = page->vpd_update;
+	page->vpd_update = dedupv1_update_block_limits;
+}
+
 static tgtadm_err dedupv1_init(struct scsi_lu *lu, char *bsopts)
 {
 	struct dedupv1_lu *d = DEDUPV1_LU(lu);
@@ -847,6 +883,7 @@ static tgtadm_err dedupv1_init(struct scsi_lu *lu, char *bsopts)
 	}
 	take_over_get_lba_status(lu, d);
 	take_over_ops(lu);
+	take_over_block_limits(lu, d);
 	return TGTADM_SUCCESS;
 }
 
@@ -891,7 +928,8 @@ static int dedupv1_open_lu(struct scsi_lu *lu, char *path, int *fd, uint64_t *si
 
 	/* Thin provisioned: READ CAPACITY (16) LBPME+LBPRZ, Logical Block
 	 * Provisioning VPD (LBPU, LBPWS, LBPWS10, LBPRZ), unmap limits in the
-	 * Block Limits VPD. sbc refuses UNMAP and WRITE SAME with UNMAP without it. */
+	 * Block Limits VPD (see dedupv1_update_block_limits). sbc refuses UNMAP
+	 * and WRITE SAME with UNMAP without it. */
 	lu->attrs.thinprovisioning = 1;
 	if (lu->attrs.lu_vpd[PCODE_OFFSET(0xb0)])
 		lu->attrs.lu_vpd[PCODE_OFFSET(0xb0)]->vpd_update(lu, NULL);

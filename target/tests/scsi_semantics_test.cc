@@ -2,8 +2,10 @@
 // promises per command: data read back as written (also when many blocks carry
 // the same content), UNMAP / WRITE SAME with UNMAP deallocate (zeros, GET LBA
 // STATUS "deallocated"), COMPARE AND WRITE writes only on a match and reports
-// a miscompare, ORWRITE, VERIFY, WRITE AND VERIFY, SYNCHRONIZE CACHE, and
-// ranges beyond the end are refused. The LUN's content is overwritten.
+// a miscompare, ORWRITE, VERIFY, WRITE AND VERIFY, SYNCHRONIZE CACHE, the
+// Block Limits VPD's UNMAP descriptor count is usable (finite) and UNMAP with
+// that many 0-block descriptors succeeds, and ranges beyond the end are
+// refused. The LUN's content is overwritten.
 //
 //   scsi_semantics_test iscsi://127.0.0.1:PORT/IQN/LUN
 //
@@ -197,6 +199,27 @@ void Run(Lun& lun) {
   lun.Expect("UNMAP beyond the end refused",
              Task(iscsi_unmap_sync(lun.ctx(), lun.lun(), 0, 0, &beyond, 1)), kCheckCondition,
              SCSI_SENSE_ILLEGAL_REQUEST, SCSI_SENSE_ASCQ_LBA_OUT_OF_RANGE);
+
+  // Block Limits VPD: a finite MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT (FFFFFFFFh,
+  // "no limit", reads as -1 to initiators that keep it in an int), and UNMAP
+  // with that many descriptors of 0 blocks is a no-op that succeeds.
+  Task limits(iscsi_inquiry_sync(lun.ctx(), lun.lun(), 1, SCSI_INQUIRY_PAGECODE_BLOCK_LIMITS, 255));
+  if (lun.Expect("INQUIRY Block Limits VPD", limits, kGood)) {
+    auto* bl = static_cast<scsi_inquiry_block_limits*>(scsi_datain_unmarshall(limits.get()));
+    // (65535 - 8) / 16: what UNMAP's 16-bit PARAMETER LIST LENGTH can carry.
+    constexpr uint32_t kMaxDescriptors = 4095;
+    if (lun.Check("Block Limits VPD parsed", bl != nullptr) &&
+        lun.Check("MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT is finite (2..4095)",
+                  bl->max_unmap_bdc >= 2 && bl->max_unmap_bdc <= kMaxDescriptors)) {
+      std::vector<unmap_list> empty(bl->max_unmap_bdc);
+      for (size_t i = 0; i < empty.size(); ++i) empty[i] = unmap_list{i / 2, 0};
+      lun.Expect("UNMAP with the maximum number of 0-block descriptors",
+                 Task(iscsi_unmap_sync(lun.ctx(), lun.lun(), 0, 0, empty.data(),
+                                       static_cast<int>(empty.size()))),
+                 kGood);
+      lun.ReadEquals("0-block descriptors unmap nothing", 0, data);
+    }
+  }
 
   // WRITE SAME: the pattern everywhere, then deallocated with UNMAP set.
   Bytes pattern = RandomBytes(bs, 5);
