@@ -163,7 +163,10 @@ Status Container::ParseFingerprints(ContainerId expected_id, const std::string& 
                                     std::vector<Fingerprint>* fps) {
   std::unique_ptr<Container> c;
   DEDUPV1_RETURN_IF_ERROR(ParseImpl(expected_id, head, /*whole=*/false, &c));
-  *fps = c->Fingerprints();
+  // Items are stored sorted (checked by the parse), so no sort is needed.
+  fps->clear();
+  fps->reserve(c->items_.size());
+  for (const Item& item : c->items_) fps->push_back(item.fp);
   return Status::OK();
 }
 
@@ -229,7 +232,8 @@ Status Container::ParseImpl(ContainerId expected_id, const std::string& bytes, b
   auto c = std::make_unique<Container>(id, size, fp_type);
   c->aliases_ = std::move(aliases);
   c->items_.reserve(item_count);
-  c->index_.reserve(item_count);
+  // The fingerprint index serves ReadChunk; a metadata-only parse has no data to read.
+  if (whole) c->index_.reserve(item_count);
   const uint8_t* q = p + kHeaderSize + alias_count * 8;
   for (uint64_t i = 0; i < item_count; i++, q += item_size) {
     Item item;
@@ -252,7 +256,7 @@ Status Container::ParseImpl(ContainerId expected_id, const std::string& bytes, b
     if (i > 0 && !(c->items_.back().fp < item.fp)) {
       return corrupt("items are not sorted by fingerprint at item " + std::to_string(i));
     }
-    c->index_.emplace(item.fp, c->items_.size());
+    if (whole) c->index_.emplace(item.fp, c->items_.size());
     c->items_.push_back(item);
     c->raw_size_ += item.raw_size;
   }

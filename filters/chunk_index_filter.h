@@ -16,7 +16,7 @@ class ChunkIndexFilter : public Filter {
   FilterResult MaxResult() const override { return FilterResult::kStrongMaybe; }
   FilterResult Check(ChunkRequest* chunk, Status* error) override {
     ChunkIndexEntry entry;
-    Status s = index_->Lookup(chunk->fp, &entry);
+    Status s = index_->Lookup(chunk->fp, &entry, &chunk->found_on_disk);
     if (s.IsNotFound()) return FilterResult::kNotExisting;
     if (!s.ok()) {
       *error = s;

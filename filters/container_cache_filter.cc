@@ -14,6 +14,9 @@ FilterResult ContainerCacheFilter::Check(ChunkRequest* chunk, Status* error) {
 
 Status ContainerCacheFilter::UpdateKnown(const ChunkRequest& chunk) {
   if (chunk.container == kNoContainer || chunk.container == kZeroContainer) return Status::OK();
+  // Loading a list costs about as much as a few hundred in-memory index
+  // lookups; it pays off only against lookups that go to the disk.
+  if (!chunk.found_on_disk) return Status::OK();
   {
     std::lock_guard<std::mutex> l(mu_);
     if (by_container_.count(chunk.container) > 0) return Status::OK();
@@ -24,12 +27,12 @@ Status ContainerCacheFilter::UpdateKnown(const ChunkRequest& chunk) {
   if (!s.ok()) return Status::OK();  // only an optimisation: never fail a write for it
   std::lock_guard<std::mutex> l(mu_);
   if (by_container_.count(chunk.container) > 0) return Status::OK();
-  InsertLocked(chunk.container, fps);
+  InsertLocked(chunk.container, std::move(fps));
   loads_++;
   return Status::OK();
 }
 
-void ContainerCacheFilter::InsertLocked(ContainerId id, const std::vector<Fingerprint>& fps) {
+void ContainerCacheFilter::InsertLocked(ContainerId id, std::vector<Fingerprint> fps) {
   while (lru_.size() >= max_containers_ && !lru_.empty()) {
     auto& victim = lru_.back();
     for (const auto& fp : victim.second) {
@@ -40,9 +43,9 @@ void ContainerCacheFilter::InsertLocked(ContainerId id, const std::vector<Finger
     lru_.pop_back();
   }
   if (max_containers_ == 0) return;
-  lru_.emplace_front(id, fps);
+  lru_.emplace_front(id, std::move(fps));
   by_container_[id] = lru_.begin();
-  for (const auto& fp : fps) by_fp_[fp] = id;
+  for (const auto& fp : lru_.front().second) by_fp_[fp] = id;
 }
 
 size_t ContainerCacheFilter::cached_containers() const {

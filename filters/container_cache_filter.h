@@ -1,9 +1,11 @@
 // ContainerCacheFilter keeps the fingerprint lists of recently used containers
 // in an LRU cache (Zhu et al.'s locality-preserved caching). A hit gives
 // STRONG-MAYBE without any chunk-index I/O. After the chain found a chunk by
-// other means (e.g. a chunk-index lookup), UpdateKnown loads the fingerprints
-// of that chunk's container, betting that its neighbours come next, as they do
-// in the next generation of a backup.
+// other means, namely a chunk-index lookup that had to read the on-disk table,
+// UpdateKnown loads the fingerprints of that chunk's container (its metadata
+// only), betting that its neighbours come next, as they do in the next
+// generation of a backup. Chunks found in the in-memory auxiliary index do
+// not trigger a load: that lookup is already cheaper than loading a list.
 #pragma once
 
 #include <list>
@@ -29,7 +31,7 @@ class ContainerCacheFilter : public Filter {
   uint64_t loads() const { return loads_; }
 
  private:
-  void InsertLocked(ContainerId id, const std::vector<Fingerprint>& fps);
+  void InsertLocked(ContainerId id, std::vector<Fingerprint> fps);
 
   ChunkStore* store_;
   const size_t max_containers_;

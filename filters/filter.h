@@ -40,6 +40,10 @@ struct ChunkRequest {
   // Set by a filter that returns EXISTING or STRONG-MAYBE; set by the chunk
   // store when a new chunk is stored.
   ContainerId container = kNoContainer;
+  // Set by the chunk-index filter when the entry came from the on-disk table
+  // rather than the in-memory auxiliary index: the lookups the container
+  // cache exists to save.
+  bool found_on_disk = false;
 };
 
 class Filter {

@@ -42,8 +42,9 @@ Status ChunkIndex::Open(const ChunkIndexOptions& options, Env* env,
   return Status::OK();
 }
 
-Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry) {
+Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* from_table) {
   lookups_++;
+  if (from_table != nullptr) *from_table = false;
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = aux_.find(fp);
@@ -58,6 +59,7 @@ Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry) {
   Status s = table_->Get(fp, entry);
   if (s.ok()) {
     disk_hits_++;
+    if (from_table != nullptr) *from_table = true;
   } else if (s.IsNotFound()) {
     misses_++;
   }

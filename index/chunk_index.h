@@ -79,7 +79,8 @@ class ChunkIndex {
   ChunkIndex& operator=(const ChunkIndex&) = delete;
 
   // Auxiliary index first, then the table. NotFound if neither has |fp|.
-  Status Lookup(const Fingerprint& fp, ChunkIndexEntry* entry);
+  // |from_table| (optional) tells whether the entry came from the table.
+  Status Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* from_table = nullptr);
 
   // Records a chunk just stored in |container| (a fingerprint Lookup reported
   // NotFound). Goes to the auxiliary index only. Its committed flag is
