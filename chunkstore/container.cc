@@ -63,6 +63,9 @@ bool Container::AddStored(const Fingerprint& fp, std::string_view stored, size_t
   }
   Item item{fp, static_cast<uint32_t>(data_.size()), static_cast<uint32_t>(stored.size()),
             static_cast<uint32_t>(raw_size), stored_as};
+  // One allocation for the whole data section: growing it step by step
+  // would copy every chunk again at each reallocation.
+  if (data_.empty()) data_.reserve(capacity_ - kHeaderSize);
   data_.append(stored.data(), stored.size());
   index_.emplace(fp, items_.size());
   items_.push_back(item);

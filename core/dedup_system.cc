@@ -1,5 +1,6 @@
 #include "core/dedup_system.h"
 
+#include "core/memory_tuning.h"
 #include "core/volume_table.h"
 
 #include <algorithm>
@@ -61,6 +62,7 @@ Status DedupSystem::OpenConfigFile(const std::string& config_path, const std::st
 }
 
 Status DedupSystem::Open(const Options& options, Env* env, std::unique_ptr<DedupSystem>* out) {
+  TuneAllocatorForLargeBuffers();
   std::unique_ptr<DedupSystem> sys(new DedupSystem(options, env));
   Status s = sys->Init();
   if (!s.ok()) {

@@ -33,7 +33,7 @@ struct Options {
                                            "chunk-index"};
   uint64_t bloom_expected_chunks = 16 << 20;
   double bloom_false_positive_rate = 0.01;
-  size_t container_cache_containers = 64;
+  size_t container_cache_containers = 1024;
   ChunkStoreOptions chunk_store;    // dir filled from data_dir unless set
   ChunkIndexOptions chunk_index;    // path filled from data_dir unless set
   BlockIndexOptions block_index;    // path filled from data_dir unless set

@@ -236,7 +236,7 @@ void BlockIndex::BackgroundLoop() {
     }
     lock.unlock();
     size_t written = 0;
-    Status s = WriteBackBatch(std::numeric_limits<uint64_t>::max(), &written);
+    Status s = WriteBackBatch(std::numeric_limits<uint64_t>::max(), options_.write_back_batch, &written);
     lock.lock();
     if (!s.ok()) {
       // The error is in stats().last_error and fails Puts at the hard limit;
@@ -246,7 +246,7 @@ void BlockIndex::BackgroundLoop() {
   }
 }
 
-Status BlockIndex::WriteBackBatch(uint64_t max_seq, size_t* written) {
+Status BlockIndex::WriteBackBatch(uint64_t max_seq, size_t limit, size_t* written) {
   *written = 0;
   std::lock_guard<std::mutex> writeback_lock(writeback_mu_);
   struct Pending {
@@ -258,7 +258,7 @@ Status BlockIndex::WriteBackBatch(uint64_t max_seq, size_t* written) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = persistable_.begin();
-         it != persistable_.end() && pending.size() < options_.write_back_batch; ++it) {
+         it != persistable_.end() && pending.size() < limit; ++it) {
       if (it->first > max_seq) break;
       const AuxEntry& entry = aux_.at(it->second);
       pending.push_back({it->second, it->first});
@@ -307,9 +307,13 @@ Status BlockIndex::Flush() {
     std::lock_guard<std::mutex> lock(mu_);
     max_seq = next_seq_;
   }
+  // Each store write is one synced transaction: a flush (a checkpoint waits
+  // for it) writes in larger ones than the background thread, which keeps
+  // its batches small so readers of the store are not held up long.
+  const size_t limit = std::max<size_t>(options_.write_back_batch, kFlushBatch);
   for (;;) {
     size_t written = 0;
-    DEDUPV1_RETURN_IF_ERROR(WriteBackBatch(max_seq, &written));
+    DEDUPV1_RETURN_IF_ERROR(WriteBackBatch(max_seq, limit, &written));
     if (written == 0) break;
   }
   Status s = store_->Sync();

@@ -165,10 +165,11 @@ class BlockIndex {
   void Unregister(const BlockId& id, const AuxEntry& entry);
   // Marks every block the store holds in written_ (at Open).
   Status LoadWrittenBlocks();
-  // Writes back up to one batch of the oldest persistable mappings with a
-  // sequence number <= max_seq; *written is the number written (0: nothing
-  // to do).
-  Status WriteBackBatch(uint64_t max_seq, size_t* written);
+  // Writes back up to |limit| of the oldest persistable mappings with a
+  // sequence number <= max_seq in one store write; *written is the number
+  // written (0: nothing to do).
+  Status WriteBackBatch(uint64_t max_seq, size_t limit, size_t* written);
+  static constexpr size_t kFlushBatch = 16384;
 
   const BlockIndexOptions options_;
   const std::function<bool(ContainerId)> is_committed_;

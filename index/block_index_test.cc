@@ -436,6 +436,22 @@ TEST_P(BlockIndexTest, IdleWritesBackEverything) {
   index_->SetIdle(false);
 }
 
+// A flush (what a checkpoint waits for) writes in large transactions, not in
+// the background thread's small batches.
+TEST_P(BlockIndexTest, FlushWritesInLargeBatches) {
+  BlockIndexOptions o = Options();
+  o.write_back_batch = 4;
+  Open(o);
+  commits_.Commit(1);
+  for (uint64_t b = 0; b < 40; b++) ASSERT_TRUE(index_->Put({3, b}, Mapping(1, b)).ok());
+  const uint64_t before = index_->stats().write_back_batches;
+  ASSERT_TRUE(index_->Flush().ok());
+  BlockIndexStats st = index_->stats();
+  EXPECT_EQ(st.aux_mappings, 0u);
+  EXPECT_EQ(st.persistent_mappings, 40u);
+  EXPECT_EQ(st.write_back_batches - before, 1u);
+}
+
 TEST_P(BlockIndexTest, ForEachBlockMergesAuxOverPersistent) {
   Open(Options());
   commits_.Commit(1);

@@ -20,7 +20,9 @@ bool IsEntryError(const Status& s) { return s.IsNoSpace() || s.IsCorruption(); }
 
 ChunkIndex::ChunkIndex(const ChunkIndexOptions& options, std::unique_ptr<DiskHashTable> table,
                        std::function<bool(ContainerId)> is_committed)
-    : options_(options), table_(std::move(table)), is_committed_(std::move(is_committed)) {
+    : options_(options), table_(std::move(table)), is_committed_(std::move(is_committed)),
+      write_back_batch_(static_cast<size_t>(std::clamp<uint64_t>(
+          4 * table_->bucket_count(), kMinWriteBackBatch, kMaxWriteBackBatch))) {
   thread_ = std::thread([this] { WriteBackThread(); });
 }
 
@@ -295,7 +297,7 @@ void ChunkIndex::WriteBackThread() {
       continue;
     }
     std::vector<Fingerprint> batch;
-    while (!ready_.empty() && batch.size() < kWriteBackBatch) {
+    while (!ready_.empty() && batch.size() < write_back_batch_) {
       Fingerprint fp = ready_.front();
       ready_.pop_front();
       auto it = aux_.find(fp);
@@ -324,9 +326,9 @@ Status ChunkIndex::Flush() {
     }
   }
   Status first;
-  for (size_t i = 0; i < fps.size(); i += kWriteBackBatch) {
+  for (size_t i = 0; i < fps.size(); i += write_back_batch_) {
     std::vector<Fingerprint> part(fps.begin() + i,
-                                  fps.begin() + std::min(fps.size(), i + kWriteBackBatch));
+                                  fps.begin() + std::min(fps.size(), i + write_back_batch_));
     Status s = WriteBack(part);
     if (!s.ok() && first.ok()) first = s;
   }

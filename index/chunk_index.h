@@ -142,11 +142,19 @@ class ChunkIndex {
   void EnqueueLocked(const Fingerprint& fp, AuxEntry* e);
   void EraseLocked(AuxMap::iterator it);
 
-  static constexpr size_t kWriteBackBatch = 1024;
+  // Entries per table batch. Every batch rewrites (journal + in place) each
+  // page it touches, and fingerprints spread uniformly over the pages, so a
+  // batch of a few entries per page costs little more I/O than one of a
+  // single entry per page: batches of 4 entries per bucket page, within
+  // [kMinWriteBackBatch, kMaxWriteBackBatch] (the upper bound caps the page
+  // images a batch holds in memory at ~64K pages).
+  static constexpr size_t kMinWriteBackBatch = 1024;
+  static constexpr size_t kMaxWriteBackBatch = 1 << 16;
 
   const ChunkIndexOptions options_;
   const std::unique_ptr<DiskHashTable> table_;
   const std::function<bool(ContainerId)> is_committed_;
+  const size_t write_back_batch_;  // after table_: computed from its geometry
 
   std::mutex close_mu_;  // serializes Close
 
