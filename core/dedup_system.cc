@@ -111,6 +111,10 @@ Status DedupSystem::Init() {
     log->Append(LogEventType::kContainerCommitted, event.Encode(), &event_id);  // a record only
   });
 
+  // Every event still in the log may be uncounted (idempotent per entry).
+  usage_ = std::make_unique<UsageCounter>(log_.get(), chunk_index_.get(), chunk_store_.get(), log_->head_id());
+  gc_ = std::make_unique<GarbageCollector>(this);
+
   DEDUPV1_RETURN_IF_ERROR(LoadVolumes());
   s = Recover();
   if (!s.ok()) return s.WithContext("recovery from the operations log");
@@ -222,8 +226,9 @@ Status DedupSystem::BuildFilterChain() {
     } else if (name == "block-index") {
       filter_chain_.Add(std::make_unique<BlockIndexFilter>());
     } else if (name == "container-cache") {
-      filter_chain_.Add(std::make_unique<ContainerCacheFilter>(chunk_store_.get(),
-                                                               options_.container_cache_containers));
+      auto filter = std::make_unique<ContainerCacheFilter>(chunk_store_.get(), options_.container_cache_containers);
+      container_cache_ = filter.get();
+      filter_chain_.Add(std::move(filter));
     } else if (name == "bloom") {
       if (bloom_ok) filter_chain_.Add(std::make_unique<BloomFilter>(bloom_.get()));
     } else if (name == "chunk-index") {
@@ -395,6 +400,10 @@ Status DedupSystem::Checkpoint() {
   DEDUPV1_RETURN_IF_ERROR(chunk_store_->Flush());
   const ContainerId watermark = chunk_store_->last_allocated_id();
   DEDUPV1_RETURN_IF_ERROR(log_->Sync());
+  // The events up to |applied| are durable and their containers committed:
+  // count them into the usage counts before the chunk index is written back
+  // and the log trimmed (a crash in between counts them again, once).
+  DEDUPV1_RETURN_IF_ERROR(usage_->CountUpTo(applied));
   DEDUPV1_RETURN_IF_ERROR(chunk_index_->Flush());
   DEDUPV1_RETURN_IF_ERROR(block_index_->Flush());
   // Every container up to the watermark is committed or lost and its chunks
@@ -426,6 +435,13 @@ void DedupSystem::CheckpointLoop() {
       Status s = Checkpoint();
       if (!s.ok()) RecordError(s.WithContext("checkpoint"));
       quiet_since = now;
+      // Idle: collect garbage if the counts found some (or no round has
+      // looked since open).
+      if (s.ok() && quiet && !stop_.load() && (gc_scan_pending_ || usage_->candidate_count() > 0)) {
+        gc_scan_pending_ = false;
+        s = gc_->Run();
+        if (!s.ok()) RecordError(s);
+      }
     }
   }
 }
@@ -519,6 +535,16 @@ Status DedupSystem::Sync() {
   return s;
 }
 
+Status DedupSystem::RunGc() {
+  if (stop_.load()) return Status::Aborted("system is shutting down");
+  return gc_->Run();
+}
+
+GcStats DedupSystem::gc_stats() const {
+  if (!gc_) return GcStats();
+  return gc_->stats();
+}
+
 double DedupSystem::DedupRatio() const {
   uint64_t logical = stats_.bytes_chunked.load();
   uint64_t stored = chunk_store_ ? chunk_store_->stats().bytes_stored : 0;
@@ -565,6 +591,8 @@ Status DedupSystem::Close() {
     keep_first(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCleanFile), "clean\n"));
   }
   // The block index's write-back hook uses the log: close the indexes first.
+  gc_.reset();
+  usage_.reset();
   block_index_.reset();
   chunk_index_.reset();
   log_.reset();

@@ -45,6 +45,13 @@ void ContainerCacheFilter::InsertLocked(ContainerId id, const std::vector<Finger
   for (const auto& fp : fps) by_fp_[fp] = id;
 }
 
+void ContainerCacheFilter::Clear() {
+  std::lock_guard<std::mutex> l(mu_);
+  lru_.clear();
+  by_container_.clear();
+  by_fp_.clear();
+}
+
 size_t ContainerCacheFilter::cached_containers() const {
   std::lock_guard<std::mutex> l(mu_);
   return lru_.size();

@@ -174,7 +174,7 @@ TEST_F(ToolsTest, CleanStoreChecksClean) {
   RunResult r = Check({"--progress"});
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("usage counts:  NOT checked"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("usage counts:  checked:"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("containers/s"), std::string::npos) << "no progress bar: " << r.err;
 
   r = Check({"--json"});
@@ -188,7 +188,10 @@ TEST_F(ToolsTest, CleanStoreChecksClean) {
   // vol1's second copy of [0, 1M) deduplicates: fewer distinct chunks than references.
   EXPECT_LT(j["usage_counts"]["referenced_chunks"].get<uint64_t>(),
             j["usage_counts"]["references"].get<uint64_t>());
-  EXPECT_FALSE(j["usage_counts"]["maintained"].get<bool>());
+  EXPECT_TRUE(j["usage_counts"]["maintained"].get<bool>());
+  EXPECT_TRUE(j["usage_counts"]["checked"].get<bool>());
+  EXPECT_EQ(j["usage_counts"]["mismatches"].get<uint64_t>(), 0u);
+  EXPECT_GT(j["usage_counts"]["matching"].get<uint64_t>(), 0u);
   EXPECT_EQ(j["chunk_index"]["entries"], j["containers"]["chunks"]);
   EXPECT_TRUE(j["problems"].empty());
 }
