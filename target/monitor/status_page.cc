@@ -270,7 +270,8 @@ function render(s) {
     ["Read-cache hit rate", pct(c.read_cache_hit_ratio) + " of " + count(c.read_cache_hits + c.read_cache_misses)],
     ["Containers read", count(c.container_reads)],
   ]);
-  $("containers-merge").textContent = c.merge && c.merge.available === false ? "GC / merge: " + c.merge.message : "";
+  $("containers-merge").textContent = !c.merge ? "" : c.merge.available === false ? "GC / merge: " + c.merge.message
+      : "GC: " + c.merge.containers_merged + " merged into " + c.merge.merged_containers_written + ", " + c.merge.containers_deleted + " deleted";
   const l = s.log;
   fillList("log", availability(l, "log", "log-na") ? [
     ["Fill", pct(l.fill) + " of " + bytes(l.size_bytes)],
