@@ -12,6 +12,12 @@
 #include "core/testutil.h"
 
 namespace dedupv1 {
+
+// Every chunk-index entry's usage count equals the number of blocks whose
+// mapping names its fingerprint (the rule of core/usage_counter.h), and every
+// referenced chunk has an entry. Also used by crash_test.cc.
+void ExpectUsageMatchesRecount(DedupSystem* sys);
+
 namespace {
 
 constexpr uint64_t kVolumeSize = 24 << 20;
@@ -45,9 +51,8 @@ uint64_t UsedBytes(DedupSystem* sys) {
   return used;
 }
 
-// Every chunk-index entry's usage count equals the number of blocks whose
-// mapping names its fingerprint (the rule of core/usage_counter.h), and every
-// referenced chunk has an entry.
+}  // namespace
+
 void ExpectUsageMatchesRecount(DedupSystem* sys) {
   std::map<Fingerprint, uint64_t> recount;
   for (Volume* v : sys->volumes()) {
@@ -80,6 +85,8 @@ void ExpectUsageMatchesRecount(DedupSystem* sys) {
   }
   EXPECT_GT(checked, 0u);
 }
+
+namespace {
 
 void ExpectContent(Volume* v, const std::vector<uint8_t>& want) {
   std::vector<uint8_t> got(want.size());
