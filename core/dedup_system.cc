@@ -403,7 +403,7 @@ Status DedupSystem::Checkpoint() {
   // The events up to |applied| are durable and their containers committed:
   // count them into the usage counts before the chunk index is written back
   // and the log trimmed (a crash in between counts them again, once).
-  DEDUPV1_RETURN_IF_ERROR(usage_->CountUpTo(applied));
+  if (usage_) DEDUPV1_RETURN_IF_ERROR(usage_->CountUpTo(applied));
   DEDUPV1_RETURN_IF_ERROR(chunk_index_->Flush());
   DEDUPV1_RETURN_IF_ERROR(block_index_->Flush());
   // Every container up to the watermark is committed or lost and its chunks

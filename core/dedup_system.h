@@ -27,6 +27,7 @@
 #include "core/chunker.h"
 #include "core/env.h"
 #include "core/garbage_collector.h"
+#include "core/gc_barrier.h"
 #include "core/options.h"
 #include "core/system_stats.h"
 #include "core/thread_pool.h"
@@ -139,7 +140,7 @@ class DedupSystem {
   // exclusively by a GC round while it counts every logged event and rechecks
   // its candidates, so no run holds a "known" decision about a chunk the
   // round deletes. Unmap does not take it: it only removes references.
-  std::shared_mutex gc_mu_;
+  GcBarrier gc_barrier_;
   std::unique_ptr<UsageCounter> usage_;
   std::unique_ptr<GarbageCollector> gc_;
   bool gc_scan_pending_ = true;  // no round since open (candidates of earlier runs are unknown)

@@ -105,9 +105,13 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   // 3. Hold and recheck under the barrier.
   std::map<ContainerId, std::vector<Fingerprint>> dead;
   {
-    std::unique_lock<std::shared_mutex> barrier(sys->gc_mu_);
+    GcBarrier::Exclusive barrier(&sys->gc_barrier_);
+    // Every dedup run's mapping is logged now. The id is read before the
+    // sync: only events the sync covers may be counted (an unmap, which does
+    // not take the barrier, may append meanwhile; it is counted next time).
+    const uint64_t logged = sys->log_->last_id();
     DEDUPV1_RETURN_IF_ERROR(sys->Persist());
-    DEDUPV1_RETURN_IF_ERROR(sys->usage_->CountUpTo(sys->log_->last_id()));
+    DEDUPV1_RETURN_IF_ERROR(sys->usage_->CountUpTo(logged));
     for (const Fingerprint& fp : sys->usage_->TakeCandidates()) {
       std::lock_guard<std::mutex> fp_lock(sys->fp_locks_.For(fp));
       ChunkIndexEntry entry;

@@ -238,7 +238,7 @@ Status Volume::ProcessRun(WriteBuffer::Run* run) {
   phase = std::chrono::steady_clock::now();
 
   // GC barrier (core/garbage_collector.h) until this run's mappings are logged.
-  std::shared_lock<std::shared_mutex> gc_barrier(sys->gc_mu_);
+  auto gc_barrier = sys->gc_barrier_.Shared();
 
   // 3. What the overwritten blocks referenced before (block-index filter).
   const uint64_t first_block = run->start / block_size_;
