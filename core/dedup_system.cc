@@ -430,18 +430,20 @@ void DedupSystem::CheckpointLoop() {
     }
     // Quiet for a few seconds with events in the log: a good time to write
     // the indexes back (the paper's idle-time write-back).
-    bool quiet = now - quiet_since > std::chrono::seconds(5) && log_->last_id() >= log_->head_id();
+    const bool quiet_period = now - quiet_since > std::chrono::seconds(5);
+    const bool quiet = quiet_period && log_->last_id() >= log_->head_id();
+    Status s;
     if (log_->IsAboveSoftLimit() || quiet) {
-      Status s = Checkpoint();
+      s = Checkpoint();
       if (!s.ok()) RecordError(s.WithContext("checkpoint"));
       quiet_since = now;
-      // Idle: collect garbage if the counts found some (or no round has
-      // looked since open).
-      if (s.ok() && quiet && !stop_.load() && (gc_scan_pending_ || usage_->candidate_count() > 0)) {
-        gc_scan_pending_ = false;
-        s = gc_->Run();
-        if (!s.ok()) RecordError(s);
-      }
+    }
+    // Idle: a GC round if one has work (candidates, garbage not looked at
+    // yet, or no round since open).
+    if (s.ok() && quiet_period && !stop_.load() && gc_->HasWork()) {
+      s = gc_->Run();
+      if (!s.ok()) RecordError(s);
+      quiet_since = std::chrono::steady_clock::now();
     }
   }
 }

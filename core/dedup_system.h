@@ -143,7 +143,6 @@ class DedupSystem {
   GcBarrier gc_barrier_;
   std::unique_ptr<UsageCounter> usage_;
   std::unique_ptr<GarbageCollector> gc_;
-  bool gc_scan_pending_ = true;  // no round since open (candidates of earlier runs are unknown)
   std::thread checkpoint_thread_;
   RecoveryInfo recovery_;
   std::unique_ptr<BloomSet> bloom_;

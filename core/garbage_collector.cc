@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <shared_mutex>
 #include <unordered_map>
 #include <vector>
@@ -77,9 +78,29 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   // 1. Usage counts catch up; the log is trimmed.
   DEDUPV1_RETURN_IF_ERROR(sys->Checkpoint());
 
-  // 2. Scan the committed containers.
+  // 2. Scan: every committed container once after open, then only those
+  // holding candidates or unscanned garbage.
+  const bool full_scan = !full_scan_done_.load();
   std::vector<ContainerId> ids;
-  DEDUPV1_RETURN_IF_ERROR(store->ListCommitted(&ids));
+  if (full_scan) {
+    DEDUPV1_RETURN_IF_ERROR(store->ListCommitted(&ids));
+  } else {
+    std::set<ContainerId> wanted;
+    {
+      std::lock_guard<std::mutex> l(pending_mu_);
+      wanted.swap(pending_containers_);
+    }
+    for (const Fingerprint& fp : sys->usage_->Candidates()) {
+      ChunkIndexEntry entry;
+      Status l = index->Lookup(fp, &entry);
+      if (l.IsNotFound()) continue;
+      DEDUPV1_RETURN_IF_ERROR(l);
+      wanted.insert(store->Resolve(entry.container));
+    }
+    for (ContainerId id : wanted) {
+      if (store->IsCommitted(id)) ids.push_back(id);
+    }
+  }
   std::map<ContainerId, ContainerScan> scans;
   for (ContainerId id : ids) {
     std::vector<ChunkStore::ChunkFootprint> chunks;
@@ -143,7 +164,13 @@ Status GarbageCollector::RunLocked(GcStats* round) {
         round->orphans_found++;
       }
     }
-    for (const auto& [id, fps] : dead) store->MarkDead(id, fps);
+    for (const auto& [id, fps] : dead) {
+      store->MarkDead(id, fps);
+      if (scans.count(id) == 0) {
+        std::lock_guard<std::mutex> l(pending_mu_);
+        pending_containers_.insert(id);
+      }
+    }
     if (sys->container_cache_ != nullptr) sys->container_cache_->Clear();
   }
 
@@ -192,11 +219,19 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   }
   if (round->containers_deleted + round->containers_written > 0) DEDUPV1_RETURN_IF_ERROR(sys->log_->Sync());
 
+  if (full_scan) full_scan_done_ = true;
   uint64_t used_after = 0;
   DEDUPV1_RETURN_IF_ERROR(store->UsedBytes(&used_after));
   round->used_bytes = used_after;
   round->bytes_reclaimed = used_before > used_after ? used_before - used_after : 0;
   return Status::OK();
+}
+
+bool GarbageCollector::HasWork() const {
+  if (!full_scan_done_.load()) return true;
+  if (system_->usage_ && system_->usage_->candidate_count() > 0) return true;
+  std::lock_guard<std::mutex> l(pending_mu_);
+  return !pending_containers_.empty();
 }
 
 GcStats GarbageCollector::stats() const {

@@ -3,12 +3,15 @@
 //
 //  1. Checkpoint: usage counts catch up with the logged mapping events
 //     (UsageCounter) and the log is trimmed.
-//  2. Scan (no lock): every committed container's chunks are looked up in
-//     the chunk index. A chunk whose entry resolves to this container is live
-//     (usage 0 entries become candidates too, so candidates lost in a restart
-//     are found again); a chunk without an entry is suspected garbage; a
-//     chunk whose entry names another copy is kept (a mapping may still name
-//     this copy).
+//  2. Scan (no lock): the chunks of the containers in question are looked up
+//     in the chunk index. The first round after open scans every committed
+//     container (usage 0 entries become candidates, so candidates lost in a
+//     restart are found again, and garbage of a round interrupted by a crash
+//     is found as chunks without an entry); later rounds scan only the
+//     containers holding a candidate or garbage the last round marked but did
+//     not scan. A chunk whose entry resolves to this container is live; a
+//     chunk without an entry is suspected garbage; a chunk whose entry names
+//     another copy is kept (a mapping may still name this copy).
 //  3. Hold and recheck, under the system's GC barrier (exclusive: no dedup
 //     run is between its filter-chain decision and its mapping being logged):
 //     containers committed and the log synced, every logged event counted,
@@ -31,9 +34,11 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "core/status.h"
+#include "core/types.h"
 #include "core/usage_counter.h"
 
 namespace dedupv1 {
@@ -66,6 +71,9 @@ class GarbageCollector {
 
   // Runs one round (waits for a running one to finish first).
   Status Run();
+  // Whether a round would find anything to do: no full scan since open yet,
+  // candidates waiting, or containers with garbage not looked at yet.
+  bool HasWork() const;
   GcStats stats() const;
 
  private:
@@ -73,6 +81,11 @@ class GarbageCollector {
 
   DedupSystem* const system_;
   std::mutex run_mu_;
+  std::atomic<bool> full_scan_done_{false};
+  // Containers a round marked garbage in without having scanned them (their
+  // candidates appeared under the barrier): the next round scans them.
+  mutable std::mutex pending_mu_;
+  std::set<ContainerId> pending_containers_;
   std::atomic<bool> running_{false};
   mutable std::mutex stats_mu_;
   GcStats stats_;

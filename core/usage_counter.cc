@@ -129,6 +129,11 @@ std::vector<Fingerprint> UsageCounter::TakeCandidates() {
   return out;
 }
 
+std::vector<Fingerprint> UsageCounter::Candidates() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return std::vector<Fingerprint>(candidates_.begin(), candidates_.end());
+}
+
 void UsageCounter::AddCandidate(const Fingerprint& fp) {
   std::lock_guard<std::mutex> l(mu_);
   candidates_.insert(fp);

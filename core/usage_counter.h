@@ -61,6 +61,8 @@ class UsageCounter {
 
   // Takes the fingerprints that reached usage 0 since the last call.
   std::vector<Fingerprint> TakeCandidates();
+  // The current candidates, left in place.
+  std::vector<Fingerprint> Candidates() const;
   // Adds candidates found otherwise (e.g. by a GC scan after a restart).
   void AddCandidate(const Fingerprint& fp);
   size_t candidate_count() const;
