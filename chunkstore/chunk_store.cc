@@ -495,6 +495,11 @@ ContainerId ChunkStore::last_allocated_id() const {
 Status ChunkStore::ListCommitted(std::vector<ContainerId>* ids) {
   DEDUPV1_RETURN_IF_ERROR(store_->List(ids));
   std::sort(ids->begin(), ids->end());
+  // A merge source whose deletion failed is superseded: not listed (Open
+  // deletes it).
+  std::lock_guard<std::mutex> l(mu_);
+  ids->erase(std::remove_if(ids->begin(), ids->end(), [this](ContainerId id) { return ResolveLocked(id) != id; }),
+             ids->end());
   return Status::OK();
 }
 

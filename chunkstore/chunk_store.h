@@ -135,7 +135,8 @@ class ChunkStore {
   // The highest id handed out so far (or, before the first allocation, the
   // highest id a previous run may have used).
   ContainerId last_allocated_id() const;
-  // Ids of the containers in the container store (committed ones).
+  // Ids of the containers in the container store (committed ones), without
+  // merge sources that still exist because their deletion failed.
   Status ListCommitted(std::vector<ContainerId>* ids);
   const ChunkStoreOptions& options() const { return options_; }
 

@@ -60,6 +60,9 @@ Status GarbageCollector::Run() {
   stats_.last_run_unix = UnixNow();
   stats_.last_run_ms = ms;
   if (!s.ok()) {
+    // Candidates and pending containers taken by the failed round are found
+    // again by a full scan.
+    full_scan_done_ = false;
     stats_.failed_runs++;
     stats_.last_error = s.ToString();
     return s.WithContext("garbage collection");
