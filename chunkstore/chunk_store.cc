@@ -652,7 +652,8 @@ Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, Cont
   std::sort(aliases.begin(), aliases.end());
   Container merged(new_id, options_.container_size, options_.fp_type);
   if (!merged.SetAliases(aliases)) {
-    return Status::NoSpace("chunk store: the aliases of the merged containers do not fit a container");
+    *result = kNoContainer;  // does not fit: nothing changed
+    return Status::OK();
   }
   for (size_t i = 0; i < sources.size(); i++) {
     for (const Fingerprint& fp : loaded[i]->Fingerprints()) {
@@ -661,7 +662,8 @@ Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, Cont
       DEDUPV1_RETURN_IF_ERROR(loaded[i]->ReadChunk(fp, &data));
       if (!merged.Add(fp, reinterpret_cast<const uint8_t*>(data.data()), data.size(),
                       options_.compression)) {
-        return Status::NoSpace("chunk store: the live chunks of the merged containers do not fit one container");
+        *result = kNoContainer;  // does not fit: nothing changed
+        return Status::OK();
       }
     }
   }

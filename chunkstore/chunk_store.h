@@ -161,8 +161,9 @@ class ChunkStore {
   // Copies the chunks of the committed containers |sources| that are not
   // marked dead into a new container answering to the sources' ids and their
   // aliases, commits it durably (alias record first, see above), switches the
-  // alias map and deletes the sources. NoSpace (changing nothing) if the live
-  // chunks do not fit one container.
+  // alias map and deletes the sources. If the live chunks (and the aliases)
+  // do not fit one container, nothing changes and |result| is kNoContainer.
+  // An error before the merged container is stored changes nothing either.
   Status MergeContainers(const std::vector<ContainerId>& sources, ContainerId* result);
   // Deletes committed container |id| (its chunks must all be garbage) and
   // forgets the ids that alias it.

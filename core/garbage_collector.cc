@@ -209,9 +209,8 @@ Status GarbageCollector::RunLocked(GcStats* round) {
       i++;
     }
     ContainerId merged;
-    Status s = store->MergeContainers(group, &merged);
-    if (s.IsNoSpace()) continue;  // did not fit after all: left as they are
-    DEDUPV1_RETURN_IF_ERROR(s);
+    DEDUPV1_RETURN_IF_ERROR(store->MergeContainers(group, &merged));
+    if (merged == kNoContainer) continue;  // did not fit after all: left as they are
     ContainerMergedData event;
     event.result = merged;
     event.sources = group;
