@@ -1,6 +1,8 @@
 #include "chunkstore/chunk_store.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "chunkstore/local_container_store.h"
@@ -15,6 +17,7 @@ constexpr uint64_t kIdBatch = 1024;
 constexpr char kIdMarkFile[] = "container-id";
 // The mark file is the next free id (u64) followed by its CRC32C.
 constexpr size_t kIdMarkSize = 12;
+constexpr char kAliasFile[] = "container-aliases";
 
 std::string Name(ContainerId id) { return "container " + std::to_string(id); }
 
@@ -84,7 +87,8 @@ ChunkStore::ChunkStore(const ChunkStoreOptions& options, Env* env,
       env_(env),
       store_(std::move(store)),
       id_mark_path_(JoinPath(options.dir, kIdMarkFile)),
-      read_cache_(options.read_cache_containers) {}
+      read_cache_(options.read_cache_containers),
+      alias_path_(JoinPath(options.dir, kAliasFile)) {}
 
 ChunkStore::~ChunkStore() { Close(); }
 
@@ -93,6 +97,7 @@ Status ChunkStore::Init() {
   DEDUPV1_RETURN_IF_ERROR(store_->List(&ids));
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  DEDUPV1_RETURN_IF_ERROR(LoadAliases(&ids));
 
   uint64_t mark = 1;
   if (env_->FileExists(id_mark_path_)) {
@@ -256,7 +261,8 @@ std::shared_ptr<const Container> ChunkStore::FindUncommittedLocked(ContainerId i
   return nullptr;
 }
 
-Status ChunkStore::LoadCommitted(ContainerId id, std::shared_ptr<const Container>* container) {
+Status ChunkStore::LoadCommitted(ContainerId requested, std::shared_ptr<const Container>* container) {
+  ContainerId id = Resolve(requested);
   std::shared_ptr<const Container> c = read_cache_.Lookup(id);
   if (c) {
     *container = std::move(c);
@@ -264,7 +270,14 @@ Status ChunkStore::LoadCommitted(ContainerId id, std::shared_ptr<const Container
   }
   container_reads_.fetch_add(1, std::memory_order_relaxed);
   std::string bytes;
-  DEDUPV1_RETURN_IF_ERROR(store_->Get(id, &bytes));
+  Status s = store_->Get(id, &bytes);
+  if (s.IsNotFound()) {
+    // A merge may have folded |id| into another container between Resolve
+    // and Get (it switches the alias map before deleting the source).
+    const ContainerId now = Resolve(requested);
+    if (now != id) return LoadCommitted(requested, container);
+  }
+  DEDUPV1_RETURN_IF_ERROR(s);
   std::unique_ptr<Container> parsed;
   DEDUPV1_RETURN_IF_ERROR(Container::Parse(id, bytes, &parsed));
   c = std::shared_ptr<const Container>(std::move(parsed));
@@ -341,13 +354,21 @@ Status ChunkStore::GetFingerprintsVerified(ContainerId id, std::vector<Fingerpri
   }
   if (!c) DEDUPV1_RETURN_IF_ERROR(LoadCommitted(id, &c));
   *fps = c->Fingerprints();
+  std::lock_guard<std::mutex> l(mu_);
+  auto dead = dead_.find(c->id());
+  if (dead != dead_.end()) {
+    fps->erase(std::remove_if(fps->begin(), fps->end(),
+                              [&](const Fingerprint& fp) { return dead->second.count(fp) != 0; }),
+               fps->end());
+  }
   return Status::OK();
 }
 
-bool ChunkStore::IsCommitted(ContainerId id) const {
-  if (id == kNoContainer || id == kZeroContainer) return false;
+bool ChunkStore::IsCommitted(ContainerId requested) const {
+  if (requested == kNoContainer || requested == kZeroContainer) return false;
   std::lock_guard<std::mutex> l(mu_);
-  if (id >= next_id_) return false;
+  const ContainerId id = ResolveLocked(requested);
+  if (id >= next_id_ || deleted_.count(id) != 0) return false;
   if (id < session_first_id_) {
     return std::binary_search(committed_at_open_.begin(), committed_at_open_.end(), id);
   }
@@ -509,7 +530,243 @@ ContainerId ChunkStore::last_allocated_id() const {
 Status ChunkStore::ListCommitted(std::vector<ContainerId>* ids) {
   DEDUPV1_RETURN_IF_ERROR(store_->List(ids));
   std::sort(ids->begin(), ids->end());
+  // A merge source whose deletion failed is superseded: not listed (Open
+  // deletes it).
+  std::lock_guard<std::mutex> l(mu_);
+  ids->erase(std::remove_if(ids->begin(), ids->end(), [this](ContainerId id) { return ResolveLocked(id) != id; }),
+             ids->end());
   return Status::OK();
 }
+
+// ---- Garbage collection support ----
+
+ContainerId ChunkStore::ResolveLocked(ContainerId id) const {
+  auto it = alias_.find(id);
+  return it == alias_.end() ? id : it->second;
+}
+
+ContainerId ChunkStore::Resolve(ContainerId id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return ResolveLocked(id);
+}
+
+// The alias file: one line "merge TARGET SOURCE..." per record, then
+// "crc HEX" (CRC32C of everything before that line). Written atomically.
+Status ChunkStore::WriteAliasFile(const std::vector<AliasRecord>& records) {
+  std::string text = "# dedupv1 container aliases: merge <target> <sources...>\n";
+  for (const auto& r : records) {
+    text += "merge " + std::to_string(r.target);
+    for (ContainerId src : r.sources) text += " " + std::to_string(src);
+    text += "\n";
+  }
+  char crc[32];
+  std::snprintf(crc, sizeof(crc), "crc %08x\n", Crc32c(text.data(), text.size()));
+  text += crc;
+  Status s = WriteFileAtomically(env_, alias_path_, text);
+  if (!s.ok()) return s.WithContext("write container alias file " + alias_path_);
+  return Status::OK();
+}
+
+Status ChunkStore::LoadAliases(std::vector<ContainerId>* ids) {
+  if (!env_->FileExists(alias_path_)) return Status::OK();
+  std::string text;
+  DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, alias_path_, &text));
+  const size_t crc_pos = text.rfind("crc ");
+  if (crc_pos == std::string::npos ||
+      std::strtoul(text.c_str() + crc_pos + 4, nullptr, 16) != Crc32c(text.data(), crc_pos)) {
+    return Status::Corruption("container alias file " + alias_path_ + " is corrupt (checksum)");
+  }
+  std::vector<AliasRecord> records;
+  size_t pos = 0;
+  while (pos < crc_pos) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos || eol > crc_pos) eol = crc_pos;
+    std::string line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (line.empty() || line[0] == '#') continue;
+    if (line.compare(0, 6, "merge ") != 0) {
+      return Status::Corruption("container alias file " + alias_path_ + ": bad line '" + line + "'");
+    }
+    AliasRecord r;
+    const char* p = line.c_str() + 6;
+    char* end = nullptr;
+    r.target = std::strtoull(p, &end, 10);
+    for (p = end; *p != '\0'; p = end) {
+      ContainerId src = std::strtoull(p, &end, 10);
+      if (end == p) break;
+      r.sources.push_back(src);
+    }
+    records.push_back(std::move(r));
+  }
+  std::sort(records.begin(), records.end(),
+            [](const AliasRecord& a, const AliasRecord& b) { return a.target < b.target; });
+  // A record counts only if its merged container was committed; later
+  // merges override earlier ones (a merged container merged again).
+  std::vector<AliasRecord> kept;
+  std::unordered_set<ContainerId> superseded;
+  for (auto& r : records) {
+    if (!std::binary_search(ids->begin(), ids->end(), r.target)) continue;
+    for (ContainerId src : r.sources) {
+      alias_[src] = r.target;
+      superseded.insert(src);
+    }
+    kept.push_back(std::move(r));
+  }
+  // Sources still stored: the merge committed but did not finish deleting.
+  std::vector<ContainerId> live;
+  for (ContainerId id : *ids) {
+    if (superseded.count(id) == 0) {
+      live.push_back(id);
+      continue;
+    }
+    Status s = store_->Delete(id);
+    if (!s.ok() && !s.IsNotFound()) return s.WithContext("delete superseded " + Name(id));
+  }
+  *ids = std::move(live);
+  // Drop records that name a target that is itself superseded (a later merge
+  // covers all its ids) or that never committed.
+  std::vector<AliasRecord> pruned;
+  for (auto& r : kept) {
+    if (superseded.count(r.target) == 0) pruned.push_back(std::move(r));
+  }
+  const bool changed = pruned.size() != records.size();
+  alias_records_ = std::move(pruned);
+  if (changed) DEDUPV1_RETURN_IF_ERROR(WriteAliasFile(alias_records_));
+  return Status::OK();
+}
+
+Status ChunkStore::GetChunkFootprints(ContainerId id, std::vector<ChunkFootprint>* chunks,
+                                      uint64_t* total) {
+  std::shared_ptr<const Container> c;
+  DEDUPV1_RETURN_IF_ERROR(LoadCommitted(id, &c));
+  std::vector<Fingerprint> fps = c->Fingerprints();
+  chunks->clear();
+  *total = c->serialized_size();
+  std::lock_guard<std::mutex> l(mu_);
+  auto dead = dead_.find(c->id());
+  for (const Fingerprint& fp : fps) {
+    if (dead != dead_.end() && dead->second.count(fp) != 0) continue;
+    chunks->push_back({fp, c->FootprintOf(fp)});
+  }
+  return Status::OK();
+}
+
+void ChunkStore::MarkDead(ContainerId id, const std::vector<Fingerprint>& fps) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto& set = dead_[ResolveLocked(id)];
+  for (const Fingerprint& fp : fps) set.insert(fp);
+}
+
+Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, ContainerId* result) {
+  std::lock_guard<std::mutex> gc(gc_mu_);
+  if (sources.empty()) return Status::InvalidArgument("chunk store: nothing to merge");
+  std::vector<std::shared_ptr<const Container>> loaded;
+  for (ContainerId src : sources) {
+    std::shared_ptr<const Container> c;
+    DEDUPV1_RETURN_IF_ERROR(LoadCommitted(src, &c));
+    if (c->id() != src) {
+      return Status::InvalidArgument("chunk store: " + Name(src) + " was merged into " + Name(c->id()));
+    }
+    loaded.push_back(std::move(c));
+  }
+  ContainerId new_id;
+  std::vector<ContainerId> aliases;
+  std::vector<std::unordered_set<Fingerprint, FingerprintHasher>> dead(sources.size());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    DEDUPV1_RETURN_IF_ERROR(AllocateIdLocked(&new_id));
+    for (size_t i = 0; i < sources.size(); i++) {
+      aliases.push_back(sources[i]);
+      auto d = dead_.find(sources[i]);
+      if (d != dead_.end()) dead[i] = d->second;
+    }
+    for (const auto& [old_id, target] : alias_) {
+      if (std::find(sources.begin(), sources.end(), target) != sources.end()) aliases.push_back(old_id);
+    }
+  }
+  std::sort(aliases.begin(), aliases.end());
+  Container merged(new_id, options_.container_size, options_.fp_type);
+  if (!merged.SetAliases(aliases)) {
+    *result = kNoContainer;  // does not fit: nothing changed
+    return Status::OK();
+  }
+  for (size_t i = 0; i < sources.size(); i++) {
+    for (const Fingerprint& fp : loaded[i]->Fingerprints()) {
+      if (dead[i].count(fp) != 0) continue;
+      std::string data;
+      DEDUPV1_RETURN_IF_ERROR(loaded[i]->ReadChunk(fp, &data));
+      if (!merged.Add(fp, reinterpret_cast<const uint8_t*>(data.data()), data.size(),
+                      options_.compression)) {
+        *result = kNoContainer;  // does not fit: nothing changed
+        return Status::OK();
+      }
+    }
+  }
+  std::string bytes;
+  DEDUPV1_RETURN_IF_ERROR(merged.Serialize(&bytes));
+  // 1. The alias record, before the merged container exists: if the Put
+  // never completes, Open drops the record because its target is missing.
+  std::vector<AliasRecord> records = alias_records_;
+  records.push_back({new_id, aliases});
+  DEDUPV1_RETURN_IF_ERROR(WriteAliasFile(records));
+  // 2. The merged container, durably.
+  Status s = store_->Put(new_id, bytes);
+  if (!s.ok()) {
+    (void)WriteAliasFile(alias_records_);
+    return s.WithContext("commit merged " + Name(new_id));
+  }
+  // 3. Reads of the old ids go to the merged container from now on.
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (ContainerId a : aliases) alias_[a] = new_id;
+    for (ContainerId src : sources) dead_.erase(src);
+  }
+  read_cache_.Insert(new_id, std::shared_ptr<const Container>(
+                                 new Container(std::move(merged))));
+  // 4. The sources. A crash before this finishes is cleaned up by Open.
+  for (ContainerId src : sources) {
+    read_cache_.Erase(src);
+    Status d = store_->Delete(src);
+    if (!d.ok() && !d.IsNotFound()) return d.WithContext("delete merged " + Name(src));
+  }
+  // Records of merged sources are covered by the new record.
+  std::vector<AliasRecord> pruned;
+  for (auto& r : records) {
+    if (std::find(sources.begin(), sources.end(), r.target) == sources.end()) pruned.push_back(std::move(r));
+  }
+  alias_records_ = std::move(pruned);
+  DEDUPV1_RETURN_IF_ERROR(WriteAliasFile(alias_records_));
+  *result = new_id;
+  return Status::OK();
+}
+
+Status ChunkStore::DeleteContainer(ContainerId requested) {
+  std::lock_guard<std::mutex> gc(gc_mu_);
+  const ContainerId id = Resolve(requested);
+  Status s = store_->Delete(id);
+  if (!s.ok()) return s.WithContext("delete " + Name(id));
+  read_cache_.Erase(id);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    deleted_.insert(id);
+    dead_.erase(id);
+    for (auto it = alias_.begin(); it != alias_.end();) {
+      if (it->second == id) {
+        deleted_.insert(it->first);
+        it = alias_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  const size_t before = alias_records_.size();
+  alias_records_.erase(std::remove_if(alias_records_.begin(), alias_records_.end(),
+                                      [id](const AliasRecord& r) { return r.target == id; }),
+                       alias_records_.end());
+  if (alias_records_.size() != before) DEDUPV1_RETURN_IF_ERROR(WriteAliasFile(alias_records_));
+  return Status::OK();
+}
+
+Status ChunkStore::UsedBytes(uint64_t* bytes) { return store_->UsedBytes(bytes); }
 
 }  // namespace dedupv1

@@ -20,6 +20,16 @@
 //   timer and by Flush until it succeeds.
 // - No ChunkStore lock is held while doing container I/O or calling the
 //   commit listener.
+// - Garbage collection (core/garbage_collector.h) merges under-filled
+//   containers: the merged container gets a fresh id and answers to the ids of
+//   the containers it replaces (its alias list), so no index entry or block
+//   mapping is rewritten. Resolve maps an old id to the container holding its
+//   chunks now. The alias map lives in DIR/container-aliases: a merge records
+//   "target <- sources" there (atomically) *before* the merged container is
+//   Put, and deletes the sources only after. Open keeps a record only if its
+//   target exists, then deletes any source that still exists (a crash after
+//   the merged container committed but before the old ones were deleted), so
+//   a container is never both superseded and used.
 #pragma once
 
 #include <atomic>
@@ -132,11 +142,50 @@ class ChunkStore {
   // The highest id handed out so far (or, before the first allocation, the
   // highest id a previous run may have used).
   ContainerId last_allocated_id() const;
-  // Ids of the containers in the container store (committed ones).
+  // Ids of the containers in the container store (committed ones), without
+  // merge sources that still exist because their deletion failed.
   Status ListCommitted(std::vector<ContainerId>* ids);
   const ChunkStoreOptions& options() const { return options_; }
 
+  // ---- Garbage collection support ----
+
+  // The container that holds |id|'s chunks now: |id| itself unless a merge
+  // folded it into another container.
+  ContainerId Resolve(ContainerId id) const;
+  // Per chunk of committed container |id| (not counting chunks marked dead):
+  // its fingerprint and FootprintOf. |total| receives the container's
+  // serialized size.
+  struct ChunkFootprint {
+    Fingerprint fp;
+    size_t bytes = 0;
+  };
+  Status GetChunkFootprints(ContainerId id, std::vector<ChunkFootprint>* chunks, uint64_t* total);
+  // Marks chunks of committed container |id| as garbage (memory only, until
+  // the container is merged or deleted): GetFingerprints no longer lists them
+  // (so the container-cache filter cannot hand them out again) and merges
+  // leave them out.
+  void MarkDead(ContainerId id, const std::vector<Fingerprint>& fps);
+  // Copies the chunks of the committed containers |sources| that are not
+  // marked dead into a new container answering to the sources' ids and their
+  // aliases, commits it durably (alias record first, see above), switches the
+  // alias map and deletes the sources. If the live chunks (and the aliases)
+  // do not fit one container, nothing changes and |result| is kNoContainer.
+  // An error before the merged container is stored changes nothing either.
+  Status MergeContainers(const std::vector<ContainerId>& sources, ContainerId* result);
+  // Deletes committed container |id| (its chunks must all be garbage) and
+  // forgets the ids that alias it.
+  Status DeleteContainer(ContainerId id);
+  // Bytes taken by the stored containers (ContainerStore::UsedBytes).
+  Status UsedBytes(uint64_t* bytes);
+
  private:
+  struct AliasRecord {
+    ContainerId target = kNoContainer;
+    std::vector<ContainerId> sources;
+  };
+  Status LoadAliases(std::vector<ContainerId>* ids);
+  Status WriteAliasFile(const std::vector<AliasRecord>& records);
+  ContainerId ResolveLocked(ContainerId id) const;
   enum class CommitState {
     kQueued,      // waiting for a writer thread
     kCommitting,  // a writer is serializing and storing it
@@ -194,6 +243,15 @@ class ChunkStore {
   bool stop_threads_ = false;  // writers exit once the queue is empty
   std::vector<std::thread> writers_;
   std::thread timer_;
+
+  // GC state (guarded by mu_): old id -> merged container; containers
+  // deleted this run; chunks marked dead per container; the alias records.
+  std::unordered_map<ContainerId, ContainerId> alias_;
+  std::unordered_set<ContainerId> deleted_;
+  std::unordered_map<ContainerId, std::unordered_set<Fingerprint, FingerprintHasher>> dead_;
+  std::vector<AliasRecord> alias_records_;
+  std::mutex gc_mu_;  // one merge or delete at a time; taken before mu_
+  const std::string alias_path_;
 
   std::mutex close_mu_;
   bool closed_ = false;

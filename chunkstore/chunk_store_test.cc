@@ -480,5 +480,182 @@ TEST(ChunkStoreTest, FullDiskWhileReservingIdsIsNoSpace) {
   ExpectReadable(cs.get(), {c});
 }
 
+// Stores |n| chunks of 2 KiB into one stream (so they fill containers in
+// order) and commits them.
+std::vector<Chunk> StoreMany(ChunkStore* cs, uint64_t seed, int n) {
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < n; i++) {
+    Chunk c = MakeChunk(seed + i, 2048);
+    EXPECT_TRUE(Store(cs, &c).ok());
+    chunks.push_back(std::move(c));
+  }
+  EXPECT_TRUE(cs->Flush().ok());
+  return chunks;
+}
+
+// Marks every odd chunk dead; returns the even ones.
+std::vector<Chunk> KeepEven(ChunkStore* cs, const std::vector<Chunk>& chunks) {
+  std::vector<Chunk> kept;
+  for (size_t i = 0; i < chunks.size(); i++) {
+    if (i % 2 == 0) {
+      kept.push_back(chunks[i]);
+    } else {
+      cs->MarkDead(chunks[i].id, {chunks[i].fp});
+    }
+  }
+  return kept;
+}
+
+std::string ReadFileOrDie(const std::string& path) {
+  std::string s;
+  EXPECT_TRUE(ReadFileToString(Env::Default(), path, &s).ok()) << path;
+  return s;
+}
+
+TEST(ChunkStoreGcTest, MergedContainerAnswersToOldIdsBeforeAndAfterReopen) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::vector<Chunk> chunks;
+  std::vector<ContainerId> sources;
+  ContainerId merged = kNoContainer;
+  uint64_t used_before = 0, used_after = 0;
+  {
+    std::unique_ptr<ChunkStore> cs;
+    ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+    chunks = StoreMany(cs.get(), 1000, 40);  // 2 KiB chunks, 32 KiB containers: 3 containers
+    std::set<ContainerId> ids;
+    for (const auto& c : chunks) ids.insert(c.id);
+    ASSERT_GE(ids.size(), 3u);
+    sources.assign(ids.begin(), ids.end());
+    sources.resize(2);
+    // Three quarters of the chunks of the first two containers are garbage.
+    std::vector<Chunk> live;
+    for (size_t i = 0; i < chunks.size(); i++) {
+      const bool in_sources = chunks[i].id == sources[0] || chunks[i].id == sources[1];
+      if (in_sources && i % 4 != 0) {
+        cs->MarkDead(chunks[i].id, {chunks[i].fp});
+      } else {
+        live.push_back(chunks[i]);
+      }
+    }
+    // Dead chunks are no longer listed (the container-cache filter reads this).
+    std::vector<Fingerprint> fps;
+    ASSERT_TRUE(cs->GetFingerprints(sources[0], &fps).ok());
+    EXPECT_LT(fps.size(), 5u);
+    ASSERT_TRUE(cs->UsedBytes(&used_before).ok());
+    ASSERT_TRUE(cs->MergeContainers(sources, &merged).ok());
+    ASSERT_TRUE(cs->UsedBytes(&used_after).ok());
+    EXPECT_LT(used_after, used_before);
+    EXPECT_GT(merged, sources[1]);
+    EXPECT_EQ(cs->Resolve(sources[0]), merged);
+    EXPECT_EQ(cs->Resolve(sources[1]), merged);
+    EXPECT_TRUE(cs->IsCommitted(sources[0]));
+    std::vector<ContainerId> listed;
+    ASSERT_TRUE(cs->ListCommitted(&listed).ok());
+    EXPECT_EQ(std::count(listed.begin(), listed.end(), sources[0]), 0);
+    ExpectReadable(cs.get(), live);  // through the old ids
+    chunks = live;
+    ASSERT_TRUE(cs->Close().ok());
+  }
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  EXPECT_EQ(cs->Resolve(sources[0]), merged);
+  EXPECT_TRUE(cs->IsCommitted(sources[1]));
+  ExpectReadable(cs.get(), chunks);
+  // Merging the merged container again keeps every old id answering.
+  ContainerId again;
+  ASSERT_TRUE(cs->MergeContainers({merged}, &again).ok());
+  EXPECT_EQ(cs->Resolve(sources[0]), again);
+  EXPECT_EQ(cs->Resolve(merged), again);
+  ExpectReadable(cs.get(), chunks);
+  ASSERT_TRUE(cs->Close().ok());
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  EXPECT_EQ(cs->Resolve(sources[0]), again);
+  ExpectReadable(cs.get(), chunks);
+}
+
+// A crash after the merged container committed but before the sources were
+// deleted: Open finds the sources superseded and deletes them.
+TEST(ChunkStoreGcTest, SupersededSourcesAreDeletedAtOpen) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::vector<Chunk> chunks;
+  std::vector<ContainerId> sources;
+  std::map<ContainerId, std::string> saved;
+  ContainerId merged;
+  {
+    std::unique_ptr<LocalContainerStore> local;
+    ASSERT_TRUE(LocalContainerStore::Open(Env::Default(), o.dir, &local).ok());
+    std::unique_ptr<ChunkStore> cs;
+    ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+    chunks = StoreMany(cs.get(), 5000, 20);
+    std::set<ContainerId> ids;
+    for (const auto& c : chunks) ids.insert(c.id);
+    sources.assign(ids.begin(), ids.end());
+    for (ContainerId id : sources) saved[id] = ReadFileOrDie(local->ContainerPath(id));
+    chunks = KeepEven(cs.get(), chunks);  // all 20 do not fit one container
+    ASSERT_TRUE(cs->MergeContainers(sources, &merged).ok());
+    ASSERT_TRUE(cs->Close().ok());
+    // "Undo" the deletions, as if the crash came before them.
+    for (const auto& [id, bytes] : saved) ASSERT_TRUE(local->Put(id, bytes).ok());
+  }
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  std::vector<ContainerId> listed;
+  ASSERT_TRUE(cs->ListCommitted(&listed).ok());
+  EXPECT_EQ(listed, std::vector<ContainerId>{merged});
+  for (ContainerId id : sources) EXPECT_EQ(cs->Resolve(id), merged);
+  ExpectReadable(cs.get(), chunks);
+}
+
+// A crash after the alias record was written but before the merged container
+// was stored: the record is dropped and the sources stay in use.
+TEST(ChunkStoreGcTest, MergeThatNeverCommittedIsForgottenAtOpen) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::vector<Chunk> chunks;
+  std::map<ContainerId, std::string> saved;
+  ContainerId merged;
+  {
+    std::unique_ptr<LocalContainerStore> local;
+    ASSERT_TRUE(LocalContainerStore::Open(Env::Default(), o.dir, &local).ok());
+    std::unique_ptr<ChunkStore> cs;
+    ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+    chunks = StoreMany(cs.get(), 9000, 20);
+    std::set<ContainerId> ids;
+    for (const auto& c : chunks) ids.insert(c.id);
+    for (ContainerId id : ids) saved[id] = ReadFileOrDie(local->ContainerPath(id));
+    chunks = KeepEven(cs.get(), chunks);
+    ASSERT_TRUE(cs->MergeContainers(std::vector<ContainerId>(ids.begin(), ids.end()), &merged).ok());
+    ASSERT_TRUE(cs->Close().ok());
+    for (const auto& [id, bytes] : saved) ASSERT_TRUE(local->Put(id, bytes).ok());
+    ASSERT_TRUE(local->Delete(merged).ok());
+  }
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  for (const auto& [id, bytes] : saved) EXPECT_EQ(cs->Resolve(id), id);
+  EXPECT_FALSE(cs->IsCommitted(merged));
+  ExpectReadable(cs.get(), chunks);
+}
+
+TEST(ChunkStoreGcTest, DeleteContainerForgetsItAndItsAliases) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  std::vector<Chunk> chunks = StoreMany(cs.get(), 20000, 10);
+  const ContainerId id = chunks[0].id;
+  ContainerId merged;
+  ASSERT_TRUE(cs->MergeContainers({id}, &merged).ok());
+  ASSERT_TRUE(cs->DeleteContainer(merged).ok());
+  EXPECT_FALSE(cs->IsCommitted(merged));
+  EXPECT_FALSE(cs->IsCommitted(id));
+  std::string data;
+  EXPECT_TRUE(cs->ReadChunk(id, chunks[0].fp, &data).IsNotFound());
+  uint64_t used = 1;
+  ASSERT_TRUE(cs->UsedBytes(&used).ok());
+  EXPECT_EQ(used, 0u);
+}
+
 }  // namespace
 }  // namespace dedupv1

@@ -96,6 +96,12 @@ std::vector<Fingerprint> Container::Fingerprints() const {
   return fps;
 }
 
+size_t Container::FootprintOf(const Fingerprint& fp) const {
+  auto it = index_.find(fp);
+  if (it == index_.end()) return 0;
+  return items_[it->second].stored_size + ItemSize(fp_size_);
+}
+
 bool Container::SetAliases(std::vector<ContainerId> aliases) {
   size_t size = serialized_size() - aliases_.size() * 8 + aliases.size() * 8;
   if (size > capacity_) return false;

@@ -74,6 +74,9 @@ class Container {
   Status ReadChunk(const Fingerprint& fp, std::string* data) const;
   // All fingerprints, sorted.
   std::vector<Fingerprint> Fingerprints() const;
+  // Bytes the chunk takes in the data section plus its metadata item (what
+  // dropping it from the container saves); 0 if absent.
+  size_t FootprintOf(const Fingerprint& fp) const;
 
   size_t item_count() const { return items_.size(); }
   size_t serialized_size() const;

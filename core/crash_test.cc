@@ -3,8 +3,11 @@
 // pipe which writes a sync acknowledged; the parent kills it with SIGKILL at
 // a random moment, reopens the system (an unclean start: recovery replays the
 // log), and checks every slot: it must hold the last acknowledged version or
-// a version written after it, never anything else. Repeats for
-// DEDUPV1_CRASH_CYCLES cycles (default 50), bounded by DEDUPV1_CRASH_SECONDS.
+// a version written after it, never anything else. In every other cycle the
+// child also runs garbage collection rounds in a loop (so kills land inside
+// rounds), and after each reopen the usage counts must equal a recount from
+// the block mappings. Repeats for DEDUPV1_CRASH_CYCLES cycles (default 50),
+// bounded by DEDUPV1_CRASH_SECONDS.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +26,10 @@
 #include "core/testutil.h"
 
 namespace dedupv1 {
+
+// garbage_collector_test.cc (same test binary).
+void ExpectUsageMatchesRecount(DedupSystem* sys);
+
 namespace {
 
 constexpr uint64_t kSlot = 48 << 10;   // not a multiple of the block size: slots straddle blocks
@@ -66,6 +73,19 @@ struct Record {
     if (write(fd, &r, sizeof(r)) != sizeof(r)) _exit(12);
   };
   std::vector<std::thread> threads;
+  if (seed % 2 == 1) {
+    threads.emplace_back([&] {
+      std::mt19937_64 rng(seed);
+      for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 100));
+        Status s = sys->RunGc();
+        if (!s.ok()) {
+          std::fprintf(stderr, "child GC failed: %s\n", s.ToString().c_str());
+          _exit(15);
+        }
+      }
+    });
+  }
   for (int t = 0; t < kThreads; t++) {
     threads.emplace_back([&, t] {
       std::mt19937_64 rng(seed * 31 + t);
@@ -98,7 +118,7 @@ TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
   std::vector<std::set<uint64_t>> written(kSlots);    // versions written after it
   std::mt19937_64 rng(4242);
   auto start = std::chrono::steady_clock::now();
-  uint64_t done = 0, dirty_starts = 0, mappings_applied = 0;
+  uint64_t done = 0, dirty_starts = 0, mappings_applied = 0, gc_rounds = 0;
   for (uint64_t cycle = 0; cycle < cycles; cycle++) {
     if (std::chrono::steady_clock::now() - start > std::chrono::seconds(budget_s)) break;
     int fds[2];
@@ -130,6 +150,9 @@ TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
     ASSERT_TRUE(s.ok()) << "cycle " << cycle << ": " << s.ToString();
     dirty_starts += sys->recovery().dirty_start;
     mappings_applied += sys->recovery().mappings_applied;
+    // The usage counts the recovery replayed are exact.
+    ExpectUsageMatchesRecount(sys.get());
+    if (HasFatalFailure() || HasNonfatalFailure()) FAIL() << "usage counts wrong after cycle " << cycle;
     Volume* v;
     ASSERT_TRUE(sys->GetVolume("crash", &v).ok());
     std::vector<uint8_t> got(kSlot);
@@ -176,11 +199,22 @@ TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
       acked[slot] = matched_version;
       written[slot].clear();
     }
+    if (cycle % 3 == 2) {
+      // A round in the parent too, then everything must still read back.
+      ASSERT_TRUE(sys->RunGc().ok());
+      gc_rounds++;
+      for (uint64_t slot = 0; slot < kSlots; slot += 7) {
+        ASSERT_TRUE(v->Read(slot * kSlot, kSlot, got.data()).ok());
+        ASSERT_TRUE(got == SlotData(slot, acked[slot])) << "cycle " << cycle << " slot " << slot << " after GC";
+      }
+    }
     ASSERT_TRUE(sys->Close().ok());
     done++;
   }
-  std::printf("crash cycles: %llu, unclean starts detected: %llu, block mappings restored from the log: %llu\n",
-              (unsigned long long)done, (unsigned long long)dirty_starts, (unsigned long long)mappings_applied);
+  std::printf("crash cycles: %llu, unclean starts detected: %llu, block mappings restored from the log: %llu, "
+              "GC rounds in the parent: %llu\n",
+              (unsigned long long)done, (unsigned long long)dirty_starts, (unsigned long long)mappings_applied,
+              (unsigned long long)gc_rounds);
   EXPECT_GE(done, std::min<uint64_t>(cycles, 10));
   EXPECT_EQ(dirty_starts, done);
 }

@@ -113,6 +113,10 @@ Status DedupSystem::Init() {
     log->Append(LogEventType::kContainerCommitted, event.Encode(), &event_id);  // a record only
   });
 
+  // Every event still in the log may be uncounted (idempotent per entry).
+  usage_ = std::make_unique<UsageCounter>(log_.get(), chunk_index_.get(), chunk_store_.get(), log_->head_id());
+  gc_ = std::make_unique<GarbageCollector>(this);
+
   DEDUPV1_RETURN_IF_ERROR(LoadVolumes());
   s = Recover();
   if (!s.ok()) return s.WithContext("recovery from the operations log");
@@ -224,8 +228,9 @@ Status DedupSystem::BuildFilterChain() {
     } else if (name == "block-index") {
       filter_chain_.Add(std::make_unique<BlockIndexFilter>());
     } else if (name == "container-cache") {
-      filter_chain_.Add(std::make_unique<ContainerCacheFilter>(chunk_store_.get(),
-                                                               options_.container_cache_containers));
+      auto filter = std::make_unique<ContainerCacheFilter>(chunk_store_.get(), options_.container_cache_containers);
+      container_cache_ = filter.get();
+      filter_chain_.Add(std::move(filter));
     } else if (name == "bloom") {
       if (bloom_ok) filter_chain_.Add(std::make_unique<BloomFilter>(bloom_.get()));
     } else if (name == "chunk-index") {
@@ -397,6 +402,10 @@ Status DedupSystem::Checkpoint() {
   DEDUPV1_RETURN_IF_ERROR(chunk_store_->Flush());
   const ContainerId watermark = chunk_store_->last_allocated_id();
   DEDUPV1_RETURN_IF_ERROR(log_->Sync());
+  // The events up to |applied| are durable and their containers committed:
+  // count them into the usage counts before the chunk index is written back
+  // and the log trimmed (a crash in between counts them again, once).
+  if (usage_) DEDUPV1_RETURN_IF_ERROR(usage_->CountUpTo(applied));
   DEDUPV1_RETURN_IF_ERROR(chunk_index_->Flush());
   DEDUPV1_RETURN_IF_ERROR(block_index_->Flush());
   // Every container up to the watermark is committed or lost and its chunks
@@ -423,11 +432,20 @@ void DedupSystem::CheckpointLoop() {
     }
     // Quiet for a few seconds with events in the log: a good time to write
     // the indexes back (the paper's idle-time write-back).
-    bool quiet = now - quiet_since > std::chrono::seconds(5) && log_->last_id() >= log_->head_id();
+    const bool quiet_period = now - quiet_since > std::chrono::seconds(5);
+    const bool quiet = quiet_period && log_->last_id() >= log_->head_id();
+    Status s;
     if (log_->IsAboveSoftLimit() || quiet) {
-      Status s = Checkpoint();
+      s = Checkpoint();
       if (!s.ok()) RecordError(s.WithContext("checkpoint"));
       quiet_since = now;
+    }
+    // Idle: a GC round if one has work (candidates, garbage not looked at
+    // yet, or no round since open).
+    if (s.ok() && quiet_period && !stop_.load() && gc_->HasWork()) {
+      s = gc_->Run();
+      if (!s.ok()) RecordError(s);
+      quiet_since = std::chrono::steady_clock::now();
     }
   }
 }
@@ -521,6 +539,16 @@ Status DedupSystem::Sync() {
   return s;
 }
 
+Status DedupSystem::RunGc() {
+  if (stop_.load()) return Status::Aborted("system is shutting down");
+  return gc_->Run();
+}
+
+GcStats DedupSystem::gc_stats() const {
+  if (!gc_) return GcStats();
+  return gc_->stats();
+}
+
 double DedupSystem::DedupRatio() const {
   uint64_t logical = stats_.bytes_chunked.load();
   uint64_t stored = chunk_store_ ? chunk_store_->stats().bytes_stored : 0;
@@ -567,6 +595,8 @@ Status DedupSystem::Close() {
     keep_first(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCleanFile), "clean\n"));
   }
   // The block index's write-back hook uses the log: close the indexes first.
+  gc_.reset();
+  usage_.reset();
   block_index_.reset();
   chunk_index_.reset();
   log_.reset();

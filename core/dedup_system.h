@@ -26,9 +26,12 @@
 #include "core/block_locks.h"
 #include "core/chunker.h"
 #include "core/env.h"
+#include "core/garbage_collector.h"
+#include "core/gc_barrier.h"
 #include "core/options.h"
 #include "core/system_stats.h"
 #include "core/thread_pool.h"
+#include "core/usage_counter.h"
 #include "core/volume.h"
 #include "core/write_buffer.h"
 #include "filters/bloom_set.h"
@@ -38,6 +41,8 @@
 #include "log/operations_log.h"
 
 namespace dedupv1 {
+
+class ContainerCacheFilter;
 
 class DedupSystem {
  public:
@@ -84,8 +89,15 @@ class DedupSystem {
   // Stored bytes (after dedup and compression) vs logical bytes deduplicated.
   double DedupRatio() const;
 
+  // Runs one garbage collection round now (core/garbage_collector.h); also
+  // run by the checkpoint thread after a quiet-period checkpoint when there
+  // are candidates. Aborted once Close started.
+  Status RunGc();
+  GcStats gc_stats() const;
+
  private:
   friend class Volume;
+  friend class GarbageCollector;
   DedupSystem(const Options& options, Env* env);
   Status Init();
   Status CheckSystemMetadata();
@@ -123,11 +135,20 @@ class DedupSystem {
   // checkpoint reads the id up to which every event is applied.
   std::shared_mutex mapping_mu_;
   std::mutex checkpoint_mu_;  // one checkpoint at a time
+  // GC barrier: held shared by a dedup run from reading the overwritten
+  // blocks' mappings (step 3) until its mappings are logged (step 5), and
+  // exclusively by a GC round while it counts every logged event and rechecks
+  // its candidates, so no run holds a "known" decision about a chunk the
+  // round deletes. Unmap does not take it: it only removes references.
+  GcBarrier gc_barrier_;
+  std::unique_ptr<UsageCounter> usage_;
+  std::unique_ptr<GarbageCollector> gc_;
   std::thread checkpoint_thread_;
   RecoveryInfo recovery_;
   std::unique_ptr<BloomSet> bloom_;
   FilterChain filter_chain_;
   bool zero_chunks_ = false;  // the zero-chunk filter is in the chain
+  ContainerCacheFilter* container_cache_ = nullptr;  // in filter_chain_, if configured
   BlockLocks block_locks_;
   FingerprintLocks fp_locks_;
   WriteBufferBudget budget_;

@@ -502,5 +502,51 @@ TEST(DedupSystemFaultTest, TornContainerWriteFailsSyncAndLeavesNoTempFiles) {
   EXPECT_TRUE(tmps.empty()) << "left over: " << tmps.begin()->first;
 }
 
+// A GC round whose merge cannot write its container (disk full) or its alias
+// record (I/O error) fails with the reason and changes nothing that reads
+// depend on; once the disk is fine, the next round merges.
+TEST(DedupSystemFaultTest, GcMergeFailuresChangeNothingAndTheNextRoundMerges) {
+  test::TempDir dir;
+  Options o = FaultOptions(dir.path());
+  o.chunk_store.container_size = 1 << 20;
+  o = Finished(o);
+  FaultInjectionEnv fenv(Env::Default());
+  auto data = test::RandomBytes(8 << 20, 77);
+  const uint64_t bs = o.block_size;
+  {
+    auto sys = OpenOrDie(o, &fenv);
+    Volume* v = Vol(sys.get(), "vol1");
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(sys->Sync().ok());
+    // Unmap 5 of every 8 blocks: every container is less than half live.
+    for (uint64_t off = 0; off < data.size(); off += 8 * bs) {
+      ASSERT_TRUE(v->Unmap(off, 5 * bs).ok());
+      std::fill(data.begin() + off, data.begin() + off + 5 * bs, 0);
+    }
+    ASSERT_TRUE(sys->Sync().ok());
+
+    for (const FaultInjectionEnv::Rule& rule :
+         {FaultInjectionEnv::Rule{FaultOp::kWrite, ".ctr", Fault::kENOSPC},
+          FaultInjectionEnv::Rule{FaultOp::kWrite, "container-aliases", Fault::kEIO}}) {
+      const int fired = fenv.faults_fired();
+      fenv.AddRule(rule);
+      Status s = sys->RunGc();
+      EXPECT_FALSE(s.ok()) << "rule on " << rule.path_substring;
+      EXPECT_GT(fenv.faults_fired(), fired) << rule.path_substring;
+      EXPECT_EQ(sys->gc_stats().containers_written, 0u);
+      EXPECT_FALSE(sys->gc_stats().last_error.empty());
+      fenv.ClearRules();
+      EXPECT_TRUE(ReadsBack(v, 0, data)) << "after a failed merge (" << rule.path_substring << ")";
+    }
+    ASSERT_TRUE(sys->RunGc().ok());
+    EXPECT_GT(sys->gc_stats().containers_written, 0u);
+    EXPECT_TRUE(sys->gc_stats().last_error.empty());
+    EXPECT_TRUE(ReadsBack(v, 0, data));
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = OpenOrDie(o, Env::Default());
+  EXPECT_TRUE(ReadsBack(Vol(sys.get(), "vol1"), 0, data));
+}
+
 }  // namespace
 }  // namespace dedupv1

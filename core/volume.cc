@@ -237,6 +237,9 @@ Status Volume::ProcessRun(WriteBuffer::Run* run) {
   sys->stats_.ns_fingerprinting += NanosSince(phase);
   phase = std::chrono::steady_clock::now();
 
+  // GC barrier (core/garbage_collector.h) until this run's mappings are logged.
+  auto gc_barrier = sys->gc_barrier_.Shared();
+
   // 3. What the overwritten blocks referenced before (block-index filter).
   const uint64_t first_block = run->start / block_size_;
   const uint64_t last_block = (run->start + processed - 1) / block_size_;

@@ -48,6 +48,13 @@ void ContainerCacheFilter::InsertLocked(ContainerId id, std::vector<Fingerprint>
   for (const auto& fp : lru_.front().second) by_fp_[fp] = id;
 }
 
+void ContainerCacheFilter::Clear() {
+  std::lock_guard<std::mutex> l(mu_);
+  lru_.clear();
+  by_container_.clear();
+  by_fp_.clear();
+}
+
 size_t ContainerCacheFilter::cached_containers() const {
   std::lock_guard<std::mutex> l(mu_);
   return lru_.size();

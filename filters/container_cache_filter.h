@@ -28,6 +28,9 @@ class ContainerCacheFilter : public Filter {
   Status UpdateKnown(const ChunkRequest& chunk) override;
 
   size_t cached_containers() const;
+  // Forgets every cached container (garbage collection marked chunks dead:
+  // reloaded lists no longer name them).
+  void Clear();
   uint64_t loads() const { return loads_; }
 
  private:

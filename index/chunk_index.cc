@@ -51,6 +51,10 @@ Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* f
     std::lock_guard<std::mutex> l(mu_);
     auto it = aux_.find(fp);
     if (it != aux_.end()) {
+      if (it->second.erased) {
+        misses_++;
+        return Status::NotFound("chunk " + fp.ToHex() + " was erased");
+      }
       *entry = it->second.entry;
       aux_hits_++;
       return Status::OK();
@@ -109,7 +113,7 @@ Status ChunkIndex::PutNew(const Fingerprint& fp, ContainerId container) {
     if (stop_) return Status::Aborted("chunk index is closed");
   }
   auto it = aux_.find(fp);
-  if (it != aux_.end()) return Status::OK();
+  if (it != aux_.end() && !it->second.erased) return Status::OK();
 
   const uint64_t persistent = table_->entry_count();
   const uint64_t capacity = table_->capacity();
@@ -121,8 +125,19 @@ Status ChunkIndex::PutNew(const Fingerprint& fp, ContainerId container) {
   e.entry.container = container;
   e.entry.committed = is_committed_(container);
   e.version = ++next_version_;
-  auto [ins, inserted] = aux_.emplace(fp, e);
-  aux_new_++;
+  if (it != aux_.end()) {
+    // Replaces a tombstone: the events it counted stay counted.
+    e.entry.last_event_id = it->second.entry.last_event_id;
+    e.in_table = it->second.in_table;
+    e.queued = it->second.queued;
+    if (it->second.stuck) stuck_--;
+    it->second = e;
+    if (!e.in_table) aux_new_++;
+  } else {
+    aux_new_++;
+  }
+  auto ins = aux_.find(fp);
+  if (it == aux_.end()) ins = aux_.emplace(fp, e).first;
   if (ins->second.entry.committed) {
     EnqueueLocked(fp, &ins->second);
   } else {
@@ -168,15 +183,37 @@ uint32_t AddSaturating(uint32_t v, int64_t delta) {
 
 }  // namespace
 
-Status ChunkIndex::AddUsage(const Fingerprint& fp, int64_t delta) {
+namespace {
+
+// Applies |delta| for |event_id| to |e| (see AddUsage); returns whether it did.
+bool ApplyUsageTo(ChunkIndexEntry* e, int64_t delta, uint64_t event_id) {
+  if (event_id != 0) {
+    if (e->last_event_id >= event_id) return false;
+    e->last_event_id = event_id;
+  }
+  e->usage_count = AddSaturating(e->usage_count, delta);
+  return true;
+}
+
+}  // namespace
+
+Status ChunkIndex::AddUsage(const Fingerprint& fp, int64_t delta, uint64_t event_id, uint32_t* usage,
+                            bool* applied) {
+  auto update = [&](AuxEntry* e) {
+    bool changed = ApplyUsageTo(&e->entry, delta, event_id);
+    if (applied != nullptr) *applied = changed;
+    if (usage != nullptr) *usage = e->entry.usage_count;
+    if (!changed) return;
+    e->version = ++next_version_;
+    EnqueueLocked(fp, e);
+    if (WorkAvailableLocked()) work_cv_.notify_one();
+  };
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = aux_.find(fp);
     if (it != aux_.end()) {
-      it->second.entry.usage_count = AddSaturating(it->second.entry.usage_count, delta);
-      it->second.version = ++next_version_;
-      EnqueueLocked(fp, &it->second);
-      if (WorkAvailableLocked()) work_cv_.notify_one();
+      if (it->second.erased) return Status::NotFound("chunk " + fp.ToHex() + " was erased");
+      update(&it->second);
       return Status::OK();
     }
   }
@@ -189,21 +226,71 @@ Status ChunkIndex::AddUsage(const Fingerprint& fp, int64_t delta) {
   auto it = aux_.find(fp);
   if (it != aux_.end()) {
     // Someone put it into the auxiliary index meanwhile; that version is newer.
-    it->second.entry.usage_count = AddSaturating(it->second.entry.usage_count, delta);
-    it->second.version = ++next_version_;
-    EnqueueLocked(fp, &it->second);
-  } else {
-    DEDUPV1_RETURN_IF_ERROR(s);
-    AuxEntry e;
-    e.entry = loaded;
-    e.entry.committed = true;  // only committed entries ever reach the table
-    e.entry.usage_count = AddSaturating(e.entry.usage_count, delta);
-    e.in_table = true;
-    e.version = ++next_version_;
-    auto [ins, inserted] = aux_.emplace(fp, e);
-    EnqueueLocked(fp, &ins->second);
+    if (it->second.erased) return Status::NotFound("chunk " + fp.ToHex() + " was erased");
+    update(&it->second);
+    return Status::OK();
   }
+  DEDUPV1_RETURN_IF_ERROR(s);
+  AuxEntry e;
+  e.entry = loaded;
+  e.entry.committed = true;  // only committed entries ever reach the table
+  e.in_table = true;
+  if (!ApplyUsageTo(&e.entry, delta, event_id)) {
+    // Already counted: nothing to write back.
+    if (applied != nullptr) *applied = false;
+    if (usage != nullptr) *usage = loaded.usage_count;
+    return Status::OK();
+  }
+  if (applied != nullptr) *applied = true;
+  if (usage != nullptr) *usage = e.entry.usage_count;
+  e.version = ++next_version_;
+  auto [ins, inserted] = aux_.emplace(fp, e);
+  EnqueueLocked(fp, &ins->second);
   if (WorkAvailableLocked()) work_cv_.notify_one();
+  return Status::OK();
+}
+
+Status ChunkIndex::Erase(const Fingerprint& fp) {
+  std::lock_guard<std::mutex> wb(write_back_mu_);
+  std::unique_lock<std::mutex> l(mu_);
+  auto it = aux_.find(fp);
+  if (it == aux_.end()) {
+    l.unlock();
+    ChunkIndexEntry loaded;
+    DEDUPV1_RETURN_IF_ERROR(table_->Get(fp, &loaded));
+    l.lock();
+    it = aux_.find(fp);
+    if (it == aux_.end()) {
+      AuxEntry e;
+      e.entry = loaded;
+      e.entry.committed = true;
+      e.in_table = true;
+      it = aux_.emplace(fp, e).first;
+    }
+  }
+  AuxEntry& e = it->second;
+  if (e.erased) return Status::NotFound("chunk " + fp.ToHex() + " was erased");
+  if (!e.entry.committed) {
+    // Written back once committed: as a tombstone it must go out now.
+    e.entry.committed = true;
+    aux_uncommitted_--;
+  }
+  if (!e.in_table) {
+    // A tombstone is no new entry; the table may or may not hold it (a
+    // write-back may be in flight), the delete is harmless either way.
+    e.in_table = true;
+    aux_new_--;
+  }
+  if (e.stuck) {
+    e.stuck = false;
+    stuck_--;
+  }
+  e.erased = true;
+  e.entry.usage_count = 0;
+  e.version = ++next_version_;
+  EnqueueLocked(fp, &e);
+  if (WorkAvailableLocked()) work_cv_.notify_one();
+  space_cv_.notify_all();
   return Status::OK();
 }
 
@@ -225,6 +312,7 @@ Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
       DiskHashTable::Op op;
       op.fp = fp;
       op.entry = it->second.entry;
+      op.erase = it->second.erased;
       ops.push_back(op);
       versions.push_back(it->second.version);
     }
@@ -384,7 +472,9 @@ Status ChunkIndex::ForEachFingerprint(const std::function<void(const Fingerprint
   std::vector<Fingerprint> aux;
   {
     std::lock_guard<std::mutex> l(mu_);
-    for (const auto& [fp, entry] : aux_) aux.push_back(fp);
+    for (const auto& [fp, entry] : aux_) {
+      if (!entry.erased) aux.push_back(fp);
+    }
   }
   for (const auto& fp : aux) f(fp);
   return Status::OK();

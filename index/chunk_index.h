@@ -99,8 +99,21 @@ class ChunkIndex {
 
   // Adds |delta| to the usage count (saturating at 0 and UINT32_MAX), in the
   // auxiliary index, loading the entry from the table if needed. NotFound if
-  // the fingerprint is unknown.
-  Status AddUsage(const Fingerprint& fp, int64_t delta);
+  // the fingerprint is unknown (or erased). With |event_id| != 0 the change
+  // belongs to that log event: it is skipped if the entry already counted an
+  // event at or after it (entry.last_event_id >= event_id), else recorded as
+  // the entry's last_event_id, so replaying an event twice counts it once.
+  // |usage| (optional) receives the count afterwards; |applied| (optional)
+  // whether the change was made.
+  Status AddUsage(const Fingerprint& fp, int64_t delta, uint64_t event_id = 0,
+                  uint32_t* usage = nullptr, bool* applied = nullptr);
+
+  // Removes the entry of |fp| (garbage collection). In memory an erased entry
+  // is a tombstone in the auxiliary index (Lookup reports NotFound at once);
+  // write-back deletes it from the table. NotFound if there is no entry. A
+  // later PutNew of the same fingerprint replaces the tombstone and keeps its
+  // last_event_id.
+  Status Erase(const Fingerprint& fp);
 
   // While idle, the background thread writes back every committed entry.
   void SetIdle(bool idle);
@@ -116,7 +129,8 @@ class ChunkIndex {
   ChunkIndexStats stats() const;
   Status Verify(uint64_t* pages_checked);
   // Calls |f| for every fingerprint in the persistent table and the auxiliary
-  // index (a fingerprint may be seen twice). Reads the whole table.
+  // index (a fingerprint may be seen twice; an erased one may still be seen
+  // until its deletion is written back). Reads the whole table.
   Status ForEachFingerprint(const std::function<void(const Fingerprint&)>& f);
 
  private:
@@ -126,6 +140,7 @@ class ChunkIndex {
     bool in_table = false;  // the table already holds (a version of) it: not a new entry
     bool queued = false;    // in ready_
     bool stuck = false;     // write-back failed with NoSpace/Corruption; retried only by Flush
+    bool erased = false;    // tombstone: write-back deletes the table entry
   };
   using AuxMap = std::unordered_map<Fingerprint, AuxEntry, FingerprintHasher>;
 

@@ -314,7 +314,7 @@ TEST_F(ChunkIndexTest, ConcurrentPutNewAndLookup) {
 
 TEST_F(ChunkIndexTest, FullIndexRefusesPutNew) {
   auto o = Options();
-  o.table.size_bytes = 512 * 17;  // 16 buckets of 15 slots
+  o.table.size_bytes = 512 * 17;  // 16 buckets of 12 slots
   o.table.page_size = 512;
   o.aux_soft_limit = 1000;
   o.aux_hard_limit = 1000;
@@ -323,7 +323,7 @@ TEST_F(ChunkIndexTest, FullIndexRefusesPutNew) {
   {
     auto idx = MustOpen(o);
     capacity = idx->stats().capacity;
-    ASSERT_EQ(capacity, static_cast<uint64_t>(16 * 15 * 0.7));
+    ASSERT_EQ(capacity, static_cast<uint64_t>(16 * 12 * 0.7));
     Status s;
     for (uint64_t i = 0; i < 1000; i++) {
       s = idx->PutNew(Fp(i), 1);
@@ -390,13 +390,13 @@ TEST_F(ChunkIndexTest, WriteBackErrorsKeepEntries) {
 
 TEST_F(ChunkIndexTest, FullBucketDoesNotBlockOtherEntries) {
   auto o = Options();
-  o.table.size_bytes = 512 * 9;  // 8 buckets of 15 slots, no overflow pages
+  o.table.size_bytes = 512 * 9;  // 8 buckets of 12 slots, no overflow pages
   o.table.page_size = 512;
   o.table.max_fill = 1.0;
   o.table.max_probe_pages = 1;
   oracle_.Commit(1);
   auto idx = MustOpen(o);
-  // 16 fingerprints homed in bucket 3 (one too many) and 5 in bucket 0.
+  // 13 fingerprints homed in bucket 3 (one too many) and 5 in bucket 0.
   auto in_bucket = [](uint64_t bucket, uint64_t k) {
     Fingerprint fp;
     fp.size = 20;
@@ -405,14 +405,14 @@ TEST_F(ChunkIndexTest, FullBucketDoesNotBlockOtherEntries) {
     return fp;
   };
   std::vector<Fingerprint> fps;
-  for (uint64_t k = 0; k < 16; k++) fps.push_back(in_bucket(3, k));
+  for (uint64_t k = 0; k < 13; k++) fps.push_back(in_bucket(3, k));
   for (uint64_t k = 0; k < 5; k++) fps.push_back(in_bucket(0, k));
   for (const auto& fp : fps) ASSERT_TRUE(idx->PutNew(fp, 1).ok());
   Status s = idx->Flush();
   EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
   EXPECT_NE(s.message().find("bucket 3"), std::string::npos) << s.ToString();
   ChunkIndexStats st = idx->stats();
-  EXPECT_EQ(st.persistent_entries, 20u);
+  EXPECT_EQ(st.persistent_entries, 17u);
   EXPECT_EQ(st.aux_entries, 1u);  // the one that does not fit stays in memory
   EXPECT_NE(st.last_error.find("bucket 3"), std::string::npos) << st.last_error;
   for (const auto& fp : fps) {
@@ -453,6 +453,90 @@ TEST_F(ChunkIndexTest, AddUsageUpdatesAuxAndTable) {
   ASSERT_TRUE(idx->AddUsage(Fp(1), -5).ok());
   ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
   EXPECT_EQ(e.usage_count, 0u);
+}
+
+TEST_F(ChunkIndexTest, AddUsageWithEventIdCountsEachEventOnce) {
+  auto o = Options();
+  oracle_.Commit(1);
+  {
+    auto idx = MustOpen(o);
+    ASSERT_TRUE(idx->PutNew(Fp(1), 1).ok());
+    uint32_t usage = 0;
+    bool applied = false;
+    ASSERT_TRUE(idx->AddUsage(Fp(1), 1, 10, &usage, &applied).ok());
+    EXPECT_TRUE(applied);
+    EXPECT_EQ(usage, 1u);
+    // The same event again (a replay): skipped.
+    ASSERT_TRUE(idx->AddUsage(Fp(1), 1, 10, &usage, &applied).ok());
+    EXPECT_FALSE(applied);
+    EXPECT_EQ(usage, 1u);
+    // An older one: skipped too (events are counted in order).
+    ASSERT_TRUE(idx->AddUsage(Fp(1), 1, 7, &usage, &applied).ok());
+    EXPECT_FALSE(applied);
+    ASSERT_TRUE(idx->AddUsage(Fp(1), 2, 11, &usage, &applied).ok());
+    EXPECT_TRUE(applied);
+    EXPECT_EQ(usage, 3u);
+    ASSERT_TRUE(idx->Close().ok());
+  }
+  // The last event id is persisted with the count: a replay after reopening
+  // (a crash between write-back and log trim) still counts once.
+  auto idx = MustOpen(o);
+  ChunkIndexEntry e;
+  ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+  EXPECT_EQ(e.usage_count, 3u);
+  EXPECT_EQ(e.last_event_id, 11u);
+  bool applied = true;
+  ASSERT_TRUE(idx->AddUsage(Fp(1), 2, 11, nullptr, &applied).ok());
+  EXPECT_FALSE(applied);
+  EXPECT_EQ(idx->stats().aux_entries, 0u);  // nothing changed, nothing loaded
+  ASSERT_TRUE(idx->AddUsage(Fp(1), -3, 12, nullptr, &applied).ok());
+  EXPECT_TRUE(applied);
+  ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+  EXPECT_EQ(e.usage_count, 0u);
+}
+
+TEST_F(ChunkIndexTest, EraseIsATombstoneUntilWrittenBack) {
+  auto o = Options();
+  oracle_.Commit(1);
+  {
+    auto idx = MustOpen(o);
+    ASSERT_TRUE(idx->PutNew(Fp(1), 1).ok());
+    ASSERT_TRUE(idx->PutNew(Fp(2), 1).ok());
+    ASSERT_TRUE(idx->PutNew(Fp(3), 1).ok());
+    ASSERT_TRUE(idx->Flush().ok());
+    ASSERT_EQ(idx->stats().persistent_entries, 3u);
+    ASSERT_TRUE(idx->AddUsage(Fp(2), 1, 5).ok());
+    ASSERT_TRUE(idx->Erase(Fp(1)).ok());  // table only
+    ASSERT_TRUE(idx->Erase(Fp(2)).ok());  // table + aux
+    EXPECT_TRUE(idx->Erase(Fp(1)).IsNotFound());
+    EXPECT_TRUE(idx->Erase(Fp(99)).IsNotFound());
+    ChunkIndexEntry e;
+    EXPECT_TRUE(idx->Lookup(Fp(1), &e).IsNotFound());
+    EXPECT_TRUE(idx->Lookup(Fp(2), &e).IsNotFound());
+    EXPECT_TRUE(idx->AddUsage(Fp(2), 1, 6).IsNotFound());
+    ASSERT_TRUE(idx->Lookup(Fp(3), &e).ok());
+    // An entry only in memory is erased too.
+    ASSERT_TRUE(idx->PutNew(Fp(4), 1).ok());
+    ASSERT_TRUE(idx->Erase(Fp(4)).ok());
+    EXPECT_TRUE(idx->Lookup(Fp(4), &e).IsNotFound());
+    // A new copy of an erased chunk replaces the tombstone and keeps the
+    // events it counted.
+    ASSERT_TRUE(idx->PutNew(Fp(2), 1).ok());
+    ASSERT_TRUE(idx->Lookup(Fp(2), &e).ok());
+    EXPECT_EQ(e.usage_count, 0u);
+    EXPECT_EQ(e.last_event_id, 5u);
+    ASSERT_TRUE(idx->Flush().ok());
+    EXPECT_EQ(idx->stats().aux_entries, 0u);
+    EXPECT_EQ(idx->stats().persistent_entries, 2u);
+    ASSERT_TRUE(idx->Close().ok());
+  }
+  auto idx = MustOpen(o);
+  ChunkIndexEntry e;
+  EXPECT_TRUE(idx->Lookup(Fp(1), &e).IsNotFound());
+  EXPECT_TRUE(idx->Lookup(Fp(4), &e).IsNotFound());
+  EXPECT_TRUE(idx->Lookup(Fp(2), &e).ok());
+  EXPECT_TRUE(idx->Lookup(Fp(3), &e).ok());
+  EXPECT_EQ(idx->stats().persistent_entries, 2u);
 }
 
 TEST_F(ChunkIndexTest, PutNewAfterCloseIsAborted) {

@@ -12,7 +12,8 @@ namespace {
 
 // Header page (page 0): only the first kHeaderBytes are used.
 constexpr char kHeaderMagic[8] = {'D', 'D', 'V', '1', 'C', 'H', 'I', 'X'};
-constexpr uint32_t kFormatVersion = 1;
+// Version 2 added the entry's last_event_id (8 bytes).
+constexpr uint32_t kFormatVersion = 2;
 constexpr size_t kHeaderBytes = 64;
 constexpr size_t kHeaderCrcOffset = 56;  // CRC32C over [0, 56)
 
@@ -86,7 +87,7 @@ void SealPage(std::string* page) {
 DiskHashTable::DiskHashTable(const DiskHashTableOptions& options, Env* env)
     : options_(options), env_(env), journal_path_(options.path + ".journal") {
   bucket_count_ = options.size_bytes / options.page_size - 1;
-  entry_size_ = options.key_size + 13;
+  entry_size_ = options.key_size + 21;
   slots_per_page_ = (options.page_size - kPageHeaderBytes) / entry_size_;
   capacity_ = static_cast<uint64_t>(
       std::floor(static_cast<double>(bucket_count_ * slots_per_page_) * options.max_fill));
@@ -350,6 +351,7 @@ void DecodeSlot(const std::string& page, int slot, size_t key_size, size_t entry
   e->container = DecodeFixed64(s + key_size);
   e->usage_count = DecodeFixed32(s + key_size + 8);
   e->committed = (s[key_size + 12] & kEntryCommitted) != 0;
+  e->last_event_id = DecodeFixed64(s + key_size + 13);
 }
 
 void EncodeSlot(std::string* page, int slot, size_t key_size, size_t entry_size,
@@ -359,6 +361,7 @@ void EncodeSlot(std::string* page, int slot, size_t key_size, size_t entry_size,
   EncodeFixed64(s + key_size, e.container);
   EncodeFixed32(s + key_size + 8, e.usage_count);
   s[key_size + 12] = e.committed ? kEntryCommitted : 0;
+  EncodeFixed64(s + key_size + 13, e.last_event_id);
 }
 
 // Removes a slot by moving the last entry into the hole; zeroes the freed slot.

@@ -7,7 +7,8 @@
 // (format, geometry, entry count). Bucket b is page b + 1; a fingerprint's
 // home bucket is fp.Hash64() mod bucket_count. A bucket page holds a small
 // header (CRC32C over the page, entry count, flags, own page number) followed
-// by fixed-width entries: key, container id (8), usage count (4), flags (1).
+// by fixed-width entries: key, container id (8), usage count (4), flags (1),
+// last event id (8) (format version 2).
 //
 // Invariants:
 //  - A full bucket overflows into the following pages (linear probing, at most

@@ -183,14 +183,14 @@ TEST_F(DiskHashTableTest, WrongKeySizeIsInvalidArgument) {
 }
 
 TEST_F(DiskHashTableTest, FillUntilNoSpaceThenReopen) {
-  auto o = Options(512 * 33, 512);  // 32 buckets of 15 slots
+  auto o = Options(512 * 33, 512);  // 32 buckets of 12 slots
   std::vector<uint64_t> inserted;
   uint64_t capacity = 0;
   {
     auto t = MustOpen(o);
-    ASSERT_EQ(t->slots_per_page(), 15u);
+    ASSERT_EQ(t->slots_per_page(), 12u);
     capacity = t->capacity();
-    EXPECT_EQ(capacity, static_cast<uint64_t>(32 * 15 * 0.7));
+    EXPECT_EQ(capacity, static_cast<uint64_t>(32 * 12 * 0.7));
     Status s;
     for (uint64_t i = 0; i < 1000; i++) {
       s = t->Apply({Put(FpFromSeed(i), Entry(i + 1))});
@@ -214,7 +214,7 @@ TEST_F(DiskHashTableTest, FillUntilNoSpaceThenReopen) {
 }
 
 TEST_F(DiskHashTableTest, BucketOverflowProbing) {
-  auto o = Options(512 * 9, 512);  // 8 buckets of 15 slots
+  auto o = Options(512 * 9, 512);  // 8 buckets of 12 slots
   o.max_fill = 1.0;
   o.max_probe_pages = 2;
   auto t = MustOpen(o);

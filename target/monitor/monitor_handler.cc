@@ -271,7 +271,17 @@ MonitorResponse MonitorHandler::IdlePost(const MonitorRequest& r) {
 }
 
 MonitorResponse MonitorHandler::GcRun(const MonitorRequest&) {
-  return Error(501, "garbage collection is not available in this version");
+  const auto start = std::chrono::steady_clock::now();
+  Status s = system_->RunGc();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!s.ok()) return Error(StatusToHttp(s), "garbage collection failed: " + s.ToString());
+  dedupv1::Json doc;
+  doc["ok"] = true;
+  doc["message"] = "garbage collection round finished";
+  doc["duration_seconds"] = seconds;
+  doc["gc"] = collector_->Gc();
+  return JsonResponse(doc);
 }
 MonitorResponse MonitorHandler::ReplayPause(const MonitorRequest&) {
   return Error(501, "background log replay is not available in this version");

@@ -8,7 +8,7 @@
 //  - unknown or malformed query parameter: 400;
 //  - control endpoints (POST) need "Authorization: Bearer <token>" when a
 //    token is configured: 403 otherwise;
-//  - control of parts that do not exist yet (GC, log replay): 501.
+//  - control of parts that do not exist yet (log replay pause/resume): 501.
 // HEAD is answered like GET. Thread-safe: requests run concurrently.
 #pragma once
 

@@ -116,6 +116,30 @@ std::string RenderPrometheusMetrics(const Json& stats, uint64_t monitor_requests
     w.Counter("dedupv1_log_syncs_total", "Operations log syncs (group commits).", Num(lg, "syncs"));
   }
 
+  const Json& gc = Obj(stats, "gc");
+  if (gc.contains("runs")) {
+    w.Counter("dedupv1_gc_runs_total", "Garbage collection rounds finished (failed ones included).",
+              Num(gc, "runs"));
+    w.Counter("dedupv1_gc_failed_runs_total", "Garbage collection rounds that failed.", Num(gc, "failed_runs"));
+    w.Gauge("dedupv1_gc_running", "1 while a garbage collection round runs.",
+            gc.value("running", false) ? 1 : 0);
+    w.Gauge("dedupv1_gc_candidates", "Chunks at usage 0 waiting for the next round.", Num(gc, "candidates"));
+    w.Counter("dedupv1_gc_chunks_deleted_total", "Chunks whose index entry garbage collection erased.",
+              Num(gc, "chunks_deleted"));
+    w.Counter("dedupv1_gc_chunks_survived_total", "Candidates referenced again before the recheck.",
+              Num(gc, "chunks_survived_recheck"));
+    w.Counter("dedupv1_gc_reclaimed_bytes_total", "Container store bytes given back by garbage collection.",
+              Num(gc, "reclaimed_bytes"));
+    w.Counter("dedupv1_gc_containers_merged_total", "Containers folded into merged containers.",
+              Num(gc, "containers_merged"));
+    w.Counter("dedupv1_gc_containers_deleted_total", "Containers deleted because nothing in them was live.",
+              Num(gc, "containers_deleted"));
+    w.Gauge("dedupv1_gc_used_bytes", "Container store bytes after the last garbage collection round.",
+            Num(gc, "used_bytes"));
+    w.Gauge("dedupv1_gc_last_run_timestamp_seconds", "End of the last garbage collection round (Unix time).",
+            Num(gc, "last_run_unix"));
+  }
+
   const Json& d = Obj(stats, "dedup");
   w.Counter("dedupv1_logical_bytes_total", "Logical bytes that went through deduplication.",
             Num(d, "logical_bytes"));

@@ -274,7 +274,13 @@ Json StatusCollector::Containers() const {
   j["read_cache_misses"] = st.read_cache_misses;
   j["read_cache_hit_ratio"] =
       Fraction(st.read_cache_hits, st.read_cache_hits + st.read_cache_misses);
-  j["merge"] = NotAvailable("container merging (garbage collection)");
+  const GcStats gc = system_->gc_stats();
+  Json merge;
+  merge["available"] = true;
+  merge["containers_merged"] = gc.containers_merged;
+  merge["merged_containers_written"] = gc.containers_written;
+  merge["containers_deleted"] = gc.containers_deleted;
+  j["merge"] = merge;
   return j;
 }
 
@@ -310,7 +316,33 @@ Json StatusCollector::Log() const {
   return j;
 }
 
-Json StatusCollector::Gc() const { return NotAvailable("garbage collection"); }
+Json StatusCollector::Gc() const {
+  const GcStats st = system_->gc_stats();
+  Json j;
+  j["available"] = true;
+  j["running"] = st.running;
+  j["mode"] = "after a quiet-period checkpoint when chunks reached usage 0, and on POST /gc/run";
+  j["runs"] = st.runs;
+  j["failed_runs"] = st.failed_runs;
+  j["candidates"] = st.candidates;
+  j["chunks_deleted"] = st.chunks_deleted;
+  j["chunks_survived_recheck"] = st.chunks_survived;
+  j["orphan_chunks_found"] = st.orphans_found;
+  j["reclaimed_bytes"] = st.bytes_reclaimed;
+  j["containers_merged"] = st.containers_merged;
+  j["merged_containers_written"] = st.containers_written;
+  j["containers_deleted"] = st.containers_deleted;
+  j["used_bytes"] = st.used_bytes;
+  j["live_bytes"] = st.live_bytes;
+  j["last_run_unix"] = st.last_run_unix;
+  j["last_run_duration_ms"] = st.last_run_ms;
+  j["usage_events_counted"] = st.usage.events_counted;
+  j["usage_events_dropped"] = st.usage.events_dropped;
+  j["usage_changes_already_counted"] = st.usage.changes_skipped;
+  j["usage_counted_up_to_event"] = st.usage.applied_id;
+  if (!st.last_error.empty()) j["last_error"] = st.last_error;
+  return j;
+}
 
 Json StatusCollector::Idle() const {
   Json j = NotAvailable("idle detection");

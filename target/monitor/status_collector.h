@@ -4,8 +4,7 @@
 // engine lock hold it for a copy of some integers, never across a request or
 // any I/O, so collecting never stalls the I/O path.
 //
-// Parts of the system that do not exist yet (garbage collection, the
-// operations log, idle detection) are reported as
+// Parts of the system that do not exist yet (idle detection) are reported as
 // {"available": false, "message": "... not available in this version"} and
 // never with made-up numbers.
 //

@@ -271,7 +271,8 @@ function render(s) {
     ["Containers read", count(c.container_reads)],
     ["Container metadata reads", count(c.container_metadata_reads)],
   ]);
-  $("containers-merge").textContent = c.merge && c.merge.available === false ? "GC / merge: " + c.merge.message : "";
+  $("containers-merge").textContent = !c.merge ? "" : c.merge.available === false ? "GC / merge: " + c.merge.message
+      : "GC: " + c.merge.containers_merged + " merged into " + c.merge.merged_containers_written + ", " + c.merge.containers_deleted + " deleted";
   const l = s.log;
   fillList("log", availability(l, "log", "log-na") ? [
     ["Fill", pct(l.fill) + " of " + bytes(l.size_bytes)],

@@ -9,12 +9,6 @@
 namespace dedupv1 {
 namespace tools {
 
-namespace {
-const char kUsageNote[] =
-    "usage counts are not maintained yet (no garbage collection), so they are not checked; "
-    "the recount from the block mappings is information only";
-}  // namespace
-
 size_t CheckReport::Repaired() const {
   size_t n = 0;
   for (const auto& p : problems) n += p.repaired ? 1 : 0;
@@ -41,10 +35,15 @@ std::string FormatReportText(const CheckReport& r, size_t max_per_kind) {
                      r.duplicate_copies);
   out += fmt::format("  block index:   {} volume{}, {} blocks mapped, {} chunk references, {} zero ranges\n",
                      r.volumes, r.volumes == 1 ? "" : "s", r.blocks_mapped, r.chunk_references, r.zero_ranges);
-  out += "  usage counts:  NOT checked: the engine does not maintain them yet (no garbage collection)\n";
-  out += fmt::format("                 recount from the block mappings (information only): {} distinct chunks "
-                     "referenced {} times; {} stored chunks referenced by no block mapping\n",
-                     r.referenced_chunks, r.chunk_references, r.unreferenced_chunks);
+  if (r.usage_checked) {
+    out += fmt::format("  usage counts:  checked: {} entries match the recount from the block mappings, {} do not\n",
+                       r.usage_matching, r.usage_mismatches);
+  } else {
+    out += "  usage counts:  NOT checked: the chunk index pages did not all verify\n";
+  }
+  out += fmt::format("                 {} distinct chunks referenced {} times; {} stored chunks referenced by no "
+                     "block mapping, {} of them garbage awaiting GC (no index entry)\n",
+                     r.referenced_chunks, r.chunk_references, r.unreferenced_chunks, r.garbage_chunks);
   if (r.problems.empty()) {
     out += "result: clean, no problems found\n";
     return out;
@@ -109,9 +108,11 @@ std::string FormatReportJson(const CheckReport& r) {
                       {"blocks_mapped", r.blocks_mapped},
                       {"chunk_references", r.chunk_references},
                       {"zero_ranges", r.zero_ranges}};
-  j["usage_counts"] = {{"maintained", false},
-                       {"checked", false},
-                       {"note", kUsageNote},
+  j["usage_counts"] = {{"maintained", true},
+                       {"checked", r.usage_checked},
+                       {"matching", r.usage_matching},
+                       {"mismatches", r.usage_mismatches},
+                       {"garbage_chunks", r.garbage_chunks},
                        {"referenced_chunks", r.referenced_chunks},
                        {"references", r.chunk_references},
                        {"unreferenced_chunks", r.unreferenced_chunks},

@@ -17,7 +17,7 @@ namespace tools {
 struct CheckProblem {
   // container-corrupt, container-unreadable, chunk-corrupt, index-corrupt,
   // index-entry-missing, index-entry-dangling, block-index-corrupt,
-  // mapping-relocatable, mapping-unrecoverable.
+  // mapping-relocatable, mapping-unrecoverable, usage-count-mismatch.
   std::string kind;
   std::string message;      // one sentence naming the object
   bool repairable = false;  // --repair knows a fix
@@ -61,10 +61,13 @@ struct CheckReport {
   uint64_t chunk_references = 0;  // non-zero mapping items
   uint64_t zero_ranges = 0;       // zero mapping items
 
-  // Usage-count recount (information only: the engine does not maintain usage
-  // counts yet, so there is nothing to compare against).
+  // Usage counts: recount from the block mappings, compared with the entries.
   uint64_t referenced_chunks = 0;    // distinct fingerprints referenced by block mappings
   uint64_t unreferenced_chunks = 0;  // distinct stored chunks no block mapping references
+  bool usage_checked = false;        // every entry's count was compared (index pages verified)
+  uint64_t usage_matching = 0;       // entries whose count equals the recount
+  uint64_t usage_mismatches = 0;     // entries whose count does not (each is a problem)
+  uint64_t garbage_chunks = 0;       // stored chunks without entry or reference: awaiting GC
 
   std::vector<CheckProblem> problems;
 

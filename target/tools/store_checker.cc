@@ -27,6 +27,7 @@ Status StoreChecker::Check(CheckReport* report) {
   DEDUPV1_RETURN_IF_ERROR(CheckChunkIndex(report));
   DEDUPV1_RETURN_IF_ERROR(CheckBlockMappings(report));
   Recount(report);
+  CheckUsage(report);
   return Status::OK();
 }
 
@@ -93,7 +94,8 @@ bool StoreChecker::ChunkReadable(ContainerId id, const Fingerprint& fp, std::str
     *why = "it names no container (id 0)";
     return false;
   }
-  auto it = containers_.find(id);
+  // A merged container answers to the ids of the containers it replaced.
+  auto it = containers_.find(system_->chunk_store()->Resolve(id));
   if (it == containers_.end()) {
     *why = fmt::format("container {} does not exist", id);
     return false;
@@ -180,6 +182,7 @@ Status StoreChecker::CheckChunkIndex(CheckReport* report) {
       ChunkIndexEntry entry;
       if (!lookup(fp, &entry).ok()) continue;
       if (entry.usage_count != 0) report->index_usage_nonzero++;
+      entries_[fp] = entry;
       std::string why;
       if (!ChunkReadable(entry.container, fp, &why)) dangling.push_back({fp, entry, why});
     }
@@ -199,24 +202,15 @@ Status StoreChecker::CheckChunkIndex(CheckReport* report) {
         std::string why;
         // An entry naming another good copy is fine (the chunk was stored
         // twice, e.g. after a crash); a bad one is reported as dangling.
-        if (entry.container != id && ChunkReadable(entry.container, fp, &why)) report->duplicate_copies++;
+        if (system_->chunk_store()->Resolve(entry.container) != id && ChunkReadable(entry.container, fp, &why)) {
+          report->duplicate_copies++;
+        }
         continue;
       }
       if (!l.IsNotFound() || !scheduled.insert(fp).second) continue;
-      CheckProblem p;
-      p.kind = "index-entry-missing";
-      p.message = fmt::format("chunk {} in container {} has no chunk index entry", fp.ToHex(), id);
-      p.container = id;
-      p.fingerprint = fp.ToHex();
-      p.repairable = true;
-      p.repair = fmt::format("re-add the entry for container {}", id);
-      report->problems.push_back(std::move(p));
-      IndexRepair r;
-      r.op.fp = fp;
-      r.op.entry.container = id;
-      r.op.entry.committed = true;
-      r.problem = report->problems.size() - 1;
-      index_repairs_.push_back(r);
+      // Garbage awaiting GC if no block mapping references it; decided in
+      // CheckUsage, after the block mappings are read.
+      missing_.emplace_back(fp, id);
     }
   }
   progress.Finish();
@@ -298,7 +292,12 @@ Status StoreChecker::CheckBlockMappings(CheckReport* report) {
           report->zero_ranges++;
         } else {
           report->chunk_references++;
-          references_[item.fp]++;
+          // The usage rule: a block counts each fingerprint once.
+          bool first_in_block = true;
+          for (size_t k = 0; k < i; k++) {
+            if (!mapping.items()[k].IsZero() && mapping.items()[k].fp == item.fp) first_in_block = false;
+          }
+          if (first_in_block) references_[item.fp]++;
           std::string why;
           if (!ChunkReadable(item.container, item.fp, &why)) {
             pieces.push_back({pos, item.size, i, item.fp, item.container, why});
@@ -406,6 +405,59 @@ void StoreChecker::Recount(CheckReport* report) {
     }
   }
   report->unreferenced_chunks = unreferenced.size();
+}
+
+void StoreChecker::CheckUsage(CheckReport* report) {
+  // Chunks without an entry: lost entries if referenced, else garbage.
+  for (const auto& [fp, id] : missing_) {
+    auto ref = references_.find(fp);
+    if (ref == references_.end()) {
+      report->garbage_chunks++;
+      continue;
+    }
+    CheckProblem p;
+    p.kind = "index-entry-missing";
+    p.message = fmt::format("chunk {} in container {} has no chunk index entry", fp.ToHex(), id);
+    p.container = id;
+    p.fingerprint = fp.ToHex();
+    p.repairable = true;
+    p.repair = fmt::format("re-add the entry for container {}", id);
+    report->problems.push_back(std::move(p));
+    IndexRepair r;
+    r.op.fp = fp;
+    r.op.entry.container = id;
+    r.op.entry.committed = true;
+    r.op.entry.usage_count = static_cast<uint32_t>(ref->second);
+    r.problem = report->problems.size() - 1;
+    index_repairs_.push_back(r);
+  }
+  // Every entry's usage count must equal the recount.
+  report->usage_checked = report->index_pages_verified;
+  if (!report->usage_checked) return;
+  for (const auto& [fp, entry] : entries_) {
+    auto ref = references_.find(fp);
+    const uint64_t recount = ref == references_.end() ? 0 : ref->second;
+    if (entry.usage_count == recount) {
+      report->usage_matching++;
+      continue;
+    }
+    report->usage_mismatches++;
+    CheckProblem p;
+    p.kind = "usage-count-mismatch";
+    p.message = fmt::format("chunk {} has usage count {} but {} block mapping{} reference it", fp.ToHex(),
+                            entry.usage_count, recount, recount == 1 ? "" : "s");
+    p.container = entry.container;
+    p.fingerprint = fp.ToHex();
+    p.repairable = true;
+    p.repair = fmt::format("set the usage count to {}", recount);
+    report->problems.push_back(std::move(p));
+    IndexRepair r;
+    r.op.fp = fp;
+    r.op.entry = entry;
+    r.op.entry.usage_count = static_cast<uint32_t>(recount);
+    r.problem = report->problems.size() - 1;
+    index_repairs_.push_back(r);
+  }
 }
 
 Status StoreChecker::RepairMappings(CheckReport* report) {

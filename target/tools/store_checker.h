@@ -7,9 +7,11 @@
 //     container has an index entry;
 //  3. every block mapping item of every volume in the volume table (zero items
 //     excepted) names a container that exists, is good and holds the chunk;
-//  4. it recounts chunk references from the block mappings. Usage counts are
-//     not maintained by the engine yet (no GC), so the recount is reported as
-//     information, not compared.
+//  4. it recounts chunk references from the block mappings (a block counts a
+//     fingerprint once, zero items not at all: core/usage_counter.h) and
+//     compares every index entry's usage count with the recount. A stored
+//     chunk without an index entry is a problem only if a block mapping
+//     references it; otherwise it is garbage awaiting GC (counted).
 // Problems go to the CheckReport; Check fails only if checking itself cannot
 // proceed. Memory: the sorted fingerprint list of every container (about 40
 // bytes per stored chunk) plus one counter per referenced chunk.
@@ -97,6 +99,7 @@ class StoreChecker {
   Status CheckChunkIndex(CheckReport* report);
   Status CheckBlockMappings(CheckReport* report);
   void Recount(CheckReport* report);
+  void CheckUsage(CheckReport* report);
 
   // Whether |fp| is readable from container |id|; if not, |*why| says why.
   bool ChunkReadable(ContainerId id, const Fingerprint& fp, std::string* why) const;
@@ -113,7 +116,9 @@ class StoreChecker {
   const uint32_t block_size_;
 
   std::map<ContainerId, ContainerInfo> containers_;
-  std::unordered_map<Fingerprint, uint64_t, FingerprintHasher> references_;
+  std::unordered_map<Fingerprint, uint64_t, FingerprintHasher> references_;  // blocks per fingerprint
+  std::unordered_map<Fingerprint, ChunkIndexEntry, FingerprintHasher> entries_;
+  std::vector<std::pair<Fingerprint, ContainerId>> missing_;  // stored chunks without an entry
   std::vector<IndexRepair> index_repairs_;
   std::vector<Relocation> relocations_;
 };

@@ -77,12 +77,16 @@ Status StoreInspector::PrintChunk(const Fingerprint& fp) {
   DEDUPV1_RETURN_IF_ERROR(OpenContainers(options_, env_, &store));
   out_ << fmt::format("chunk {}\n", fp.ToHex());
   if (s.ok()) {
-    out_ << fmt::format("  chunk index:  container {}, usage count {} (not maintained yet), {}\n", entry.container,
-                        entry.usage_count, entry.committed ? "committed" : "NOT committed");
+    out_ << fmt::format("  chunk index:  container {}, usage count {} (counted up to log event {}), {}\n",
+                        entry.container, entry.usage_count, entry.last_event_id,
+                        entry.committed ? "committed" : "NOT committed");
     std::string bytes;
     Status g = store->Get(entry.container, &bytes);
     if (!g.ok()) {
-      out_ << fmt::format("  container {}: {}\n", entry.container, g.ToString());
+      out_ << fmt::format("  container {}: {}{}\n", entry.container, g.ToString(),
+                          g.IsNotFound() ? " (a GC merge may have folded it into a newer container: see "
+                                           "containers/container-aliases)"
+                                         : "");
       return Status::OK();
     }
     const ContainerDump dump = DumpContainer(entry.container, bytes);

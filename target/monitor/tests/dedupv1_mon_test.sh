@@ -66,7 +66,8 @@ expect 0 "raw JSON" '^\{' -- m --json stats
 expect 0 "leading slash" "dedupv1" -- m /version
 expect 0 "metrics as text" "^dedupv1_written_bytes_total 8388608$" -- m metrics
 expect 0 "config table" "volume +vol1 67108864" -- m config
-expect 0 "parts not built yet" "not available in this version" -- m gc
+expect 0 "parts not built yet" "not available in this version" -- m idle
+expect 0 "gc view" "chunks deleted +[0-9]+" -- m gc
 expect 0 "history" "\[1 s samples\]" -- m history
 expect 0 "watch with count" "" -- m --watch 0.2 --count 3 version
 if [ "$(grep -c '^version ' "$tmp/out")" -eq 3 ]; then ok "watch printed 3 rounds"; else not_ok "watch printed $(grep -c '^version ' "$tmp/out") rounds"; fi
@@ -80,7 +81,8 @@ expect 0 "flush with token" "flushed" -- m --token s3cret flush
 expect 0 "token from the environment" "forced +idle" -- env DEDUPV1_MON_TOKEN=s3cret "$MON" --port "$port" force-idle
 expect 0 "idle state" "forced: idle" -- m idle
 expect 0 "force busy" "forced +busy" -- m --token s3cret force-busy
-expect 1 "gc not built yet" "answered 501: garbage collection is not available in this version" -- m --token s3cret gc-run
+expect 1 "gc-run without token" "answered 403" -- m gc-run
+expect 0 "gc-run" "garbage collection round finished" -- m --token s3cret gc-run
 expect 1 "replay not built yet" "answered 501" -- m --token s3cret replay-pause
 expect 1 "raw JSON error" '"status": 404' -- m --json nosuch
 

@@ -1,0 +1,252 @@
+#include "core/garbage_collector.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/dedup_system.h"
+#include "filters/container_cache_filter.h"
+#include "log/log_event.h"
+
+namespace dedupv1 {
+namespace {
+
+// What the scan found in one container.
+struct ContainerScan {
+  uint64_t total_bytes = 0;                        // serialized size
+  std::unordered_map<Fingerprint, size_t, FingerprintHasher> live;  // fp -> footprint
+  std::vector<std::pair<Fingerprint, size_t>> suspects;             // no index entry at scan time
+  uint64_t live_bytes() const {
+    uint64_t n = 0;
+    for (const auto& [fp, bytes] : live) n += bytes;
+    return n;
+  }
+};
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Status GarbageCollector::Run() {
+  std::lock_guard<std::mutex> run(run_mu_);
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    stats_.running = true;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  GcStats round;
+  Status s = RunLocked(&round);
+  const uint64_t ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
+  std::lock_guard<std::mutex> l(stats_mu_);
+  stats_.running = false;
+  stats_.runs++;
+  stats_.chunks_deleted += round.chunks_deleted;
+  stats_.chunks_survived += round.chunks_survived;
+  stats_.orphans_found += round.orphans_found;
+  stats_.bytes_reclaimed += round.bytes_reclaimed;
+  stats_.containers_merged += round.containers_merged;
+  stats_.containers_written += round.containers_written;
+  stats_.containers_deleted += round.containers_deleted;
+  if (round.used_bytes != 0 || s.ok()) stats_.used_bytes = round.used_bytes;
+  stats_.live_bytes = round.live_bytes;
+  stats_.last_run_unix = UnixNow();
+  stats_.last_run_ms = ms;
+  if (!s.ok()) {
+    // Candidates and pending containers taken by the failed round are found
+    // again by a full scan.
+    full_scan_done_ = false;
+    stats_.failed_runs++;
+    stats_.last_error = s.ToString();
+    return s.WithContext("garbage collection");
+  }
+  stats_.last_error.clear();
+  return Status::OK();
+}
+
+Status GarbageCollector::RunLocked(GcStats* round) {
+  DedupSystem* sys = system_;
+  ChunkStore* store = sys->chunk_store_.get();
+  ChunkIndex* index = sys->chunk_index_.get();
+  uint64_t used_before = 0;
+  DEDUPV1_RETURN_IF_ERROR(store->UsedBytes(&used_before));
+
+  // 1. Usage counts catch up; the log is trimmed.
+  DEDUPV1_RETURN_IF_ERROR(sys->Checkpoint());
+
+  // 2. Scan: every committed container once after open, then only those
+  // holding candidates or unscanned garbage.
+  const bool full_scan = !full_scan_done_.load();
+  std::vector<ContainerId> ids;
+  if (full_scan) {
+    DEDUPV1_RETURN_IF_ERROR(store->ListCommitted(&ids));
+  } else {
+    std::set<ContainerId> wanted;
+    {
+      std::lock_guard<std::mutex> l(pending_mu_);
+      wanted.swap(pending_containers_);
+    }
+    for (const Fingerprint& fp : sys->usage_->Candidates()) {
+      ChunkIndexEntry entry;
+      Status l = index->Lookup(fp, &entry);
+      if (l.IsNotFound()) continue;
+      DEDUPV1_RETURN_IF_ERROR(l);
+      wanted.insert(store->Resolve(entry.container));
+    }
+    for (ContainerId id : wanted) {
+      if (store->IsCommitted(id)) ids.push_back(id);
+    }
+  }
+  std::map<ContainerId, ContainerScan> scans;
+  for (ContainerId id : ids) {
+    std::vector<ChunkStore::ChunkFootprint> chunks;
+    ContainerScan scan;
+    Status s = store->GetChunkFootprints(id, &chunks, &scan.total_bytes);
+    if (s.IsNotFound()) continue;  // deleted meanwhile
+    if (!s.ok()) return s.WithContext("scan container " + std::to_string(id));
+    for (const auto& c : chunks) {
+      ChunkIndexEntry entry;
+      Status l = index->Lookup(c.fp, &entry);
+      if (l.IsNotFound()) {
+        scan.suspects.emplace_back(c.fp, c.bytes);
+        continue;
+      }
+      DEDUPV1_RETURN_IF_ERROR(l);
+      // An entry naming another copy: this copy is kept (a mapping may name it).
+      scan.live[c.fp] = c.bytes;
+      if (entry.usage_count == 0 && store->Resolve(entry.container) == id) sys->usage_->AddCandidate(c.fp);
+    }
+    scans.emplace(id, std::move(scan));
+  }
+
+  // 3. Hold and recheck under the barrier.
+  std::map<ContainerId, std::vector<Fingerprint>> dead;
+  {
+    GcBarrier::Exclusive barrier(&sys->gc_barrier_);
+    // Every dedup run's mapping is logged now. The id is read before the
+    // sync: only events the sync covers may be counted (an unmap, which does
+    // not take the barrier, may append meanwhile; it is counted next time).
+    const uint64_t logged = sys->log_->last_id();
+    DEDUPV1_RETURN_IF_ERROR(sys->Persist());
+    DEDUPV1_RETURN_IF_ERROR(sys->usage_->CountUpTo(logged));
+    for (const Fingerprint& fp : sys->usage_->TakeCandidates()) {
+      std::lock_guard<std::mutex> fp_lock(sys->fp_locks_.For(fp));
+      ChunkIndexEntry entry;
+      Status l = index->Lookup(fp, &entry);
+      if (l.IsNotFound()) continue;
+      DEDUPV1_RETURN_IF_ERROR(l);
+      if (entry.usage_count != 0) {
+        round->chunks_survived++;
+        continue;
+      }
+      DEDUPV1_RETURN_IF_ERROR(index->Erase(fp));
+      round->chunks_deleted++;
+      const ContainerId c = store->Resolve(entry.container);
+      dead[c].push_back(fp);
+      auto scan = scans.find(c);
+      if (scan != scans.end()) scan->second.live.erase(fp);
+    }
+    for (auto& [id, scan] : scans) {
+      for (const auto& [fp, bytes] : scan.suspects) {
+        ChunkIndexEntry entry;
+        Status l = index->Lookup(fp, &entry);
+        if (l.ok()) {
+          // Referenced again since the scan (its entry was re-created).
+          scan.live[fp] = bytes;
+          continue;
+        }
+        if (!l.IsNotFound()) return l;
+        dead[id].push_back(fp);
+        round->orphans_found++;
+      }
+    }
+    for (const auto& [id, fps] : dead) {
+      store->MarkDead(id, fps);
+      if (scans.count(id) == 0) {
+        std::lock_guard<std::mutex> l(pending_mu_);
+        pending_containers_.insert(id);
+      }
+    }
+    if (sys->container_cache_ != nullptr) sys->container_cache_->Clear();
+  }
+
+  // 4. The erasures become persistent and the log forgets the garbage.
+  DEDUPV1_RETURN_IF_ERROR(sys->Checkpoint());
+  DEDUPV1_RETURN_IF_ERROR(index->Flush());
+
+  // 5. Space: delete empty containers, merge under-filled ones.
+  const uint64_t capacity = store->options().container_size;
+  const uint64_t budget = capacity - capacity / 8;  // room for aliases and rounding
+  std::vector<std::pair<ContainerId, uint64_t>> underfilled;  // id, live bytes
+  for (const auto& [id, scan] : scans) {
+    const uint64_t live = scan.live_bytes();
+    round->live_bytes += live;
+    if (scan.live.empty()) {
+      DEDUPV1_RETURN_IF_ERROR(store->DeleteContainer(id));
+      ContainerEventData event;
+      event.container = id;
+      uint64_t event_id;
+      (void)sys->log_->Append(LogEventType::kContainerDeleted, event.Encode(), &event_id);  // a record only
+      round->containers_deleted++;
+    } else if (live * 2 < scan.total_bytes && live < budget) {
+      underfilled.emplace_back(id, live);
+    }
+  }
+  size_t i = 0;
+  while (i < underfilled.size()) {
+    std::vector<ContainerId> group;
+    uint64_t sum = 0;
+    while (i < underfilled.size() && (group.empty() || sum + underfilled[i].second <= budget)) {
+      group.push_back(underfilled[i].first);
+      sum += underfilled[i].second;
+      i++;
+    }
+    ContainerId merged;
+    DEDUPV1_RETURN_IF_ERROR(store->MergeContainers(group, &merged));
+    if (merged == kNoContainer) continue;  // did not fit after all: left as they are
+    ContainerMergedData event;
+    event.result = merged;
+    event.sources = group;
+    uint64_t event_id;
+    (void)sys->log_->Append(LogEventType::kContainerMerged, event.Encode(), &event_id);  // a record only
+    round->containers_merged += group.size();
+    round->containers_written++;
+  }
+  if (round->containers_deleted + round->containers_written > 0) DEDUPV1_RETURN_IF_ERROR(sys->log_->Sync());
+
+  if (full_scan) full_scan_done_ = true;
+  uint64_t used_after = 0;
+  DEDUPV1_RETURN_IF_ERROR(store->UsedBytes(&used_after));
+  round->used_bytes = used_after;
+  round->bytes_reclaimed = used_before > used_after ? used_before - used_after : 0;
+  return Status::OK();
+}
+
+bool GarbageCollector::HasWork() const {
+  if (!full_scan_done_.load()) return true;
+  if (system_->usage_ && system_->usage_->candidate_count() > 0) return true;
+  std::lock_guard<std::mutex> l(pending_mu_);
+  return !pending_containers_.empty();
+}
+
+GcStats GarbageCollector::stats() const {
+  GcStats st;
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    st = stats_;
+  }
+  if (system_->usage_) {
+    st.usage = system_->usage_->stats();
+    st.candidates = system_->usage_->candidate_count();
+  }
+  return st;
+}
+
+}  // namespace dedupv1
