@@ -303,41 +303,45 @@ Status ChunkStore::ReadChunk(ContainerId id, const Fingerprint& fp, std::string*
   return c->ReadChunk(fp, data);
 }
 
-Status ChunkStore::GetFingerprints(ContainerId id, std::vector<Fingerprint>* fps) {
-  if (id == kNoContainer || id == kZeroContainer) {
-    return Status::InvalidArgument("chunk store: pseudo container " + std::to_string(id) +
+Status ChunkStore::GetFingerprints(ContainerId requested, std::vector<Fingerprint>* fps) {
+  if (requested == kNoContainer || requested == kZeroContainer) {
+    return Status::InvalidArgument("chunk store: pseudo container " + std::to_string(requested) +
                                    " has no fingerprints");
   }
   std::shared_ptr<const Container> c;
   {
     std::lock_guard<std::mutex> l(mu_);
     bool open = false;
-    c = FindUncommittedLocked(id, &open);
+    c = FindUncommittedLocked(requested, &open);
     if (c && open) {
       *fps = c->Fingerprints();
       return Status::OK();
     }
   }
+  const ContainerId id = Resolve(requested);
+  if (!c) c = read_cache_.Lookup(id);
   if (c) {
     *fps = c->Fingerprints();
-    return Status::OK();
+  } else {
+    // Only the metadata at the head of the container, not its chunk data,
+    // and not into the read cache, whose entries serve reads.
+    metadata_reads_.fetch_add(1, std::memory_order_relaxed);
+    std::string head;
+    Status s = store_->GetHead(id, kMetadataGuess, &head);
+    if (s.IsNotFound() && Resolve(requested) != id) {
+      // Merged into another container between Resolve and GetHead.
+      return GetFingerprints(requested, fps);
+    }
+    DEDUPV1_RETURN_IF_ERROR(s);
+    size_t meta_size = 0;
+    DEDUPV1_RETURN_IF_ERROR(Container::MetadataSize(id, head, &meta_size));
+    if (meta_size > head.size() && head.size() == kMetadataGuess) {
+      DEDUPV1_RETURN_IF_ERROR(store_->GetHead(id, meta_size, &head));
+    }
+    DEDUPV1_RETURN_IF_ERROR(Container::ParseFingerprints(id, head, fps));
   }
-  c = read_cache_.Lookup(id);
-  if (c) {
-    *fps = c->Fingerprints();
-    return Status::OK();
-  }
-  // Only the metadata at the head of the container, not its chunk data, and
-  // not into the read cache, whose entries serve reads.
-  metadata_reads_.fetch_add(1, std::memory_order_relaxed);
-  std::string head;
-  DEDUPV1_RETURN_IF_ERROR(store_->GetHead(id, kMetadataGuess, &head));
-  size_t meta_size = 0;
-  DEDUPV1_RETURN_IF_ERROR(Container::MetadataSize(id, head, &meta_size));
-  if (meta_size > head.size() && head.size() == kMetadataGuess) {
-    DEDUPV1_RETURN_IF_ERROR(store_->GetHead(id, meta_size, &head));
-  }
-  return Container::ParseFingerprints(id, head, fps);
+  RemoveDead(id, fps);
+  return Status::OK();
 }
 
 Status ChunkStore::GetFingerprintsVerified(ContainerId id, std::vector<Fingerprint>* fps) {
@@ -354,14 +358,17 @@ Status ChunkStore::GetFingerprintsVerified(ContainerId id, std::vector<Fingerpri
   }
   if (!c) DEDUPV1_RETURN_IF_ERROR(LoadCommitted(id, &c));
   *fps = c->Fingerprints();
-  std::lock_guard<std::mutex> l(mu_);
-  auto dead = dead_.find(c->id());
-  if (dead != dead_.end()) {
-    fps->erase(std::remove_if(fps->begin(), fps->end(),
-                              [&](const Fingerprint& fp) { return dead->second.count(fp) != 0; }),
-               fps->end());
-  }
+  RemoveDead(c->id(), fps);
   return Status::OK();
+}
+
+void ChunkStore::RemoveDead(ContainerId id, std::vector<Fingerprint>* fps) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto dead = dead_.find(id);
+  if (dead == dead_.end()) return;
+  fps->erase(std::remove_if(fps->begin(), fps->end(),
+                            [&](const Fingerprint& fp) { return dead->second.count(fp) != 0; }),
+             fps->end());
 }
 
 bool ChunkStore::IsCommitted(ContainerId requested) const {

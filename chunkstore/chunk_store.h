@@ -185,6 +185,8 @@ class ChunkStore {
   };
   Status LoadAliases(std::vector<ContainerId>* ids);
   Status WriteAliasFile(const std::vector<AliasRecord>& records);
+  // Drops the chunks of committed container |id| (a resolved id) marked dead.
+  void RemoveDead(ContainerId id, std::vector<Fingerprint>* fps) const;
   ContainerId ResolveLocked(ContainerId id) const;
   enum class CommitState {
     kQueued,      // waiting for a writer thread
