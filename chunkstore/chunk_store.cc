@@ -323,25 +323,30 @@ Status ChunkStore::GetFingerprints(ContainerId requested, std::vector<Fingerprin
   if (c) {
     *fps = c->Fingerprints();
   } else {
-    // Only the metadata at the head of the container, not its chunk data,
-    // and not into the read cache, whose entries serve reads.
-    metadata_reads_.fetch_add(1, std::memory_order_relaxed);
-    std::string head;
-    Status s = store_->GetHead(id, kMetadataGuess, &head);
+    Status s = ReadMetadata(id, fps, nullptr, nullptr);
     if (s.IsNotFound() && Resolve(requested) != id) {
-      // Merged into another container between Resolve and GetHead.
+      // Merged into another container between Resolve and the read.
       return GetFingerprints(requested, fps);
     }
     DEDUPV1_RETURN_IF_ERROR(s);
-    size_t meta_size = 0;
-    DEDUPV1_RETURN_IF_ERROR(Container::MetadataSize(id, head, &meta_size));
-    if (meta_size > head.size() && head.size() == kMetadataGuess) {
-      DEDUPV1_RETURN_IF_ERROR(store_->GetHead(id, meta_size, &head));
-    }
-    DEDUPV1_RETURN_IF_ERROR(Container::ParseFingerprints(id, head, fps));
   }
   RemoveDead(id, fps);
   return Status::OK();
+}
+
+Status ChunkStore::ReadMetadata(ContainerId id, std::vector<Fingerprint>* fps,
+                                std::vector<size_t>* footprints, uint64_t* total) {
+  // Only the metadata at the head of the container, not its chunk data, and
+  // not into the read cache, whose entries serve reads.
+  metadata_reads_.fetch_add(1, std::memory_order_relaxed);
+  std::string head;
+  DEDUPV1_RETURN_IF_ERROR(store_->GetHead(id, kMetadataGuess, &head));
+  size_t meta_size = 0;
+  DEDUPV1_RETURN_IF_ERROR(Container::MetadataSize(id, head, &meta_size));
+  if (meta_size > head.size() && head.size() == kMetadataGuess) {
+    DEDUPV1_RETURN_IF_ERROR(store_->GetHead(id, meta_size, &head));
+  }
+  return Container::ParseFingerprints(id, head, fps, footprints, total);
 }
 
 Status ChunkStore::GetFingerprintsVerified(ContainerId id, std::vector<Fingerprint>* fps) {
@@ -642,18 +647,29 @@ Status ChunkStore::LoadAliases(std::vector<ContainerId>* ids) {
   return Status::OK();
 }
 
-Status ChunkStore::GetChunkFootprints(ContainerId id, std::vector<ChunkFootprint>* chunks,
+Status ChunkStore::GetChunkFootprints(ContainerId requested, std::vector<ChunkFootprint>* chunks,
                                       uint64_t* total) {
-  std::shared_ptr<const Container> c;
-  DEDUPV1_RETURN_IF_ERROR(LoadCommitted(id, &c));
-  std::vector<Fingerprint> fps = c->Fingerprints();
+  const ContainerId id = Resolve(requested);
+  std::vector<Fingerprint> fps;
+  std::vector<size_t> footprints;
+  std::shared_ptr<const Container> c = read_cache_.Lookup(id);
+  if (c) {
+    fps = c->Fingerprints();
+    for (const Fingerprint& fp : fps) footprints.push_back(c->FootprintOf(fp));
+    *total = c->serialized_size();
+  } else {
+    // The metadata says all GC needs: no 4 MiB read per container, and the
+    // read cache is left to reads.
+    Status s = ReadMetadata(id, &fps, &footprints, total);
+    if (s.IsNotFound() && Resolve(requested) != id) return GetChunkFootprints(requested, chunks, total);
+    DEDUPV1_RETURN_IF_ERROR(s);
+  }
   chunks->clear();
-  *total = c->serialized_size();
   std::lock_guard<std::mutex> l(mu_);
-  auto dead = dead_.find(c->id());
-  for (const Fingerprint& fp : fps) {
-    if (dead != dead_.end() && dead->second.count(fp) != 0) continue;
-    chunks->push_back({fp, c->FootprintOf(fp)});
+  auto dead = dead_.find(id);
+  for (size_t i = 0; i < fps.size(); i++) {
+    if (dead != dead_.end() && dead->second.count(fps[i]) != 0) continue;
+    chunks->push_back({fps[i], footprints[i]});
   }
   return Status::OK();
 }

@@ -154,7 +154,8 @@ class ChunkStore {
   ContainerId Resolve(ContainerId id) const;
   // Per chunk of committed container |id| (not counting chunks marked dead):
   // its fingerprint and FootprintOf. |total| receives the container's
-  // serialized size.
+  // serialized size. Reads only the container's metadata head unless the
+  // container is in the read cache.
   struct ChunkFootprint {
     Fingerprint fp;
     size_t bytes = 0;
@@ -185,6 +186,10 @@ class ChunkStore {
   };
   Status LoadAliases(std::vector<ContainerId>* ids);
   Status WriteAliasFile(const std::vector<AliasRecord>& records);
+  // Fingerprints (sorted), footprints and serialized size of committed
+  // container |id| (a resolved id) from its metadata head alone.
+  Status ReadMetadata(ContainerId id, std::vector<Fingerprint>* fps, std::vector<size_t>* footprints,
+                      uint64_t* total);
   // Drops the chunks of committed container |id| (a resolved id) marked dead.
   void RemoveDead(ContainerId id, std::vector<Fingerprint>* fps) const;
   ContainerId ResolveLocked(ContainerId id) const;

@@ -169,13 +169,23 @@ Status Container::MetadataSize(ContainerId expected_id, const std::string& head,
 }
 
 Status Container::ParseFingerprints(ContainerId expected_id, const std::string& head,
-                                    std::vector<Fingerprint>* fps) {
+                                    std::vector<Fingerprint>* fps, std::vector<size_t>* footprints,
+                                    uint64_t* serialized_size) {
   std::unique_ptr<Container> c;
   DEDUPV1_RETURN_IF_ERROR(ParseImpl(expected_id, head, /*whole=*/false, &c));
   // Items are stored sorted (checked by the parse), so no sort is needed.
   fps->clear();
   fps->reserve(c->items_.size());
   for (const Item& item : c->items_) fps->push_back(item.fp);
+  if (footprints != nullptr) {
+    footprints->clear();
+    for (const Item& item : c->items_) footprints->push_back(item.stored_size + ItemSize(c->fp_size_));
+  }
+  if (serialized_size != nullptr) {
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(head.data());
+    *serialized_size = kHeaderSize + c->aliases_.size() * 8 + c->items_.size() * ItemSize(c->fp_size_) +
+                       DecodeFixed64(p + kDataSizeOffset);
+  }
   return Status::OK();
 }
 

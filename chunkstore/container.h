@@ -108,9 +108,12 @@ class Container {
   static Status MetadataSize(ContainerId expected_id, const std::string& head, size_t* size);
   // The sorted fingerprints from |head|, the first MetadataSize bytes (or
   // more) of a serialized container; verifies meta_crc and the same fields
-  // Parse does, except the data section.
+  // Parse does, except the data section. Optionally each chunk's footprint
+  // (as FootprintOf) and the container's serialized size.
   static Status ParseFingerprints(ContainerId expected_id, const std::string& head,
-                                  std::vector<Fingerprint>* fps);
+                                  std::vector<Fingerprint>* fps,
+                                  std::vector<size_t>* footprints = nullptr,
+                                  uint64_t* serialized_size = nullptr);
 
  private:
   // Parse; with |whole| false |bytes| is a metadata prefix and the data
