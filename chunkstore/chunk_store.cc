@@ -88,6 +88,7 @@ ChunkStore::ChunkStore(const ChunkStoreOptions& options, Env* env,
       store_(std::move(store)),
       id_mark_path_(JoinPath(options.dir, kIdMarkFile)),
       read_cache_(options.read_cache_containers),
+      metadata_cache_(kMetadataCacheContainers),
       alias_path_(JoinPath(options.dir, kAliasFile)) {}
 
 ChunkStore::~ChunkStore() { Close(); }
@@ -299,8 +300,59 @@ Status ChunkStore::ReadChunk(ContainerId id, const Fingerprint& fp, std::string*
     // An open container is still being appended to: read it under the lock.
     if (c && open) return c->ReadChunk(fp, data);
   }
-  if (!c) DEDUPV1_RETURN_IF_ERROR(LoadCommitted(id, &c));
-  return c->ReadChunk(fp, data);
+  if (c) return c->ReadChunk(fp, data);  // committing: still in memory
+  const ContainerId resolved = Resolve(id);
+  c = read_cache_.Lookup(resolved);
+  if (c) return c->ReadChunk(fp, data);
+  return ReadChunkFromStore(id, resolved, fp, data);
+}
+
+// A chunk is read alone, not with its whole container: backup data refers to
+// old containers in no particular order, and loading 4 MiB for each 8 KiB
+// chunk made restores crawl. Without the container's data CRC the chunk is
+// verified by its fingerprint instead.
+Status ChunkStore::ReadChunkFromStore(ContainerId requested, ContainerId id, const Fingerprint& fp,
+                                      std::string* data) {
+  std::shared_ptr<const Container> meta = metadata_cache_.Lookup(id);
+  if (!meta) {
+    std::string head;
+    Status s = ReadHead(id, &head);
+    if (s.IsNotFound() && Resolve(requested) != id) return ReadChunk(requested, fp, data);
+    DEDUPV1_RETURN_IF_ERROR(s);
+    std::unique_ptr<Container> parsed;
+    DEDUPV1_RETURN_IF_ERROR(Container::ParseMetadataOnly(id, head, &parsed));
+    meta = std::shared_ptr<const Container>(std::move(parsed));
+    metadata_cache_.Insert(id, meta);
+  }
+  Container::ChunkLocation loc;
+  DEDUPV1_RETURN_IF_ERROR(meta->Locate(fp, &loc));
+  std::string stored;
+  Status s = store_->GetRange(id, loc.offset, loc.stored_size, &stored);
+  if (s.IsNotFound() && Resolve(requested) != id) return ReadChunk(requested, fp, data);
+  DEDUPV1_RETURN_IF_ERROR(s);
+  chunk_reads_.fetch_add(1, std::memory_order_relaxed);
+  s = Decompress(loc.compression, reinterpret_cast<const uint8_t*>(stored.data()), stored.size(),
+                 loc.raw_size, data);
+  if (!s.ok()) return s.WithContext(Name(id) + ": chunk " + fp.ToHex());
+  Fingerprint actual;
+  ComputeFingerprint(options_.fp_type, reinterpret_cast<const uint8_t*>(data->data()), data->size(), &actual);
+  if (actual != fp) {
+    data->clear();
+    return Status::Corruption(Name(id) + ": chunk " + fp.ToHex() +
+                              " does not match its fingerprint (the container's data is damaged)");
+  }
+  return Status::OK();
+}
+
+Status ChunkStore::ReadHead(ContainerId id, std::string* head) {
+  metadata_reads_.fetch_add(1, std::memory_order_relaxed);
+  DEDUPV1_RETURN_IF_ERROR(store_->GetHead(id, kMetadataGuess, head));
+  size_t meta_size = 0;
+  DEDUPV1_RETURN_IF_ERROR(Container::MetadataSize(id, *head, &meta_size));
+  if (meta_size > head->size() && head->size() == kMetadataGuess) {
+    DEDUPV1_RETURN_IF_ERROR(store_->GetHead(id, meta_size, head));
+  }
+  return Status::OK();
 }
 
 Status ChunkStore::GetFingerprints(ContainerId requested, std::vector<Fingerprint>* fps) {
@@ -338,14 +390,8 @@ Status ChunkStore::ReadMetadata(ContainerId id, std::vector<Fingerprint>* fps,
                                 std::vector<size_t>* footprints, uint64_t* total) {
   // Only the metadata at the head of the container, not its chunk data, and
   // not into the read cache, whose entries serve reads.
-  metadata_reads_.fetch_add(1, std::memory_order_relaxed);
   std::string head;
-  DEDUPV1_RETURN_IF_ERROR(store_->GetHead(id, kMetadataGuess, &head));
-  size_t meta_size = 0;
-  DEDUPV1_RETURN_IF_ERROR(Container::MetadataSize(id, head, &meta_size));
-  if (meta_size > head.size() && head.size() == kMetadataGuess) {
-    DEDUPV1_RETURN_IF_ERROR(store_->GetHead(id, meta_size, &head));
-  }
+  DEDUPV1_RETURN_IF_ERROR(ReadHead(id, &head));
   return Container::ParseFingerprints(id, head, fps, footprints, total);
 }
 
@@ -523,6 +569,7 @@ ChunkStoreStats ChunkStore::stats() const {
   st.commit_retries = commit_retries_.load(std::memory_order_relaxed);
   st.container_reads = container_reads_.load(std::memory_order_relaxed);
   st.metadata_reads = metadata_reads_.load(std::memory_order_relaxed);
+  st.chunk_reads = chunk_reads_.load(std::memory_order_relaxed);
   st.commit_latency_ms_total = commit_latency_ms_total_.load(std::memory_order_relaxed);
   st.read_cache_hits = read_cache_.hits();
   st.read_cache_misses = read_cache_.misses();
@@ -749,6 +796,7 @@ Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, Cont
   // 4. The sources. A crash before this finishes is cleaned up by Open.
   for (ContainerId src : sources) {
     read_cache_.Erase(src);
+    metadata_cache_.Erase(src);
     Status d = store_->Delete(src);
     if (!d.ok() && !d.IsNotFound()) return d.WithContext("delete merged " + Name(src));
   }
@@ -769,6 +817,7 @@ Status ChunkStore::DeleteContainer(ContainerId requested) {
   Status s = store_->Delete(id);
   if (!s.ok()) return s.WithContext("delete " + Name(id));
   read_cache_.Erase(id);
+  metadata_cache_.Erase(id);
   {
     std::lock_guard<std::mutex> l(mu_);
     deleted_.insert(id);

@@ -81,7 +81,8 @@ struct ChunkStoreStats {
   uint64_t read_cache_hits = 0;
   uint64_t read_cache_misses = 0;
   uint64_t container_reads = 0;       // containers read from the store
-  uint64_t metadata_reads = 0;        // container heads read for their fingerprints only
+  uint64_t metadata_reads = 0;        // container heads read (metadata only)
+  uint64_t chunk_reads = 0;           // single chunks read from the store (read-cache misses)
   uint64_t commit_latency_ms_total = 0;
 };
 
@@ -115,9 +116,11 @@ class ChunkStore {
   // May wait if the writers are far behind.
   Status StoreChunk(const Fingerprint& fp, const uint8_t* data, size_t n, uint64_t stream_hint,
                     ContainerId* id);
-  // Reads a chunk: open and in-flight containers first, then the read cache,
-  // then the ContainerStore. Corruption if the container's CRC fails (naming
-  // the id); NotFound if the container does not exist or does not hold fp.
+  // Reads a chunk: open and in-flight containers first, then the read cache
+  // (whole containers, verified by their CRCs), then the chunk's bytes alone
+  // from the ContainerStore, verified by their fingerprint. Corruption naming
+  // the container if a check fails; NotFound if the container does not exist
+  // or does not hold fp.
   Status ReadChunk(ContainerId id, const Fingerprint& fp, std::string* data);
   // Sorted fingerprints of a container. Same lookup order as ReadChunk, but
   // a committed container not in the read cache is not read whole: only its
@@ -186,6 +189,14 @@ class ChunkStore {
   };
   Status LoadAliases(std::vector<ContainerId>* ids);
   Status WriteAliasFile(const std::vector<AliasRecord>& records);
+  // ReadChunk of a committed container that is not in the read cache: the
+  // chunk's bytes alone (ContainerStore::GetRange), located through the
+  // metadata cache and verified by their fingerprint.
+  Status ReadChunkFromStore(ContainerId requested, ContainerId id, const Fingerprint& fp,
+                            std::string* data);
+  // The metadata head of container |id| (ContainerStore::GetHead, twice if
+  // the first guess was short).
+  Status ReadHead(ContainerId id, std::string* head);
   // Fingerprints (sorted), footprints and serialized size of committed
   // container |id| (a resolved id) from its metadata head alone.
   Status ReadMetadata(ContainerId id, std::vector<Fingerprint>* fps, std::vector<size_t>* footprints,
@@ -228,6 +239,7 @@ class ChunkStore {
   const std::unique_ptr<ContainerStore> store_;
   const std::string id_mark_path_;
   ContainerReadCache read_cache_;
+  ContainerReadCache metadata_cache_;  // metadata-only containers, for ReadChunkFromStore
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;   // writers: a container was queued, or stop
@@ -272,6 +284,9 @@ class ChunkStore {
   std::atomic<uint64_t> commit_retries_{0};
   std::atomic<uint64_t> container_reads_{0};
   std::atomic<uint64_t> metadata_reads_{0};
+  std::atomic<uint64_t> chunk_reads_{0};
+  // Metadata of containers whose chunks were read one by one (~20 KiB each).
+  static constexpr size_t kMetadataCacheContainers = 256;
   // First read of a container's head for its fingerprints: enough for the
   // metadata of a 4 MiB container of 8 KiB chunks (~17 KiB) with room to spare.
   static constexpr size_t kMetadataGuess = 64 << 10;

@@ -189,6 +189,25 @@ Status Container::ParseFingerprints(ContainerId expected_id, const std::string& 
   return Status::OK();
 }
 
+Status Container::ParseMetadataOnly(ContainerId expected_id, const std::string& head,
+                                    std::unique_ptr<Container>* out) {
+  return ParseImpl(expected_id, head, /*whole=*/false, out);
+}
+
+Status Container::Locate(const Fingerprint& fp, ChunkLocation* location) const {
+  auto it = std::lower_bound(items_.begin(), items_.end(), fp,
+                             [](const Item& item, const Fingerprint& f) { return item.fp < f; });
+  if (it == items_.end() || it->fp != fp) {
+    return Status::NotFound("chunk " + fp.ToHex() + " is not in " + Name(id_));
+  }
+  const uint64_t data_start = kHeaderSize + aliases_.size() * 8 + items_.size() * ItemSize(fp_size_);
+  location->offset = data_start + it->offset;
+  location->stored_size = it->stored_size;
+  location->raw_size = it->raw_size;
+  location->compression = it->compression;
+  return Status::OK();
+}
+
 Status Container::Parse(ContainerId expected_id, const std::string& bytes,
                         std::unique_ptr<Container>* out) {
   return ParseImpl(expected_id, bytes, /*whole=*/true, out);

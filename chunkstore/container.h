@@ -101,6 +101,21 @@ class Container {
   static Status Parse(ContainerId expected_id, const std::string& bytes,
                       std::unique_ptr<Container>* out);
 
+  // Where a chunk's stored bytes lie in the serialized container.
+  struct ChunkLocation {
+    uint64_t offset = 0;  // from the start of the serialized container
+    uint32_t stored_size = 0;
+    uint32_t raw_size = 0;
+    Compression compression = Compression::kNone;
+  };
+  // Parses only the metadata of |head| (see ParseFingerprints) into a
+  // container without data, for Locate.
+  static Status ParseMetadataOnly(ContainerId expected_id, const std::string& head,
+                                  std::unique_ptr<Container>* out);
+  // Location of |fp| in a container from ParseMetadataOnly or Parse (items
+  // sorted by fingerprint). NotFound if absent.
+  Status Locate(const Fingerprint& fp, ChunkLocation* location) const;
+
   // Reading only the metadata: the container cache filter needs a committed
   // container's fingerprints, not its 4 MiB of data.
   // MetadataSize reads from the header in |head| (at least kHeaderSize bytes

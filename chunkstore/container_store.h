@@ -31,6 +31,18 @@ class ContainerStore {
     if (bytes->size() > n) bytes->resize(n);
     return Status::OK();
   }
+  // Exactly |n| bytes from |offset|: one chunk, read without the rest of its
+  // container. NotFound if absent; Corruption if the container is shorter.
+  // The default reads the whole container.
+  virtual Status GetRange(ContainerId id, uint64_t offset, size_t n, std::string* bytes) {
+    std::string all;
+    DEDUPV1_RETURN_IF_ERROR(Get(id, &all));
+    if (offset > all.size() || n > all.size() - offset) {
+      return Status::Corruption("container " + std::to_string(id) + " is shorter than its metadata says");
+    }
+    bytes->assign(all, offset, n);
+    return Status::OK();
+  }
   // NotFound if absent. Durable when OK is returned.
   virtual Status Delete(ContainerId id) = 0;
   // Ids of all stored containers, in no particular order.

@@ -131,6 +131,22 @@ Status LocalContainerStore::GetHead(ContainerId id, size_t n, std::string* bytes
   return s.WithContext("get head of " + Name(id));
 }
 
+Status LocalContainerStore::GetRange(ContainerId id, uint64_t offset, size_t n, std::string* bytes) {
+  std::unique_ptr<File> f;
+  Status s = env_->OpenFile(ContainerPath(id), OpenMode::kReadOnly, &f);
+  if (s.IsNotFound()) return Status::NotFound(Name(id) + " is not in the container store");
+  uint64_t size = 0;
+  if (s.ok()) s = f->Size(&size);
+  if (s.ok() && (offset > size || n > size - offset)) {
+    return Status::Corruption(Name(id) + " has " + std::to_string(size) + " bytes, less than its metadata says");
+  }
+  if (s.ok()) {
+    bytes->resize(n);
+    if (n > 0) s = f->Read(offset, n, bytes->data());
+  }
+  return s.WithContext("read from " + Name(id));
+}
+
 Status LocalContainerStore::Delete(ContainerId id) {
   const std::string path = ContainerPath(id);
   uint64_t size = 0;

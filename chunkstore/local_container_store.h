@@ -26,6 +26,7 @@ class LocalContainerStore : public ContainerStore {
   Status Put(ContainerId id, const std::string& bytes) override;
   Status Get(ContainerId id, std::string* bytes) override;
   Status GetHead(ContainerId id, size_t n, std::string* bytes) override;
+  Status GetRange(ContainerId id, uint64_t offset, size_t n, std::string* bytes) override;
   Status Delete(ContainerId id) override;
   Status List(std::vector<ContainerId>* ids) override;
   Status UsedBytes(uint64_t* bytes) override;
