@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -360,6 +363,67 @@ TEST(DedupSystemTest, ConcurrentWritersOfTheSameNewDataStoreItOnce) {
 }
 
 // The whole engine on the LevelDB block index backend.
+// Memory stays bounded during a long write: each auxiliary index holds at
+// most its hard limit plus entries that had to stay in memory because their
+// container was not committed yet (bounded by the containers open or
+// committing), and write-back really ran during the write.
+TEST(DedupSystemTest, AuxiliaryIndexesObeyTheirLimitsDuringALongWrite) {
+  test::TempDir dir;
+  Options o = SmallOptions(dir.path());
+  o.chunk_index.aux_soft_limit = 1000;
+  o.chunk_index.aux_hard_limit = 2000;
+  o.block_index.aux_soft_limit = 32;
+  o.block_index.aux_hard_limit = 64;
+  o.chunk_store.container_size = 256 << 10;  // small containers keep the uncommitted bound tight
+  o.volumes = {{"vol1", 256 << 20}};
+  ASSERT_TRUE(o.Finish().ok());
+  auto sys = OpenOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+
+  std::atomic<bool> done{false};
+  uint64_t max_chunk_aux = 0, max_block_aux = 0;
+  std::thread sampler([&] {
+    while (!done.load()) {
+      max_chunk_aux = std::max(max_chunk_aux, sys->chunk_index()->stats().aux_entries);
+      max_block_aux = std::max(max_block_aux, sys->block_index()->stats().aux_mappings);
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+  });
+  constexpr uint64_t kRequest = 1 << 20;
+  constexpr uint64_t kTotal = 192 << 20;  // ~19K new chunks, 1536 blocks
+  for (uint64_t off = 0; off < kTotal; off += kRequest) {
+    std::vector<uint8_t> data = test::RandomBytes(kRequest, 1000 + off / kRequest);
+    ASSERT_TRUE(v->Write(off, kRequest, data.data(), false).ok());
+  }
+  ASSERT_TRUE(v->Sync().ok());
+  done = true;
+  sampler.join();
+
+  // Containers that can be uncommitted at once: open ones and those queued
+  // for or in commit (StoreChunk waits beyond that), plus one being handed over.
+  const uint64_t containers =
+      static_cast<uint64_t>(o.chunk_store.open_containers + 2 * o.chunk_store.writer_threads + 1);
+  const uint64_t uncommitted_chunks = containers * (o.chunk_store.container_size / o.chunking.min_size);
+  const uint64_t uncommitted_blocks = containers * (o.chunk_store.container_size / o.block_size + 2);
+  // Concurrent inserts may each pass the limit check once before waiting.
+  const uint64_t slack = static_cast<uint64_t>(o.dedup_threads) + 1;
+  EXPECT_LE(max_chunk_aux, o.chunk_index.aux_hard_limit + uncommitted_chunks + slack);
+  EXPECT_LE(max_block_aux, o.block_index.aux_hard_limit + uncommitted_blocks + slack);
+  EXPECT_LT(o.chunk_index.aux_hard_limit + uncommitted_chunks, 19000u / 2);  // the bound means something
+  // Write-back ran during the write (the final Sync does not write the
+  // indexes back; only passing the soft limits does).
+  EXPECT_GT(sys->chunk_index()->stats().written_back, 0u);
+  EXPECT_GT(sys->block_index()->stats().written_back, 0u);
+  // And the data is all there.
+  for (uint64_t off = 0; off < kTotal; off += 37 * kRequest) {
+    std::vector<uint8_t> want = test::RandomBytes(kRequest, 1000 + off / kRequest);
+    std::vector<uint8_t> got(kRequest);
+    ASSERT_TRUE(v->Read(off, kRequest, got.data()).ok());
+    ASSERT_EQ(got, want) << "at " << off;
+  }
+}
+
 TEST(DedupSystemTest, LevelDbBlockIndexBackend) {
   test::TempDir dir;
   Options o = SmallOptions(dir.path());
