@@ -16,6 +16,17 @@ Volume::Volume(DedupSystem* system, uint32_t id, std::string name, uint64_t size
     : system_(system), id_(id), name_(std::move(name)), size_(size),
       block_size_(system->options().block_size), buffer_(block_size_, &system->budget_) {}
 
+Volume::Counters Volume::counters() const {
+  Counters c;
+  c.bytes_written = bytes_written_.load(std::memory_order_relaxed);
+  c.bytes_read = bytes_read_.load(std::memory_order_relaxed);
+  c.bytes_unmapped = bytes_unmapped_.load(std::memory_order_relaxed);
+  c.write_ops = write_ops_.load(std::memory_order_relaxed);
+  c.read_ops = read_ops_.load(std::memory_order_relaxed);
+  c.unmap_ops = unmap_ops_.load(std::memory_order_relaxed);
+  return c;
+}
+
 Status Volume::CheckRange(uint64_t offset, uint64_t length, const char* op) const {
   if (offset > size_ || length > size_ - offset) {
     return Status::InvalidArgument(std::string(op) + " of " + std::to_string(length) + " bytes at offset " +
@@ -94,6 +105,8 @@ Status Volume::Read(uint64_t offset, uint64_t length, uint8_t* out) {
     return ReadBlockPiece(p.block, p.offset, p.length, out + p.done);
   }));
   system_->stats_.bytes_read += length;
+  read_ops_.fetch_add(1, std::memory_order_relaxed);
+  bytes_read_.fetch_add(length, std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -114,6 +127,8 @@ Status Volume::Write(uint64_t offset, uint64_t length, const uint8_t* data, bool
     return Status::OK();
   });
   system_->stats_.bytes_written += length;
+  write_ops_.fetch_add(1, std::memory_order_relaxed);
+  bytes_written_.fetch_add(length, std::memory_order_relaxed);
   system_->WakeWorkers();
   if (fua) return Sync();
   return Status::OK();
@@ -137,6 +152,8 @@ Status Volume::Unmap(uint64_t offset, uint64_t length) {
     return system_->InstallMapping(id, &old, &mapping);
   }));
   system_->stats_.bytes_unmapped += length;
+  unmap_ops_.fetch_add(1, std::memory_order_relaxed);
+  bytes_unmapped_.fetch_add(length, std::memory_order_relaxed);
   return Status::OK();
 }
 

@@ -50,6 +50,14 @@ class Volume {
 
   WriteBuffer& buffer() { return buffer_; }
 
+  // What initiators did to this volume since the system opened (for the
+  // monitor); plain counters, never locks.
+  struct Counters {
+    uint64_t bytes_written = 0, bytes_read = 0, bytes_unmapped = 0;
+    uint64_t write_ops = 0, read_ops = 0, unmap_ops = 0;
+  };
+  Counters counters() const;
+
  private:
   Status CheckRange(uint64_t offset, uint64_t length, const char* op) const;
   // The part of a request that falls into one block.
@@ -72,6 +80,8 @@ class Volume {
   const uint64_t size_;
   const uint32_t block_size_;
   WriteBuffer buffer_;
+  std::atomic<uint64_t> bytes_written_{0}, bytes_read_{0}, bytes_unmapped_{0};
+  std::atomic<uint64_t> write_ops_{0}, read_ops_{0}, unmap_ops_{0};
 };
 
 }  // namespace dedupv1

@@ -53,6 +53,11 @@ TEST(MonitorServerTest, ServesStatsOfTheRunningSystem) {
   EXPECT_EQ(s["volumes"][0]["name"], "vol1");
   EXPECT_EQ(s["volumes"][0]["size_bytes"].get<uint64_t>(), 64u << 20);
   EXPECT_EQ(s["volumes"][0]["dirty_bytes"].get<uint64_t>(), 0u);  // synced
+  // Per-volume counters: everything went to vol1.
+  EXPECT_EQ(s["volumes"][0]["written_bytes"].get<uint64_t>(), 16u << 20);
+  EXPECT_EQ(s["volumes"][0]["write_ops"].get<uint64_t>(), 16u);
+  EXPECT_EQ(s["volumes"][1]["written_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(s["volumes"][0]["read_bytes"].get<uint64_t>(), 0u);
 
   const FilterChain& chain = h.system()->filter_chain();
   ASSERT_EQ(s["filters"].size(), chain.size());

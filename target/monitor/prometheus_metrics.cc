@@ -170,6 +170,18 @@ std::string RenderPrometheusMetrics(const Json& stats, uint64_t monitor_requests
       w.Gauge("dedupv1_volume_dirty_bytes", "Bytes of a volume not yet deduplicated.",
               Num(v, "dirty_bytes"), {{"volume", v.value("name", std::string())}});
     }
+    for (const Json& v : *it) {
+      w.Counter("dedupv1_volume_written_bytes_total", "Bytes initiators wrote to a volume.",
+                Num(v, "written_bytes"), {{"volume", v.value("name", std::string())}});
+    }
+    for (const Json& v : *it) {
+      w.Counter("dedupv1_volume_read_bytes_total", "Bytes initiators read from a volume.",
+                Num(v, "read_bytes"), {{"volume", v.value("name", std::string())}});
+    }
+    for (const Json& v : *it) {
+      w.Counter("dedupv1_volume_unmapped_bytes_total", "Bytes initiators unmapped in a volume.",
+                Num(v, "unmapped_bytes"), {{"volume", v.value("name", std::string())}});
+    }
   }
 
   if (auto it = stats.find("filters"); it != stats.end() && it->is_array()) {

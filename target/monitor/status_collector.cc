@@ -163,6 +163,13 @@ Json StatusCollector::Volumes() const {
     j["size_bytes"] = v->size();
     j["dirty_bytes"] = v->buffer().dirty_bytes();
     j["dirty_blocks"] = v->buffer().dirty_blocks();
+    const Volume::Counters c = v->counters();
+    j["written_bytes"] = c.bytes_written;
+    j["read_bytes"] = c.bytes_read;
+    j["unmapped_bytes"] = c.bytes_unmapped;
+    j["write_ops"] = c.write_ops;
+    j["read_ops"] = c.read_ops;
+    j["unmap_ops"] = c.unmap_ops;
     list.push_back(std::move(j));
   }
   Json j;

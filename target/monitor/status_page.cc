@@ -97,7 +97,7 @@ const char kPage[] = R"page(<!DOCTYPE html>
   </section>
   <section>
     <h2>Volumes</h2>
-    <table id="volumes"><thead><tr><th>Volume</th><th>Id</th><th>Size</th><th>Dirty</th><th>Dirty blocks</th></tr></thead>
+    <table id="volumes"><thead><tr><th>Volume</th><th>Id</th><th>Size</th><th>Written</th><th>Read</th><th>Write now</th><th>Read now</th><th>Dirty</th><th>Dirty blocks</th></tr></thead>
       <tbody></tbody></table>
   </section>
   <section class="span2">
@@ -150,6 +150,7 @@ function bytes(n) {
   return (i === 0 ? n.toFixed(0) : n.toFixed(n < 10 ? 2 : 1)) + " " + UNITS[i];
 }
 function rate(n) { return bytes(n) + "/s"; }
+const prevVolumes = {};
 function count(n) { return typeof n === "number" ? n.toLocaleString("en-US") : "\u2013"; }
 function pct(x) { return typeof x === "number" ? (100 * x).toFixed(1) + " %" : "\u2013"; }
 function duration(s) {
@@ -222,8 +223,17 @@ function render(s) {
     text("read-iops", t.read_ops_per_second.toFixed(1));
   }
 
-  fillTable("volumes", s.volumes.map(v =>
-      [v.name, v.id, bytes(v.size_bytes), bytes(v.dirty_bytes), count(v.dirty_blocks)]));
+  // Per-volume rates from the change since the previous refresh.
+  const now = Date.now();
+  fillTable("volumes", s.volumes.map(v => {
+    const p = prevVolumes[v.name];
+    const dt = p ? (now - p.time) / 1000 : 0;
+    const wr = dt > 0 ? rate(Math.max(0, v.written_bytes - p.written) / dt) : "-";
+    const rd = dt > 0 ? rate(Math.max(0, v.read_bytes - p.read) / dt) : "-";
+    prevVolumes[v.name] = {time: now, written: v.written_bytes, read: v.read_bytes};
+    return [v.name, v.id, bytes(v.size_bytes), bytes(v.written_bytes), bytes(v.read_bytes), wr, rd,
+            bytes(v.dirty_bytes), count(v.dirty_blocks)];
+  }));
   fillTable("filters", s.filters.map(f =>
       [f.name, count(f.existing), count(f.strong_maybe), count(f.weak_maybe),
        count(f.not_existing), count(f.error), count(f.skipped)]));
