@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <sstream>
 
 #include "filters/block_index_filter.h"
@@ -48,7 +49,7 @@ constexpr int kFormatVersion = 1;
 }  // namespace
 
 DedupSystem::DedupSystem(const Options& options, Env* env)
-    : options_(options), env_(env), budget_(options.write_buffer_size),
+    : options_(options), env_(env), idle_(options.idle), budget_(options.write_buffer_size),
       hash_pool_(1) {}
 
 Status DedupSystem::OpenConfigFile(const std::string& config_path, const std::string& data_dir_override,
@@ -416,38 +417,82 @@ Status DedupSystem::Checkpoint() {
 }
 
 void DedupSystem::CheckpointLoop() {
-  uint64_t last_written = stats_.bytes_written.load();
-  auto quiet_since = std::chrono::steady_clock::now();
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t seen_wake = 0;
   while (!stop_.load()) {
     {
-      std::unique_lock<std::mutex> l(work_mu_);
-      work_cv_.wait_for(l, std::chrono::milliseconds(250), [&] { return stop_.load(); });
+      std::unique_lock<std::mutex> l(loop_mu_);
+      loop_cv_.wait_for(l, std::chrono::milliseconds(250),
+                        [&] { return stop_.load() || loop_wake_ != seen_wake; });
+      seen_wake = loop_wake_;
     }
     if (stop_.load()) break;
-    uint64_t written = stats_.bytes_written.load();
-    auto now = std::chrono::steady_clock::now();
-    if (written != last_written) {
-      last_written = written;
-      quiet_since = now;
+    const uint64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - start).count();
+    const IdleEvent event = idle_.Update(now_ms, stats_.bytes_written.load(), stats_.bytes_read.load());
+    if (event == IdleEvent::kStart) {
+      idle_since_unix_ = static_cast<int64_t>(std::time(nullptr));
+      // The paper's idle-time write-back: everything persistable, not only
+      // what is above the soft limits.
+      chunk_index_->SetIdle(true);
+      block_index_->SetIdle(true);
+    } else if (event == IdleEvent::kEnd) {
+      idle_since_unix_ = 0;
+      chunk_index_->SetIdle(false);
+      block_index_->SetIdle(false);
     }
-    // Quiet for a few seconds with events in the log: a good time to write
-    // the indexes back (the paper's idle-time write-back).
-    const bool quiet_period = now - quiet_since > std::chrono::seconds(5);
-    const bool quiet = quiet_period && log_->last_id() >= log_->head_id();
+    const bool idle_work = event == IdleEvent::kStart || event == IdleEvent::kTick;
+    const bool soft_limit = log_->IsAboveSoftLimit();
+    const bool paused = replay_paused_.load();
     Status s;
-    if (log_->IsAboveSoftLimit() || quiet) {
+    if (paused) {
+      if (soft_limit || idle_work) skipped_paused_++;
+    } else if (soft_limit || (idle_work && log_->last_id() >= log_->head_id())) {
       s = Checkpoint();
-      if (!s.ok()) RecordError(s.WithContext("checkpoint"));
-      quiet_since = now;
+      if (!s.ok()) {
+        RecordError(s.WithContext("checkpoint"));
+      } else {
+        (soft_limit ? soft_limit_checkpoints_ : idle_checkpoints_)++;
+      }
     }
     // Idle: a GC round if one has work (candidates, garbage not looked at
-    // yet, or no round since open).
-    if (s.ok() && quiet_period && !stop_.load() && gc_->HasWork()) {
+    // yet, or no round since open). A round checkpoints, so not while paused.
+    if (s.ok() && idle_work && !paused && !stop_.load() && gc_->HasWork()) {
       s = gc_->Run();
       if (!s.ok()) RecordError(s);
-      quiet_since = std::chrono::steady_clock::now();
+      else idle_gc_runs_++;
     }
+    loop_ticks_++;
   }
+}
+
+void DedupSystem::ForceIdle(IdleMode mode) {
+  idle_.SetMode(mode);
+  std::lock_guard<std::mutex> l(loop_mu_);
+  loop_wake_++;
+  loop_cv_.notify_all();
+}
+
+void DedupSystem::PauseReplay(bool paused) {
+  replay_paused_ = paused;
+  std::lock_guard<std::mutex> l(loop_mu_);
+  loop_wake_++;
+  loop_cv_.notify_all();
+}
+
+DedupSystem::IdleInfo DedupSystem::idle_info() const {
+  IdleInfo info;
+  info.detector = idle_.state();
+  info.forced = info.detector.mode != IdleMode::kAuto;
+  info.replay_paused = replay_paused_.load();
+  info.idle_since_unix = info.detector.idle ? idle_since_unix_.load() : 0;
+  info.loop_ticks = loop_ticks_.load();
+  info.idle_checkpoints = idle_checkpoints_.load();
+  info.soft_limit_checkpoints = soft_limit_checkpoints_.load();
+  info.idle_gc_runs = idle_gc_runs_.load();
+  info.skipped_paused = skipped_paused_.load();
+  info.options = idle_.options();
+  return info;
 }
 
 // After an unclean stop the persistent indexes lag behind: chunks of
@@ -578,6 +623,10 @@ Status DedupSystem::Close() {
   }
   stop_ = true;
   work_cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> l(loop_mu_);
+    loop_cv_.notify_all();
+  }
   if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
   auto keep_first = [&result](const Status& s) {
     if (result.ok() && !s.ok()) result = s;
