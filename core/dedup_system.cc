@@ -113,6 +113,20 @@ Status DedupSystem::Init() {
     uint64_t event_id;
     log->Append(LogEventType::kContainerCommitted, event.Encode(), &event_id);  // a record only
   });
+  // Records only, like kContainerCommitted: a log append per container is
+  // cheap next to the container itself. Called without chunk-store locks.
+  chunk_store_->SetOpenListener([log](ContainerId id) {
+    ContainerEventData event;
+    event.container = id;
+    uint64_t event_id;
+    log->Append(LogEventType::kContainerOpened, event.Encode(), &event_id);
+  });
+  chunk_store_->SetCommitFailureListener([log](ContainerId id, const Status&) {
+    ContainerEventData event;
+    event.container = id;
+    uint64_t event_id;
+    log->Append(LogEventType::kContainerCommitFailed, event.Encode(), &event_id);
+  });
 
   // Every event still in the log may be uncounted (idempotent per entry).
   usage_ = std::make_unique<UsageCounter>(log_.get(), chunk_index_.get(), chunk_store_.get(), log_->head_id());
@@ -121,12 +135,25 @@ Status DedupSystem::Init() {
   DEDUPV1_RETURN_IF_ERROR(LoadVolumes());
   s = Recover();
   if (!s.ok()) return s.WithContext("recovery from the operations log");
+  // Logged after recovery, so a replay at open sees only the previous run's
+  // events. Records only: replay and usage counting skip them.
+  SystemEventData start;
+  start.dirty_start = recovery_.dirty_start;
+  LogRecord(LogEventType::kSystemStart, start.Encode());
+  for (auto& [_, vol] : volumes_) {
+    VolumeEventData attached;
+    attached.volume_id = vol->id();
+    attached.name = vol->name();
+    attached.size = vol->size();
+    LogRecord(LogEventType::kVolumeAttached, attached.Encode());
+  }
   // After recovery: a rebuilt bloom filter must see the re-imported chunks.
   DEDUPV1_RETURN_IF_ERROR(BuildFilterChain());
   for (int i = 0; i < options_.dedup_threads; i++) {
     workers_.emplace_back([this, i] { WorkerLoop(i); });
   }
   checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
+  LogRecord(LogEventType::kSystemRun, start.Encode());
   return Status::OK();
 }
 
@@ -391,7 +418,12 @@ Status DedupSystem::WaitForLogSpace() {
   return Status::OK();
 }
 
-Status DedupSystem::Checkpoint() {
+void DedupSystem::LogRecord(LogEventType type, const std::string& payload) {
+  uint64_t id;
+  log_->Append(type, payload, &id);
+}
+
+Status DedupSystem::Checkpoint(ReplayMode mode) {
   std::lock_guard<std::mutex> cp(checkpoint_mu_);
   uint64_t applied;
   {
@@ -400,6 +432,17 @@ Status DedupSystem::Checkpoint() {
     applied = log_->last_id();
   }
   if (applied < log_->head_id()) return Status::OK();  // nothing to trim
+  // The replay is recorded (kReplayStarted/kReplayStopped, records only). Not
+  // under mapping_mu_: an append may wait at the log's hard limit, which only
+  // this checkpoint can lift. Above the soft limit they are left out, so a
+  // checkpoint that frees space never waits for space itself.
+  const bool record = !log_->IsAboveSoftLimit();
+  ReplayEventData replay;
+  replay.mode = mode;
+  replay.from_id = log_->head_id();
+  replay.to_id = applied;
+  uint64_t started_id = 0;
+  if (record && !log_->Append(LogEventType::kReplayStarted, replay.Encode(), &started_id).ok()) started_id = 0;
   DEDUPV1_RETURN_IF_ERROR(chunk_store_->Flush());
   const ContainerId watermark = chunk_store_->last_allocated_id();
   DEDUPV1_RETURN_IF_ERROR(log_->Sync());
@@ -413,7 +456,16 @@ Status DedupSystem::Checkpoint() {
   // are in the chunk index table; recovery re-imports only newer ones.
   DEDUPV1_RETURN_IF_ERROR(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCheckpointFile),
                                               "container-watermark = " + std::to_string(watermark) + "\n"));
-  return log_->Trim(applied + 1);
+  uint64_t trim_to = applied + 1;
+  uint64_t stopped_id = 0;
+  if (started_id != 0 && log_->Append(LogEventType::kReplayStopped, replay.Encode(), &stopped_id).ok() &&
+      started_id == applied + 1 && stopped_id == started_id + 1) {
+    // Nothing else was logged meanwhile: the two records go with the replayed
+    // events, so a checkpoint leaves an empty log behind (else they stay until
+    // the next one).
+    trim_to = stopped_id + 1;
+  }
+  return log_->Trim(trim_to);
 }
 
 void DedupSystem::CheckpointLoop() {
@@ -562,7 +614,7 @@ Status DedupSystem::Recover() {
                  (unsigned long long)recovery_.mappings_applied, (unsigned long long)recovery_.mappings_dropped,
                  (unsigned long long)recovery_.containers_imported);
   }
-  return Checkpoint();
+  return Checkpoint(recovery_.dirty_start ? ReplayMode::kDirtyStart : ReplayMode::kBackground);
 }
 
 Status DedupSystem::Sync() {
@@ -631,6 +683,15 @@ Status DedupSystem::Close() {
   auto keep_first = [&result](const Status& s) {
     if (result.ok() && !s.ok()) result = s;
   };
+  if (log_) {
+    for (auto& [_, vol] : volumes_) {
+      VolumeEventData detached;
+      detached.volume_id = vol->id();
+      detached.name = vol->name();
+      detached.size = vol->size();
+      LogRecord(LogEventType::kVolumeDetached, detached.Encode());
+    }
+  }
   // A final checkpoint leaves the log empty, so the next start replays nothing.
   if (log_ && chunk_store_ && chunk_index_ && block_index_) keep_first(Checkpoint());
   if (chunk_index_) keep_first(chunk_index_->Close());

@@ -39,6 +39,7 @@
 #include "filters/filter_chain.h"
 #include "index/block_index.h"
 #include "index/chunk_index.h"
+#include "log/log_event.h"
 #include "log/operations_log.h"
 
 namespace dedupv1 {
@@ -74,7 +75,7 @@ class DedupSystem {
   // Writes the indexes back, commits open containers and trims the
   // operations log up to what is now persistent. Runs in the background when
   // the log passes its soft limit or the system is quiet, and at Close.
-  Status Checkpoint();
+  Status Checkpoint() { return Checkpoint(ReplayMode::kBackground); }
 
   // What the last open found and did.
   struct RecoveryInfo {
@@ -134,6 +135,11 @@ class DedupSystem {
   Status BuildFilterChain();
   Status Recover();
   void CheckpointLoop();
+  // Checkpoint, logged as a replay of |mode| (kReplayStarted/kReplayStopped
+  // around counting the events into usage counts and writing the indexes back).
+  Status Checkpoint(ReplayMode mode);
+  // Appends a record-only event (no state depends on it): failures are ignored.
+  void LogRecord(LogEventType type, const std::string& payload);
   // Waits while the log is nearly full (before any block lock is taken, so
   // the checkpoint that trims it can run).
   Status WaitForLogSpace();
