@@ -404,13 +404,34 @@ Status DedupSystem::InstallMapping(const BlockId& id, const BlockMapping* old, B
 }
 
 Status DedupSystem::WaitForLogSpace() {
-  const double limit = options_.log.hard_limit - (1.0 - options_.log.hard_limit);  // keep a margin below the hard limit
-  for (int i = 0; log_->stats().fill >= limit; i++) {
+  // Keep a margin below the hard limit: the run that follows (and those of
+  // the other workers) append their mapping events while holding mapping_mu_
+  // shared, so an append waiting at the hard limit would block the very
+  // checkpoint that frees the log. A run installs at most max_run_bytes /
+  // block_size + 2 mappings (an event per mapping, counted as two slots to be
+  // safe, plus container records). With the soft-limit checkpoints of the
+  // checkpoint thread this margin is rarely reached; while replay is paused
+  // it is what keeps writers going.
+  const uint64_t slots = log_->stats().slots;
+  const uint64_t hard_slots = static_cast<uint64_t>(options_.log.hard_limit * slots);
+  const uint64_t per_run = CurrentPolicy().max_run_bytes / options_.block_size + 2;
+  const uint64_t reserve = 2 * per_run * static_cast<uint64_t>(std::max(1, options_.dedup_threads)) + 16;
+  uint64_t limit_slots = static_cast<uint64_t>((options_.log.hard_limit - (1.0 - options_.log.hard_limit)) * slots);
+  // In a log too small for the reserve (a few MiB), checkpoint at a quarter
+  // of the hard limit: the estimate above is twice the usual event size.
+  limit_slots = std::min(limit_slots, std::max(hard_slots > reserve ? hard_slots - reserve : 0, hard_slots / 4));
+  limit_slots = std::max<uint64_t>(limit_slots, 1);
+  for (int i = 0;; i++) {
+    const uint64_t used = log_->stats().used_slots;
+    if (used < limit_slots || used == 0) break;
     if (stop_.load()) return Status::Aborted("system is shutting down");
-    if (i == 0) {
+    // Checkpoint now and once a second while still full (other workers may
+    // have appended meanwhile); in between another writer's checkpoint may
+    // free the log.
+    if (i % 20 == 0) {
       Status s = Checkpoint();
       if (!s.ok()) return s.WithContext("operations log is full and the checkpoint failed");
-      continue;
+      if (i == 0) continue;
     }
     if (i > 600) return Status::Busy("operations log is full (" + std::to_string(log_->stats().fill) + ")");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -154,6 +154,39 @@ TEST(DedupSystemIdleTest, PausedReplaySkipsIdleCheckpointsUntilResumed) {
   ASSERT_TRUE(sys->Close().ok());
 }
 
+// Paused replay must not deadlock writers: a writer that finds the log near
+// its hard limit checkpoints itself (WaitForLogSpace). A 1 MiB log (about 250
+// 4 KiB slots, one per mapping event) fills within one 64 MiB pass.
+TEST(DedupSystemIdleTest, PausedReplayStillCheckpointsAtTheHardLimit) {
+  test::TempDir dir;
+  Options o = IdleTestOptions(dir.path(), 3600 * 1000, 1 << 20);
+  o.log.size_bytes = 1 << 20;
+  ASSERT_TRUE(o.Finish().ok());
+  std::unique_ptr<DedupSystem> sys;
+  ASSERT_TRUE(DedupSystem::Open(o, Env::Default(), &sys).ok());
+  sys->PauseReplay(true);
+  const uint64_t head = sys->log()->head_id();
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  const auto block = test::RandomBytes(1 << 20, 9);
+  for (int pass = 0; pass < 3; pass++) {
+    for (uint64_t i = 0; i < 64; i++) {
+      Status s = v->Write(i << 20, block.size(), block.data(), false);
+      ASSERT_TRUE(s.ok()) << "pass " << pass << " MiB " << i << ": " << s.ToString();
+    }
+    Status s = v->Sync();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  EXPECT_GT(sys->log()->head_id(), head) << "the hard-limit checkpoint trimmed the log";
+  const DedupSystem::IdleInfo info = sys->idle_info();
+  EXPECT_TRUE(info.replay_paused);
+  EXPECT_EQ(info.idle_checkpoints + info.soft_limit_checkpoints, 0u) << "the paused checkpoint thread checkpointed";
+  std::vector<uint8_t> out(block.size());
+  ASSERT_TRUE(v->Read(63 << 20, out.size(), out.data()).ok());
+  EXPECT_EQ(out, block);
+  ASSERT_TRUE(sys->Close().ok());
+}
+
 TEST(DedupSystemIdleTest, IdleKeysAreParsed) {
   Config c;
   ASSERT_TRUE(Config::Parse("volume = v 1G\nidle.throughput-threshold = 4M\nidle.period = 2s\nidle.window = 500ms\n", "test", &c).ok());
