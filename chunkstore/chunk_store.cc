@@ -134,6 +134,16 @@ void ChunkStore::SetCommitListener(CommitListener listener) {
   listener_ = std::move(listener);
 }
 
+void ChunkStore::SetOpenListener(OpenListener listener) {
+  std::lock_guard<std::mutex> l(mu_);
+  open_listener_ = std::move(listener);
+}
+
+void ChunkStore::SetCommitFailureListener(CommitFailureListener listener) {
+  std::lock_guard<std::mutex> l(mu_);
+  failure_listener_ = std::move(listener);
+}
+
 Status ChunkStore::AllocateIdLocked(ContainerId* id) {
   if (next_id_ >= reserved_until_) {
     // Rare (once per batch), small and synced: done under mu_ so ids stay
@@ -244,6 +254,9 @@ Status ChunkStore::StoreChunk(const Fingerprint& fp, const uint8_t* data, size_t
   bytes_raw_.fetch_add(n, std::memory_order_relaxed);
   bytes_stored_.fetch_add(stored.size(), std::memory_order_relaxed);
   *id = new_id;
+  OpenListener open_listener = open_listener_;
+  l.unlock();
+  if (open_listener) open_listener(new_id);
   return Status::OK();
 }
 
@@ -488,6 +501,12 @@ void ChunkStore::WriterLoop() {
     }
     committing_--;
     done_cv_.notify_all();
+    if (!s.ok() && failure_listener_) {
+      CommitFailureListener failure_listener = failure_listener_;
+      l.unlock();
+      failure_listener(id, s);
+      l.lock();
+    }
   }
 }
 

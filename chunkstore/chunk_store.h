@@ -88,6 +88,11 @@ struct ChunkStoreStats {
 
 // Called after container |id| holding |fps| is durably committed.
 using CommitListener = std::function<void(ContainerId id, const std::vector<Fingerprint>& fps)>;
+// Called after a new open container |id| took its first chunk.
+using OpenListener = std::function<void(ContainerId id)>;
+// Called after an attempt to commit container |id| failed with |error| (it is
+// retried later).
+using CommitFailureListener = std::function<void(ContainerId id, const Status& error)>;
 
 class ChunkStore {
  public:
@@ -106,6 +111,11 @@ class ChunkStore {
   // called. Set before the first StoreChunk. The listener may call ReadChunk,
   // GetFingerprints and IsCommitted, but not Flush or Close.
   void SetCommitListener(CommitListener listener);
+  // Like the commit listener, called with no ChunkStore lock held: the open
+  // listener from the StoreChunk caller's thread, the failure listener from a
+  // writer thread. Set before the first StoreChunk.
+  void SetOpenListener(OpenListener listener);
+  void SetCommitFailureListener(CommitFailureListener listener);
 
   // Appends a new chunk to one of the open containers (chosen by
   // stream_hint % open_containers) and returns its container id. A full
@@ -258,6 +268,8 @@ class ChunkStore {
   Status sticky_error_;
   std::chrono::steady_clock::time_point last_retry_;
   CommitListener listener_;
+  OpenListener open_listener_;
+  CommitFailureListener failure_listener_;
   bool closing_ = false;       // StoreChunk refuses new chunks
   bool stop_threads_ = false;  // writers exit once the queue is empty
   std::vector<std::thread> writers_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <sstream>
 
 #include "filters/block_index_filter.h"
@@ -48,7 +49,7 @@ constexpr int kFormatVersion = 1;
 }  // namespace
 
 DedupSystem::DedupSystem(const Options& options, Env* env)
-    : options_(options), env_(env), budget_(options.write_buffer_size),
+    : options_(options), env_(env), idle_(options.idle), budget_(options.write_buffer_size),
       hash_pool_(1) {}
 
 Status DedupSystem::OpenConfigFile(const std::string& config_path, const std::string& data_dir_override,
@@ -112,6 +113,20 @@ Status DedupSystem::Init() {
     uint64_t event_id;
     log->Append(LogEventType::kContainerCommitted, event.Encode(), &event_id);  // a record only
   });
+  // Records only, like kContainerCommitted: a log append per container is
+  // cheap next to the container itself. Called without chunk-store locks.
+  chunk_store_->SetOpenListener([log](ContainerId id) {
+    ContainerEventData event;
+    event.container = id;
+    uint64_t event_id;
+    log->Append(LogEventType::kContainerOpened, event.Encode(), &event_id);
+  });
+  chunk_store_->SetCommitFailureListener([log](ContainerId id, const Status&) {
+    ContainerEventData event;
+    event.container = id;
+    uint64_t event_id;
+    log->Append(LogEventType::kContainerCommitFailed, event.Encode(), &event_id);
+  });
 
   // Every event still in the log may be uncounted (idempotent per entry).
   usage_ = std::make_unique<UsageCounter>(log_.get(), chunk_index_.get(), chunk_store_.get(), log_->head_id());
@@ -120,12 +135,25 @@ Status DedupSystem::Init() {
   DEDUPV1_RETURN_IF_ERROR(LoadVolumes());
   s = Recover();
   if (!s.ok()) return s.WithContext("recovery from the operations log");
+  // Logged after recovery, so a replay at open sees only the previous run's
+  // events. Records only: replay and usage counting skip them.
+  SystemEventData start;
+  start.dirty_start = recovery_.dirty_start;
+  LogRecord(LogEventType::kSystemStart, start.Encode());
+  for (auto& [_, vol] : volumes_) {
+    VolumeEventData attached;
+    attached.volume_id = vol->id();
+    attached.name = vol->name();
+    attached.size = vol->size();
+    LogRecord(LogEventType::kVolumeAttached, attached.Encode());
+  }
   // After recovery: a rebuilt bloom filter must see the re-imported chunks.
   DEDUPV1_RETURN_IF_ERROR(BuildFilterChain());
   for (int i = 0; i < options_.dedup_threads; i++) {
     workers_.emplace_back([this, i] { WorkerLoop(i); });
   }
   checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
+  LogRecord(LogEventType::kSystemRun, start.Encode());
   return Status::OK();
 }
 
@@ -376,13 +404,34 @@ Status DedupSystem::InstallMapping(const BlockId& id, const BlockMapping* old, B
 }
 
 Status DedupSystem::WaitForLogSpace() {
-  const double limit = options_.log.hard_limit - (1.0 - options_.log.hard_limit);  // keep a margin below the hard limit
-  for (int i = 0; log_->stats().fill >= limit; i++) {
+  // Keep a margin below the hard limit: the run that follows (and those of
+  // the other workers) append their mapping events while holding mapping_mu_
+  // shared, so an append waiting at the hard limit would block the very
+  // checkpoint that frees the log. A run installs at most max_run_bytes /
+  // block_size + 2 mappings (an event per mapping, counted as two slots to be
+  // safe, plus container records). With the soft-limit checkpoints of the
+  // checkpoint thread this margin is rarely reached; while replay is paused
+  // it is what keeps writers going.
+  const uint64_t slots = log_->stats().slots;
+  const uint64_t hard_slots = static_cast<uint64_t>(options_.log.hard_limit * slots);
+  const uint64_t per_run = CurrentPolicy().max_run_bytes / options_.block_size + 2;
+  const uint64_t reserve = 2 * per_run * static_cast<uint64_t>(std::max(1, options_.dedup_threads)) + 16;
+  uint64_t limit_slots = static_cast<uint64_t>((options_.log.hard_limit - (1.0 - options_.log.hard_limit)) * slots);
+  // In a log too small for the reserve (a few MiB), checkpoint at a quarter
+  // of the hard limit: the estimate above is twice the usual event size.
+  limit_slots = std::min(limit_slots, std::max(hard_slots > reserve ? hard_slots - reserve : 0, hard_slots / 4));
+  limit_slots = std::max<uint64_t>(limit_slots, 1);
+  for (int i = 0;; i++) {
+    const uint64_t used = log_->stats().used_slots;
+    if (used < limit_slots || used == 0) break;
     if (stop_.load()) return Status::Aborted("system is shutting down");
-    if (i == 0) {
+    // Checkpoint now and once a second while still full (other workers may
+    // have appended meanwhile); in between another writer's checkpoint may
+    // free the log.
+    if (i % 20 == 0) {
       Status s = Checkpoint();
       if (!s.ok()) return s.WithContext("operations log is full and the checkpoint failed");
-      continue;
+      if (i == 0) continue;
     }
     if (i > 600) return Status::Busy("operations log is full (" + std::to_string(log_->stats().fill) + ")");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -390,7 +439,12 @@ Status DedupSystem::WaitForLogSpace() {
   return Status::OK();
 }
 
-Status DedupSystem::Checkpoint() {
+void DedupSystem::LogRecord(LogEventType type, const std::string& payload) {
+  uint64_t id;
+  log_->Append(type, payload, &id);
+}
+
+Status DedupSystem::Checkpoint(ReplayMode mode) {
   std::lock_guard<std::mutex> cp(checkpoint_mu_);
   uint64_t applied;
   {
@@ -399,6 +453,17 @@ Status DedupSystem::Checkpoint() {
     applied = log_->last_id();
   }
   if (applied < log_->head_id()) return Status::OK();  // nothing to trim
+  // The replay is recorded (kReplayStarted/kReplayStopped, records only). Not
+  // under mapping_mu_: an append may wait at the log's hard limit, which only
+  // this checkpoint can lift. Above the soft limit they are left out, so a
+  // checkpoint that frees space never waits for space itself.
+  const bool record = !log_->IsAboveSoftLimit();
+  ReplayEventData replay;
+  replay.mode = mode;
+  replay.from_id = log_->head_id();
+  replay.to_id = applied;
+  uint64_t started_id = 0;
+  if (record && !log_->Append(LogEventType::kReplayStarted, replay.Encode(), &started_id).ok()) started_id = 0;
   DEDUPV1_RETURN_IF_ERROR(chunk_store_->Flush());
   const ContainerId watermark = chunk_store_->last_allocated_id();
   DEDUPV1_RETURN_IF_ERROR(log_->Sync());
@@ -412,42 +477,95 @@ Status DedupSystem::Checkpoint() {
   // are in the chunk index table; recovery re-imports only newer ones.
   DEDUPV1_RETURN_IF_ERROR(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCheckpointFile),
                                               "container-watermark = " + std::to_string(watermark) + "\n"));
-  return log_->Trim(applied + 1);
+  uint64_t trim_to = applied + 1;
+  uint64_t stopped_id = 0;
+  if (started_id != 0 && log_->Append(LogEventType::kReplayStopped, replay.Encode(), &stopped_id).ok() &&
+      started_id == applied + 1 && stopped_id == started_id + 1) {
+    // Nothing else was logged meanwhile: the two records go with the replayed
+    // events, so a checkpoint leaves an empty log behind (else they stay until
+    // the next one).
+    trim_to = stopped_id + 1;
+  }
+  return log_->Trim(trim_to);
 }
 
 void DedupSystem::CheckpointLoop() {
-  uint64_t last_written = stats_.bytes_written.load();
-  auto quiet_since = std::chrono::steady_clock::now();
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t seen_wake = 0;
   while (!stop_.load()) {
     {
-      std::unique_lock<std::mutex> l(work_mu_);
-      work_cv_.wait_for(l, std::chrono::milliseconds(250), [&] { return stop_.load(); });
+      std::unique_lock<std::mutex> l(loop_mu_);
+      loop_cv_.wait_for(l, std::chrono::milliseconds(250),
+                        [&] { return stop_.load() || loop_wake_ != seen_wake; });
+      seen_wake = loop_wake_;
     }
     if (stop_.load()) break;
-    uint64_t written = stats_.bytes_written.load();
-    auto now = std::chrono::steady_clock::now();
-    if (written != last_written) {
-      last_written = written;
-      quiet_since = now;
+    const uint64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - start).count();
+    const IdleEvent event = idle_.Update(now_ms, stats_.bytes_written.load(), stats_.bytes_read.load());
+    if (event == IdleEvent::kStart) {
+      idle_since_unix_ = static_cast<int64_t>(std::time(nullptr));
+      // The paper's idle-time write-back: everything persistable, not only
+      // what is above the soft limits.
+      chunk_index_->SetIdle(true);
+      block_index_->SetIdle(true);
+    } else if (event == IdleEvent::kEnd) {
+      idle_since_unix_ = 0;
+      chunk_index_->SetIdle(false);
+      block_index_->SetIdle(false);
     }
-    // Quiet for a few seconds with events in the log: a good time to write
-    // the indexes back (the paper's idle-time write-back).
-    const bool quiet_period = now - quiet_since > std::chrono::seconds(5);
-    const bool quiet = quiet_period && log_->last_id() >= log_->head_id();
+    const bool idle_work = event == IdleEvent::kStart || event == IdleEvent::kTick;
+    const bool soft_limit = log_->IsAboveSoftLimit();
+    const bool paused = replay_paused_.load();
     Status s;
-    if (log_->IsAboveSoftLimit() || quiet) {
+    if (paused) {
+      if (soft_limit || idle_work) skipped_paused_++;
+    } else if (soft_limit || (idle_work && log_->last_id() >= log_->head_id())) {
       s = Checkpoint();
-      if (!s.ok()) RecordError(s.WithContext("checkpoint"));
-      quiet_since = now;
+      if (!s.ok()) {
+        RecordError(s.WithContext("checkpoint"));
+      } else {
+        (soft_limit ? soft_limit_checkpoints_ : idle_checkpoints_)++;
+      }
     }
     // Idle: a GC round if one has work (candidates, garbage not looked at
-    // yet, or no round since open).
-    if (s.ok() && quiet_period && !stop_.load() && gc_->HasWork()) {
+    // yet, or no round since open). A round checkpoints, so not while paused.
+    if (s.ok() && idle_work && !paused && !stop_.load() && gc_->HasWork()) {
       s = gc_->Run();
       if (!s.ok()) RecordError(s);
-      quiet_since = std::chrono::steady_clock::now();
+      else idle_gc_runs_++;
     }
+    loop_ticks_++;
   }
+}
+
+void DedupSystem::ForceIdle(IdleMode mode) {
+  idle_.SetMode(mode);
+  std::lock_guard<std::mutex> l(loop_mu_);
+  loop_wake_++;
+  loop_cv_.notify_all();
+}
+
+void DedupSystem::PauseReplay(bool paused) {
+  replay_paused_ = paused;
+  std::lock_guard<std::mutex> l(loop_mu_);
+  loop_wake_++;
+  loop_cv_.notify_all();
+}
+
+DedupSystem::IdleInfo DedupSystem::idle_info() const {
+  IdleInfo info;
+  info.detector = idle_.state();
+  info.forced = info.detector.mode != IdleMode::kAuto;
+  info.replay_paused = replay_paused_.load();
+  info.idle_since_unix = info.detector.idle ? idle_since_unix_.load() : 0;
+  info.loop_ticks = loop_ticks_.load();
+  info.idle_checkpoints = idle_checkpoints_.load();
+  info.soft_limit_checkpoints = soft_limit_checkpoints_.load();
+  info.idle_gc_runs = idle_gc_runs_.load();
+  info.skipped_paused = skipped_paused_.load();
+  info.options = idle_.options();
+  return info;
 }
 
 // After an unclean stop the persistent indexes lag behind: chunks of
@@ -517,7 +635,7 @@ Status DedupSystem::Recover() {
                  (unsigned long long)recovery_.mappings_applied, (unsigned long long)recovery_.mappings_dropped,
                  (unsigned long long)recovery_.containers_imported);
   }
-  return Checkpoint();
+  return Checkpoint(recovery_.dirty_start ? ReplayMode::kDirtyStart : ReplayMode::kBackground);
 }
 
 Status DedupSystem::Sync() {
@@ -578,10 +696,23 @@ Status DedupSystem::Close() {
   }
   stop_ = true;
   work_cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> l(loop_mu_);
+    loop_cv_.notify_all();
+  }
   if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
   auto keep_first = [&result](const Status& s) {
     if (result.ok() && !s.ok()) result = s;
   };
+  if (log_) {
+    for (auto& [_, vol] : volumes_) {
+      VolumeEventData detached;
+      detached.volume_id = vol->id();
+      detached.name = vol->name();
+      detached.size = vol->size();
+      LogRecord(LogEventType::kVolumeDetached, detached.Encode());
+    }
+  }
   // A final checkpoint leaves the log empty, so the next start replays nothing.
   if (log_ && chunk_store_ && chunk_index_ && block_index_) keep_first(Checkpoint());
   if (chunk_index_) keep_first(chunk_index_->Close());

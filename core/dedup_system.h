@@ -28,6 +28,7 @@
 #include "core/env.h"
 #include "core/garbage_collector.h"
 #include "core/gc_barrier.h"
+#include "core/idle_detector.h"
 #include "core/options.h"
 #include "core/system_stats.h"
 #include "core/thread_pool.h"
@@ -38,6 +39,7 @@
 #include "filters/filter_chain.h"
 #include "index/block_index.h"
 #include "index/chunk_index.h"
+#include "log/log_event.h"
 #include "log/operations_log.h"
 
 namespace dedupv1 {
@@ -73,7 +75,7 @@ class DedupSystem {
   // Writes the indexes back, commits open containers and trims the
   // operations log up to what is now persistent. Runs in the background when
   // the log passes its soft limit or the system is quiet, and at Close.
-  Status Checkpoint();
+  Status Checkpoint() { return Checkpoint(ReplayMode::kBackground); }
 
   // What the last open found and did.
   struct RecoveryInfo {
@@ -95,6 +97,34 @@ class DedupSystem {
   Status RunGc();
   GcStats gc_stats() const;
 
+  // Idle detection (core/idle_detector.h), sampled by the checkpoint thread
+  // every 250 ms. Idle start: the indexes write back everything
+  // (SetIdle(true)), then a checkpoint (replays the logged events into usage
+  // counts and indexes, trims the log) and a GC round if one has work; every
+  // idle tick repeats checkpoint + GC; idle end: SetIdle(false). Forcing
+  // kBusy suppresses all idle work; the log's soft and hard limits still
+  // checkpoint. Takes effect at the checkpoint thread's next tick.
+  void ForceIdle(IdleMode mode);
+  // While paused, the checkpoint thread neither checkpoints (at idle or at
+  // the log's soft limit) nor runs idle GC rounds. A writer that finds the
+  // log at its hard limit still checkpoints (WaitForLogSpace), so writers
+  // never wait forever; Close still checkpoints.
+  void PauseReplay(bool paused);
+
+  struct IdleInfo {
+    IdleState detector;       // mode, idle, throughput, event counts
+    bool forced = false;      // mode != auto
+    bool replay_paused = false;
+    int64_t idle_since_unix = 0;     // start of the current idle period (seconds since the epoch), 0 if busy
+    uint64_t loop_ticks = 0;         // checkpoint-thread samples taken
+    uint64_t idle_checkpoints = 0;   // checkpoints run at idle start/tick
+    uint64_t soft_limit_checkpoints = 0;
+    uint64_t idle_gc_runs = 0;       // GC rounds run at idle
+    uint64_t skipped_paused = 0;     // ticks whose checkpoint was skipped because replay is paused
+    IdleOptions options;
+  };
+  IdleInfo idle_info() const;
+
  private:
   friend class Volume;
   friend class GarbageCollector;
@@ -105,6 +135,11 @@ class DedupSystem {
   Status BuildFilterChain();
   Status Recover();
   void CheckpointLoop();
+  // Checkpoint, logged as a replay of |mode| (kReplayStarted/kReplayStopped
+  // around counting the events into usage counts and writing the indexes back).
+  Status Checkpoint(ReplayMode mode);
+  // Appends a record-only event (no state depends on it): failures are ignored.
+  void LogRecord(LogEventType type, const std::string& payload);
   // Waits while the log is nearly full (before any block lock is taken, so
   // the checkpoint that trims it can run).
   Status WaitForLogSpace();
@@ -144,6 +179,14 @@ class DedupSystem {
   std::unique_ptr<UsageCounter> usage_;
   std::unique_ptr<GarbageCollector> gc_;
   std::thread checkpoint_thread_;
+  IdleDetector idle_;
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;  // wakes the checkpoint thread (stop, forced mode)
+  uint64_t loop_wake_ = 0;           // guarded by loop_mu_
+  std::atomic<bool> replay_paused_{false};
+  std::atomic<int64_t> idle_since_unix_{0};
+  std::atomic<uint64_t> loop_ticks_{0}, idle_checkpoints_{0}, soft_limit_checkpoints_{0}, idle_gc_runs_{0},
+      skipped_paused_{0};
   RecoveryInfo recovery_;
   std::unique_ptr<BloomSet> bloom_;
   FilterChain filter_chain_;

@@ -149,6 +149,18 @@ TEST(DedupSystemFaultTest, DiskFullOnContainerWriteFailsCleanlyAndRecovers) {
     EXPECT_TRUE(Contains(s, "full")) << "the message should say what is full: " << s.ToString();
     EXPECT_TRUE(Contains(s, "container")) << s.ToString();
     EXPECT_GT(fenv.faults_fired(), 0);
+    // Each failed commit attempt is recorded in the log (a record only).
+    int commit_failed = 0;
+    ASSERT_TRUE(sys->log()->Replay(sys->log()->head_id(), [&](const LogEvent& e) {
+      if (e.type == LogEventType::kContainerCommitFailed) {
+        ContainerEventData d;
+        EXPECT_TRUE(ContainerEventData::Decode(e.payload, &d).ok());
+        EXPECT_NE(d.container, kNoContainer);
+        commit_failed++;
+      }
+      return Status::OK();
+    }).ok());
+    EXPECT_GT(commit_failed, 0) << "no CONTAINER_COMMIT_FAILED event logged";
 
     // What was synced before is intact, and the acknowledged B is readable
     // (from memory) even though it could not be committed.

@@ -355,6 +355,13 @@ static const std::map<std::string, Setter>& Setters() {
          o->target_chap_password = v;
          return Status::OK();
        }},
+      {"idle.throughput-threshold", [](const std::string& v, Options* o) { return ParseSize(v, &o->idle.throughput_threshold); }},
+      {"idle.period", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.period_ms); }},
+      {"idle.window", [](const std::string& v, Options* o) {
+         DEDUPV1_RETURN_IF_ERROR(ParseDurationMs(v, &o->idle.window_ms));
+         if (o->idle.window_ms == 0) return Status::InvalidArgument("idle.window must be above 0, got " + v);
+         return Status::OK();
+       }},
       {"log.path", [](const std::string& v, Options* o) {
          o->log.path = v;
          o->log_path_set_ = true;
@@ -532,6 +539,9 @@ std::string Options::ToString() const {
     << "write-buffer.size = " << write_buffer_size << "\n"
     << "write-buffer.flush-delay = " << write_buffer_flush_delay_ms << "ms\n"
     << "dedup.threads = " << dedup_threads << "\n"
+    << "idle.throughput-threshold = " << idle.throughput_threshold << "\n"
+    << "idle.period = " << idle.period_ms << "ms\n"
+    << "idle.window = " << idle.window_ms << "ms\n"
     << "log.path = " << log.path << "\n"
     << "log.size = " << log.size_bytes << "\n"
     << "log.soft-limit = " << log.soft_limit << "\n"

@@ -15,6 +15,7 @@
 #include "core/fingerprint.h"
 #include "index/block_index.h"
 #include "index/chunk_index.h"
+#include "core/idle_detector.h"
 #include "log/operations_log.h"
 
 namespace dedupv1 {
@@ -41,6 +42,7 @@ struct Options {
   uint64_t write_buffer_size = 64 << 20;
   uint64_t write_buffer_flush_delay_ms = 500;
   int dedup_threads = 2;
+  IdleOptions idle;  // when background work (replay, write-back, GC) runs
   std::vector<VolumeOptions> volumes;
   // The dedupv1_mon HTTP status server (target/monitor).
   bool monitor_enabled = true;

@@ -118,6 +118,7 @@ std::string VolumeEventData::Encode() const {
   PayloadWriter w;
   w.PutU32(volume_id);
   w.PutBytes(name);
+  w.PutU64(size);
   return w.Release();
 }
 
@@ -126,6 +127,7 @@ Status VolumeEventData::Decode(const std::string& payload, VolumeEventData* out)
   VolumeEventData d;
   DEDUPV1_RETURN_IF_ERROR(r.GetU32(&d.volume_id));
   DEDUPV1_RETURN_IF_ERROR(r.GetBytes(&d.name));
+  DEDUPV1_RETURN_IF_ERROR(r.GetU64(&d.size));
   DEDUPV1_RETURN_IF_ERROR(r.Finish());
   *out = std::move(d);
   return Status::OK();

@@ -88,23 +88,28 @@ class PayloadReader {
   bool format_checked_ = false;
 };
 
-// kSystemStart, kSystemRun. |dirty_start|: the previous run did not stop
-// cleanly, so the log is replayed to rebuild in-memory state.
+// kSystemStart (at open, after recovery), kSystemRun (when the system starts
+// serving). |dirty_start|: the previous run did not stop cleanly, so the log
+// was replayed to rebuild in-memory state.
 struct SystemEventData {
   bool dirty_start = false;
   std::string Encode() const;
   static Status Decode(const std::string& payload, SystemEventData* out);
 };
 
-// kVolumeAttached, kVolumeDetached.
+// kVolumeAttached (at open, once per served volume), kVolumeDetached (at
+// close): the volume's id, name and size in bytes.
 struct VolumeEventData {
   uint32_t volume_id = 0;
   std::string name;
+  uint64_t size = 0;
   std::string Encode() const;
   static Status Decode(const std::string& payload, VolumeEventData* out);
 };
 
 // kContainerOpened, kContainerCommitted, kContainerCommitFailed, kContainerDeleted.
+// (A failed commit is retried; kContainerCommitFailed is logged per failed
+// attempt.)
 struct ContainerEventData {
   ContainerId container = kNoContainer;
   std::string Encode() const;
@@ -131,8 +136,10 @@ struct BlockMappingWrittenData {
   static Status Decode(const std::string& payload, BlockMappingWrittenData* out);
 };
 
-// kBlockMappingDeleted: the block's mapping was dropped (unmap); |old_mapping|
-// as in BlockMappingWrittenData.
+// kBlockMappingDeleted: the block's mapping was dropped; |old_mapping| as in
+// BlockMappingWrittenData. Not logged by this version: an unmap logs
+// kBlockMappingWritten with the block's hole mapping, which replay and usage
+// counting treat like any other mapping change.
 struct BlockMappingDeletedData {
   BlockId block;
   std::string old_mapping;

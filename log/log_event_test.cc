@@ -19,11 +19,12 @@ TEST(LogEventTest, PayloadsRoundTrip) {
   ASSERT_TRUE(SystemEventData::Decode(sys.Encode(), &sys2).ok());
   EXPECT_TRUE(sys2.dirty_start);
 
-  VolumeEventData vol{7, "backup-lun"};
+  VolumeEventData vol{7, "backup-lun", 1ull << 40};
   VolumeEventData vol2;
   ASSERT_TRUE(VolumeEventData::Decode(vol.Encode(), &vol2).ok());
   EXPECT_EQ(7u, vol2.volume_id);
   EXPECT_EQ("backup-lun", vol2.name);
+  EXPECT_EQ(1ull << 40, vol2.size);
 
   ContainerEventData c{12345};
   ContainerEventData c2;

@@ -49,10 +49,13 @@ const char kUsage[] =
     "  (key=value pairs become query parameters, e.g. volumes name=vol1)\n"
     "control (POST):\n"
     "  flush            make everything written so far durable\n"
-    "  force-idle       let the indexes write back at full speed\n"
-    "  force-busy       back to write-back above the soft limits only\n"
+    "  force-idle       treat the system as idle: log replay, index write-back\n"
+    "                   and GC run now and every idle period\n"
+    "  force-busy       treat the system as busy: no idle work (the log's soft\n"
+    "                   and hard limits still checkpoint)\n"
+    "  force-auto       release the force: idle detection decides again\n"
     "  gc-run           run garbage collection\n"
-    "  replay-pause     pause background log replay\n"
+    "  replay-pause     pause background log replay (a full log still replays)\n"
     "  replay-resume    resume background log replay\n"
     "\n"
     "exit codes: 0 ok, 1 server error, 2 usage error, 3 cannot connect\n";
@@ -72,6 +75,8 @@ Command ToCommand(const std::string& monitor) {
     c.method = "POST", c.path = "/idle", c.params["state"] = "idle";
   } else if (monitor == "force-busy") {
     c.method = "POST", c.path = "/idle", c.params["state"] = "busy";
+  } else if (monitor == "force-auto") {
+    c.method = "POST", c.path = "/idle", c.params["state"] = "auto";
   } else if (monitor == "gc-run") {
     c.method = "POST", c.path = "/gc/run";
   } else if (monitor == "replay-pause") {

@@ -42,7 +42,7 @@ const MonitorHandler::Route MonitorHandler::kRoutes[] = {
     {"/flush", "POST", true, "", &MonitorHandler::Flush,
      "make everything written so far durable (DedupSystem::Sync)"},
     {"/idle", "POST", true, "state", &MonitorHandler::IdlePost,
-     "force the indexes idle or busy (state=idle|busy)"},
+     "force the system idle or busy, or back to detection (state=idle|busy|auto)"},
     {"/gc/run", "POST", true, "", &MonitorHandler::GcRun, "run garbage collection"},
     {"/log/replay/pause", "POST", true, "", &MonitorHandler::ReplayPause,
      "pause background log replay"},
@@ -254,19 +254,25 @@ MonitorResponse MonitorHandler::Flush(const MonitorRequest&) {
 
 MonitorResponse MonitorHandler::IdlePost(const MonitorRequest& r) {
   auto it = r.params.find("state");
-  if (it == r.params.end() || (it->second != "idle" && it->second != "busy")) {
-    return Error(400, "POST /idle needs state=idle or state=busy");
+  IdleMode mode;
+  if (it == r.params.end() || !ParseIdleMode(it->second, &mode).ok()) {
+    return Error(400, "POST /idle needs state=idle, state=busy or state=auto");
   }
-  const bool idle = it->second == "idle";
-  system_->chunk_index()->SetIdle(idle);
-  system_->block_index()->SetIdle(idle);
-  collector_->set_forced_idle(idle ? StatusCollector::ForcedIdle::kIdle
-                                   : StatusCollector::ForcedIdle::kBusy);
+  system_->ForceIdle(mode);
   dedupv1::Json doc;
   doc["ok"] = true;
-  doc["forced"] = it->second;
-  doc["message"] = idle ? "indexes forced idle: background write-back runs without waiting"
-                        : "indexes forced busy: write-back only above the soft limits";
+  doc["mode"] = IdleModeName(mode);
+  switch (mode) {
+    case IdleMode::kIdle:
+      doc["message"] = "forced idle: log replay, index write-back and GC run now and every idle period";
+      break;
+    case IdleMode::kBusy:
+      doc["message"] = "forced busy: no idle work; only the log's soft and hard limits checkpoint";
+      break;
+    case IdleMode::kAuto:
+      doc["message"] = "idle detection decides again (throughput below the threshold for the idle period)";
+      break;
+  }
   return JsonResponse(doc);
 }
 
@@ -284,10 +290,23 @@ MonitorResponse MonitorHandler::GcRun(const MonitorRequest&) {
   return JsonResponse(doc);
 }
 MonitorResponse MonitorHandler::ReplayPause(const MonitorRequest&) {
-  return Error(501, "background log replay is not available in this version");
+  system_->PauseReplay(true);
+  dedupv1::Json doc;
+  doc["ok"] = true;
+  doc["replay_paused"] = true;
+  doc["message"] =
+      "background log replay paused: no checkpoint at idle or at the soft limit; a full log (hard limit) "
+      "still checkpoints so writers never wait forever";
+  return JsonResponse(doc);
 }
+
 MonitorResponse MonitorHandler::ReplayResume(const MonitorRequest&) {
-  return Error(501, "background log replay is not available in this version");
+  system_->PauseReplay(false);
+  dedupv1::Json doc;
+  doc["ok"] = true;
+  doc["replay_paused"] = false;
+  doc["message"] = "background log replay resumed";
+  return JsonResponse(doc);
 }
 
 }  // namespace dedupv1

@@ -7,8 +7,7 @@
 //  - unknown path: 404; known path, wrong method: 405 with an Allow header;
 //  - unknown or malformed query parameter: 400;
 //  - control endpoints (POST) need "Authorization: Bearer <token>" when a
-//    token is configured: 403 otherwise;
-//  - control of parts that do not exist yet (log replay pause/resume): 501.
+//    token is configured: 403 otherwise.
 // HEAD is answered like GET. Thread-safe: requests run concurrently.
 #pragma once
 

@@ -91,13 +91,13 @@ TEST(MonitorServerTest, ServesStatsOfTheRunningSystem) {
   EXPECT_EQ(s["gc"]["available"], true);
   EXPECT_EQ(s["gc"]["running"], false);
   EXPECT_TRUE(s["gc"].contains("chunks_deleted"));
-  // Parts not built yet say so instead of showing numbers.
-  for (const char* part : {"idle"}) {
-    EXPECT_EQ(s[part]["available"], false) << part;
-    EXPECT_NE(s[part]["message"].get<std::string>().find("not available in this version"),
-              std::string::npos)
-        << part;
-  }
+  EXPECT_EQ(s["idle"]["available"], true);
+  EXPECT_EQ(s["idle"]["mode"], "auto");
+  EXPECT_EQ(s["idle"]["forced"], false);
+  EXPECT_EQ(s["idle"]["replay_paused"], false);
+  EXPECT_EQ(s["idle"]["throughput_threshold_bytes_per_second"].get<uint64_t>(),
+            h.system()->options().idle.throughput_threshold);
+  EXPECT_EQ(s["log"]["replay_paused"], false);
 }
 
 TEST(MonitorServerTest, EveryJsonEndpointAnswers) {
@@ -107,7 +107,7 @@ TEST(MonitorServerTest, EveryJsonEndpointAnswers) {
   const std::vector<std::pair<std::string, std::string>> endpoints = {
       {"/stats", "dedup"},           {"/volumes", "volumes"},   {"/filters", "filters"},
       {"/index", "chunk_index"},     {"/containers", "committed"}, {"/log", "fill"},
-      {"/gc", "available"},          {"/idle", "forced"},       {"/config", "entries"},
+      {"/gc", "available"},          {"/idle", "mode"},         {"/config", "entries"},
       {"/version", "version"},       {"/throughput", "available"}, {"/history", "fine"},
       {"/api", "endpoints"}};
   for (const auto& [path, key] : endpoints) {
@@ -170,11 +170,11 @@ TEST(MonitorServerTest, ErrorsAreJsonWithTheRightStatus) {
       {"GET", "/flush", {}, 405, "use POST"},
       {"GET", "/stats", {{"verbose", "1"}}, 400, "unknown parameter 'verbose'"},
       {"POST", "/flush", {{"now", "1"}}, 400, "unknown parameter 'now'"},
-      {"POST", "/idle", {}, 400, "state=idle or state=busy"},
-      {"POST", "/idle", {{"state", "sleepy"}}, 400, "state=idle or state=busy"},
+      {"POST", "/idle", {}, 400, "state=idle, state=busy or state=auto"},
+      {"POST", "/idle", {{"state", "sleepy"}}, 400, "state=idle, state=busy or state=auto"},
       {"GET", "/volumes", {{"name", "nope"}}, 404, "volumes: vol1, vol2"},
-      {"POST", "/log/replay/pause", {}, 501, "not available in this version"},
-      {"POST", "/log/replay/resume", {}, 501, "not available in this version"},
+      {"GET", "/log/replay/pause", {}, 405, "use POST"},
+      {"POST", "/log/replay/resume", {{"now", "1"}}, 400, "unknown parameter 'now'"},
   };
   for (const Case& c : cases) {
     HttpResult r;
@@ -247,20 +247,84 @@ TEST(MonitorServerTest, GcRunCollectsOverwrittenData) {
   EXPECT_EQ(out, data);
 }
 
-TEST(MonitorServerTest, ForceIdleAndBusy) {
+// The replay position (log head) has moved past |last|: a checkpoint replayed
+// the events up to it and trimmed the log.
+bool ReplayedPast(MonitorClient* client, uint64_t last) {
+  Json log = FetchJson(client, "GET", "/log");
+  return log.contains("replay_position") && log["replay_position"].get<uint64_t>() > last;
+}
+
+// Waits until the checkpoint thread took |n| more samples.
+void WaitLoopTicks(MonitorHarness* h, uint64_t n) {
+  const uint64_t start = h->system()->idle_info().loop_ticks;
+  ASSERT_TRUE(test::WaitFor([&] { return h->system()->idle_info().loop_ticks >= start + n; }));
+}
+
+TEST(MonitorServerTest, ForceIdleBusyAndAuto) {
   MonitorHarness h;
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   MonitorClient client("127.0.0.1", h.port());
-  EXPECT_EQ(FetchJson(&client, "GET", "/idle")["forced"], "none");
+  Json idle = FetchJson(&client, "GET", "/idle");
+  EXPECT_EQ(idle["mode"], "auto");
+  EXPECT_EQ(idle["forced"], false);
   long code = 0;
-  Json r = FetchJson(&client, "POST", "/idle", &code, {{"state", "idle"}});
+  // Busy first, so the test's own quiet spells do not make it idle.
+  Json r = FetchJson(&client, "POST", "/idle", &code, {{"state", "busy"}});
   ASSERT_EQ(code, 200) << r.dump();
-  EXPECT_EQ(FetchJson(&client, "GET", "/idle")["forced"], "idle");
-  EXPECT_EQ(h.server()->collector().forced_idle(), StatusCollector::ForcedIdle::kIdle);
-  WriteAndSync(&h, 2);  // the system keeps working while forced idle
-  r = FetchJson(&client, "POST", "/idle", &code, {{"state", "busy"}});
+  EXPECT_EQ(r["mode"], "busy");
+  ASSERT_TRUE(test::WaitFor([&] { return FetchJson(&client, "GET", "/idle")["idle"] == false; }));
+  WriteAndSync(&h, 2);
+  const uint64_t last = h.system()->log()->last_id();
+  WaitLoopTicks(&h, 4);
+  EXPECT_FALSE(ReplayedPast(&client, last)) << "forced busy: no idle replay";
+  idle = FetchJson(&client, "GET", "/idle");
+  EXPECT_EQ(idle["mode"], "busy");
+  EXPECT_EQ(idle["forced"], true);
+  EXPECT_EQ(idle["since_unix"], 0);
+
+  r = FetchJson(&client, "POST", "/idle", &code, {{"state", "idle"}});
   ASSERT_EQ(code, 200) << r.dump();
-  EXPECT_EQ(FetchJson(&client, "GET", "/stats")["idle"]["forced"], "busy");
+  EXPECT_EQ(r["mode"], "idle");
+  ASSERT_TRUE(test::WaitFor([&] { return ReplayedPast(&client, last); })) << "forced idle did not replay the log";
+  idle = FetchJson(&client, "GET", "/idle");
+  EXPECT_EQ(idle["idle"], true);
+  EXPECT_EQ(idle["forced"], true);
+  EXPECT_GT(idle["since_unix"].get<int64_t>(), 0);
+  EXPECT_GE(idle["idle_checkpoints"].get<uint64_t>(), 1u);
+  EXPECT_EQ(FetchJson(&client, "GET", "/stats")["idle"]["mode"], "idle");
+
+  r = FetchJson(&client, "POST", "/idle", &code, {{"state", "auto"}});
+  ASSERT_EQ(code, 200) << r.dump();
+  idle = FetchJson(&client, "GET", "/idle");
+  EXPECT_EQ(idle["mode"], "auto");
+  EXPECT_EQ(idle["forced"], false);
+}
+
+TEST(MonitorServerTest, ReplayPauseAndResume) {
+  MonitorHarness h;
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  MonitorClient client("127.0.0.1", h.port());
+  long code = 0;
+  Json r = FetchJson(&client, "POST", "/log/replay/pause", &code);
+  ASSERT_EQ(code, 200) << r.dump();
+  EXPECT_EQ(r["replay_paused"], true);
+  EXPECT_EQ(FetchJson(&client, "GET", "/log")["replay_paused"], true);
+  EXPECT_EQ(FetchJson(&client, "GET", "/idle")["replay_paused"], true);
+  // Idle but paused: the log keeps its events.
+  FetchJson(&client, "POST", "/idle", &code, {{"state", "idle"}});
+  ASSERT_EQ(code, 200);
+  WriteAndSync(&h, 2);
+  const uint64_t last = h.system()->log()->last_id();
+  ASSERT_TRUE(test::WaitFor([&] { return FetchJson(&client, "GET", "/idle")["idle"] == true; }));
+  WaitLoopTicks(&h, 4);
+  EXPECT_FALSE(ReplayedPast(&client, last)) << "paused: no background replay";
+  EXPECT_GT(FetchJson(&client, "GET", "/log")["checkpoints_skipped_paused"].get<uint64_t>(), 0u);
+
+  r = FetchJson(&client, "POST", "/log/replay/resume", &code);
+  ASSERT_EQ(code, 200) << r.dump();
+  EXPECT_EQ(r["replay_paused"], false);
+  EXPECT_EQ(FetchJson(&client, "GET", "/log")["replay_paused"], false);
+  ASSERT_TRUE(test::WaitFor([&] { return ReplayedPast(&client, last); })) << "resumed replay did not trim the log";
 }
 
 TEST(MonitorServerTest, ControlNeedsTheTokenWhenOneIsConfigured) {
@@ -279,7 +343,10 @@ TEST(MonitorServerTest, ControlNeedsTheTokenWhenOneIsConfigured) {
   EXPECT_EQ(code, 403);
   FetchJson(&anonymous, "POST", "/gc/run", &code);
   EXPECT_EQ(code, 403);
-  EXPECT_EQ(h.server()->collector().forced_idle(), StatusCollector::ForcedIdle::kNone);
+  FetchJson(&wrong, "POST", "/log/replay/pause", &code);
+  EXPECT_EQ(code, 403);
+  EXPECT_EQ(h.system()->idle_info().detector.mode, IdleMode::kAuto);
+  EXPECT_FALSE(h.system()->idle_info().replay_paused);
   FetchJson(&right, "POST", "/flush", &code);
   EXPECT_EQ(code, 200);
   FetchJson(&right, "POST", "/idle", &code, {{"state", "idle"}});

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #ifndef DEDUPV1_MONITOR_TEST_OUTPUT_DIR
 #define DEDUPV1_MONITOR_TEST_OUTPUT_DIR "Testing/monitor"
@@ -135,6 +137,15 @@ int RunCommand(const std::string& command, std::string* output) {
 
 bool HaveProgram(const std::string& program) {
   return RunCommand("command -v " + program + " >/dev/null 2>&1") == 0;
+}
+
+bool WaitFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 }  // namespace test

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -89,6 +90,10 @@ std::string TestOutputDir();
 // Runs |command| through /bin/sh; returns its exit status (-1 if it could not
 // run) and its stdout in |*output| if given.
 int RunCommand(const std::string& command, std::string* output = nullptr);
+
+// Polls |done| every 10 ms until it holds (true) or 60 s pass (false): a
+// hang guard, not a timing.
+bool WaitFor(const std::function<bool()>& done);
 
 // Whether |program| is found on $PATH.
 bool HaveProgram(const std::string& program);

@@ -140,6 +140,19 @@ std::string RenderPrometheusMetrics(const Json& stats, uint64_t monitor_requests
             Num(gc, "last_run_unix"));
   }
 
+  const Json& idle = Obj(stats, "idle");
+  if (idle.contains("idle")) {
+    w.Gauge("dedupv1_idle", "1 while the system is idle (detected or forced): background replay, write-back, GC.",
+            idle.value("idle", false) ? 1 : 0);
+    w.Gauge("dedupv1_idle_forced", "1 while an admin forces the idle state (idle or busy), 0 in auto mode.",
+            idle.value("forced", false) ? 1 : 0);
+    w.Gauge("dedupv1_replay_paused", "1 while background log replay is paused by an admin.",
+            idle.value("replay_paused", false) ? 1 : 0);
+    w.Counter("dedupv1_idle_starts_total", "Times the system became idle.", Num(idle, "idle_starts"));
+    w.Counter("dedupv1_idle_checkpoints_total", "Checkpoints run because the system was idle.",
+              Num(idle, "idle_checkpoints"));
+  }
+
   const Json& d = Obj(stats, "dedup");
   w.Counter("dedupv1_logical_bytes_total", "Logical bytes that went through deduplication.",
             Num(d, "logical_bytes"));

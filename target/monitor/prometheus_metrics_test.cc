@@ -102,6 +102,30 @@ TEST_F(MetricsEndpointTest, FiguresMatchTheSystem) {
   EXPECT_GT(samples, 40);
 }
 
+TEST_F(MetricsEndpointTest, IdleAndReplayPauseGauges) {
+  DedupSystem* sys = h_.system();
+  HttpResult r;
+  sys->ForceIdle(IdleMode::kIdle);
+  sys->PauseReplay(true);
+  ASSERT_TRUE(test::WaitFor([&] { return sys->idle_info().detector.idle; }));
+  std::string text = "\n" + Metrics(&r);
+  EXPECT_EQ(SampleValue(text, "dedupv1_idle"), 1.0);
+  EXPECT_EQ(SampleValue(text, "dedupv1_idle_forced"), 1.0);
+  EXPECT_EQ(SampleValue(text, "dedupv1_replay_paused"), 1.0);
+  EXPECT_GE(SampleValue(text, "dedupv1_idle_starts_total"), 1.0);
+
+  sys->ForceIdle(IdleMode::kBusy);
+  sys->PauseReplay(false);
+  ASSERT_TRUE(test::WaitFor([&] { return !sys->idle_info().detector.idle; }));
+  text = "\n" + Metrics(&r);
+  EXPECT_EQ(SampleValue(text, "dedupv1_idle"), 0.0);
+  EXPECT_EQ(SampleValue(text, "dedupv1_idle_forced"), 1.0);
+  EXPECT_EQ(SampleValue(text, "dedupv1_replay_paused"), 0.0);
+  sys->ForceIdle(IdleMode::kAuto);
+  text = "\n" + Metrics(&r);
+  EXPECT_EQ(SampleValue(text, "dedupv1_idle_forced"), 0.0);
+}
+
 TEST_F(MetricsEndpointTest, PassesPromtool) {
   if (!test::HaveProgram("promtool")) {
     GTEST_SKIP() << "promtool not installed (Debian package prometheus)";

@@ -63,15 +63,6 @@ Json SeriesJson(const std::vector<ThroughputSample>& samples) {
   return j;
 }
 
-const char* ForcedIdleName(StatusCollector::ForcedIdle s) {
-  switch (s) {
-    case StatusCollector::ForcedIdle::kIdle: return "idle";
-    case StatusCollector::ForcedIdle::kBusy: return "busy";
-    case StatusCollector::ForcedIdle::kNone: break;
-  }
-  return "none";
-}
-
 }  // namespace
 
 const char* MonitorVersionString() { return DEDUPV1_VERSION; }
@@ -309,7 +300,12 @@ Json StatusCollector::Log() const {
   j["replay_position"] = st.head_id;
   j["last_event"] = st.last_id;
   j["durable_event"] = st.durable_id;
-  j["mode"] = "background replay at checkpoints (soft limit, 5 s without writes, close)";
+  const DedupSystem::IdleInfo idle = system_->idle_info();
+  j["mode"] = "background replay at checkpoints (soft limit, idle, close)";
+  j["replay_paused"] = idle.replay_paused;
+  j["idle_checkpoints"] = idle.idle_checkpoints;
+  j["soft_limit_checkpoints"] = idle.soft_limit_checkpoints;
+  j["checkpoints_skipped_paused"] = idle.skipped_paused;
   j["appended_events"] = st.appended_events;
   j["appended_bytes"] = st.appended_bytes;
   j["syncs"] = st.syncs;
@@ -352,8 +348,25 @@ Json StatusCollector::Gc() const {
 }
 
 Json StatusCollector::Idle() const {
-  Json j = NotAvailable("idle detection");
-  j["forced"] = ForcedIdleName(forced_idle());
+  const DedupSystem::IdleInfo info = system_->idle_info();
+  Json j;
+  j["available"] = true;
+  j["mode"] = IdleModeName(info.detector.mode);
+  j["idle"] = info.detector.idle;
+  j["forced"] = info.forced;
+  j["since_unix"] = info.idle_since_unix;
+  j["below_threshold_seconds"] = info.detector.below_for_ms / 1000.0;
+  j["write_bytes_per_second"] = info.detector.write_bytes_per_second;
+  j["read_bytes_per_second"] = info.detector.read_bytes_per_second;
+  j["throughput_threshold_bytes_per_second"] = info.options.throughput_threshold;
+  j["period_seconds"] = info.options.period_ms / 1000.0;
+  j["window_seconds"] = info.options.window_ms / 1000.0;
+  j["replay_paused"] = info.replay_paused;
+  j["idle_starts"] = info.detector.starts;
+  j["idle_ticks"] = info.detector.ticks;
+  j["idle_ends"] = info.detector.ends;
+  j["idle_checkpoints"] = info.idle_checkpoints;
+  j["idle_gc_runs"] = info.idle_gc_runs;
   return j;
 }
 

@@ -4,9 +4,8 @@
 // engine lock hold it for a copy of some integers, never across a request or
 // any I/O, so collecting never stalls the I/O path.
 //
-// Parts of the system that do not exist yet (idle detection) are reported as
-// {"available": false, "message": "... not available in this version"} and
-// never with made-up numbers.
+// Parts that are not available (a closed system's log) are reported as
+// {"available": false, "message": "..."} and never with made-up numbers.
 //
 // Field names carry their unit (_bytes, _seconds, _ms, _per_second); counts
 // have none. Thread-safe: any number of requests may collect at once.
@@ -32,10 +31,6 @@ const char* MonitorVersionString();
 
 class StatusCollector {
  public:
-  // What the monitor last forced the indexes into (there is no idle
-  // detection yet, so "none" means neither was ever forced).
-  enum class ForcedIdle { kNone = 0, kIdle = 1, kBusy = 2 };
-
   // |history| may be null (no throughput figures then). |start| is when the
   // system was started, for the uptime.
   StatusCollector(DedupSystem* system, const ThroughputHistory* history,
@@ -55,9 +50,6 @@ class StatusCollector {
   Json Throughput() const;  // the newest sample
   Json History() const;     // the fine and coarse sample rings, column-wise
 
-  void set_forced_idle(ForcedIdle state) { forced_idle_.store(static_cast<int>(state)); }
-  ForcedIdle forced_idle() const { return static_cast<ForcedIdle>(forced_idle_.load()); }
-
   double UptimeSeconds() const;
 
  private:
@@ -70,7 +62,6 @@ class StatusCollector {
   DedupSystem* const system_;
   const ThroughputHistory* const history_;
   const std::chrono::steady_clock::time_point start_;
-  std::atomic<int> forced_idle_{0};
 };
 
 }  // namespace dedupv1

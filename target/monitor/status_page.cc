@@ -289,7 +289,7 @@ function render(s) {
     ["Checkpoint at / writers wait at", pct(l.soft_limit) + " / " + pct(l.hard_limit)],
     ["Replay position (head)", count(l.replay_position)],
     ["Last event / durable", count(l.last_event) + " / " + count(l.durable_event)],
-    ["Replay mode", "background, at checkpoints"],
+    ["Replay mode", "background, at checkpoints" + (l.replay_paused ? " (paused by an admin)" : "")],
     ["Events appended", count(l.appended_events) + " (" + bytes(l.appended_bytes) + ")"],
     ["Syncs (group commits)", count(l.syncs)],
     ["Throttled appends", count(l.throttled_appends)],
@@ -297,8 +297,17 @@ function render(s) {
     ["Replayed at start", count(l.start_events_replayed) + " events, " + count(l.start_mappings_restored) + " mappings restored"],
   ] : []);
   fillList("gc", availability(s.gc, "gc", "gc-na") ? Object.entries(s.gc) : []);
-  availability(s.idle, "idle", "idle-na");
-  fillList("idle", [["Forced by the monitor", s.idle.forced]]);
+  const i = s.idle;
+  fillList("idle", availability(i, "idle", "idle-na") ? [
+    ["State", (i.idle ? "idle" : "busy") + (i.idle && i.since_unix ? " since " + new Date(i.since_unix * 1000).toLocaleTimeString() : "")],
+    ["Mode", i.mode + (i.forced ? " (forced by an admin)" : " (detected)")],
+    ["Throughput (write + read)", bytes(i.write_bytes_per_second + i.read_bytes_per_second) + "/s"],
+    ["Idle below", bytes(i.throughput_threshold_bytes_per_second) + "/s for " + i.period_seconds + " s (window " + i.window_seconds + " s)"],
+    ["Below the threshold for", i.below_threshold_seconds.toFixed(1) + " s"],
+    ["Background replay", i.replay_paused ? "paused" : "running"],
+    ["Idle periods / ticks / ends", count(i.idle_starts) + " / " + count(i.idle_ticks) + " / " + count(i.idle_ends)],
+    ["Idle checkpoints / GC rounds", count(i.idle_checkpoints) + " / " + count(i.idle_gc_runs)],
+  ] : []);
 }
 
 function drawChart(h) {

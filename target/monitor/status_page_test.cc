@@ -112,15 +112,15 @@ TEST(StatusPageTest, BrowserShowsLiveFiguresMatchingTheJson) {
   EXPECT_GE(shown_time, before["throughput"]["time_ms"].get<int64_t>());
   EXPECT_LE(shown_time, after["throughput"]["time_ms"].get<int64_t>());
 
-  // Tables and the parts not built yet.
+  // Tables and sections.
   EXPECT_NE(dom.find("<td>vol1</td>"), std::string::npos);
   EXPECT_NE(dom.find("<td>vol2</td>"), std::string::npos);
   EXPECT_NE(dom.find("<td>" + std::string(h.system()->filter_chain().filter(0).name()) + "</td>"),
             std::string::npos);
   EXPECT_NE(dom.find("<dt>Replay position (head)</dt>"), std::string::npos);  // the log section is rendered
-  for (const char* msg : {"idle detection is not available in this version"}) {
-    EXPECT_NE(dom.find(msg), std::string::npos) << msg;
-  }
+  // The idle section shows the detector's state.
+  EXPECT_NE(dom.find("<dt>Mode</dt><dd>auto (detected)</dd>"), std::string::npos);
+  EXPECT_NE(dom.find("<dt>Background replay</dt><dd>running</dd>"), std::string::npos);
   // The GC section lists the collector's figures.
   EXPECT_NE(dom.find("<dt>chunks_deleted</dt>"), std::string::npos);
   EXPECT_NE(dom.find("<dt>reclaimed_bytes</dt>"), std::string::npos);

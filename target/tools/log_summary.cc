@@ -61,7 +61,7 @@ std::string DescribeLogEvent(const LogEvent& e) {
       VolumeEventData d;
       Status s = VolumeEventData::Decode(e.payload, &d);
       if (!s.ok()) return Undecodable(e, s);
-      return fmt::format("volume {} ({})", d.volume_id, d.name);
+      return fmt::format("volume {} ({}, {} bytes)", d.volume_id, d.name, d.size);
     }
     case LogEventType::kContainerOpened:
     case LogEventType::kContainerCommitted:

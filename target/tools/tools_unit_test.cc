@@ -153,6 +153,26 @@ TEST(LogSummaryTest, DescribesEvents) {
   EXPECT_EQ(DescribeLogEvent(e), "container 77");
   EXPECT_FALSE(LogEventBlock(e, &b));
 
+  e.type = LogEventType::kContainerOpened;
+  EXPECT_EQ(DescribeLogEvent(e), "container 77");
+  e.type = LogEventType::kContainerCommitFailed;
+  EXPECT_EQ(DescribeLogEvent(e), "container 77");
+
+  // The payloads DedupSystem logs at open, close and around checkpoints.
+  SystemEventData sys;
+  sys.dirty_start = true;
+  e.type = LogEventType::kSystemStart;
+  e.payload = sys.Encode();
+  EXPECT_EQ(DescribeLogEvent(e), "dirty start");
+  VolumeEventData vol{3, "backup", 1 << 20};
+  e.type = LogEventType::kVolumeDetached;
+  e.payload = vol.Encode();
+  EXPECT_EQ(DescribeLogEvent(e), "volume 3 (backup, 1048576 bytes)");
+  ReplayEventData replay{ReplayMode::kBackground, 10, 20};
+  e.type = LogEventType::kReplayStopped;
+  e.payload = replay.Encode();
+  EXPECT_EQ(DescribeLogEvent(e), std::string(ReplayModeName(ReplayMode::kBackground)) + " replay of events 10..20");
+
   e.payload = "junk";
   EXPECT_NE(DescribeLogEvent(e).find("undecodable payload of 4 bytes"), std::string::npos);
 }

@@ -42,6 +42,26 @@ expect() {
   fi
 }
 
+# eventually CODE DESCRIPTION PATTERN -- COMMAND...: like expect, but retries
+# up to 300 times (0.1 s apart) until the output matches: for effects the
+# engine's background thread applies at its next tick.
+eventually() {
+  local code=$1 what=$2 pattern=$3
+  shift 4
+  local rc
+  for _ in $(seq 1 300); do
+    "$@" >"$tmp/out" 2>&1
+    rc=$?
+    if [ "$rc" -eq "$code" ] && grep -Eq -- "$pattern" "$tmp/out"; then
+      ok "$what"
+      return
+    fi
+    sleep 0.1
+  done
+  not_ok "$what: exit $rc, output does not match /$pattern/"
+  sed 's/^/    /' "$tmp/out" | head -20
+}
+
 "$SERVER" --data-dir "$tmp/data" --port-file "$tmp/port" --token s3cret --write-mib 8 \
   >"$tmp/server.out" 2>&1 &
 server_pid=$!
@@ -66,7 +86,8 @@ expect 0 "raw JSON" '^\{' -- m --json stats
 expect 0 "leading slash" "dedupv1" -- m /version
 expect 0 "metrics as text" "^dedupv1_written_bytes_total 8388608$" -- m metrics
 expect 0 "config table" "volume +vol1 67108864" -- m config
-expect 0 "parts not built yet" "not available in this version" -- m idle
+expect 0 "idle view" "mode +auto" -- m idle
+expect 0 "idle thresholds" "throughput threshold +1\.00 MiB/s" -- m idle
 expect 0 "gc view" "chunks deleted +[0-9]+" -- m gc
 expect 0 "history" "\[1 s samples\]" -- m history
 expect 0 "watch with count" "" -- m --watch 0.2 --count 3 version
@@ -78,12 +99,26 @@ expect 1 "unknown parameter" "unknown parameter 'x'" -- m stats x=1
 expect 1 "control without token" "answered 403" -- m flush
 expect 1 "control with wrong token" "answered 403" -- m --token wrong flush
 expect 0 "flush with token" "flushed" -- m --token s3cret flush
-expect 0 "token from the environment" "forced +idle" -- env DEDUPV1_MON_TOKEN=s3cret "$MON" --port "$port" force-idle
-expect 0 "idle state" "forced: idle" -- m idle
-expect 0 "force busy" "forced +busy" -- m --token s3cret force-busy
+expect 1 "force-idle without token" "answered 403" -- m force-idle
+expect 0 "token from the environment" "mode +idle" -- env DEDUPV1_MON_TOKEN=s3cret "$MON" --port "$port" force-idle
+expect 0 "idle state forced" "forced +yes" -- m idle
+eventually 0 "forced idle becomes idle" "^idle +yes" -- m idle
+eventually 0 "forced idle checkpoints" "idle checkpoints +[1-9]" -- m idle
+expect 0 "idle metric" "^dedupv1_idle 1$" -- m metrics
+expect 0 "force busy" "mode +busy" -- m --token s3cret force-busy
+eventually 0 "forced busy is not idle" "^idle +no" -- m idle
+expect 0 "idle metric busy" "^dedupv1_idle 0$" -- m metrics
+expect 0 "force auto" "mode +auto" -- m --token s3cret force-auto
+expect 0 "auto is not forced" "forced +no" -- m idle
 expect 1 "gc-run without token" "answered 403" -- m gc-run
 expect 0 "gc-run" "garbage collection round finished" -- m --token s3cret gc-run
-expect 1 "replay not built yet" "answered 501" -- m --token s3cret replay-pause
+expect 1 "replay-pause without token" "answered 403" -- m replay-pause
+expect 0 "replay-pause" "replay paused +yes" -- m --token s3cret replay-pause
+expect 0 "log shows the pause" "replay paused +yes" -- m log
+expect 0 "replay paused metric" "^dedupv1_replay_paused 1$" -- m metrics
+expect 0 "replay-resume" "replay paused +no" -- m --token s3cret replay-resume
+expect 0 "log shows the resume" "replay paused +no" -- m log
+expect 0 "replay resumed metric" "^dedupv1_replay_paused 0$" -- m metrics
 expect 1 "raw JSON error" '"status": 404' -- m --json nosuch
 
 expect 2 "no monitor" "no monitor given" -- "$MON"
