@@ -28,7 +28,7 @@
 namespace dedupv1 {
 
 // garbage_collector_test.cc (same test binary).
-void ExpectUsageMatchesRecount(DedupSystem* sys);
+void ExpectUsageMatchesRecount(DedupSystem* sys, bool expect_entries);
 
 namespace {
 
@@ -150,8 +150,9 @@ TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
     ASSERT_TRUE(s.ok()) << "cycle " << cycle << ": " << s.ToString();
     dirty_starts += sys->recovery().dirty_start;
     mappings_applied += sys->recovery().mappings_applied;
-    // The usage counts the recovery replayed are exact.
-    ExpectUsageMatchesRecount(sys.get());
+    // The usage counts the recovery replayed are exact. (A child killed before
+    // its first chunk was stored leaves nothing to compare.)
+    ExpectUsageMatchesRecount(sys.get(), /*expect_entries=*/false);
     if (HasFatalFailure() || HasNonfatalFailure()) FAIL() << "usage counts wrong after cycle " << cycle;
     Volume* v;
     ASSERT_TRUE(sys->GetVolume("crash", &v).ok());
