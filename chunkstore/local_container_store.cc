@@ -118,33 +118,30 @@ Status LocalContainerStore::Get(ContainerId id, std::string* bytes) {
   return s.WithContext("get " + Name(id));
 }
 
-Status LocalContainerStore::GetHead(ContainerId id, size_t n, std::string* bytes) {
+Status LocalContainerStore::ReadPart(ContainerId id, uint64_t offset, size_t n, bool exact,
+                                     std::string* bytes) {
   std::unique_ptr<File> f;
   Status s = env_->OpenFile(ContainerPath(id), OpenMode::kReadOnly, &f);
   if (s.IsNotFound()) return Status::NotFound(Name(id) + " is not in the container store");
   uint64_t size = 0;
   if (s.ok()) s = f->Size(&size);
-  if (s.ok()) {
-    bytes->resize(std::min<uint64_t>(size, n));
-    if (!bytes->empty()) s = f->Read(0, bytes->size(), bytes->data());
-  }
-  return s.WithContext("get head of " + Name(id));
-}
-
-Status LocalContainerStore::GetRange(ContainerId id, uint64_t offset, size_t n, std::string* bytes) {
-  std::unique_ptr<File> f;
-  Status s = env_->OpenFile(ContainerPath(id), OpenMode::kReadOnly, &f);
-  if (s.IsNotFound()) return Status::NotFound(Name(id) + " is not in the container store");
-  uint64_t size = 0;
-  if (s.ok()) s = f->Size(&size);
-  if (s.ok() && (offset > size || n > size - offset)) {
+  if (s.ok() && offset > size) offset = size;
+  if (s.ok() && exact && n > size - offset) {
     return Status::Corruption(Name(id) + " has " + std::to_string(size) + " bytes, less than its metadata says");
   }
   if (s.ok()) {
-    bytes->resize(n);
-    if (n > 0) s = f->Read(offset, n, bytes->data());
+    bytes->resize(std::min<uint64_t>(n, size - offset));
+    if (!bytes->empty()) s = f->Read(offset, bytes->size(), bytes->data());
   }
   return s.WithContext("read from " + Name(id));
+}
+
+Status LocalContainerStore::GetHead(ContainerId id, size_t n, std::string* bytes) {
+  return ReadPart(id, 0, n, /*exact=*/false, bytes);
+}
+
+Status LocalContainerStore::GetRange(ContainerId id, uint64_t offset, size_t n, std::string* bytes) {
+  return ReadPart(id, offset, n, /*exact=*/true, bytes);
 }
 
 Status LocalContainerStore::Delete(ContainerId id) {

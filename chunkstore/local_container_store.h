@@ -38,6 +38,9 @@ class LocalContainerStore : public ContainerStore {
   LocalContainerStore(Env* env, std::string dir) : env_(env), dir_(std::move(dir)) {}
   std::string SubDir(ContainerId id) const;
   std::string SubDirByIndex(int index) const;
+  // Bytes [offset, offset + n) of a container file; with |exact| a file too
+  // short for them is Corruption, else the read stops at the end of the file.
+  Status ReadPart(ContainerId id, uint64_t offset, size_t n, bool exact, std::string* bytes);
 
   Env* const env_;
   const std::string dir_;

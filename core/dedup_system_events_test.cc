@@ -8,19 +8,14 @@
 #include <map>
 #include <set>
 
+#include "core/system_testutil.h"
 #include "core/testutil.h"
 
 namespace dedupv1 {
 namespace {
 
 Options EventOptions(const std::string& dir) {
-  Options o;
-  o.data_dir = dir;
-  o.chunk_index.table.size_bytes = 64 << 20;
-  o.bloom_expected_chunks = 1 << 20;
-  o.write_buffer_size = 16 << 20;
-  o.write_buffer_flush_delay_ms = 50;
-  o.chunk_store.commit_timeout_ms = 500;
+  Options o = test::SmallSystemOptions(dir);
   o.volumes = {{"vol1", 64 << 20}, {"vol2", 32 << 20}};
   o.idle.period_ms = 3600 * 1000;  // no idle checkpoint trims the log during the test
   EXPECT_TRUE(o.Finish().ok());

@@ -10,19 +10,14 @@
 #include <functional>
 #include <thread>
 
+#include "core/system_testutil.h"
 #include "core/testutil.h"
 
 namespace dedupv1 {
 namespace {
 
 Options IdleTestOptions(const std::string& dir, uint64_t period_ms, uint64_t threshold) {
-  Options o;
-  o.data_dir = dir;
-  o.chunk_index.table.size_bytes = 64 << 20;
-  o.bloom_expected_chunks = 1 << 20;
-  o.write_buffer_size = 16 << 20;
-  o.write_buffer_flush_delay_ms = 50;
-  o.chunk_store.commit_timeout_ms = 500;
+  Options o = test::SmallSystemOptions(dir);
   o.volumes = {{"vol1", 64 << 20}};
   o.idle.period_ms = period_ms;
   o.idle.throughput_threshold = threshold;

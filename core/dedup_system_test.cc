@@ -11,34 +11,22 @@
 #include <random>
 #include <thread>
 
+#include "core/system_testutil.h"
 #include "core/testutil.h"
 
 namespace dedupv1 {
 namespace {
 
 Options SmallOptions(const std::string& dir) {
-  Options o;
-  o.data_dir = dir;
-  o.chunk_index.table.size_bytes = 64 << 20;
-  o.bloom_expected_chunks = 1 << 20;
-  o.write_buffer_size = 16 << 20;
-  o.write_buffer_flush_delay_ms = 50;
-  o.chunk_store.commit_timeout_ms = 500;
+  Options o = test::SmallSystemOptions(dir);
   o.volumes = {{"vol1", 64 << 20}, {"vol2", 512 << 20}, {"vol3", 512 << 20}};
   EXPECT_TRUE(o.Finish().ok());
   return o;
 }
 
-std::unique_ptr<DedupSystem> OpenOrDie(const Options& o) {
-  std::unique_ptr<DedupSystem> sys;
-  Status s = DedupSystem::Open(o, Env::Default(), &sys);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return sys;
-}
-
 TEST(DedupSystemTest, UnwrittenDataReadsAsZeros) {
   test::TempDir dir;
-  auto sys = OpenOrDie(SmallOptions(dir.path()));
+  auto sys = test::OpenSystemOrDie(SmallOptions(dir.path()));
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
   std::vector<uint8_t> out(300000, 0xAB);
@@ -48,7 +36,7 @@ TEST(DedupSystemTest, UnwrittenDataReadsAsZeros) {
 
 TEST(DedupSystemTest, UnknownVolumeAndOutOfRangeAreErrors) {
   test::TempDir dir;
-  auto sys = OpenOrDie(SmallOptions(dir.path()));
+  auto sys = test::OpenSystemOrDie(SmallOptions(dir.path()));
   Volume* v;
   Status s = sys->GetVolume("nope", &v);
   EXPECT_TRUE(s.IsNotFound());
@@ -67,7 +55,7 @@ TEST(DedupSystemTest, WriteSyncReopenRead) {
   Options o = SmallOptions(dir.path());
   auto data = test::RandomBytes(3 << 20, 7);
   {
-    auto sys = OpenOrDie(o);
+    auto sys = test::OpenSystemOrDie(o);
     Volume* v;
     ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
     ASSERT_TRUE(v->Write(1000, data.size(), data.data(), false).ok());
@@ -80,7 +68,7 @@ TEST(DedupSystemTest, WriteSyncReopenRead) {
     EXPECT_EQ(out, data);
     ASSERT_TRUE(sys->Close().ok());
   }
-  auto sys = OpenOrDie(o);
+  auto sys = test::OpenSystemOrDie(o);
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
   std::vector<uint8_t> out(data.size() + 2000);
@@ -93,7 +81,7 @@ TEST(DedupSystemTest, WriteSyncReopenRead) {
 TEST(DedupSystemTest, RefusesConfigChangesThatWouldMisreadData) {
   test::TempDir dir;
   Options o = SmallOptions(dir.path());
-  { auto sys = OpenOrDie(o); }
+  { auto sys = test::OpenSystemOrDie(o); }
   Options changed = o;
   changed.block_size = 64 << 10;
   ASSERT_TRUE(changed.Finish().ok());
@@ -111,14 +99,14 @@ TEST(DedupSystemTest, RefusesConfigChangesThatWouldMisreadData) {
 TEST(DedupSystemTest, SecondProcessCannotOpenTheSameDataDir) {
   test::TempDir dir;
   Options o = SmallOptions(dir.path());
-  auto sys = OpenOrDie(o);
+  auto sys = test::OpenSystemOrDie(o);
   std::unique_ptr<DedupSystem> other;
   EXPECT_TRUE(DedupSystem::Open(o, Env::Default(), &other).IsBusy());
 }
 
 TEST(DedupSystemTest, UnmapReadsZerosAndThinStatus) {
   test::TempDir dir;
-  auto sys = OpenOrDie(SmallOptions(dir.path()));
+  auto sys = test::OpenSystemOrDie(SmallOptions(dir.path()));
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
   auto data = test::RandomBytes(1 << 20, 9);
@@ -153,7 +141,7 @@ TEST(DedupSystemTest, DifferentialAgainstInMemoryModel) {
   const uint64_t vol_size = 64 << 20;
   std::vector<uint8_t> model(vol_size, 0);
   {
-    auto sys = OpenOrDie(o);
+    auto sys = test::OpenSystemOrDie(o);
     Volume* v;
     ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
     std::atomic<int> failures{0};
@@ -203,7 +191,7 @@ TEST(DedupSystemTest, DifferentialAgainstInMemoryModel) {
     ASSERT_EQ(failures.load(), 0);
     ASSERT_TRUE(sys->Close().ok());
   }
-  auto sys = OpenOrDie(o);
+  auto sys = test::OpenSystemOrDie(o);
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
   std::vector<uint8_t> out(4 << 20);
@@ -226,7 +214,7 @@ void WriteStream(Volume* v, const std::vector<uint8_t>& data) {
 
 TEST(DedupSystemTest, SameStreamInSecondVolumeStoresAlmostNothing) {
   test::TempDir dir;
-  auto sys = OpenOrDie(SmallOptions(dir.path()));
+  auto sys = test::OpenSystemOrDie(SmallOptions(dir.path()));
   auto data = test::RandomBytes(256 << 20, 11);
   Volume *v2, *v3;
   ASSERT_TRUE(sys->GetVolume("vol2", &v2).ok());
@@ -244,7 +232,7 @@ TEST(DedupSystemTest, SameStreamInSecondVolumeStoresAlmostNothing) {
 
 TEST(DedupSystemTest, OneInsertedByteStoresLittleMore) {
   test::TempDir dir;
-  auto sys = OpenOrDie(SmallOptions(dir.path()));
+  auto sys = test::OpenSystemOrDie(SmallOptions(dir.path()));
   auto data = test::RandomBytes(256 << 20, 12);
   Volume *v2, *v3;
   ASSERT_TRUE(sys->GetVolume("vol2", &v2).ok());
@@ -260,7 +248,7 @@ TEST(DedupSystemTest, OneInsertedByteStoresLittleMore) {
 
 TEST(DedupSystemTest, ZeroWritesStoreNothing) {
   test::TempDir dir;
-  auto sys = OpenOrDie(SmallOptions(dir.path()));
+  auto sys = test::OpenSystemOrDie(SmallOptions(dir.path()));
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol2", &v).ok());
   std::vector<uint8_t> zeros(64 << 20, 0);
@@ -285,7 +273,7 @@ TEST(DedupSystemTest, ZeroDataWithoutZeroChunkFilter) {
   Options o = SmallOptions(dir.path());
   o.filter_chain = {"block-index", "chunk-index"};
   ASSERT_TRUE(o.Finish().ok());
-  auto sys = OpenOrDie(o);
+  auto sys = test::OpenSystemOrDie(o);
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol2", &v).ok());
   std::vector<uint8_t> zeros(8 << 20, 0);
@@ -317,7 +305,7 @@ TEST(DedupSystemTest, ConcurrentWritersOfTheSameNewDataStoreItOnce) {
   o.dedup_threads = 3;
   o.write_buffer_flush_delay_ms = 10000;  // runs are processed when the syncs force them
   ASSERT_TRUE(o.Finish().ok());
-  auto sys = OpenOrDie(o);
+  auto sys = test::OpenSystemOrDie(o);
   std::vector<Volume*> vols(3);
   ASSERT_TRUE(sys->GetVolume("vol1", &vols[0]).ok());
   ASSERT_TRUE(sys->GetVolume("vol2", &vols[1]).ok());
@@ -377,7 +365,7 @@ TEST(DedupSystemTest, AuxiliaryIndexesObeyTheirLimitsDuringALongWrite) {
   o.chunk_store.container_size = 256 << 10;  // small containers keep the uncommitted bound tight
   o.volumes = {{"vol1", 256 << 20}};
   ASSERT_TRUE(o.Finish().ok());
-  auto sys = OpenOrDie(o);
+  auto sys = test::OpenSystemOrDie(o);
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
 
@@ -433,13 +421,13 @@ TEST(DedupSystemTest, LevelDbBlockIndexBackend) {
   EXPECT_NE(o.block_index.path.find("leveldb"), std::string::npos);
   auto data = test::RandomBytes(6 << 20, 22);
   {
-    auto sys = OpenOrDie(o);
+    auto sys = test::OpenSystemOrDie(o);
     Volume* v;
     ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
     ASSERT_TRUE(v->Write(777, data.size(), data.data(), false).ok());
     ASSERT_TRUE(sys->Close().ok());
   }
-  auto sys = OpenOrDie(o);
+  auto sys = test::OpenSystemOrDie(o);
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
   std::vector<uint8_t> out(data.size());

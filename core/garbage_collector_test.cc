@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/dedup_system.h"
+#include "core/system_testutil.h"
 #include "core/testutil.h"
 
 namespace dedupv1 {
@@ -42,13 +43,6 @@ Options GcOptions(const std::string& dir) {
   o.volumes = {{"vol1", kVolumeSize}};
   EXPECT_TRUE(o.Finish().ok());
   return o;
-}
-
-std::unique_ptr<DedupSystem> OpenOrDie(const Options& o) {
-  std::unique_ptr<DedupSystem> sys;
-  Status s = DedupSystem::Open(o, Env::Default(), &sys);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return sys;
 }
 
 uint64_t UsedBytes(DedupSystem* sys) {
@@ -116,7 +110,7 @@ TEST(GarbageCollectorTest, OverwriteThreeTimesAndUnmapHalfGivesTheSpaceBack) {
   std::vector<uint8_t> expected;
   uint64_t used_after = 0;
   {
-    auto sys = OpenOrDie(o);
+    auto sys = test::OpenSystemOrDie(o);
     Volume* v;
     ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
     for (uint64_t generation = 0; generation < 4; generation++) {
@@ -156,7 +150,7 @@ TEST(GarbageCollectorTest, OverwriteThreeTimesAndUnmapHalfGivesTheSpaceBack) {
     used_after = UsedBytes(sys.get());
     ASSERT_TRUE(sys->Close().ok());
   }
-  auto sys = OpenOrDie(o);
+  auto sys = test::OpenSystemOrDie(o);
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
   EXPECT_EQ(UsedBytes(sys.get()), used_after);
@@ -185,7 +179,7 @@ TEST(GarbageCollectorTest, CandidateReferencedAgainBeforeTheRoundSurvives) {
   const std::vector<uint8_t> a = test::RandomBytes(2 << 20, 1);
   const std::vector<uint8_t> b = test::RandomBytes(2 << 20, 2);
   {
-    auto sys = OpenOrDie(o);
+    auto sys = test::OpenSystemOrDie(o);
     Volume* v;
     ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
     ASSERT_TRUE(v->Write(0, a.size(), a.data(), false).ok());
@@ -210,7 +204,7 @@ TEST(GarbageCollectorTest, CandidateReferencedAgainBeforeTheRoundSurvives) {
     ExpectUsageMatchesRecount(sys.get());
     ASSERT_TRUE(sys->Close().ok());
   }
-  auto sys = OpenOrDie(o);
+  auto sys = test::OpenSystemOrDie(o);
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
   std::vector<uint8_t> got(a.size());
@@ -231,7 +225,7 @@ TEST(GarbageCollectorTest, MergeKeepsOldIdsReadable) {
   std::vector<uint8_t> data = test::RandomBytes(8 << 20, 5);
   std::vector<uint8_t> expected = data;
   {
-    auto sys = OpenOrDie(o);
+    auto sys = test::OpenSystemOrDie(o);
     Volume* v;
     ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
     ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
@@ -254,7 +248,7 @@ TEST(GarbageCollectorTest, MergeKeepsOldIdsReadable) {
     ExpectUsageMatchesRecount(sys.get());
     ASSERT_TRUE(sys->Close().ok());
   }
-  auto sys = OpenOrDie(o);
+  auto sys = test::OpenSystemOrDie(o);
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
   ExpectContent(v, std::vector<uint8_t>(expected.begin(), expected.end()));
@@ -266,7 +260,7 @@ TEST(GarbageCollectorTest, MergeKeepsOldIdsReadable) {
 TEST(GarbageCollectorTest, IdleProcessingCollectsWithoutBeingAsked) {
   test::TempDir dir;
   const Options o = GcOptions(dir.path());
-  auto sys = OpenOrDie(o);
+  auto sys = test::OpenSystemOrDie(o);
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
   std::vector<uint8_t> data;
@@ -307,7 +301,7 @@ TEST(GarbageCollectorTest, RoundsDuringConcurrentOverwritesLoseNothing) {
   };
   std::vector<uint64_t> last(kSlots, 0);
   {
-    auto sys = OpenOrDie(o);
+    auto sys = test::OpenSystemOrDie(o);
     Volume* v;
     ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
     std::atomic<bool> stop{false};
@@ -359,7 +353,7 @@ TEST(GarbageCollectorTest, RoundsDuringConcurrentOverwritesLoseNothing) {
     ExpectUsageMatchesRecount(sys.get());
     ASSERT_TRUE(sys->Close().ok());
   }
-  auto sys = OpenOrDie(o);
+  auto sys = test::OpenSystemOrDie(o);
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
   std::vector<uint8_t> got(kSlot);
