@@ -267,3 +267,58 @@ TEST(CrashTest, BloomFilterIsRebuiltAfterUncleanStop) {
 
 }  // namespace
 }  // namespace dedupv1
+
+namespace dedupv1 {
+namespace {
+
+// A block's synced mapping that is still only in memory when a newer
+// mapping of the block, waiting for its container, replaces it: a checkpoint
+// must keep the synced mapping's log event (the block index store still has
+// the version before it), so a crash that loses the waiting mapping brings
+// the synced data back instead of the older store copy.
+TEST(CrashTest, CheckpointKeepsEventsOfMappingsReplacedInMemory) {
+  test::TempDir dir;
+  Options o = CrashOptions(dir.path());
+  const uint32_t block = o.block_size;
+  auto first = test::RandomBytes(block, 1);
+  auto second = test::RandomBytes(block, 2);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::unique_ptr<DedupSystem> sys;
+    if (!DedupSystem::Open(o, Env::Default(), &sys).ok()) _exit(10);
+    Volume* v;
+    if (!sys->GetVolume("crash", &v).ok()) _exit(11);
+    // The first version reaches the store, the second only memory.
+    if (!v->Write(0, block, first.data(), false).ok() || !v->Sync().ok()) _exit(12);
+    if (!sys->Checkpoint().ok()) _exit(13);
+    if (!v->Write(0, block, second.data(), false).ok() || !v->Sync().ok()) _exit(14);
+    // A newer mapping of the block whose container is not committed (as a
+    // run installs one whose chunks went to a container opened after the
+    // checkpoint's commit): it replaces the synced one in memory.
+    BlockMapping waiting(block);
+    BlockMappingItem item;
+    ComputeFingerprint(o.fingerprint, second.data(), 100, &item.fp);
+    item.container = sys->chunk_store()->last_allocated_id() + 1000;
+    item.size = block;
+    if (!waiting.Overlay(0, {item}).ok()) _exit(15);
+    waiting.set_version(sys->log()->last_id() + 1000);
+    if (!sys->block_index()->Put(BlockId{v->id(), 0}, waiting).ok()) _exit(16);
+    if (!sys->Checkpoint().ok()) _exit(17);
+    kill(getpid(), SIGKILL);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with code " << WEXITSTATUS(status);
+  std::unique_ptr<DedupSystem> sys;
+  ASSERT_TRUE(DedupSystem::Open(o, Env::Default(), &sys).ok());
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("crash", &v).ok());
+  std::vector<uint8_t> got(block);
+  ASSERT_TRUE(v->Read(0, block, got.data()).ok());
+  EXPECT_TRUE(got == second) << (got == first ? "the synced write was lost: the block reads its older version"
+                                              : "the block reads neither version");
+}
+
+}  // namespace
+}  // namespace dedupv1

@@ -394,13 +394,17 @@ Status DedupSystem::Persist() {
 }
 
 Status DedupSystem::InstallMapping(const BlockId& id, const BlockMapping* old, BlockMapping* mapping) {
+  // Everything that can refuse the mapping comes before its event is logged:
+  // a logged event is replayed after a crash and counted into usage counts,
+  // so the mapping it describes must then be installed.
+  DEDUPV1_RETURN_IF_ERROR(block_index_->PrepareInstall(id, *mapping));
   std::shared_lock<std::shared_mutex> l(mapping_mu_);
   uint64_t event_id;
   DEDUPV1_RETURN_IF_ERROR(log_->Append(LogEventType::kBlockMappingWritten,
                                        EncodeMappingEvent(id, *mapping, old), &event_id));
   // The version is the event's id: replay applies an event only to an older mapping.
   mapping->set_version(event_id);
-  return block_index_->Put(id, *mapping);
+  return block_index_->Install(id, *mapping);
 }
 
 Status DedupSystem::WaitForLogSpace() {
@@ -477,10 +481,17 @@ Status DedupSystem::Checkpoint(ReplayMode mode) {
   // are in the chunk index table; recovery re-imports only newer ones.
   DEDUPV1_RETURN_IF_ERROR(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCheckpointFile),
                                               "container-watermark = " + std::to_string(watermark) + "\n"));
-  uint64_t trim_to = applied + 1;
+  // An event is trimmed only once the block index store reflects it. Flush
+  // wrote every persistable mapping, but a block whose newest mapping waits
+  // for a container opened after the commit above may have replaced older,
+  // committed versions in memory before they were written: the store still
+  // has the block as it was before them, and their events must stay so that
+  // a crash losing the waiting mapping restores them (not the store's copy).
+  const uint64_t unwritten = block_index_->OldestUnwrittenVersion();
+  uint64_t trim_to = std::min(applied + 1, unwritten);
   uint64_t stopped_id = 0;
   if (started_id != 0 && log_->Append(LogEventType::kReplayStopped, replay.Encode(), &stopped_id).ok() &&
-      started_id == applied + 1 && stopped_id == started_id + 1) {
+      trim_to == applied + 1 && started_id == applied + 1 && stopped_id == started_id + 1) {
     // Nothing else was logged meanwhile: the two records go with the replayed
     // events, so a checkpoint leaves an empty log behind (else they stay until
     // the next one).

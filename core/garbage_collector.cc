@@ -55,6 +55,7 @@ Status GarbageCollector::Run() {
   stats_.containers_merged += round.containers_merged;
   stats_.containers_written += round.containers_written;
   stats_.containers_deleted += round.containers_deleted;
+  stats_.rounds_deferred += round.rounds_deferred;
   if (round.used_bytes != 0 || s.ok()) stats_.used_bytes = round.used_bytes;
   stats_.live_bytes = round.live_bytes;
   stats_.last_run_unix = UnixNow();
@@ -128,12 +129,13 @@ Status GarbageCollector::RunLocked(GcStats* round) {
 
   // 3. Hold and recheck under the barrier.
   std::map<ContainerId, std::vector<Fingerprint>> dead;
+  uint64_t logged = 0;
   {
     GcBarrier::Exclusive barrier(&sys->gc_barrier_);
     // Every dedup run's mapping is logged now. The id is read before the
     // sync: only events the sync covers may be counted (an unmap, which does
     // not take the barrier, may append meanwhile; it is counted next time).
-    const uint64_t logged = sys->log_->last_id();
+    logged = sys->log_->last_id();
     DEDUPV1_RETURN_IF_ERROR(sys->Persist());
     DEDUPV1_RETURN_IF_ERROR(sys->usage_->CountUpTo(logged));
     for (const Fingerprint& fp : sys->usage_->TakeCandidates()) {
@@ -180,6 +182,21 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   // 4. The erasures become persistent and the log forgets the garbage.
   DEDUPV1_RETURN_IF_ERROR(sys->Checkpoint());
   DEDUPV1_RETURN_IF_ERROR(index->Flush());
+  if (sys->log_->head_id() <= logged) {
+    // The checkpoint kept some of the counted events (a block's older
+    // mapping had not reached the block index store, see
+    // DedupSystem::Checkpoint). Replayed after a crash they may name the
+    // garbage, so its containers stay until a later round finds the log
+    // trimmed past them.
+    std::lock_guard<std::mutex> l(pending_mu_);
+    for (const auto& [id, fps] : dead) pending_containers_.insert(id);
+    for (const auto& [id, scan] : scans) {
+      pending_containers_.insert(id);
+      round->live_bytes += scan.live_bytes();
+    }
+    round->rounds_deferred++;
+    scans.clear();
+  }
 
   // 5. Space: delete empty containers, merge under-filled ones.
   const uint64_t capacity = store->options().container_size;

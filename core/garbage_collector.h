@@ -57,6 +57,7 @@ struct GcStats {
   uint64_t containers_merged = 0;   // source containers folded into merged ones
   uint64_t containers_written = 0;  // merged containers written
   uint64_t containers_deleted = 0;  // containers deleted without a merge
+  uint64_t rounds_deferred = 0;     // rounds that left their containers to a later one (log not trimmed yet)
   uint64_t used_bytes = 0;          // container store bytes after the last round
   uint64_t live_bytes = 0;          // live chunk bytes found by the last round's scan
   int64_t last_run_unix = 0;        // end of the last round (seconds since the epoch), 0 = never

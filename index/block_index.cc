@@ -132,6 +132,11 @@ Status BlockIndex::Get(const BlockId& id, BlockMapping* mapping) {
 }
 
 Status BlockIndex::Put(const BlockId& id, const BlockMapping& mapping) {
+  DEDUPV1_RETURN_IF_ERROR(PrepareInstall(id, mapping));
+  return Install(id, mapping);
+}
+
+Status BlockIndex::PrepareInstall(const BlockId& id, const BlockMapping& mapping) {
   if (mapping.block_size() != options_.block_size) {
     return Status::InvalidArgument(fmt::format(
         "block index: mapping of block {}/{} has block size {}, the index uses {}", id.volume,
@@ -161,7 +166,12 @@ Status BlockIndex::Put(const BlockId& id, const BlockMapping& mapping) {
     put_waiters_--;
   }
   if (closing_) return AbortedClosed();
+  return Status::OK();
+}
 
+Status BlockIndex::Install(const BlockId& id, const BlockMapping& mapping) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closing_) return AbortedClosed();
   std::vector<ContainerId> uncommitted;
   for (const BlockMappingItem& item : mapping.items()) {
     if (item.IsZero()) continue;
@@ -174,7 +184,13 @@ Status BlockIndex::Put(const BlockId& id, const BlockMapping& mapping) {
   written_.Mark(id);
   auto [it, inserted] = aux_.try_emplace(id);
   AuxEntry& entry = it->second;
-  if (!inserted) Unregister(id, entry);
+  if (inserted) {
+    entry.first_unwritten = mapping.version();
+  } else {
+    // The replaced mapping may never have reached the store.
+    Unregister(id, entry);
+    entry.first_unwritten = std::min(entry.first_unwritten, mapping.version());
+  }
   entry.mapping = mapping;
   entry.seq = ++next_seq_;
   entry.uncommitted = std::move(uncommitted);
@@ -185,6 +201,13 @@ Status BlockIndex::Put(const BlockId& id, const BlockMapping& mapping) {
   }
   if (WriteBackWanted()) bg_cv_.notify_one();
   return Status::OK();
+}
+
+uint64_t BlockIndex::OldestUnwrittenVersion() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t oldest = std::numeric_limits<uint64_t>::max();
+  for (const auto& [id, entry] : aux_) oldest = std::min(oldest, entry.first_unwritten);
+  return oldest;
 }
 
 void BlockIndex::Unregister(const BlockId& id, const AuxEntry& entry) {
@@ -252,6 +275,7 @@ Status BlockIndex::WriteBackBatch(uint64_t max_seq, size_t limit, size_t* writte
   struct Pending {
     BlockId id;
     uint64_t seq;
+    uint64_t version;
   };
   std::vector<Pending> pending;
   std::vector<KvStore::WriteOp> ops;
@@ -261,7 +285,7 @@ Status BlockIndex::WriteBackBatch(uint64_t max_seq, size_t limit, size_t* writte
          it != persistable_.end() && pending.size() < limit; ++it) {
       if (it->first > max_seq) break;
       const AuxEntry& entry = aux_.at(it->second);
-      pending.push_back({it->second, it->first});
+      pending.push_back({it->second, it->first, entry.mapping.version()});
       KvStore::WriteOp op;
       op.key = EncodeBlockKey(it->second);
       entry.mapping.Serialize(&op.value);
@@ -286,8 +310,13 @@ Status BlockIndex::WriteBackBatch(uint64_t max_seq, size_t limit, size_t* writte
   writeback_error_ = Status::OK();
   for (const Pending& p : pending) {
     auto it = aux_.find(p.id);
-    // A newer Put replaced it meanwhile: that version stays until written.
-    if (it == aux_.end() || it->second.seq != p.seq) continue;
+    if (it == aux_.end()) continue;
+    if (it->second.seq != p.seq) {
+      // A newer Put replaced it meanwhile: that version stays until written;
+      // the store now has everything up to the one just written.
+      it->second.first_unwritten = std::max(it->second.first_unwritten, p.version + 1);
+      continue;
+    }
     persistable_.erase(p.seq);
     aux_.erase(it);
   }

@@ -20,6 +20,10 @@
 //    gets a sequence number; the caller's BlockMapping::version is not used
 //    for this, so callers need not keep it monotonic);
 //  - Get sees the newest Put: the auxiliary index first, then the store;
+//  - OldestUnwrittenVersion() is at most the version of every mapping the
+//    store does not reflect yet, including older versions a newer Put
+//    replaced in memory before they were written back (a block whose newest
+//    mapping waits for a commit keeps its store copy from before them);
 //  - every block with a mapping (auxiliary or stored) is marked in written_,
 //    so Get answers NotFound for a never-written block without the store.
 //
@@ -108,7 +112,7 @@ class BlockIndex {
   Status Get(const BlockId& id, BlockMapping* mapping);
 
   // Stores a new mapping of |id| in the auxiliary index (never touches the
-  // disk). It may go to the store only when every container it references
+  // disk): PrepareInstall, then Install. It may go to the store only when every container it references
   // (except kZeroContainer) is committed: is_committed is evaluated under the
   // lock OnContainerCommitted takes, so a commit is never missed. A mapping
   // replaced before write-back is simply replaced. Waits while the auxiliary
@@ -117,6 +121,24 @@ class BlockIndex {
   // is failing. InvalidArgument for a mapping of the wrong block size or one
   // that breaks the BlockMapping invariants; Aborted once Close has started.
   Status Put(const BlockId& id, const BlockMapping& mapping);
+
+  // Put in two steps, for a caller that must do something between checking
+  // and installing that cannot be undone (DedupSystem logs the mapping's
+  // event): PrepareInstall validates the mapping and waits for room (it may
+  // fail); Install then only fails with Aborted once Close has started.
+  Status PrepareInstall(const BlockId& id, const BlockMapping& mapping);
+  Status Install(const BlockId& id, const BlockMapping& mapping);
+
+  // The smallest version (BlockMapping::version) among the mappings the
+  // store does not reflect yet: those in the auxiliary index and the older
+  // versions of the same blocks they replaced before being written back.
+  // UINT64_MAX if the store holds everything. DedupSystem's versions are log
+  // event ids, and a checkpoint trims the log no further than this: an
+  // older, committed version replaced by one that still waits for its
+  // container is in neither the store nor (after a trim) the log, and a
+  // crash that loses the waiting version must find it in the log. Meaningful
+  // only when versions increase per block.
+  uint64_t OldestUnwrittenVersion() const;
 
   // Called after |container| is durably committed (after is_committed starts
   // returning true for it): mappings that waited only for it become
@@ -154,6 +176,9 @@ class BlockIndex {
     BlockMapping mapping;
     uint64_t seq = 0;                       // Put sequence number, unique
     std::vector<ContainerId> uncommitted;   // referenced containers not yet committed
+    // Version of the oldest mapping of this block the store does not have
+    // (this one or an older one it replaced; a lower bound).
+    uint64_t first_unwritten = 0;
   };
 
   BlockIndex(const BlockIndexOptions& options, std::unique_ptr<KvStore> store,

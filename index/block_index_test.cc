@@ -293,6 +293,57 @@ TEST_P(BlockIndexTest, ReplacedMappingKeepsTheNewest) {
   EXPECT_EQ(MustGet({0, 6}), Mapping(1, 4, 4));
 }
 
+// A committed version that a waiting one replaces before write-back never
+// reaches the store: OldestUnwrittenVersion keeps naming it (a checkpoint
+// must not trim its log event) until a newer version is stored.
+TEST_P(BlockIndexTest, OldestUnwrittenVersionCoversReplacedVersions) {
+  constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+  OpenFaulty(Options());
+  commits_.Commit(1);
+  EXPECT_EQ(index_->OldestUnwrittenVersion(), kNone);
+  ASSERT_TRUE(index_->Put({0, 7}, Mapping(1, 1, 10)).ok());
+  EXPECT_EQ(index_->OldestUnwrittenVersion(), 10u);
+  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(index_->OldestUnwrittenVersion(), kNone);
+
+  ASSERT_TRUE(index_->Put({0, 7}, Mapping(1, 2, 20)).ok());  // persistable
+  ASSERT_TRUE(index_->Put({0, 7}, Mapping(9, 3, 30)).ok());  // waits for 9
+  ASSERT_TRUE(index_->Put({0, 8}, Mapping(1, 4, 40)).ok());
+  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(index_->stats().aux_waiting_for_commit, 1u);
+  EXPECT_EQ(index_->OldestUnwrittenVersion(), 20u) << "version 20 is neither stored nor in memory";
+  commits_.Commit(9);
+  index_->OnContainerCommitted(9);
+  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(index_->OldestUnwrittenVersion(), kNone);
+
+  // Replaced while being written: what was written is stored, the newer
+  // version is not.
+  ASSERT_TRUE(index_->Put({0, 9}, Mapping(1, 5, 50)).ok());
+  int entered = 0;
+  {
+    std::lock_guard<std::mutex> lock(faults_->mu);
+    faults_->hold_writes = true;
+    entered = faults_->writes_entered;
+  }
+  Status flush_status;
+  std::thread flusher([&] { flush_status = index_->Flush(); });
+  {
+    std::unique_lock<std::mutex> lock(faults_->mu);
+    faults_->cv.wait(lock, [&] { return faults_->writes_entered > entered; });
+  }
+  ASSERT_TRUE(index_->Put({0, 9}, Mapping(11, 6, 60)).ok());  // waits for 11
+  {
+    std::lock_guard<std::mutex> lock(faults_->mu);
+    faults_->hold_writes = false;
+    faults_->cv.notify_all();
+  }
+  flusher.join();
+  ASSERT_TRUE(flush_status.ok()) << flush_status.ToString();
+  EXPECT_GT(index_->OldestUnwrittenVersion(), 50u);
+  EXPECT_LE(index_->OldestUnwrittenVersion(), 60u);
+}
+
 // A Put landing while its older version is being written back keeps the
 // newer version in aux (the write-back compares sequence numbers).
 TEST_P(BlockIndexTest, ReplacementDuringWriteBackStaysInAux) {
