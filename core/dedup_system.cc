@@ -623,11 +623,9 @@ Status DedupSystem::Recover() {
     BlockId id;
     BlockMapping mapping;
     DEDUPV1_RETURN_IF_ERROR(DecodeMappingEvent(e.payload, &id, &mapping));
-    for (const auto& item : mapping.items()) {
-      if (item.container != kZeroContainer && !chunk_store_->IsCommitted(item.container)) {
-        recovery_.mappings_dropped++;
-        return Status::OK();
-      }
+    if (!AllContainersCommitted(mapping, *chunk_store_)) {
+      recovery_.mappings_dropped++;
+      return Status::OK();
     }
     BlockMapping current;
     Status g = block_index_->Get(id, &current);

@@ -8,22 +8,35 @@
 namespace dedupv1 {
 namespace {
 
-// Distinct fingerprints a serialized mapping references, with the container
-// of their first item (zero items excluded). Empty input: no mapping.
+// Distinct fingerprints |mapping| references, with the container of their
+// first item (zero items excluded).
+void ReferencedChunks(const BlockMapping& mapping, std::map<Fingerprint, ContainerId>* out) {
+  out->clear();
+  for (const BlockMappingItem& item : mapping.items()) {
+    if (item.IsZero()) continue;
+    out->emplace(item.fp, item.container);
+  }
+}
+
+// The same for a serialized mapping; empty input: no mapping.
 Status ReferencedChunks(const std::string& serialized, const BlockId& id,
                         std::map<Fingerprint, ContainerId>* out) {
   out->clear();
   if (serialized.empty()) return Status::OK();
   BlockMapping mapping;
   DEDUPV1_RETURN_IF_ERROR(BlockMapping::Parse(serialized, id, &mapping));
-  for (const BlockMappingItem& item : mapping.items()) {
-    if (item.IsZero()) continue;
-    out->emplace(item.fp, item.container);
-  }
+  ReferencedChunks(mapping, out);
   return Status::OK();
 }
 
 }  // namespace
+
+bool AllContainersCommitted(const BlockMapping& mapping, const ChunkStore& store) {
+  for (const BlockMappingItem& item : mapping.items()) {
+    if (!item.IsZero() && !store.IsCommitted(item.container)) return false;
+  }
+  return true;
+}
 
 UsageCounter::UsageCounter(OperationsLog* log, ChunkIndex* index, ChunkStore* store, uint64_t first_uncounted)
     : log_(log), index_(index), store_(store), applied_id_(first_uncounted == 0 ? 0 : first_uncounted - 1) {}
@@ -59,17 +72,17 @@ Status UsageCounter::CountEvent(const LogEvent& e) {
   BlockMappingWrittenData data;
   DEDUPV1_RETURN_IF_ERROR(BlockMappingWrittenData::Decode(e.payload, &data));
   const BlockId& block = data.block;
-  std::map<Fingerprint, ContainerId> now;
-  DEDUPV1_RETURN_IF_ERROR(ReferencedChunks(data.new_mapping, block, &now));
-  for (const auto& [fp, container] : now) {
-    if (!store_->IsCommitted(container)) {
-      // Recover drops this mapping: the block keeps what it had.
-      std::lock_guard<std::mutex> l(mu_);
-      dropped_.emplace(block, data.old_mapping);  // an earlier drop's mapping stays
-      stats_.events_dropped++;
-      return Status::OK();
-    }
+  BlockMapping new_mapping;
+  if (!data.new_mapping.empty()) DEDUPV1_RETURN_IF_ERROR(BlockMapping::Parse(data.new_mapping, block, &new_mapping));
+  if (!AllContainersCommitted(new_mapping, *store_)) {
+    // Recover drops this mapping: the block keeps what it had.
+    std::lock_guard<std::mutex> l(mu_);
+    dropped_.emplace(block, data.old_mapping);  // an earlier drop's mapping stays
+    stats_.events_dropped++;
+    return Status::OK();
   }
+  std::map<Fingerprint, ContainerId> now;
+  ReferencedChunks(new_mapping, &now);
   std::string old_serialized;
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -36,10 +36,16 @@
 
 #include "chunkstore/chunk_store.h"
 #include "core/status.h"
+#include "index/block_mapping.h"
 #include "index/chunk_index.h"
 #include "log/operations_log.h"
 
 namespace dedupv1 {
+
+// Whether every container |mapping| references (zero items aside) is
+// committed. Recovery drops a logged mapping that fails this (it describes
+// data no sync covered), and usage counting drops the same events.
+bool AllContainersCommitted(const BlockMapping& mapping, const ChunkStore& store);
 
 struct UsageCounterStats {
   uint64_t events_counted = 0;    // mapping events applied to usage counts
