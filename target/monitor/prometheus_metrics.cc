@@ -134,6 +134,9 @@ std::string RenderPrometheusMetrics(const Json& stats, uint64_t monitor_requests
               Num(gc, "containers_merged"));
     w.Counter("dedupv1_gc_containers_deleted_total", "Containers deleted because nothing in them was live.",
               Num(gc, "containers_deleted"));
+    w.Counter("dedupv1_gc_rounds_deferred_total",
+              "Rounds that left deleting and merging to a later round because the log still held counted events.",
+              Num(gc, "rounds_deferred"));
     w.Gauge("dedupv1_gc_used_bytes", "Container store bytes after the last garbage collection round.",
             Num(gc, "used_bytes"));
     w.Gauge("dedupv1_gc_last_run_timestamp_seconds", "End of the last garbage collection round (Unix time).",

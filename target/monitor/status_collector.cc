@@ -335,6 +335,7 @@ Json StatusCollector::Gc() const {
   j["containers_merged"] = st.containers_merged;
   j["merged_containers_written"] = st.containers_written;
   j["containers_deleted"] = st.containers_deleted;
+  j["rounds_deferred"] = st.rounds_deferred;
   j["used_bytes"] = st.used_bytes;
   j["live_bytes"] = st.live_bytes;
   j["last_run_unix"] = st.last_run_unix;
