@@ -513,7 +513,8 @@ void DedupSystem::CheckpointLoop() {
     if (stop_.load()) break;
     const uint64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                 std::chrono::steady_clock::now() - start).count();
-    const IdleEvent event = idle_.Update(now_ms, stats_.bytes_written.load(), stats_.bytes_read.load());
+    const IdleEvent event = idle_.Update(now_ms, stats_.bytes_written.load(), stats_.bytes_read.load(),
+                                         stats_.requests_timed.load(), stats_.request_ns.load());
     if (event == IdleEvent::kStart) {
       idle_since_unix_ = static_cast<int64_t>(std::time(nullptr));
       // The paper's idle-time write-back: everything persistable, not only

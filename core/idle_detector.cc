@@ -34,11 +34,12 @@ IdleState IdleDetector::state() const {
   return state_;
 }
 
-IdleEvent IdleDetector::Update(uint64_t now_ms, uint64_t bytes_written, uint64_t bytes_read) {
+IdleEvent IdleDetector::Update(uint64_t now_ms, uint64_t bytes_written, uint64_t bytes_read, uint64_t requests,
+                               uint64_t request_ns) {
   std::lock_guard<std::mutex> l(mu_);
   state_.samples++;
   if (!samples_.empty() && now_ms < samples_.back().ms) now_ms = samples_.back().ms;  // never go back
-  samples_.push_back({now_ms, bytes_written, bytes_read});
+  samples_.push_back({now_ms, bytes_written, bytes_read, requests, request_ns});
   // Keep one sample at or before the window start as the base.
   while (samples_.size() >= 2 && samples_[1].ms + options_.window_ms <= now_ms) samples_.pop_front();
   const Sample& base = samples_.front();
@@ -52,8 +53,14 @@ IdleEvent IdleDetector::Update(uint64_t now_ms, uint64_t bytes_written, uint64_t
   } else {
     state_.write_bytes_per_second = state_.read_bytes_per_second = 0;
   }
-  const bool below =
-      state_.write_bytes_per_second + state_.read_bytes_per_second < static_cast<double>(options_.throughput_threshold);
+  const uint64_t n = requests >= base.requests ? requests - base.requests : 0;
+  const uint64_t ns = request_ns >= base.request_ns ? request_ns - base.request_ns : 0;
+  state_.requests_per_second = span_ms > 0 ? n * 1000.0 / span_ms : 0;
+  state_.mean_latency_ms = n > 0 ? ns / 1e6 / n : 0;
+  const bool slow = options_.latency_threshold_ms > 0 && n > 0 &&
+                    state_.mean_latency_ms >= static_cast<double>(options_.latency_threshold_ms);
+  const bool below = !slow && state_.write_bytes_per_second + state_.read_bytes_per_second <
+                                  static_cast<double>(options_.throughput_threshold);
   if (below && !below_) below_since_ms_ = now_ms;
   below_ = below;
   state_.below_for_ms = below ? now_ms - below_since_ms_ : 0;

@@ -2,13 +2,19 @@
 // replay into the indexes, index write-back, garbage collection) runs when it
 // does not compete with requests (paper: idle-time write-back).
 //
-// It is fed samples of the engine's cumulative byte counters (written + read)
-// with a monotonic time; it never reads a clock itself, so tests drive it with
-// made-up times. Throughput is measured over a sliding window: bytes moved
-// between the newest sample and the newest sample at least |window_ms| older,
-// divided by their time span. The system is idle once that throughput has
-// stayed below |throughput_threshold| for |period_ms| without interruption;
-// any window at or above the threshold ends idleness at once.
+// It is fed samples of the engine's cumulative counters (bytes written and
+// read, requests completed and their summed latency) with a monotonic time;
+// it never reads a clock itself, so tests drive it with made-up times. Both
+// are measured over a sliding window, between the newest sample and the
+// newest sample at least |window_ms| older: throughput (bytes moved / span)
+// and the mean latency of the requests completed in it. A window is quiet if
+// its throughput is below |throughput_threshold| and its mean latency below
+// |latency_threshold_ms| (a window without requests has no latency; a
+// threshold of 0 leaves latency out): a trickle of slow requests means the
+// disks are busy although few bytes move, and write requests slow down when
+// the write buffer is full. The system is idle once windows have stayed
+// quiet for |period_ms| without interruption; any window that is not ends
+// idleness at once.
 //
 // Events (returned by Update, at most one per sample): kStart when idleness
 // begins, kTick every |period_ms| while idle (the first tick one period after
@@ -31,7 +37,8 @@ namespace dedupv1 {
 struct IdleOptions {
   uint64_t throughput_threshold = 1 << 20;  // bytes/s (reads + writes) below which the system may be idle
   uint64_t period_ms = 5000;                // how long throughput must stay below it; also the tick interval
-  uint64_t window_ms = 1000;                // length of the throughput window
+  uint64_t window_ms = 1000;                // length of the throughput and latency window
+  uint64_t latency_threshold_ms = 10;       // mean request latency at or above which it is busy; 0: not used
 };
 
 enum class IdleMode : uint8_t { kAuto = 0, kIdle = 1, kBusy = 2 };
@@ -45,9 +52,11 @@ struct IdleState {
   IdleMode mode = IdleMode::kAuto;
   bool idle = false;
   uint64_t idle_since_ms = 0;   // time of kStart (the caller's clock), valid while idle
-  uint64_t below_for_ms = 0;    // how long throughput has stayed below the threshold
+  uint64_t below_for_ms = 0;    // how long windows have stayed quiet
   double write_bytes_per_second = 0;  // over the last window
   double read_bytes_per_second = 0;
+  double requests_per_second = 0;     // requests completed in the last window, per second
+  double mean_latency_ms = 0;         // their mean latency, 0 if there were none
   uint64_t starts = 0, ticks = 0, ends = 0;
   uint64_t samples = 0;
 };
@@ -57,8 +66,10 @@ class IdleDetector {
   explicit IdleDetector(const IdleOptions& options) : options_(options) {}
 
   // One sample: |now_ms| from a monotonic clock (never decreasing), the
-  // counters cumulative. Returns what the caller should do now.
-  IdleEvent Update(uint64_t now_ms, uint64_t bytes_written, uint64_t bytes_read);
+  // counters cumulative (|request_ns|: summed latency of the |requests|
+  // completed). Returns what the caller should do now.
+  IdleEvent Update(uint64_t now_ms, uint64_t bytes_written, uint64_t bytes_read, uint64_t requests = 0,
+                   uint64_t request_ns = 0);
 
   void SetMode(IdleMode mode);
   IdleMode mode() const;
@@ -67,7 +78,7 @@ class IdleDetector {
 
  private:
   struct Sample {
-    uint64_t ms, written, read;
+    uint64_t ms, written, read, requests, request_ns;
   };
 
   const IdleOptions options_;

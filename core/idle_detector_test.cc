@@ -135,3 +135,54 @@ TEST(IdleDetectorTest, ParseAndNameModes) {
 
 }  // namespace
 }  // namespace dedupv1
+
+namespace dedupv1 {
+namespace {
+
+// Few bytes but slow requests: busy. The same requests when fast: idle.
+// With the latency threshold at 0 only throughput counts.
+TEST(IdleDetectorTest, SlowRequestsKeepItBusyAtLowThroughput) {
+  IdleOptions o;
+  o.throughput_threshold = 1 << 20;
+  o.period_ms = 1000;
+  o.window_ms = 500;
+  o.latency_threshold_ms = 10;
+  for (uint64_t latency_ms : {50, 1}) {
+    IdleDetector d(o);
+    uint64_t requests = 0, ns = 0, read = 0;
+    bool went_idle = false;
+    for (uint64_t now = 0; now <= 5000; now += 100) {
+      requests += 2;  // 20 requests/s of 4 KiB: 80 KiB/s, far below the throughput threshold
+      read += 2 * 4096;
+      ns += 2 * latency_ms * 1000000;
+      went_idle |= d.Update(now, 0, read, requests, ns) == IdleEvent::kStart;
+    }
+    EXPECT_NEAR(d.state().mean_latency_ms, static_cast<double>(latency_ms), 0.01);
+    EXPECT_NEAR(d.state().requests_per_second, 20.0, 0.01);
+    EXPECT_EQ(went_idle, latency_ms < o.latency_threshold_ms) << "latency " << latency_ms << " ms";
+  }
+  // Threshold 0: latency is not looked at.
+  o.latency_threshold_ms = 0;
+  IdleDetector d(o);
+  uint64_t requests = 0, ns = 0;
+  bool went_idle = false;
+  for (uint64_t now = 0; now <= 5000; now += 100) {
+    requests += 2;
+    ns += 2 * 50 * 1000000ull;
+    went_idle |= d.Update(now, 0, 0, requests, ns) == IdleEvent::kStart;
+  }
+  EXPECT_TRUE(went_idle);
+  // Once requests stop, the window holds none and the latency is forgotten.
+  o.latency_threshold_ms = 10;
+  IdleDetector quiet(o);
+  EXPECT_EQ(quiet.Update(0, 0, 0, 10, 10 * 50 * 1000000ull), IdleEvent::kNone);
+  IdleEvent last = IdleEvent::kNone;
+  for (uint64_t now = 100; now <= 3000 && last != IdleEvent::kStart; now += 100) {
+    last = quiet.Update(now, 0, 0, 10, 10 * 50 * 1000000ull);
+  }
+  EXPECT_EQ(last, IdleEvent::kStart);
+  EXPECT_EQ(quiet.state().mean_latency_ms, 0.0);
+}
+
+}  // namespace
+}  // namespace dedupv1

@@ -357,6 +357,7 @@ static const std::map<std::string, Setter>& Setters() {
        }},
       {"idle.throughput-threshold", [](const std::string& v, Options* o) { return ParseSize(v, &o->idle.throughput_threshold); }},
       {"idle.period", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.period_ms); }},
+      {"idle.latency-threshold", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.latency_threshold_ms); }},
       {"idle.window", [](const std::string& v, Options* o) {
          DEDUPV1_RETURN_IF_ERROR(ParseDurationMs(v, &o->idle.window_ms));
          if (o->idle.window_ms == 0) return Status::InvalidArgument("idle.window must be above 0, got " + v);
@@ -542,6 +543,7 @@ std::string Options::ToString() const {
     << "idle.throughput-threshold = " << idle.throughput_threshold << "\n"
     << "idle.period = " << idle.period_ms << "ms\n"
     << "idle.window = " << idle.window_ms << "ms\n"
+    << "idle.latency-threshold = " << idle.latency_threshold_ms << "ms\n"
     << "log.path = " << log.path << "\n"
     << "log.size = " << log.size_bytes << "\n"
     << "log.soft-limit = " << log.soft_limit << "\n"

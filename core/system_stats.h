@@ -10,6 +10,9 @@ namespace dedupv1 {
 struct SystemStats {
   std::atomic<uint64_t> read_ops{0}, write_ops{0}, unmap_ops{0}, sync_ops{0};
   std::atomic<uint64_t> bytes_read{0}, bytes_written{0}, bytes_unmapped{0};
+  // Reads, writes and unmaps completed and their summed latency, for idle
+  // detection (core/idle_detector.h).
+  std::atomic<uint64_t> requests_timed{0}, request_ns{0};
   // Chunking and deduplication.
   std::atomic<uint64_t> runs{0}, chunks{0}, chunks_new{0}, chunks_known{0}, chunks_zero{0};
   std::atomic<uint64_t> bytes_chunked{0};   // logical bytes that went through the chain

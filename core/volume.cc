@@ -98,7 +98,27 @@ Status Volume::ForEachPiece(uint64_t offset, uint64_t length,
   return Status::OK();
 }
 
+namespace {
+
+// Adds a request's latency to the counters idle detection samples.
+class RequestTimer {
+ public:
+  explicit RequestTimer(SystemStats* stats) : stats_(stats), start_(std::chrono::steady_clock::now()) {}
+  ~RequestTimer() {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_);
+    stats_->request_ns.fetch_add(static_cast<uint64_t>(ns.count()), std::memory_order_relaxed);
+    stats_->requests_timed.fetch_add(1, std::memory_order_relaxed);
+  }
+
+ private:
+  SystemStats* const stats_;
+  const std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
 Status Volume::Read(uint64_t offset, uint64_t length, uint8_t* out) {
+  RequestTimer timer(&system_->stats_);
   DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "read"));
   system_->stats_.read_ops++;
   DEDUPV1_RETURN_IF_ERROR(ForEachPiece(offset, length, [&](const Piece& p, bool*) {
@@ -111,6 +131,7 @@ Status Volume::Read(uint64_t offset, uint64_t length, uint8_t* out) {
 }
 
 Status Volume::Write(uint64_t offset, uint64_t length, const uint8_t* data, bool fua) {
+  RequestTimer timer(&system_->stats_);
   DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "write"));
   // A store that cannot take data (e.g. the disk is full) refuses new writes
   // with the reason instead of buffering what it cannot keep.
@@ -135,6 +156,7 @@ Status Volume::Write(uint64_t offset, uint64_t length, const uint8_t* data, bool
 }
 
 Status Volume::Unmap(uint64_t offset, uint64_t length) {
+  RequestTimer timer(&system_->stats_);
   DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "unmap"));
   DEDUPV1_RETURN_IF_ERROR(system_->WaitForLogSpace());
   system_->stats_.unmap_ops++;

@@ -154,6 +154,9 @@ std::string RenderPrometheusMetrics(const Json& stats, uint64_t monitor_requests
     w.Counter("dedupv1_idle_starts_total", "Times the system became idle.", Num(idle, "idle_starts"));
     w.Counter("dedupv1_idle_checkpoints_total", "Checkpoints run because the system was idle.",
               Num(idle, "idle_checkpoints"));
+    w.Gauge("dedupv1_request_latency_mean_seconds",
+            "Mean latency of the reads, writes and unmaps completed in the idle detection window.",
+            idle.value("mean_latency_ms", 0.0) / 1000.0);
   }
 
   const Json& d = Obj(stats, "dedup");

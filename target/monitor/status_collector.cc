@@ -362,6 +362,9 @@ Json StatusCollector::Idle() const {
   j["throughput_threshold_bytes_per_second"] = info.options.throughput_threshold;
   j["period_seconds"] = info.options.period_ms / 1000.0;
   j["window_seconds"] = info.options.window_ms / 1000.0;
+  j["requests_per_second"] = info.detector.requests_per_second;
+  j["mean_latency_ms"] = info.detector.mean_latency_ms;
+  j["latency_threshold_ms"] = info.options.latency_threshold_ms;
   j["replay_paused"] = info.replay_paused;
   j["idle_starts"] = info.detector.starts;
   j["idle_ticks"] = info.detector.ticks;
