@@ -322,3 +322,58 @@ TEST(CrashTest, CheckpointKeepsEventsOfMappingsReplacedInMemory) {
 
 }  // namespace
 }  // namespace dedupv1
+
+namespace dedupv1 {
+namespace {
+
+// An unmap of a whole block is logged as the mapping's deletion, of part of
+// a block as a mapping change; after kill -9 both are replayed (the blocks
+// read zeros where unmapped) and counted (usage counts equal a recount).
+TEST(CrashTest, UnmapIsLoggedAndRecoveredAfterKill) {
+  test::TempDir dir;
+  Options o = CrashOptions(dir.path());
+  const uint64_t block = o.block_size;
+  auto data = test::RandomBytes(4 * block, 5);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::unique_ptr<DedupSystem> sys;
+    if (!DedupSystem::Open(o, Env::Default(), &sys).ok()) _exit(10);
+    Volume* v;
+    if (!sys->GetVolume("crash", &v).ok()) _exit(11);
+    if (!v->Write(0, data.size(), data.data(), false).ok() || !v->Sync().ok()) _exit(12);
+    if (!sys->Checkpoint().ok()) _exit(13);
+    if (!v->Unmap(block, block).ok() || !v->Unmap(2 * block, block / 2).ok() || !v->Sync().ok()) _exit(14);
+    uint64_t deleted = 0, written = 0;
+    Status s = sys->log()->Replay(sys->log()->head_id(), [&](const LogEvent& e) {
+      deleted += e.type == LogEventType::kBlockMappingDeleted;
+      written += e.type == LogEventType::kBlockMappingWritten;
+      return Status::OK();
+    });
+    if (!s.ok()) _exit(15);
+    if (deleted != 1 || written != 1) {
+      std::fprintf(stderr, "logged %llu deletions, %llu mapping writes\n", (unsigned long long)deleted,
+                   (unsigned long long)written);
+      _exit(16);
+    }
+    kill(getpid(), SIGKILL);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with code " << WEXITSTATUS(status);
+  std::unique_ptr<DedupSystem> sys;
+  ASSERT_TRUE(DedupSystem::Open(o, Env::Default(), &sys).ok());
+  EXPECT_TRUE(sys->recovery().dirty_start);
+  EXPECT_EQ(sys->recovery().mappings_applied, 2u);
+  ExpectUsageMatchesRecount(sys.get(), /*expect_entries=*/true);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("crash", &v).ok());
+  std::vector<uint8_t> want = data;
+  std::fill(want.begin() + block, want.begin() + 2 * block + block / 2, 0);
+  std::vector<uint8_t> got(want.size());
+  ASSERT_TRUE(v->Read(0, got.size(), got.data()).ok());
+  EXPECT_TRUE(got == want);
+}
+
+}  // namespace
+}  // namespace dedupv1

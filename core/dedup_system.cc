@@ -393,15 +393,26 @@ Status DedupSystem::Persist() {
   return log_->Sync();
 }
 
-Status DedupSystem::InstallMapping(const BlockId& id, const BlockMapping* old, BlockMapping* mapping) {
+Status DedupSystem::InstallMapping(const BlockId& id, const BlockMapping* old, BlockMapping* mapping, bool unmap) {
   // Everything that can refuse the mapping comes before its event is logged:
   // a logged event is replayed after a crash and counted into usage counts,
   // so the mapping it describes must then be installed.
   DEDUPV1_RETURN_IF_ERROR(block_index_->PrepareInstall(id, *mapping));
+  LogEventType type = LogEventType::kBlockMappingWritten;
+  std::string payload;
+  if (unmap && mapping->IsAllZero()) {
+    // The block index keeps the all-zero mapping (the block reads zeros).
+    BlockMappingDeletedData deleted;
+    deleted.block = id;
+    if (old != nullptr) old->Serialize(&deleted.old_mapping);
+    type = LogEventType::kBlockMappingDeleted;
+    payload = deleted.Encode();
+  } else {
+    payload = EncodeMappingEvent(id, *mapping, old);
+  }
   std::shared_lock<std::shared_mutex> l(mapping_mu_);
   uint64_t event_id;
-  DEDUPV1_RETURN_IF_ERROR(log_->Append(LogEventType::kBlockMappingWritten,
-                                       EncodeMappingEvent(id, *mapping, old), &event_id));
+  DEDUPV1_RETURN_IF_ERROR(log_->Append(type, payload, &event_id));
   // The version is the event's id: replay applies an event only to an older mapping.
   mapping->set_version(event_id);
   return block_index_->Install(id, *mapping);
@@ -620,10 +631,19 @@ Status DedupSystem::Recover() {
   if (log_->last_id() < log_->head_id()) return Status::OK();
   Status s = log_->Replay(log_->head_id(), [&](const LogEvent& e) -> Status {
     recovery_.events_replayed++;
-    if (e.type != LogEventType::kBlockMappingWritten) return Status::OK();
     BlockId id;
     BlockMapping mapping;
-    DEDUPV1_RETURN_IF_ERROR(DecodeMappingEvent(e.payload, &id, &mapping));
+    if (e.type == LogEventType::kBlockMappingDeleted) {
+      // An unmapped block: all zeros, nothing to wait for.
+      BlockMappingDeletedData deleted;
+      DEDUPV1_RETURN_IF_ERROR(BlockMappingDeletedData::Decode(e.payload, &deleted));
+      id = deleted.block;
+      mapping = BlockMapping(options_.block_size);
+    } else if (e.type == LogEventType::kBlockMappingWritten) {
+      DEDUPV1_RETURN_IF_ERROR(DecodeMappingEvent(e.payload, &id, &mapping));
+    } else {
+      return Status::OK();
+    }
     if (!AllContainersCommitted(mapping, *chunk_store_)) {
       recovery_.mappings_dropped++;
       return Status::OK();

@@ -145,7 +145,9 @@ class DedupSystem {
   Status WaitForLogSpace();
   // Logs a block's new mapping and installs it in the block index; the caller
   // holds the block's lock. |old| is the mapping it replaces (for GC), or null.
-  Status InstallMapping(const BlockId& id, const BlockMapping* old, BlockMapping* mapping);
+  // An unmap that leaves the block all zeros is logged as the mapping's
+  // deletion (kBlockMappingDeleted), anything else as kBlockMappingWritten.
+  Status InstallMapping(const BlockId& id, const BlockMapping* old, BlockMapping* mapping, bool unmap = false);
   void WorkerLoop(int index);
   void WakeWorkers();
   WriteBuffer::ClaimPolicy CurrentPolicy() const;

@@ -56,7 +56,9 @@ Status UsageCounter::CountUpTo(uint64_t up_to) {
   }
   Status s = log_->Replay(from, [&](const LogEvent& e) -> Status {
     if (e.id > up_to) return Status::OK();
-    if (e.type == LogEventType::kBlockMappingWritten) DEDUPV1_RETURN_IF_ERROR(CountEvent(e));
+    if (e.type == LogEventType::kBlockMappingWritten || e.type == LogEventType::kBlockMappingDeleted) {
+      DEDUPV1_RETURN_IF_ERROR(CountEvent(e));
+    }
     std::lock_guard<std::mutex> l(mu_);
     applied_id_ = e.id;
     return Status::OK();
@@ -69,8 +71,15 @@ Status UsageCounter::CountUpTo(uint64_t up_to) {
 }
 
 Status UsageCounter::CountEvent(const LogEvent& e) {
-  BlockMappingWrittenData data;
-  DEDUPV1_RETURN_IF_ERROR(BlockMappingWrittenData::Decode(e.payload, &data));
+  BlockMappingWrittenData data;  // a deletion: no new mapping
+  if (e.type == LogEventType::kBlockMappingDeleted) {
+    BlockMappingDeletedData deleted;
+    DEDUPV1_RETURN_IF_ERROR(BlockMappingDeletedData::Decode(e.payload, &deleted));
+    data.block = deleted.block;
+    data.old_mapping = std::move(deleted.old_mapping);
+  } else {
+    DEDUPV1_RETURN_IF_ERROR(BlockMappingWrittenData::Decode(e.payload, &data));
+  }
   const BlockId& block = data.block;
   BlockMapping new_mapping;
   if (!data.new_mapping.empty()) DEDUPV1_RETURN_IF_ERROR(BlockMapping::Parse(data.new_mapping, block, &new_mapping));

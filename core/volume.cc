@@ -171,7 +171,7 @@ Status Volume::Unmap(uint64_t offset, uint64_t length) {
     BlockMappingItem hole{Fingerprint::Zero(system_->options().fingerprint), kZeroContainer, 0, p.length};
     BlockMapping mapping = old;
     DEDUPV1_RETURN_IF_ERROR(mapping.Overlay(p.offset, {hole}));
-    return system_->InstallMapping(id, &old, &mapping);
+    return system_->InstallMapping(id, &old, &mapping, /*unmap=*/true);
   }));
   system_->stats_.bytes_unmapped += length;
   unmap_ops_.fetch_add(1, std::memory_order_relaxed);

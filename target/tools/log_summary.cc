@@ -89,7 +89,7 @@ std::string DescribeLogEvent(const LogEvent& e) {
       BlockMappingDeletedData d;
       Status s = BlockMappingDeletedData::Decode(e.payload, &d);
       if (!s.ok()) return Undecodable(e, s);
-      return fmt::format("volume {} block {}: mapping dropped; {}", d.block.volume, d.block.block,
+      return fmt::format("volume {} block {}: unmapped (reads zeros); {}", d.block.volume, d.block.block,
                          DescribeOld(d.old_mapping, d.block));
     }
     case LogEventType::kReplayStarted:
