@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -226,12 +227,11 @@ TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
 namespace dedupv1 {
 namespace {
 
-// After an unclean stop the bloom filter is rebuilt from the chunk index, so
-// data written before the crash still deduplicates.
-TEST(CrashTest, BloomFilterIsRebuiltAfterUncleanStop) {
-  test::TempDir dir;
-  Options o = CrashOptions(dir.path());
-  auto data = test::RandomBytes(8 << 20, 99);
+// Forks a child that opens the system at |o|, runs |body| on it and its
+// volume and kills itself with SIGKILL; |body| returns 0, or an exit code
+// that fails the test. Then opens the system again (an unclean start).
+void CrashAfter(const Options& o, const std::function<int(DedupSystem*, Volume*)>& body,
+                std::unique_ptr<DedupSystem>* reopened, Volume** volume) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -239,22 +239,39 @@ TEST(CrashTest, BloomFilterIsRebuiltAfterUncleanStop) {
     if (!DedupSystem::Open(o, Env::Default(), &sys).ok()) _exit(10);
     Volume* v;
     if (!sys->GetVolume("crash", &v).ok()) _exit(11);
-    if (!v->Write(0, data.size(), data.data(), false).ok() || !v->Sync().ok()) _exit(12);
+    const int code = body(sys.get(), v);
+    if (code != 0) _exit(code);
     kill(getpid(), SIGKILL);
   }
-  int status;
+  int status = 0;
   waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with code " << WEXITSTATUS(status);
+  Status s = DedupSystem::Open(o, Env::Default(), reopened);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE((*reopened)->recovery().dirty_start);
+  ASSERT_TRUE((*reopened)->GetVolume("crash", volume).ok());
+}
+
+// After an unclean stop the bloom filter is rebuilt from the chunk index, so
+// data written before the crash still deduplicates.
+TEST(CrashTest, BloomFilterIsRebuiltAfterUncleanStop) {
+  test::TempDir dir;
+  Options o = CrashOptions(dir.path());
+  auto data = test::RandomBytes(8 << 20, 99);
   std::unique_ptr<DedupSystem> sys;
-  ASSERT_TRUE(DedupSystem::Open(o, Env::Default(), &sys).ok());
-  EXPECT_TRUE(sys->recovery().dirty_start);
+  Volume* v = nullptr;
+  CrashAfter(
+      o,
+      [&](DedupSystem*, Volume* cv) {
+        return cv->Write(0, data.size(), data.data(), false).ok() && cv->Sync().ok() ? 0 : 12;
+      },
+      &sys, &v);
+  ASSERT_FALSE(HasFatalFailure());
   bool has_bloom = false;
   for (size_t i = 0; i < sys->filter_chain().size(); i++) {
     has_bloom |= std::string(sys->filter_chain().filter(i).name()) == "bloom";
   }
   EXPECT_TRUE(has_bloom);
-  Volume* v;
-  ASSERT_TRUE(sys->GetVolume("crash", &v).ok());
   uint64_t before = sys->chunk_store()->stats().bytes_stored;
   ASSERT_TRUE(v->Write(16 << 20, data.size(), data.data(), false).ok());
   ASSERT_TRUE(v->Sync().ok());
@@ -264,12 +281,6 @@ TEST(CrashTest, BloomFilterIsRebuiltAfterUncleanStop) {
   ASSERT_TRUE(v->Read(0, out.size(), out.data()).ok());
   EXPECT_EQ(out, data);
 }
-
-}  // namespace
-}  // namespace dedupv1
-
-namespace dedupv1 {
-namespace {
 
 // A block's synced mapping that is still only in memory when a newer
 // mapping of the block, waiting for its container, replaces it: a checkpoint
@@ -282,49 +293,35 @@ TEST(CrashTest, CheckpointKeepsEventsOfMappingsReplacedInMemory) {
   const uint32_t block = o.block_size;
   auto first = test::RandomBytes(block, 1);
   auto second = test::RandomBytes(block, 2);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    std::unique_ptr<DedupSystem> sys;
-    if (!DedupSystem::Open(o, Env::Default(), &sys).ok()) _exit(10);
-    Volume* v;
-    if (!sys->GetVolume("crash", &v).ok()) _exit(11);
-    // The first version reaches the store, the second only memory.
-    if (!v->Write(0, block, first.data(), false).ok() || !v->Sync().ok()) _exit(12);
-    if (!sys->Checkpoint().ok()) _exit(13);
-    if (!v->Write(0, block, second.data(), false).ok() || !v->Sync().ok()) _exit(14);
-    // A newer mapping of the block whose container is not committed (as a
-    // run installs one whose chunks went to a container opened after the
-    // checkpoint's commit): it replaces the synced one in memory.
-    BlockMapping waiting(block);
-    BlockMappingItem item;
-    ComputeFingerprint(o.fingerprint, second.data(), 100, &item.fp);
-    item.container = sys->chunk_store()->last_allocated_id() + 1000;
-    item.size = block;
-    if (!waiting.Overlay(0, {item}).ok()) _exit(15);
-    waiting.set_version(sys->log()->last_id() + 1000);
-    if (!sys->block_index()->Put(BlockId{v->id(), 0}, waiting).ok()) _exit(16);
-    if (!sys->Checkpoint().ok()) _exit(17);
-    kill(getpid(), SIGKILL);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with code " << WEXITSTATUS(status);
   std::unique_ptr<DedupSystem> sys;
-  ASSERT_TRUE(DedupSystem::Open(o, Env::Default(), &sys).ok());
-  Volume* v;
-  ASSERT_TRUE(sys->GetVolume("crash", &v).ok());
+  Volume* v = nullptr;
+  CrashAfter(
+      o,
+      [&](DedupSystem* cs, Volume* cv) {
+        // The first version reaches the store, the second only memory.
+        if (!cv->Write(0, block, first.data(), false).ok() || !cv->Sync().ok()) return 12;
+        if (!cs->Checkpoint().ok()) return 13;
+        if (!cv->Write(0, block, second.data(), false).ok() || !cv->Sync().ok()) return 14;
+        // A newer mapping of the block whose container is not committed (as a
+        // run installs one whose chunks went to a container opened after the
+        // checkpoint's commit): it replaces the synced one in memory.
+        BlockMapping waiting(block);
+        BlockMappingItem item;
+        ComputeFingerprint(o.fingerprint, second.data(), 100, &item.fp);
+        item.container = cs->chunk_store()->last_allocated_id() + 1000;
+        item.size = block;
+        if (!waiting.Overlay(0, {item}).ok()) return 15;
+        waiting.set_version(cs->log()->last_id() + 1000);
+        if (!cs->block_index()->Put(BlockId{cv->id(), 0}, waiting).ok()) return 16;
+        return cs->Checkpoint().ok() ? 0 : 17;
+      },
+      &sys, &v);
+  ASSERT_FALSE(HasFatalFailure());
   std::vector<uint8_t> got(block);
   ASSERT_TRUE(v->Read(0, block, got.data()).ok());
   EXPECT_TRUE(got == second) << (got == first ? "the synced write was lost: the block reads its older version"
                                               : "the block reads neither version");
 }
-
-}  // namespace
-}  // namespace dedupv1
-
-namespace dedupv1 {
-namespace {
 
 // An unmap of a whole block is logged as the mapping's deletion, of part of
 // a block as a mapping change; after kill -9 both are replayed (the blocks
@@ -334,40 +331,32 @@ TEST(CrashTest, UnmapIsLoggedAndRecoveredAfterKill) {
   Options o = CrashOptions(dir.path());
   const uint64_t block = o.block_size;
   auto data = test::RandomBytes(4 * block, 5);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    std::unique_ptr<DedupSystem> sys;
-    if (!DedupSystem::Open(o, Env::Default(), &sys).ok()) _exit(10);
-    Volume* v;
-    if (!sys->GetVolume("crash", &v).ok()) _exit(11);
-    if (!v->Write(0, data.size(), data.data(), false).ok() || !v->Sync().ok()) _exit(12);
-    if (!sys->Checkpoint().ok()) _exit(13);
-    if (!v->Unmap(block, block).ok() || !v->Unmap(2 * block, block / 2).ok() || !v->Sync().ok()) _exit(14);
-    uint64_t deleted = 0, written = 0;
-    Status s = sys->log()->Replay(sys->log()->head_id(), [&](const LogEvent& e) {
-      deleted += e.type == LogEventType::kBlockMappingDeleted;
-      written += e.type == LogEventType::kBlockMappingWritten;
-      return Status::OK();
-    });
-    if (!s.ok()) _exit(15);
-    if (deleted != 1 || written != 1) {
-      std::fprintf(stderr, "logged %llu deletions, %llu mapping writes\n", (unsigned long long)deleted,
-                   (unsigned long long)written);
-      _exit(16);
-    }
-    kill(getpid(), SIGKILL);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with code " << WEXITSTATUS(status);
   std::unique_ptr<DedupSystem> sys;
-  ASSERT_TRUE(DedupSystem::Open(o, Env::Default(), &sys).ok());
-  EXPECT_TRUE(sys->recovery().dirty_start);
+  Volume* v = nullptr;
+  CrashAfter(
+      o,
+      [&](DedupSystem* cs, Volume* cv) {
+        if (!cv->Write(0, data.size(), data.data(), false).ok() || !cv->Sync().ok()) return 12;
+        if (!cs->Checkpoint().ok()) return 13;
+        if (!cv->Unmap(block, block).ok() || !cv->Unmap(2 * block, block / 2).ok() || !cv->Sync().ok()) return 14;
+        uint64_t deleted = 0, written = 0;
+        Status s = cs->log()->Replay(cs->log()->head_id(), [&](const LogEvent& e) {
+          deleted += e.type == LogEventType::kBlockMappingDeleted;
+          written += e.type == LogEventType::kBlockMappingWritten;
+          return Status::OK();
+        });
+        if (!s.ok()) return 15;
+        if (deleted != 1 || written != 1) {
+          std::fprintf(stderr, "logged %llu deletions, %llu mapping writes\n", (unsigned long long)deleted,
+                       (unsigned long long)written);
+          return 16;
+        }
+        return 0;
+      },
+      &sys, &v);
+  ASSERT_FALSE(HasFatalFailure());
   EXPECT_EQ(sys->recovery().mappings_applied, 2u);
   ExpectUsageMatchesRecount(sys.get(), /*expect_entries=*/true);
-  Volume* v;
-  ASSERT_TRUE(sys->GetVolume("crash", &v).ok());
   std::vector<uint8_t> want = data;
   std::fill(want.begin() + block, want.begin() + 2 * block + block / 2, 0);
   std::vector<uint8_t> got(want.size());
