@@ -436,6 +436,23 @@ Status DedupSystem::WaitForLogSpace() {
   // of the hard limit: the estimate above is twice the usual event size.
   limit_slots = std::min(limit_slots, std::max(hard_slots > reserve ? hard_slots - reserve : 0, hard_slots / 4));
   limit_slots = std::max<uint64_t>(limit_slots, 1);
+  // Above the soft limit the checkpoint thread is woken (it checkpoints at
+  // once instead of at its next tick) and writers are slowed down, the more
+  // the fuller the log (1..20 ms per run), so the checkpoint that trims the
+  // log catches up before writers reach the hard limit and have to stop.
+  const uint64_t soft_slots = static_cast<uint64_t>(options_.log.soft_limit * slots);
+  const uint64_t used_now = log_->stats().used_slots;
+  if (used_now >= soft_slots && used_now < limit_slots && !stop_.load()) {
+    soft_limit_throttles_++;
+    {
+      std::lock_guard<std::mutex> l(loop_mu_);
+      loop_wake_++;
+    }
+    loop_cv_.notify_all();
+    const double over = static_cast<double>(used_now - soft_slots) /
+                        static_cast<double>(std::max<uint64_t>(1, limit_slots - soft_slots));
+    std::this_thread::sleep_for(std::chrono::microseconds(1000 + static_cast<int64_t>(19000 * over)));
+  }
   for (int i = 0;; i++) {
     const uint64_t used = log_->stats().used_slots;
     if (used < limit_slots || used == 0) break;
@@ -585,6 +602,7 @@ DedupSystem::IdleInfo DedupSystem::idle_info() const {
   info.loop_ticks = loop_ticks_.load();
   info.idle_checkpoints = idle_checkpoints_.load();
   info.soft_limit_checkpoints = soft_limit_checkpoints_.load();
+  info.soft_limit_throttles = soft_limit_throttles_.load();
   info.idle_gc_runs = idle_gc_runs_.load();
   info.skipped_paused = skipped_paused_.load();
   info.options = idle_.options();

@@ -119,6 +119,7 @@ class DedupSystem {
     uint64_t loop_ticks = 0;         // checkpoint-thread samples taken
     uint64_t idle_checkpoints = 0;   // checkpoints run at idle start/tick
     uint64_t soft_limit_checkpoints = 0;
+    uint64_t soft_limit_throttles = 0;  // dedup runs and unmaps slowed down above the log's soft limit
     uint64_t idle_gc_runs = 0;       // GC rounds run at idle
     uint64_t skipped_paused = 0;     // ticks whose checkpoint was skipped because replay is paused
     IdleOptions options;
@@ -187,7 +188,7 @@ class DedupSystem {
   uint64_t loop_wake_ = 0;           // guarded by loop_mu_
   std::atomic<bool> replay_paused_{false};
   std::atomic<int64_t> idle_since_unix_{0};
-  std::atomic<uint64_t> loop_ticks_{0}, idle_checkpoints_{0}, soft_limit_checkpoints_{0}, idle_gc_runs_{0},
+  std::atomic<uint64_t> loop_ticks_{0}, idle_checkpoints_{0}, soft_limit_checkpoints_{0}, soft_limit_throttles_{0}, idle_gc_runs_{0},
       skipped_paused_{0};
   RecoveryInfo recovery_;
   std::unique_ptr<BloomSet> bloom_;

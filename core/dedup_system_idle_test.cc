@@ -182,6 +182,35 @@ TEST(DedupSystemIdleTest, PausedReplayStillCheckpointsAtTheHardLimit) {
   ASSERT_TRUE(sys->Close().ok());
 }
 
+// Between the log's soft limit and the point where writers checkpoint
+// themselves, every dedup run is slowed down (and wakes the checkpoint
+// thread). Replay is paused so the fill stays there: a 4 MiB log has 1024
+// slots, the soft limit is at 512, writers checkpoint near 640; two passes
+// over 64 MiB log 1024 mapping events.
+TEST(DedupSystemIdleTest, WritersAreSlowedDownAboveTheSoftLimit) {
+  test::TempDir dir;
+  Options o = IdleTestOptions(dir.path(), 3600 * 1000, 1 << 20);
+  o.log.size_bytes = 4 << 20;
+  ASSERT_TRUE(o.Finish().ok());
+  std::unique_ptr<DedupSystem> sys = test::OpenSystemOrDie(o);
+  ASSERT_NE(sys, nullptr);
+  sys->PauseReplay(true);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  const auto data = test::RandomBytes(1 << 20, 11);
+  for (int pass = 0; pass < 2; pass++) {
+    for (uint64_t i = 0; i < 64; i++) ASSERT_TRUE(v->Write(i << 20, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(v->Sync().ok());
+  }
+  const DedupSystem::IdleInfo info = sys->idle_info();
+  EXPECT_GT(info.soft_limit_throttles, 0u);
+  EXPECT_EQ(info.soft_limit_checkpoints, 0u) << "the paused checkpoint thread checkpointed";
+  std::vector<uint8_t> out(data.size());
+  ASSERT_TRUE(v->Read(5 << 20, out.size(), out.data()).ok());
+  EXPECT_EQ(out, data);
+  ASSERT_TRUE(sys->Close().ok());
+}
+
 TEST(DedupSystemIdleTest, IdleKeysAreParsed) {
   Config c;
   ASSERT_TRUE(Config::Parse("volume = v 1G\nidle.throughput-threshold = 4M\nidle.period = 2s\nidle.window = 500ms\n", "test", &c).ok());

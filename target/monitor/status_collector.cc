@@ -305,6 +305,7 @@ Json StatusCollector::Log() const {
   j["replay_paused"] = idle.replay_paused;
   j["idle_checkpoints"] = idle.idle_checkpoints;
   j["soft_limit_checkpoints"] = idle.soft_limit_checkpoints;
+  j["soft_limit_throttles"] = idle.soft_limit_throttles;
   j["checkpoints_skipped_paused"] = idle.skipped_paused;
   j["appended_events"] = st.appended_events;
   j["appended_bytes"] = st.appended_bytes;
