@@ -83,7 +83,9 @@ void ExpectUsageMatchesRecount(DedupSystem* sys, bool expect_entries) {
     ChunkIndexEntry e;
     EXPECT_TRUE(sys->chunk_index()->Lookup(fp, &e).ok()) << "referenced chunk without entry " << fp.ToHex();
   }
-  if (expect_entries) EXPECT_GT(checked, 0u);
+  if (expect_entries) {
+    EXPECT_GT(checked, 0u);
+  }
 }
 
 namespace {
