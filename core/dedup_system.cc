@@ -510,11 +510,12 @@ Status DedupSystem::Checkpoint(ReplayMode mode) {
   DEDUPV1_RETURN_IF_ERROR(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCheckpointFile),
                                               "container-watermark = " + std::to_string(watermark) + "\n"));
   // An event is trimmed only once the block index store reflects it. Flush
-  // wrote every persistable mapping, but a block whose newest mapping waits
-  // for a container opened after the commit above may have replaced older,
-  // committed versions in memory before they were written: the store still
-  // has the block as it was before them, and their events must stay so that
-  // a crash losing the waiting mapping restores them (not the store's copy).
+  // wrote every persistable mapping, including the newest committed version
+  // of a block whose current mapping waits for a container opened after the
+  // commit above (its "stable" version). But a version replaced while it
+  // was itself waiting is in neither the store nor memory: its event must
+  // stay so that a crash losing the newer mapping restores it, not the
+  // store's older copy.
   const uint64_t unwritten = block_index_->OldestUnwrittenVersion();
   uint64_t trim_to = std::min(applied + 1, unwritten);
   uint64_t stopped_id = 0;

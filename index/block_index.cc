@@ -190,6 +190,19 @@ Status BlockIndex::Install(const BlockId& id, const BlockMapping& mapping) {
     // The replaced mapping may never have reached the store.
     Unregister(id, entry);
     entry.first_unwritten = std::min(entry.first_unwritten, mapping.version());
+    if (uncommitted.empty()) {
+      DropStable(&entry);  // the new mapping supersedes it
+    } else if (entry.uncommitted.empty()) {
+      // A persistable mapping replaced by one that waits: keep it as the
+      // block's stable version until it is written.
+      DropStable(&entry);
+      entry.has_stable = true;
+      entry.stable = std::move(entry.mapping);
+      entry.stable_seq = entry.seq;
+      entry.after_stable = mapping.version();
+      persistable_.emplace(entry.stable_seq, id);
+      stable_count_++;
+    }
   }
   entry.mapping = mapping;
   entry.seq = ++next_seq_;
@@ -208,6 +221,14 @@ uint64_t BlockIndex::OldestUnwrittenVersion() const {
   uint64_t oldest = std::numeric_limits<uint64_t>::max();
   for (const auto& [id, entry] : aux_) oldest = std::min(oldest, entry.first_unwritten);
   return oldest;
+}
+
+void BlockIndex::DropStable(AuxEntry* entry) {
+  if (!entry->has_stable) return;
+  persistable_.erase(entry->stable_seq);
+  entry->has_stable = false;
+  entry->stable = BlockMapping();
+  stable_count_--;
 }
 
 void BlockIndex::Unregister(const BlockId& id, const AuxEntry& entry) {
@@ -233,7 +254,10 @@ void BlockIndex::OnContainerCommitted(ContainerId container) {
     AuxEntry& entry = it->second;
     auto c = std::find(entry.uncommitted.begin(), entry.uncommitted.end(), container);
     if (c != entry.uncommitted.end()) entry.uncommitted.erase(c);
-    if (entry.uncommitted.empty()) persistable_.emplace(entry.seq, id);
+    if (entry.uncommitted.empty()) {
+      DropStable(&entry);
+      persistable_.emplace(entry.seq, id);
+    }
   }
   waiting_.erase(w);
   if (WriteBackWanted()) bg_cv_.notify_one();
@@ -285,10 +309,12 @@ Status BlockIndex::WriteBackBatch(uint64_t max_seq, size_t limit, size_t* writte
          it != persistable_.end() && pending.size() < limit; ++it) {
       if (it->first > max_seq) break;
       const AuxEntry& entry = aux_.at(it->second);
-      pending.push_back({it->second, it->first, entry.mapping.version()});
+      // Either the block's current mapping or its stable one.
+      const BlockMapping& m = entry.seq == it->first ? entry.mapping : entry.stable;
+      pending.push_back({it->second, it->first, m.version()});
       KvStore::WriteOp op;
       op.key = EncodeBlockKey(it->second);
-      entry.mapping.Serialize(&op.value);
+      m.Serialize(&op.value);
       ops.push_back(std::move(op));
     }
   }
@@ -311,14 +337,22 @@ Status BlockIndex::WriteBackBatch(uint64_t max_seq, size_t limit, size_t* writte
   for (const Pending& p : pending) {
     auto it = aux_.find(p.id);
     if (it == aux_.end()) continue;
-    if (it->second.seq != p.seq) {
-      // A newer Put replaced it meanwhile: that version stays until written;
-      // the store now has everything up to the one just written.
-      it->second.first_unwritten = std::max(it->second.first_unwritten, p.version + 1);
+    AuxEntry& entry = it->second;
+    if (entry.seq == p.seq) {
+      persistable_.erase(p.seq);
+      DropStable(&entry);
+      aux_.erase(it);
       continue;
     }
-    persistable_.erase(p.seq);
-    aux_.erase(it);
+    if (entry.has_stable && entry.stable_seq == p.seq) {
+      // The stable version is stored; the newer ones are not.
+      DropStable(&entry);
+      entry.first_unwritten = std::max(entry.first_unwritten, entry.after_stable);
+      continue;
+    }
+    // A newer Put replaced it meanwhile: that version stays until written;
+    // the store now has everything up to the one just written.
+    entry.first_unwritten = std::max(entry.first_unwritten, p.version + 1);
   }
   written_back_ += pending.size();
   write_back_batches_++;
@@ -370,7 +404,7 @@ BlockIndexStats BlockIndex::stats() const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     st.aux_mappings = aux_.size();
-    st.aux_waiting_for_commit = aux_.size() - persistable_.size();
+    st.aux_waiting_for_commit = aux_.size() - (persistable_.size() - stable_count_);
     st.written_back = written_back_;
     st.write_back_batches = write_back_batches_;
     st.last_error = last_error_;

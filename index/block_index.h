@@ -179,6 +179,15 @@ class BlockIndex {
     // Version of the oldest mapping of this block the store does not have
     // (this one or an older one it replaced; a lower bound).
     uint64_t first_unwritten = 0;
+    // While |mapping| waits for a commit: the newest older mapping that is
+    // persistable and not yet written (registered in persistable_ under
+    // |stable_seq|), so the store catches up with the committed versions of
+    // a block that keeps being rewritten; |after_stable| is the version of
+    // the first mapping installed after it.
+    bool has_stable = false;
+    BlockMapping stable;
+    uint64_t stable_seq = 0;
+    uint64_t after_stable = 0;
   };
 
   BlockIndex(const BlockIndexOptions& options, std::unique_ptr<KvStore> store,
@@ -186,8 +195,11 @@ class BlockIndex {
   void BackgroundLoop();
   // True if the background thread has something to do. Requires mu_.
   bool WriteBackWanted() const;
-  // Removes |id|'s entry from waiting_ and persistable_ (not from aux_). Requires mu_.
+  // Removes the registration of |entry|'s current mapping from waiting_ or
+  // persistable_ (not its stable mapping, not the entry). Requires mu_.
   void Unregister(const BlockId& id, const AuxEntry& entry);
+  // Forgets |entry|'s stable mapping (a newer one is persistable). Requires mu_.
+  void DropStable(AuxEntry* entry);
   // Marks every block the store holds in written_ (at Open).
   Status LoadWrittenBlocks();
   // Writes back up to |limit| of the oldest persistable mappings with a
@@ -212,8 +224,10 @@ class BlockIndex {
   std::unordered_map<BlockId, AuxEntry, BlockIdHasher> aux_;
   // Uncommitted container -> blocks whose aux mapping waits for it.
   std::unordered_map<ContainerId, std::unordered_set<BlockId, BlockIdHasher>> waiting_;
-  // Persistable aux mappings by sequence number: oldest written back first.
+  // Persistable aux mappings (current or stable) by sequence number: oldest
+  // written back first.
   std::map<uint64_t, BlockId> persistable_;
+  uint64_t stable_count_ = 0;  // entries with a stable mapping
   // Blocks that may have a mapping; filled from the store at Open.
   WrittenBlocks written_;
   uint64_t next_seq_ = 0;

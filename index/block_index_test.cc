@@ -293,9 +293,12 @@ TEST_P(BlockIndexTest, ReplacedMappingKeepsTheNewest) {
   EXPECT_EQ(MustGet({0, 6}), Mapping(1, 4, 4));
 }
 
-// A committed version that a waiting one replaces before write-back never
-// reaches the store: OldestUnwrittenVersion keeps naming it (a checkpoint
-// must not trim its log event) until a newer version is stored.
+// The store must catch up with the committed versions of a block that keeps
+// being rewritten: a persistable version that a waiting one replaces is kept
+// and written back as the block's stable version. A waiting version replaced
+// by another waiting one is gone from memory: OldestUnwrittenVersion keeps
+// naming it (a checkpoint must not trim its log event) until a newer version
+// is stored.
 TEST_P(BlockIndexTest, OldestUnwrittenVersionCoversReplacedVersions) {
   constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
   OpenFaulty(Options());
@@ -308,14 +311,28 @@ TEST_P(BlockIndexTest, OldestUnwrittenVersionCoversReplacedVersions) {
 
   ASSERT_TRUE(index_->Put({0, 7}, Mapping(1, 2, 20)).ok());  // persistable
   ASSERT_TRUE(index_->Put({0, 7}, Mapping(9, 3, 30)).ok());  // waits for 9
-  ASSERT_TRUE(index_->Put({0, 8}, Mapping(1, 4, 40)).ok());
-  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(index_->OldestUnwrittenVersion(), 20u);
   EXPECT_EQ(index_->stats().aux_waiting_for_commit, 1u);
-  EXPECT_EQ(index_->OldestUnwrittenVersion(), 20u) << "version 20 is neither stored nor in memory";
+  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(index_->OldestUnwrittenVersion(), 30u) << "the stable version 20 was written";
+  EXPECT_EQ(MustGet({0, 7}), Mapping(9, 3, 30));  // reads see the newest
+
+  // Two waiting versions: the first is replaced before its commit.
+  ASSERT_TRUE(index_->Put({0, 8}, Mapping(12, 4, 40)).ok());
+  ASSERT_TRUE(index_->Put({0, 8}, Mapping(13, 5, 50)).ok());
+  commits_.Commit(12);
+  index_->OnContainerCommitted(12);
+  ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(index_->OldestUnwrittenVersion(), 30u);
   commits_.Commit(9);
   index_->OnContainerCommitted(9);
   ASSERT_TRUE(index_->Flush().ok());
+  EXPECT_EQ(index_->OldestUnwrittenVersion(), 40u) << "version 40 is neither stored nor in memory";
+  commits_.Commit(13);
+  index_->OnContainerCommitted(13);
+  ASSERT_TRUE(index_->Flush().ok());
   EXPECT_EQ(index_->OldestUnwrittenVersion(), kNone);
+  EXPECT_EQ(index_->stats().aux_mappings, 0u);
 
   // Replaced while being written: what was written is stored, the newer
   // version is not.
@@ -342,6 +359,17 @@ TEST_P(BlockIndexTest, OldestUnwrittenVersionCoversReplacedVersions) {
   ASSERT_TRUE(flush_status.ok()) << flush_status.ToString();
   EXPECT_GT(index_->OldestUnwrittenVersion(), 50u);
   EXPECT_LE(index_->OldestUnwrittenVersion(), 60u);
+  // Block 10's last version never commits: its stable one is stored.
+  ASSERT_TRUE(index_->Put({0, 10}, Mapping(1, 7, 70)).ok());
+  ASSERT_TRUE(index_->Put({0, 10}, Mapping(99, 8, 80)).ok());
+  // Waiting versions are dropped at close (the log restores them); what was
+  // stored is the newest committed version of each block.
+  ASSERT_TRUE(index_->Close().ok());
+  Open(Options());
+  EXPECT_EQ(MustGet({0, 7}), Mapping(9, 3, 30));
+  EXPECT_EQ(MustGet({0, 8}), Mapping(13, 5, 50));
+  EXPECT_EQ(MustGet({0, 9}), Mapping(1, 5, 50));
+  EXPECT_EQ(MustGet({0, 10}), Mapping(1, 7, 70));
 }
 
 // A Put landing while its older version is being written back keeps the
