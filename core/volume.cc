@@ -363,7 +363,7 @@ Status Volume::ProcessRun(WriteBuffer::Run* run) {
     Status put = sys->InstallMapping(id, had_old ? &old : nullptr, &mapping);
     if (!put.ok()) {
       // The bytes are cleared from the buffer but not mapped: put them back.
-      buffer_.Put(block, in_begin, data + (begin - run->start), in_end - in_begin, run->epochs[bi]);
+      buffer_.Put(block, in_begin, data + (begin - run->start), in_end - in_begin, sys->epoch_.load());
       return put;
     }
   }

@@ -47,9 +47,7 @@ WriteBuffer::~WriteBuffer() {
 WriteBuffer::DirtyBlock* WriteBuffer::GetOrCreateLocked(uint64_t block, uint64_t epoch) {
   auto it = blocks_.find(block);
   if (it != blocks_.end()) {
-    // A block keeps its oldest epoch while dirty (bytes put back after a
-    // failed run bring their original, older one).
-    if (it->second.dirty.empty() || epoch < it->second.first_epoch) it->second.first_epoch = epoch;
+    if (it->second.dirty.empty()) it->second.first_epoch = epoch;
     return &it->second;
   }
   DirtyBlock& b = blocks_[block];
@@ -189,14 +187,12 @@ bool WriteBuffer::ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run
       run->data.resize(len);
       run->blocks.clear();
       run->seqs.clear();
-      run->epochs.clear();
       size_t pos = 0;
       for (const auto& p : pieces) {
         std::memcpy(run->data.data() + pos, p.it->second.data.get() + p.begin, p.end - p.begin);
         pos += p.end - p.begin;
         run->blocks.push_back(p.it->first);
         run->seqs.push_back(p.it->second.seq);
-        run->epochs.push_back(p.it->second.first_epoch);
       }
       run->claim = next_claim_++;
       claims_.push_back(Claim{run->claim, start, start + len, false});

@@ -64,10 +64,7 @@ class WriteBuffer {
   ~WriteBuffer();
 
   // Copies |len| bytes into block |block| at |offset| and marks them dirty.
-  // |epoch| is the system's current sync epoch (see DedupSystem), or, for
-  // bytes a failed run puts back, the epoch they were first dirtied in: a
-  // dirty block is stamped with the oldest epoch of its bytes, so a sync
-  // covering them waits for them (or reports the failure).
+  // |epoch| is the system's current sync epoch (see DedupSystem).
   void Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len, uint64_t epoch);
   // Drops dirty bytes in the range (an unmap supersedes them).
   void Discard(uint64_t block, uint32_t offset, uint32_t len);
@@ -83,7 +80,6 @@ class WriteBuffer {
     std::vector<uint8_t> data;        // a copy of the dirty bytes
     std::vector<uint64_t> blocks;     // blocks the run's bytes lie in, in order
     std::vector<uint64_t> seqs;       // their sequence numbers at copy time
-    std::vector<uint64_t> epochs;     // their first dirty epochs at copy time
     bool final = false;               // the run's end is the end of a chunk
     uint64_t claim = 0;               // id of the run's claim
   };
