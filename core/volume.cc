@@ -348,7 +348,11 @@ Status Volume::ProcessRun(WriteBuffer::Run* run) {
     uint32_t in_begin = static_cast<uint32_t>(begin - block_start);
     uint32_t in_end = static_cast<uint32_t>(end - block_start);
     // Only the copy we chunked may be replaced: check the sequence first,
-    // then install the mapping, then clear the buffer (all under the lock).
+    // then log and install the mapping, then clear the bytes (all under the
+    // lock, which Put and Discard need too, so the sequence cannot change in
+    // between). The bytes leave the buffer only after their event is logged:
+    // a sync that finds them gone (DrainUpTo) finds the event logged and
+    // makes it durable. If the install fails, they simply stay dirty.
     BlockMapping old(block_size_);
     Status s = sys->block_index_->Get(id, &old);
     if (!s.ok() && !s.IsNotFound()) return s;
@@ -356,16 +360,12 @@ Status Volume::ProcessRun(WriteBuffer::Run* run) {
     if (!had_old) old = BlockMapping(block_size_);
     BlockMapping mapping = old;
     DEDUPV1_RETURN_IF_ERROR(mapping.Overlay(in_begin, items));
-    if (!buffer_.ClearIfUnchanged(block, run->seqs[bi], in_begin, in_end)) {
+    if (!buffer_.Unchanged(block, run->seqs[bi])) {
       sys->stats_.mappings_skipped++;
       continue;
     }
-    Status put = sys->InstallMapping(id, had_old ? &old : nullptr, &mapping);
-    if (!put.ok()) {
-      // The bytes are cleared from the buffer but not mapped: put them back.
-      buffer_.Put(block, in_begin, data + (begin - run->start), in_end - in_begin, sys->epoch_.load());
-      return put;
-    }
+    DEDUPV1_RETURN_IF_ERROR(sys->InstallMapping(id, had_old ? &old : nullptr, &mapping));
+    buffer_.ClearIfUnchanged(block, run->seqs[bi], in_begin, in_end);
   }
   sys->stats_.ns_installing += NanosSince(phase);
   return Status::OK();

@@ -202,6 +202,12 @@ bool WriteBuffer::ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run
   return false;
 }
 
+bool WriteBuffer::Unchanged(uint64_t block, uint64_t seq) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = blocks_.find(block);
+  return it != blocks_.end() && it->second.seq == seq;
+}
+
 bool WriteBuffer::ClearIfUnchanged(uint64_t block, uint64_t seq, uint32_t begin, uint32_t end) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = blocks_.find(block);

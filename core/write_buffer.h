@@ -96,6 +96,9 @@ class WriteBuffer {
   // Finds a run that is ready under |policy|, claims its blocks and copies its
   // bytes. Returns false if there is none.
   bool ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run* run);
+  // True if |block| is still buffered with sequence number |seq| (no write
+  // or unmap since a run copied it). The caller holds the block's lock.
+  bool Unchanged(uint64_t block, uint64_t seq) const;
   // Clears the dirty bytes [begin, end) of |block| if its sequence number is
   // still |seq|. Returns whether it did (if not, a newer write or unmap came in
   // and the block keeps its dirty bytes for a later run).
