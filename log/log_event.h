@@ -136,10 +136,10 @@ struct BlockMappingWrittenData {
   static Status Decode(const std::string& payload, BlockMappingWrittenData* out);
 };
 
-// kBlockMappingDeleted: the block's mapping was dropped; |old_mapping| as in
-// BlockMappingWrittenData. Not logged by this version: an unmap logs
-// kBlockMappingWritten with the block's hole mapping, which replay and usage
-// counting treat like any other mapping change.
+// kBlockMappingDeleted: an unmap left nothing of the block's mapping (the
+// block reads zeros and references no chunk); |old_mapping| as in
+// BlockMappingWrittenData. An unmap of part of a block logs
+// kBlockMappingWritten with the block's hole mapping instead.
 struct BlockMappingDeletedData {
   BlockId block;
   std::string old_mapping;
