@@ -163,15 +163,22 @@ Status Volume::Unmap(uint64_t offset, uint64_t length) {
   DEDUPV1_RETURN_IF_ERROR(ForEachPiece(offset, length, [&](const Piece& p, bool*) -> Status {
     BlockId id{id_, p.block};
     std::unique_lock<std::shared_mutex> lock(system_->block_locks_.For(id));
-    buffer_.Discard(p.block, p.offset, p.length);
     BlockMapping old;
     Status s = system_->block_index_->Get(id, &old);
-    if (s.IsNotFound()) return Status::OK();  // never written: already reads zeros
+    if (s.IsNotFound()) {
+      // Never written: without its buffered bytes it reads zeros, also after a crash.
+      buffer_.Discard(p.block, p.offset, p.length);
+      return Status::OK();
+    }
     DEDUPV1_RETURN_IF_ERROR(s);
     BlockMappingItem hole{Fingerprint::Zero(system_->options().fingerprint), kZeroContainer, 0, p.length};
     BlockMapping mapping = old;
     DEDUPV1_RETURN_IF_ERROR(mapping.Overlay(p.offset, {hole}));
-    return system_->InstallMapping(id, &old, &mapping, /*unmap=*/true);
+    DEDUPV1_RETURN_IF_ERROR(system_->InstallMapping(id, &old, &mapping, /*unmap=*/true));
+    // Buffered bytes go only once the unmap is logged: a sync that finds them
+    // gone finds the event that supersedes them (as for a dedup run).
+    buffer_.Discard(p.block, p.offset, p.length);
+    return Status::OK();
   }));
   system_->stats_.bytes_unmapped += length;
   unmap_ops_.fetch_add(1, std::memory_order_relaxed);
