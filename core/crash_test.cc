@@ -122,29 +122,24 @@ TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
   uint64_t done = 0, dirty_starts = 0, mappings_applied = 0, gc_rounds = 0;
   for (uint64_t cycle = 0; cycle < cycles; cycle++) {
     if (std::chrono::steady_clock::now() - start > std::chrono::seconds(budget_s)) break;
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    pid_t pid = fork();
+    int report_fd = -1;
+    const pid_t pid =
+        test::ForkWithPipe([&](int fd) { ChildMain(o, fd, (cycle + 1) * 1000000, cycle); }, &report_fd);
     ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
-      ChildMain(o, fds[1], (cycle + 1) * 1000000, cycle);
-    }
-    close(fds[1]);
     std::this_thread::sleep_for(std::chrono::milliseconds(150 + rng() % 700));
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status)) << "child exited early with code " << WEXITSTATUS(status);
     Record r;
-    while (read(fds[0], &r, sizeof(r)) == sizeof(r)) {
+    while (read(report_fd, &r, sizeof(r)) == sizeof(r)) {
       if (r.kind == 'W') {
         written[r.slot].insert(r.version);
       } else if (r.version > acked[r.slot]) {
         acked[r.slot] = r.version;
       }
     }
-    close(fds[0]);
+    close(report_fd);
 
     std::unique_ptr<DedupSystem> sys;
     Status s = DedupSystem::Open(o, Env::Default(), &sys);

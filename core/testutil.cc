@@ -1,3 +1,4 @@
+#include <unistd.h>
 #include "core/testutil.h"
 
 #include <cstdlib>
@@ -38,6 +39,31 @@ uint64_t EnvKnob(const char* name, uint64_t def) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return def;
   return std::strtoull(v, nullptr, 10);
+}
+
+}  // namespace test
+}  // namespace dedupv1
+
+namespace dedupv1 {
+namespace test {
+
+pid_t ForkWithPipe(const std::function<void(int write_fd)>& child, int* read_fd) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    child(fds[1]);
+    _exit(99);
+  }
+  close(fds[1]);
+  *read_fd = fds[0];
+  return pid;
 }
 
 }  // namespace test

@@ -1,7 +1,10 @@
 // Helpers for tests: a fresh temporary directory per test, deterministic data.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,6 +30,12 @@ std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed);
 
 // Reads an integer knob from the environment (e.g. DEDUPV1_TEST_OPS), or |def|.
 uint64_t EnvKnob(const char* name, uint64_t def);
+
+// Forks a child that runs |child| with the write end of a fresh pipe (it
+// should end the process itself, with _exit or by being killed; if it
+// returns, the child exits with 99). The parent gets the child's pid and the
+// read end in *read_fd; -1 if the pipe or the fork failed.
+pid_t ForkWithPipe(const std::function<void(int write_fd)>& child, int* read_fd);
 
 }  // namespace test
 }  // namespace dedupv1

@@ -104,15 +104,10 @@ void KillNineKeepsCommittedBatches(KvBackend backend) {
   std::mt19937_64 rng(77);
   uint64_t batches = 0;
   for (uint64_t cycle = 0; cycle < cycles; cycle++) {
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    pid_t pid = fork();
+    int report_fd = -1;
+    const pid_t pid = test::ForkWithPipe(
+        [&](int fd) { ChildMain(backend, path, fd, (cycle + 1) * 1000000, cycle); }, &report_fd);
     ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
-      ChildMain(backend, path, fds[1], (cycle + 1) * 1000000, cycle);
-    }
-    close(fds[1]);
     std::this_thread::sleep_for(std::chrono::milliseconds(50 + rng() % 400));
     kill(pid, SIGKILL);
     int status = 0;
@@ -121,8 +116,8 @@ void KillNineKeepsCommittedBatches(KvBackend backend) {
     // Batches the child reported (a torn last report is ignored).
     std::string reports;
     char buf[1 << 16];
-    for (ssize_t r; (r = read(fds[0], buf, sizeof(buf))) > 0;) reports.append(buf, static_cast<size_t>(r));
-    close(fds[0]);
+    for (ssize_t r; (r = read(report_fd, buf, sizeof(buf))) > 0;) reports.append(buf, static_cast<size_t>(r));
+    close(report_fd);
     size_t pos = 0;
     uint64_t in_flight = 0;  // announced, not confirmed
     std::vector<int32_t> in_flight_keys;

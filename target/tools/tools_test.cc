@@ -462,18 +462,12 @@ TEST_F(ToolsTest, RepairPointsMappingsAtASurvivingCopy) {
 
 // Leaves an uncleanly stopped store: WriteAndHang in a child, then SIGKILL.
 void KillWriter(const Options& options) {
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  pid_t pid = fork();
+  int synced_fd = -1;
+  const pid_t pid = test::ForkWithPipe([&](int fd) { WriteAndHang(options, fd); }, &synced_fd);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(fds[0]);
-    WriteAndHang(options, fds[1]);
-  }
-  close(fds[1]);
   char c = 0;
-  EXPECT_EQ(read(fds[0], &c, 1), 1) << "child failed before syncing";
-  close(fds[0]);
+  EXPECT_EQ(read(synced_fd, &c, 1), 1) << "child failed before syncing";
+  close(synced_fd);
   kill(pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
