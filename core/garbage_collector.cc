@@ -187,9 +187,9 @@ Status GarbageCollector::RunLocked(GcStats* round) {
     // mapping had not reached the block index store, see
     // DedupSystem::Checkpoint). Replayed after a crash they may name the
     // garbage, so its containers stay until a later round finds the log
-    // trimmed past them.
+    // trimmed past them. (Containers with garbage that were not scanned are
+    // pending already, step 3.)
     std::lock_guard<std::mutex> l(pending_mu_);
-    for (const auto& [id, fps] : dead) pending_containers_.insert(id);
     for (const auto& [id, scan] : scans) {
       pending_containers_.insert(id);
       round->live_bytes += scan.live_bytes();

@@ -196,7 +196,6 @@ Status BlockIndex::Install(const BlockId& id, const BlockMapping& mapping) {
       // A persistable mapping replaced by one that waits: keep it as the
       // block's stable version until it is written.
       DropStable(&entry);
-      entry.has_stable = true;
       entry.stable = std::move(entry.mapping);
       entry.stable_seq = entry.seq;
       entry.after_stable = mapping.version();
@@ -224,10 +223,9 @@ uint64_t BlockIndex::OldestUnwrittenVersion() const {
 }
 
 void BlockIndex::DropStable(AuxEntry* entry) {
-  if (!entry->has_stable) return;
+  if (!entry->stable) return;
   persistable_.erase(entry->stable_seq);
-  entry->has_stable = false;
-  entry->stable = BlockMapping();
+  entry->stable.reset();
   stable_count_--;
 }
 
@@ -310,7 +308,7 @@ Status BlockIndex::WriteBackBatch(uint64_t max_seq, size_t limit, size_t* writte
       if (it->first > max_seq) break;
       const AuxEntry& entry = aux_.at(it->second);
       // Either the block's current mapping or its stable one.
-      const BlockMapping& m = entry.seq == it->first ? entry.mapping : entry.stable;
+      const BlockMapping& m = entry.seq == it->first ? entry.mapping : *entry.stable;
       pending.push_back({it->second, it->first, m.version()});
       KvStore::WriteOp op;
       op.key = EncodeBlockKey(it->second);
@@ -344,7 +342,7 @@ Status BlockIndex::WriteBackBatch(uint64_t max_seq, size_t limit, size_t* writte
       aux_.erase(it);
       continue;
     }
-    if (entry.has_stable && entry.stable_seq == p.seq) {
+    if (entry.stable && entry.stable_seq == p.seq) {
       // The stable version is stored; the newer ones are not.
       DropStable(&entry);
       entry.first_unwritten = std::max(entry.first_unwritten, entry.after_stable);

@@ -39,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -184,8 +185,7 @@ class BlockIndex {
     // |stable_seq|), so the store catches up with the committed versions of
     // a block that keeps being rewritten; |after_stable| is the version of
     // the first mapping installed after it.
-    bool has_stable = false;
-    BlockMapping stable;
+    std::optional<BlockMapping> stable;
     uint64_t stable_seq = 0;
     uint64_t after_stable = 0;
   };
