@@ -73,7 +73,7 @@ Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* f
 }
 
 void ChunkIndex::EnqueueLocked(const Fingerprint& fp, AuxEntry* e) {
-  if (e->queued || e->stuck || !e->entry.committed) return;
+  if (e->queued || e->stuck || !(e->entry.committed || e->table_delete)) return;
   e->queued = true;
   ready_.push_back(fp);
 }
@@ -126,10 +126,14 @@ Status ChunkIndex::PutNew(const Fingerprint& fp, ContainerId container) {
   e.entry.committed = is_committed_(container);
   e.version = ++next_version_;
   if (it != aux_.end()) {
-    // Replaces a tombstone: the events it counted stay counted.
+    // Replaces a tombstone: the events it counted stay counted. The table may
+    // still hold the erased entry, with counts whose events the log may trim
+    // once the erasure is written back: an uncommitted new entry must not
+    // hold that deletion back until its container commits (or fails).
     e.entry.last_event_id = it->second.entry.last_event_id;
     e.in_table = it->second.in_table;
     e.queued = it->second.queued;
+    e.table_delete = !e.entry.committed;
     if (it->second.stuck) stuck_--;
     it->second = e;
     if (!e.in_table) aux_new_++;
@@ -138,11 +142,8 @@ Status ChunkIndex::PutNew(const Fingerprint& fp, ContainerId container) {
   }
   auto ins = aux_.find(fp);
   if (it == aux_.end()) ins = aux_.emplace(fp, e).first;
-  if (ins->second.entry.committed) {
-    EnqueueLocked(fp, &ins->second);
-  } else {
-    aux_uncommitted_++;
-  }
+  if (!ins->second.entry.committed) aux_uncommitted_++;
+  EnqueueLocked(fp, &ins->second);
   if (WorkAvailableLocked()) work_cv_.notify_one();
   return Status::OK();
 }
@@ -155,6 +156,7 @@ void ChunkIndex::OnContainerCommitted(ContainerId container, const std::vector<F
     AuxEntry& e = it->second;
     if (e.entry.container != container || e.entry.committed) continue;
     e.entry.committed = true;
+    e.table_delete = false;  // writing the entry replaces the table's older one
     e.version = ++next_version_;
     aux_uncommitted_--;
     EnqueueLocked(fp, &e);
@@ -167,7 +169,20 @@ void ChunkIndex::OnContainerFailed(ContainerId container, const std::vector<Fing
   for (const Fingerprint& fp : fps) {
     auto it = aux_.find(fp);
     if (it == aux_.end()) continue;
-    if (it->second.entry.container != container || it->second.entry.committed) continue;
+    AuxEntry& e = it->second;
+    if (e.entry.container != container || e.entry.committed) continue;
+    if (e.table_delete) {
+      // It replaced a tombstone whose deletion is not written yet: it is
+      // that tombstone again (the table's older entry must still go).
+      e.table_delete = false;
+      e.erased = true;
+      e.entry.committed = true;
+      e.entry.usage_count = 0;
+      e.version = ++next_version_;
+      aux_uncommitted_--;
+      EnqueueLocked(fp, &e);
+      continue;
+    }
     EraseLocked(it);
   }
   space_cv_.notify_all();
@@ -270,6 +285,7 @@ Status ChunkIndex::Erase(const Fingerprint& fp) {
   }
   AuxEntry& e = it->second;
   if (e.erased) return Status::NotFound("chunk " + fp.ToHex() + " was erased");
+  e.table_delete = false;  // the tombstone deletes the table's entry
   if (!e.entry.committed) {
     // Written back once committed: as a tombstone it must go out now.
     e.entry.committed = true;
@@ -304,17 +320,21 @@ Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
   std::lock_guard<std::mutex> wb(write_back_mu_);
   std::vector<DiskHashTable::Op> ops;
   std::vector<uint64_t> versions;
+  std::vector<bool> table_deletes;  // per op: deletes the table's entry under a newer uncommitted one
   {
     std::lock_guard<std::mutex> l(mu_);
     for (const Fingerprint& fp : fps) {
       auto it = aux_.find(fp);
-      if (it == aux_.end() || !it->second.entry.committed) continue;
+      if (it == aux_.end()) continue;
+      const AuxEntry& e = it->second;
+      if (!e.entry.committed && !e.table_delete) continue;
       DiskHashTable::Op op;
       op.fp = fp;
-      op.entry = it->second.entry;
-      op.erase = it->second.erased;
+      op.entry = e.entry;
+      op.erase = e.erased || e.table_delete;
       ops.push_back(op);
-      versions.push_back(it->second.version);
+      versions.push_back(e.version);
+      table_deletes.push_back(e.table_delete);
     }
   }
   if (ops.empty()) return Status::OK();
@@ -336,6 +356,18 @@ Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
     if (results[i].ok()) {
       ok_count++;
       if (it == aux_.end()) continue;
+      if (table_deletes[i] && !it->second.erased) {
+        // The table's older entry is gone; this entry is not written yet (it
+        // is written once committed, maybe already queued for that).
+        AuxEntry& e = it->second;
+        e.table_delete = false;
+        if (e.in_table) {
+          e.in_table = false;
+          aux_new_++;
+        }
+        EnqueueLocked(ops[i].fp, &e);
+        continue;
+      }
       if (it->second.version == versions[i]) {
         EraseLocked(it);
       } else {
@@ -391,7 +423,8 @@ void ChunkIndex::WriteBackThread() {
       auto it = aux_.find(fp);
       if (it == aux_.end() || !it->second.queued) continue;  // stale name
       it->second.queued = false;
-      if (it->second.entry.committed && !it->second.stuck) batch.push_back(fp);
+      const AuxEntry& e = it->second;
+      if ((e.entry.committed || e.table_delete) && !e.stuck) batch.push_back(fp);
     }
     if (batch.empty()) continue;
     l.unlock();
@@ -405,7 +438,7 @@ Status ChunkIndex::Flush() {
   {
     std::lock_guard<std::mutex> l(mu_);
     for (auto& [fp, e] : aux_) {
-      if (!e.entry.committed) continue;
+      if (!e.entry.committed && !e.table_delete) continue;
       if (e.stuck) {  // Flush retries entries the thread gave up on
         e.stuck = false;
         stuck_--;

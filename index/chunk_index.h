@@ -112,7 +112,10 @@ class ChunkIndex {
   // is a tombstone in the auxiliary index (Lookup reports NotFound at once);
   // write-back deletes it from the table. NotFound if there is no entry. A
   // later PutNew of the same fingerprint replaces the tombstone and keeps its
-  // last_event_id.
+  // last_event_id; if the new copy's container is not committed yet, the
+  // deletion still goes to the table (the new entry follows once committed),
+  // so neither a crash nor the new container's failed commit brings the
+  // erased entry back from the table.
   Status Erase(const Fingerprint& fp);
 
   // While idle, the background thread writes back every committed entry.
@@ -141,6 +144,11 @@ class ChunkIndex {
     bool queued = false;    // in ready_
     bool stuck = false;     // write-back failed with NoSpace/Corruption; retried only by Flush
     bool erased = false;    // tombstone: write-back deletes the table entry
+    // An uncommitted entry that replaced a tombstone not yet written back:
+    // write-back deletes the table's older entry now, without writing this
+    // one (see PutNew). Never set on committed entries: their own write
+    // replaces the table's entry.
+    bool table_delete = false;
   };
   using AuxMap = std::unordered_map<Fingerprint, AuxEntry, FingerprintHasher>;
 
@@ -153,7 +161,11 @@ class ChunkIndex {
   Status WriteBack(const std::vector<Fingerprint>& fps);
   bool WorkAvailableLocked() const;
   // Entries the write-back thread can move now (committed, not stuck).
-  uint64_t DrainableLocked() const { return aux_.size() - aux_uncommitted_ - stuck_; }
+  uint64_t DrainableLocked() const {
+    // An uncommitted entry whose table deletion got stuck is in both counts.
+    const uint64_t blocked = aux_uncommitted_ + stuck_;
+    return aux_.size() > blocked ? aux_.size() - blocked : 0;
+  }
   void EnqueueLocked(const Fingerprint& fp, AuxEntry* e);
   void EraseLocked(AuxMap::iterator it);
 

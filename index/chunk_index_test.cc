@@ -539,6 +539,81 @@ TEST_F(ChunkIndexTest, EraseIsATombstoneUntilWrittenBack) {
   EXPECT_EQ(idx->stats().persistent_entries, 2u);
 }
 
+// GC erased a chunk whose entry the table holds, and the chunk was stored
+// again in a container not committed yet before the erasure was written
+// back. The erasure must still reach the table: otherwise a crash (or the
+// new container's failed commit) brings the table's old entry back, with a
+// usage count whose later events the log no longer has and a container that
+// may have dropped the chunk.
+TEST_F(ChunkIndexTest, ErasureReachesTheTableWhenTheChunkIsStoredAgainUncommitted) {
+  auto o = Options();
+  oracle_.Commit(1);
+  {
+    auto idx = MustOpen(o);
+    ASSERT_TRUE(idx->PutNew(Fp(1), 1).ok());
+    ASSERT_TRUE(idx->AddUsage(Fp(1), 1, 10).ok());
+    ASSERT_TRUE(idx->Flush().ok());  // the table: usage 1, event 10
+    ASSERT_TRUE(idx->AddUsage(Fp(1), -1, 20).ok());
+    ASSERT_TRUE(idx->Erase(Fp(1)).ok());
+    ASSERT_TRUE(idx->PutNew(Fp(1), 2).ok());  // container 2 is not committed
+    ASSERT_TRUE(idx->AddUsage(Fp(1), 1, 30).ok());
+    ChunkIndexEntry e;
+    ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+    EXPECT_EQ(e.container, 2u);
+    EXPECT_FALSE(e.committed);
+    EXPECT_EQ(e.usage_count, 1u);
+    EXPECT_EQ(e.last_event_id, 30u);
+    ASSERT_TRUE(idx->Flush().ok());
+    // The log may now forget events 10..20. What a crash leaves behind:
+    std::unique_ptr<DiskHashTable> table;
+    ASSERT_TRUE(DiskHashTable::Open(o.table, Env::Default(), &table).ok());
+    EXPECT_TRUE(table->Get(Fp(1), &e).IsNotFound())
+        << "the table still has the erased entry: container " << e.container << ", usage " << e.usage_count;
+    table.reset();
+    // The new entry itself stays in memory until its container commits.
+    ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+    EXPECT_EQ(e.container, 2u);
+    EXPECT_EQ(idx->stats().aux_uncommitted, 1u);
+    oracle_.Commit(2);
+    idx->OnContainerCommitted(2, {Fp(1)});
+    ASSERT_TRUE(idx->Flush().ok());
+    EXPECT_EQ(idx->stats().aux_entries, 0u);
+    EXPECT_EQ(idx->stats().persistent_entries, 1u);
+    ASSERT_TRUE(idx->Close().ok());
+  }
+  auto idx = MustOpen(o);
+  ChunkIndexEntry e;
+  ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+  EXPECT_EQ(e.container, 2u);
+  EXPECT_EQ(e.usage_count, 1u);
+  EXPECT_EQ(e.last_event_id, 30u);
+}
+
+// The same, but the new container's commit fails: the chunk is gone again,
+// and the table's old entry must not come back in its place.
+TEST_F(ChunkIndexTest, FailedCommitOfAChunkStoredAgainLeavesItErased) {
+  auto o = Options();
+  oracle_.Commit(1);
+  auto idx = MustOpen(o);
+  ASSERT_TRUE(idx->PutNew(Fp(1), 1).ok());
+  ASSERT_TRUE(idx->AddUsage(Fp(1), 1, 10).ok());
+  ASSERT_TRUE(idx->Flush().ok());
+  ASSERT_TRUE(idx->AddUsage(Fp(1), -1, 20).ok());
+  ASSERT_TRUE(idx->Erase(Fp(1)).ok());
+  ASSERT_TRUE(idx->PutNew(Fp(1), 2).ok());
+  idx->OnContainerFailed(2, {Fp(1)});
+  ChunkIndexEntry e;
+  EXPECT_TRUE(idx->Lookup(Fp(1), &e).IsNotFound()) << "the erased entry is back: container " << e.container;
+  EXPECT_TRUE(idx->AddUsage(Fp(1), 1, 30).IsNotFound());
+  EXPECT_EQ(idx->stats().aux_uncommitted, 0u);
+  ASSERT_TRUE(idx->Flush().ok());
+  EXPECT_EQ(idx->stats().persistent_entries, 0u);
+  // Stored once more (committed at once), it keeps the erased entry's events.
+  ASSERT_TRUE(idx->PutNew(Fp(1), 1).ok());
+  ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+  EXPECT_EQ(e.usage_count, 0u);
+}
+
 TEST_F(ChunkIndexTest, PutNewAfterCloseIsAborted) {
   auto idx = MustOpen(Options());
   ASSERT_TRUE(idx->Close().ok());
