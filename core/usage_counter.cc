@@ -117,7 +117,10 @@ Status UsageCounter::CountEvent(const LogEvent& e) {
     if (d.first == 0) continue;
     uint32_t usage = 0;
     bool applied = false;
-    Status s = index_->AddUsage(fp, d.first, e.id, &usage, &applied);
+    // An increment names the copy of the chunk the mapping uses (committed,
+    // see above): an entry waiting for a newer copy's container moves to it.
+    const ContainerId copy = d.first > 0 ? d.second : kNoContainer;
+    Status s = index_->AddUsage(fp, d.first, e.id, &usage, &applied, copy);
     if (s.IsNotFound() && d.first > 0) {
       // The chunk's entry was erased by GC, yet a mapping references it again
       // (e.g. the container-cache filter found it in its container after a

@@ -213,12 +213,18 @@ bool ApplyUsageTo(ChunkIndexEntry* e, int64_t delta, uint64_t event_id) {
 }  // namespace
 
 Status ChunkIndex::AddUsage(const Fingerprint& fp, int64_t delta, uint64_t event_id, uint32_t* usage,
-                            bool* applied) {
+                            bool* applied, ContainerId committed_copy) {
   auto update = [&](AuxEntry* e) {
     bool changed = ApplyUsageTo(&e->entry, delta, event_id);
     if (applied != nullptr) *applied = changed;
     if (usage != nullptr) *usage = e->entry.usage_count;
     if (!changed) return;
+    if (!e->entry.committed && committed_copy != kNoContainer && is_committed_(committed_copy)) {
+      e->entry.container = committed_copy;
+      e->entry.committed = true;
+      e->table_delete = false;  // writing the entry replaces the table's older one
+      aux_uncommitted_--;
+    }
     e->version = ++next_version_;
     EnqueueLocked(fp, e);
     if (WorkAvailableLocked()) work_cv_.notify_one();

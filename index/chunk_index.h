@@ -105,8 +105,17 @@ class ChunkIndex {
   // the entry's last_event_id, so replaying an event twice counts it once.
   // |usage| (optional) receives the count afterwards; |applied| (optional)
   // whether the change was made.
+  //
+  // |committed_copy| (optional): a committed container holding a copy of the
+  // chunk, the one the counted mapping names. If the entry itself is not
+  // committed (the chunk was stored again in a newer container, while the
+  // mapping found the older copy), it is pointed to that copy, so the count
+  // is persistable at the next flush: a checkpoint trims the counted event,
+  // and a count that waited in memory for the newer container would be lost
+  // in a crash.
   Status AddUsage(const Fingerprint& fp, int64_t delta, uint64_t event_id = 0,
-                  uint32_t* usage = nullptr, bool* applied = nullptr);
+                  uint32_t* usage = nullptr, bool* applied = nullptr,
+                  ContainerId committed_copy = kNoContainer);
 
   // Removes the entry of |fp| (garbage collection). In memory an erased entry
   // is a tombstone in the auxiliary index (Lookup reports NotFound at once);

@@ -614,6 +614,47 @@ TEST_F(ChunkIndexTest, FailedCommitOfAChunkStoredAgainLeavesItErased) {
   EXPECT_EQ(e.usage_count, 0u);
 }
 
+// A counted mapping found an older, committed copy of a chunk while the
+// chunk's entry names a newer copy whose container is not committed: the
+// entry moves to the committed copy, so the count reaches the table with the
+// next flush (the log forgets the event after it).
+TEST_F(ChunkIndexTest, CountedIncrementMovesAnUncommittedEntryToTheCommittedCopy) {
+  auto o = Options();
+  oracle_.Commit(1);
+  {
+    auto idx = MustOpen(o);
+    ASSERT_TRUE(idx->PutNew(Fp(1), 2).ok());  // container 2: not committed
+    uint32_t usage = 0;
+    bool applied = false;
+    // Without a committed copy the entry stays where it is.
+    ASSERT_TRUE(idx->AddUsage(Fp(1), 1, 10, &usage, &applied).ok());
+    ChunkIndexEntry e;
+    ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+    EXPECT_EQ(e.container, 2u);
+    EXPECT_FALSE(e.committed);
+    ASSERT_TRUE(idx->AddUsage(Fp(1), 1, 11, &usage, &applied, /*committed_copy=*/1).ok());
+    EXPECT_TRUE(applied);
+    EXPECT_EQ(usage, 2u);
+    ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+    EXPECT_EQ(e.container, 1u);
+    EXPECT_TRUE(e.committed);
+    EXPECT_EQ(idx->stats().aux_uncommitted, 0u);
+    // The newer copy's commit or failure no longer concerns the entry.
+    idx->OnContainerFailed(2, {Fp(1)});
+    ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+    EXPECT_EQ(e.container, 1u);
+    ASSERT_TRUE(idx->Flush().ok());
+    EXPECT_EQ(idx->stats().aux_entries, 0u);
+    // No close: what a crash leaves behind.
+    std::unique_ptr<DiskHashTable> table;
+    ASSERT_TRUE(DiskHashTable::Open(o.table, Env::Default(), &table).ok());
+    ASSERT_TRUE(table->Get(Fp(1), &e).ok());
+    EXPECT_EQ(e.container, 1u);
+    EXPECT_EQ(e.usage_count, 2u);
+    EXPECT_EQ(e.last_event_id, 11u);
+  }
+}
+
 TEST_F(ChunkIndexTest, PutNewAfterCloseIsAborted) {
   auto idx = MustOpen(Options());
   ASSERT_TRUE(idx->Close().ok());
