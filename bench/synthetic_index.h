@@ -57,7 +57,7 @@ class SplitMix64 {
 // Bytes of a hash table file that holds |entries| fingerprints of |key_size|
 // bytes at |fill| of its slots (pages of |page_size|, one header page).
 inline uint64_t TableBytesFor(uint64_t entries, size_t page_size, size_t key_size, double fill) {
-  const uint64_t slots = (page_size - 16) / (key_size + 13);
+  const uint64_t slots = DiskHashTable::SlotsPerPage(page_size, key_size);
   const uint64_t buckets = static_cast<uint64_t>(std::ceil(static_cast<double>(entries) / (slots * fill))) + 1;
   return (buckets + 1) * page_size;
 }

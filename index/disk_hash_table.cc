@@ -19,6 +19,8 @@ constexpr size_t kHeaderCrcOffset = 56;  // CRC32C over [0, 56)
 
 // Bucket page header: crc(4) count(2) flags(1) reserved(1) page_no(8).
 constexpr size_t kPageHeaderBytes = 16;
+// A slot after its key: container (8), usage (4), flags (1), last event id (8).
+constexpr size_t kSlotBytesAfterKey = 21;
 constexpr uint8_t kPageOverflowed = 1;  // an insert passed this page because it was full
 
 // Entry flags.
@@ -84,11 +86,15 @@ void SealPage(std::string* page) {
 
 }  // namespace
 
+size_t DiskHashTable::SlotsPerPage(size_t page_size, size_t key_size) {
+  return (page_size - kPageHeaderBytes) / (key_size + kSlotBytesAfterKey);
+}
+
 DiskHashTable::DiskHashTable(const DiskHashTableOptions& options, Env* env)
     : options_(options), env_(env), journal_path_(options.path + ".journal") {
   bucket_count_ = options.size_bytes / options.page_size - 1;
-  entry_size_ = options.key_size + 21;
-  slots_per_page_ = (options.page_size - kPageHeaderBytes) / entry_size_;
+  entry_size_ = options.key_size + kSlotBytesAfterKey;
+  slots_per_page_ = SlotsPerPage(options.page_size, options.key_size);
   capacity_ = static_cast<uint64_t>(
       std::floor(static_cast<double>(bucket_count_ * slots_per_page_) * options.max_fill));
   probe_pages_ = static_cast<int>(

@@ -76,6 +76,10 @@ class DiskHashTable {
   static Status Open(const DiskHashTableOptions& options, Env* env,
                      std::unique_ptr<DiskHashTable>* out);
 
+  // Entries one bucket page holds (docs/formats.md: key, container, usage,
+  // flags, last event id per slot). For sizing tables.
+  static size_t SlotsPerPage(size_t page_size, size_t key_size);
+
   // Finishes a batch whose in-place write failed earlier, if possible; if not,
   // the journal stays and the next Open redoes it.
   ~DiskHashTable();
