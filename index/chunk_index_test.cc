@@ -608,7 +608,7 @@ TEST_F(ChunkIndexTest, FailedCommitOfAChunkStoredAgainLeavesItErased) {
   EXPECT_EQ(idx->stats().aux_uncommitted, 0u);
   ASSERT_TRUE(idx->Flush().ok());
   EXPECT_EQ(idx->stats().persistent_entries, 0u);
-  // Stored once more (committed at once), it keeps the erased entry's events.
+  // Stored once more (committed at once), it starts from usage 0.
   ASSERT_TRUE(idx->PutNew(Fp(1), 1).ok());
   ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
   EXPECT_EQ(e.usage_count, 0u);
