@@ -128,7 +128,9 @@ Status UsageCounter::CountEvent(const LogEvent& e) {
       // entry so the chunk is live again and not dropped from its container.
       if (!store_->IsCommitted(d.second)) continue;
       DEDUPV1_RETURN_IF_ERROR(index_->PutNew(fp, d.second));
-      s = index_->AddUsage(fp, d.first, e.id, &usage, &applied);
+      // A writer may have stored the chunk again meanwhile (PutNew keeps its
+      // entry): the copy moves that entry to d.second if it is uncommitted.
+      s = index_->AddUsage(fp, d.first, e.id, &usage, &applied, copy);
       std::lock_guard<std::mutex> l(mu_);
       stats_.entries_restored++;
     }

@@ -362,9 +362,10 @@ Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
     if (results[i].ok()) {
       ok_count++;
       if (it == aux_.end()) continue;
-      if (table_deletes[i] && !it->second.erased) {
-        // The table's older entry is gone; this entry is not written yet (it
-        // is written once committed, maybe already queued for that).
+      if (ops[i].erase && !it->second.erased) {
+        // A deletion (a tombstone's, or one under a newer uncommitted entry)
+        // that PutNew overtook: the table's entry is gone, the live entry in
+        // memory is not written yet (it is once committed).
         AuxEntry& e = it->second;
         e.table_delete = false;
         if (e.in_table) {
@@ -389,6 +390,10 @@ Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
     if (first.ok()) first = results[i];
     if (it == aux_.end()) continue;
     if (IsEntryError(results[i])) {
+      // Parked until the next Flush. An uncommitted entry's table deletion
+      // is simply not re-queued (Flush retries it too), so stuck entries
+      // stay committed ones and DrainableLocked counts each blocked entry once.
+      if (!it->second.entry.committed) continue;
       if (!it->second.stuck) {
         it->second.stuck = true;
         stuck_++;

@@ -94,7 +94,8 @@ class ChunkIndex {
   // Marks the auxiliary entries of these fingerprints that point to
   // |container| committed (eligible for write-back).
   void OnContainerCommitted(ContainerId container, const std::vector<Fingerprint>& fps);
-  // Drops uncommitted auxiliary entries of |container|, whose commit failed for good.
+  // Drops uncommitted auxiliary entries of |container|, whose commit failed for
+  // good; one that replaced a tombstone becomes that tombstone again.
   void OnContainerFailed(ContainerId container, const std::vector<Fingerprint>& fps);
 
   // Adds |delta| to the usage count (saturating at 0 and UINT32_MAX), in the
@@ -109,10 +110,10 @@ class ChunkIndex {
   // |committed_copy| (optional): a committed container holding a copy of the
   // chunk, the one the counted mapping names. If the entry itself is not
   // committed (the chunk was stored again in a newer container, while the
-  // mapping found the older copy), it is pointed to that copy, so the count
-  // is persistable at the next flush: a checkpoint trims the counted event,
-  // and a count that waited in memory for the newer container would be lost
-  // in a crash.
+  // mapping found the older copy), it is pointed to that copy when the change
+  // is applied, so the count is persistable at the next flush: a checkpoint
+  // trims the counted event, and a count that waited in memory for the newer
+  // container would be lost in a crash.
   Status AddUsage(const Fingerprint& fp, int64_t delta, uint64_t event_id = 0,
                   uint32_t* usage = nullptr, bool* applied = nullptr,
                   ContainerId committed_copy = kNoContainer);
@@ -130,7 +131,8 @@ class ChunkIndex {
   // While idle, the background thread writes back every committed entry.
   void SetIdle(bool idle);
 
-  // Writes back every committed auxiliary entry now and syncs the table;
+  // Writes back every committed auxiliary entry (and the table deletions under
+  // uncommitted entries that replaced tombstones) now and syncs the table;
   // returns the first error (entries that failed stay in the auxiliary index).
   Status Flush();
 
@@ -153,10 +155,10 @@ class ChunkIndex {
     bool queued = false;    // in ready_
     bool stuck = false;     // write-back failed with NoSpace/Corruption; retried only by Flush
     bool erased = false;    // tombstone: write-back deletes the table entry
-    // An uncommitted entry that replaced a tombstone not yet written back:
-    // write-back deletes the table's older entry now, without writing this
-    // one (see PutNew). Never set on committed entries: their own write
-    // replaces the table's entry.
+    // An uncommitted entry that replaced a tombstone (whose deletion may or
+    // may not have reached the table): write-back deletes the table's entry
+    // now, without writing this one (see PutNew). Never set on committed
+    // entries: their own write replaces the table's entry.
     bool table_delete = false;
   };
   using AuxMap = std::unordered_map<Fingerprint, AuxEntry, FingerprintHasher>;
@@ -166,15 +168,13 @@ class ChunkIndex {
 
   void WriteBackThread();
   // Writes the current versions of the committed entries among |fps| to the
-  // table and drops them from the auxiliary index if unchanged meanwhile.
+  // table (deletes, for tombstones and table_delete entries) and drops them
+  // from the auxiliary index if unchanged meanwhile.
   Status WriteBack(const std::vector<Fingerprint>& fps);
   bool WorkAvailableLocked() const;
-  // Entries the write-back thread can move now (committed, not stuck).
-  uint64_t DrainableLocked() const {
-    // An uncommitted entry whose table deletion got stuck is in both counts.
-    const uint64_t blocked = aux_uncommitted_ + stuck_;
-    return aux_.size() > blocked ? aux_.size() - blocked : 0;
-  }
+  // Entries the write-back thread can move now (committed, not stuck; only
+  // committed entries are ever stuck).
+  uint64_t DrainableLocked() const { return aux_.size() - aux_uncommitted_ - stuck_; }
   void EnqueueLocked(const Fingerprint& fp, AuxEntry* e);
   void EraseLocked(AuxMap::iterator it);
 
@@ -202,7 +202,7 @@ class ChunkIndex {
   std::condition_variable work_cv_;   // wakes the write-back thread
   std::condition_variable space_cv_;  // wakes PutNew callers throttled at the hard limit
   AuxMap aux_;
-  std::deque<Fingerprint> ready_;  // committed entries awaiting write-back (may hold stale names)
+  std::deque<Fingerprint> ready_;  // committed and table_delete entries awaiting write-back (may hold stale names)
   uint64_t aux_uncommitted_ = 0;
   uint64_t aux_new_ = 0;  // entries not in the table yet (count against capacity)
   uint64_t stuck_ = 0;
