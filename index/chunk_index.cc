@@ -172,8 +172,8 @@ void ChunkIndex::OnContainerFailed(ContainerId container, const std::vector<Fing
     AuxEntry& e = it->second;
     if (e.entry.container != container || e.entry.committed) continue;
     if (e.table_delete) {
-      // It replaced a tombstone whose deletion is not written yet: it is
-      // that tombstone again (the table's older entry must still go).
+      // It replaced a tombstone whose deletion may not be written yet: it
+      // is that tombstone again (the table's older entry must go).
       e.table_delete = false;
       e.erased = true;
       e.entry.committed = true;
@@ -326,7 +326,6 @@ Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
   std::lock_guard<std::mutex> wb(write_back_mu_);
   std::vector<DiskHashTable::Op> ops;
   std::vector<uint64_t> versions;
-  std::vector<bool> table_deletes;  // per op: deletes the table's entry under a newer uncommitted one
   {
     std::lock_guard<std::mutex> l(mu_);
     for (const Fingerprint& fp : fps) {
@@ -340,7 +339,6 @@ Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
       op.erase = e.erased || e.table_delete;
       ops.push_back(op);
       versions.push_back(e.version);
-      table_deletes.push_back(e.table_delete);
     }
   }
   if (ops.empty()) return Status::OK();
