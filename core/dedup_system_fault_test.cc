@@ -78,8 +78,8 @@ Volume* Vol(DedupSystem* sys, const std::string& name) {
 
 // Sync until it succeeds or |limit| passes: after a fault is cleared, the
 // workers and the chunk store retry on their own schedule (worker back-off
-// 200 ms, commit retry up to 1 s).
-Status SyncWithin(DedupSystem* sys, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+// 200 ms, commit retry up to 1 s); the limit is generous for a loaded CI host.
+Status SyncWithin(DedupSystem* sys, std::chrono::milliseconds limit = std::chrono::milliseconds(30000)) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   Status s;
   for (;;) {
