@@ -1,6 +1,7 @@
 // dedupv1_bench: measures the engine in process.
 //
 //   dedupv1_bench engine [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...
+//   dedupv1_bench gc     [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...
 //
 // Writes backup generation 1 and generation 2 (bench/backup_generator.h) into
 // two volumes of a fresh system in 1 MiB requests, as a backup client would,
@@ -8,7 +9,18 @@
 // ground truth, and, measured in the same run on the same cores, the
 // chunk+hash ceiling: Rabin chunking plus SHA-1 over the same bytes with no
 // storage at all.
+//
+// The gc mode measures garbage collection rounds: generation 1 is written into
+// one volume and a first round runs (the full scan every open starts with);
+// generation 2 overwrites the volume and a round gives generation 1's unique
+// chunks back (an incremental round); the first half of the volume is
+// unmapped and a round gives that space back; then the system is closed,
+// reopened and a round runs again (the full scan after a restart). Per round: time, chunks
+// scanned per second, bytes reclaimed and the growth of the process's peak
+// RSS during the round (the kernel's peak is reset before each round).
+#include <malloc.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -16,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -199,11 +212,168 @@ int RunEngine(const Args& args) {
   return 0;
 }
 
+// Peak RSS (VmHWM) in bytes; 0 if unknown.
+uint64_t PeakRssBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+uint64_t RssBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+// Resets the kernel's peak RSS to the current RSS (Linux: clear_refs 5).
+void ResetPeakRss() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+}
+
+struct GcRound {
+  const char* name;
+  double seconds = 0;
+  uint64_t containers = 0;  // committed containers when the round started
+  uint64_t chunks = 0;      // chunk-index entries (table + auxiliary) when the round started
+  uint64_t reclaimed = 0;
+  uint64_t deleted = 0;
+  uint64_t rss_growth = 0;  // peak RSS during the round minus RSS before it
+};
+
+bool RunGcRound(DedupSystem* sys, GcRound* round) {
+  std::vector<ContainerId> ids;
+  if (!sys->chunk_store()->ListCommitted(&ids).ok()) return false;
+  round->containers = ids.size();
+  const ChunkIndexStats is = sys->chunk_index()->stats();
+  round->chunks = is.persistent_entries + is.aux_entries;  // an entry in both counts twice: an estimate
+  const GcStats before = sys->gc_stats();
+  malloc_trim(0);  // memory freed before the round goes back to the kernel, so the round's own shows
+  const uint64_t rss_before = RssBytes();
+  ResetPeakRss();
+  auto start = Clock::now();
+  Status s = sys->RunGc();
+  round->seconds = Seconds(start);
+  const uint64_t peak = PeakRssBytes();
+  round->rss_growth = peak > rss_before ? peak - rss_before : 0;
+  if (!s.ok()) {
+    std::fprintf(stderr, "gc round (%s) failed: %s\n", round->name, s.ToString().c_str());
+    return false;
+  }
+  const GcStats after = sys->gc_stats();
+  round->reclaimed = after.bytes_reclaimed - before.bytes_reclaimed;
+  round->deleted = after.chunks_deleted - before.chunks_deleted;
+  return true;
+}
+
+int RunGcBench(const Args& args) {
+  std::string dir = args.data_dir;
+  bool temp = false;
+  if (dir.empty()) {
+    dir = (std::filesystem::temp_directory_path() / ("dedupv1-bench-gc-" + std::to_string(getpid()))).string();
+    temp = true;
+  }
+  std::filesystem::remove_all(dir);
+  Config config;
+  config.Set("data-dir", dir);
+  uint64_t vol_size = (args.size + 4095) / 4096 * 4096;
+  config.Set("volume", "backup " + std::to_string(vol_size));
+  config.Set("chunk-index.size", std::to_string(std::max<uint64_t>(64 << 20, args.size / 8192 * 64 * 2)));
+  for (const auto& [k, v] : args.overrides) config.Set(k, v);
+  Options options;
+  Status s = Options::FromConfig(config, &options);
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    return 1;
+  }
+  bench::BackupGenerator generator(bench::GeneratorParams(), 1);
+  bench::Generation g1 = generator.First(vol_size);
+  bench::Generation g2 = generator.Next(g1);
+
+  std::unique_ptr<DedupSystem> sys;
+  auto open = [&]() -> bool {
+    Status o = DedupSystem::Open(options, Env::Default(), &sys);
+    if (!o.ok()) {
+      std::fprintf(stderr, "%s\n", o.ToString().c_str());
+      return false;
+    }
+    sys->ForceIdle(IdleMode::kBusy);  // rounds run only when the bench says so
+    return true;
+  };
+  if (!open()) return 1;
+  Volume* vol;
+  sys->GetVolume("backup", &vol);
+  WriteGeneration(vol, g1, args.json, "generation 1");
+  GcRound first{"first after open"};
+  if (!RunGcRound(sys.get(), &first)) return 1;
+  WriteGeneration(vol, g2, args.json, "generation 2");
+  const uint64_t used_before = sys->chunk_store()->stats().bytes_stored;
+  GcRound incremental{"after overwrite"};
+  if (!RunGcRound(sys.get(), &incremental)) return 1;
+  s = vol->Unmap(0, vol_size / 2 / 4096 * 4096);
+  if (s.ok()) s = vol->Sync();
+  if (!s.ok()) {
+    std::fprintf(stderr, "unmap failed: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  GcRound unmapped{"after unmapping half"};
+  if (!RunGcRound(sys.get(), &unmapped)) return 1;
+  s = sys->Close();
+  if (!s.ok()) {
+    std::fprintf(stderr, "close failed: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  sys.reset();
+  if (!open()) return 1;
+  GcRound restart{"first after restart"};
+  if (!RunGcRound(sys.get(), &restart)) return 1;
+  s = sys->Close();
+  if (!s.ok()) {
+    std::fprintf(stderr, "close failed: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  const GcRound rounds[] = {first, incremental, unmapped, restart};
+  if (args.json) {
+    std::printf("{\"size\": %llu, \"rounds\": [", (unsigned long long)vol_size);
+    for (size_t i = 0; i < sizeof(rounds) / sizeof(rounds[0]); i++) {
+      const GcRound& r = rounds[i];
+      std::printf(
+          "%s{\"round\": \"%s\", \"seconds\": %.3f, \"containers\": %llu, \"chunks\": %llu, "
+          "\"chunks_per_s\": %.0f, \"bytes_reclaimed\": %llu, \"chunks_deleted\": %llu, "
+          "\"rss_growth_bytes\": %llu}",
+          i ? ", " : "", r.name, r.seconds, (unsigned long long)r.containers, (unsigned long long)r.chunks,
+          r.chunks / std::max(r.seconds, 1e-6), (unsigned long long)r.reclaimed, (unsigned long long)r.deleted,
+          (unsigned long long)r.rss_growth);
+    }
+    std::printf("]}\n");
+  } else {
+    std::printf("\n%-22s %9s %11s %10s %12s %12s %10s %12s\n", "gc round", "seconds", "containers", "chunks",
+                "chunks/s", "reclaimed", "deleted", "RSS growth");
+    for (const GcRound& r : rounds) {
+      std::printf("%-22s %9.2f %11llu %10llu %12.0f %12s %10llu %12s\n", r.name, r.seconds,
+                  (unsigned long long)r.containers, (unsigned long long)r.chunks, r.chunks / std::max(r.seconds, 1e-6),
+                  HumanBytes(r.reclaimed).c_str(), (unsigned long long)r.deleted, HumanBytes(r.rss_growth).c_str());
+    }
+    std::printf("\nstored before the overwrite round: %s; data in %s\n", HumanBytes(used_before).c_str(),
+                dir.c_str());
+  }
+  if (temp && !args.keep) std::filesystem::remove_all(dir);
+  return 0;
+}
+
 int Usage() {
   std::fprintf(stderr,
-               "usage: dedupv1_bench engine [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...\n"
-               "  writes two synthetic backup generations into a fresh system and reports MB/s,\n"
-               "  dedup ratio vs the generator's ground truth, and the chunk+hash ceiling\n");
+               "usage: dedupv1_bench engine|gc [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...\n"
+               "  engine: writes two synthetic backup generations into a fresh system and reports MB/s,\n"
+               "          dedup ratio vs the generator's ground truth, and the chunk+hash ceiling\n"
+               "  gc:     writes generation 1, then generation 2 over it, and times garbage collection\n"
+               "          rounds (first after open, after the overwrite, after unmapping half, after a restart)\n");
   return 2;
 }
 
@@ -212,7 +382,8 @@ int Usage() {
 
 int main(int argc, char** argv) {
   using namespace dedupv1;
-  if (argc < 2 || std::strcmp(argv[1], "engine") != 0) return Usage();
+  if (argc < 2 || (std::strcmp(argv[1], "engine") != 0 && std::strcmp(argv[1], "gc") != 0)) return Usage();
+  const bool gc = std::strcmp(argv[1], "gc") == 0;
   Args args;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
@@ -240,5 +411,5 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
-  return RunEngine(args);
+  return gc ? RunGcBench(args) : RunEngine(args);
 }

@@ -271,6 +271,29 @@ if e1:
     targets.append(["engine gen 1 >= 70% of the chunk+hash ceiling", " / ".join(f"{x:.0%}" for x in g1),
                     met(max(g1) >= 0.70)])
 
+gc = load("gc.json")
+if gc:
+    p("### Garbage collection rounds (`dedupv1_bench gc`)")
+    p()
+    p(f"Generation 1 ({human(gc['size'])}) written into one volume, then a round (the full scan every open "
+      "starts with); generation 2 written over it and a round (gives generation 1's replaced chunks back; "
+      "space returns only where a container falls below half live); the first half of the volume unmapped "
+      "and a round; the system closed and reopened and a round (the full scan after a restart). Automatic "
+      "idle rounds are off (`ForceIdle(busy)`). \"RSS growth\" is the process's peak RSS during the round "
+      "minus its RSS before (freed memory trimmed and the kernel's peak reset first).")
+    p()
+    rows, csv_rows = [], []
+    for r in gc["rounds"]:
+        rows.append([r["round"], f"{r['seconds']:.2f}", f"{r['containers']:,}", f"{r['chunks']:,}",
+                     rate(r["chunks_per_s"], "/s"), human(r["bytes_reclaimed"]), f"{r['chunks_deleted']:,}",
+                     human(r["rss_growth_bytes"])])
+        csv_rows.append([r["round"], r["seconds"], r["containers"], r["chunks"], r["chunks_per_s"],
+                         r["bytes_reclaimed"], r["chunks_deleted"], r["rss_growth_bytes"]])
+    table(["round", "seconds", "containers", "index entries", "entries / s", "reclaimed", "chunks deleted",
+           "RSS growth"], rows)
+    write_csv("gc.csv", ["round", "seconds", "containers", "index_entries", "entries_per_s", "bytes_reclaimed",
+                         "chunks_deleted", "rss_growth_bytes"], csv_rows)
+
 # --- iscsi ------------------------------------------------------------------------------------
 
 iw = {k: load(f"iscsi-{k}.json") for k in ("dedup-write", "rdwr-write", "dedup-verify", "rdwr-verify")}

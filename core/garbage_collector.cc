@@ -5,7 +5,6 @@
 #include <map>
 #include <set>
 #include <shared_mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "core/dedup_system.h"
@@ -15,16 +14,17 @@
 namespace dedupv1 {
 namespace {
 
-// What the scan found in one container.
+// What the scan found in one container. Only sums are kept per container,
+// plus the suspects: a full scan looks at every stored chunk, and a map entry
+// per chunk would cost about 100 bytes of memory per 8 KiB stored (12 GiB for
+// 1 TiB). The round's erasures are not subtracted one by one; a container
+// that lost chunks is recounted after the barrier (step 5).
 struct ContainerScan {
-  uint64_t total_bytes = 0;                        // serialized size
-  std::unordered_map<Fingerprint, size_t, FingerprintHasher> live;  // fp -> footprint
-  std::vector<std::pair<Fingerprint, size_t>> suspects;             // no index entry at scan time
-  uint64_t live_bytes() const {
-    uint64_t n = 0;
-    for (const auto& [fp, bytes] : live) n += bytes;
-    return n;
-  }
+  uint64_t total_bytes = 0;  // serialized size
+  uint64_t live_bytes = 0;   // footprints of the chunks with an index entry
+  uint64_t live_chunks = 0;
+  std::vector<std::pair<Fingerprint, size_t>> suspects;  // no index entry at scan time
+  bool recount = false;  // chunks were marked dead after the scan
 };
 
 int64_t UnixNow() {
@@ -121,7 +121,8 @@ Status GarbageCollector::RunLocked(GcStats* round) {
       }
       DEDUPV1_RETURN_IF_ERROR(l);
       // An entry naming another copy: this copy is kept (a mapping may name it).
-      scan.live[c.fp] = c.bytes;
+      scan.live_bytes += c.bytes;
+      scan.live_chunks++;
       if (entry.usage_count == 0 && store->Resolve(entry.container) == id) sys->usage_->AddCandidate(c.fp);
     }
     scans.emplace(id, std::move(scan));
@@ -153,7 +154,7 @@ Status GarbageCollector::RunLocked(GcStats* round) {
       const ContainerId c = store->Resolve(entry.container);
       dead[c].push_back(fp);
       auto scan = scans.find(c);
-      if (scan != scans.end()) scan->second.live.erase(fp);
+      if (scan != scans.end()) scan->second.recount = true;
     }
     for (auto& [id, scan] : scans) {
       for (const auto& [fp, bytes] : scan.suspects) {
@@ -161,7 +162,8 @@ Status GarbageCollector::RunLocked(GcStats* round) {
         Status l = index->Lookup(fp, &entry);
         if (l.ok()) {
           // Referenced again since the scan (its entry was re-created).
-          scan.live[fp] = bytes;
+          scan.live_bytes += bytes;
+          scan.live_chunks++;
           continue;
         }
         if (!l.IsNotFound()) return l;
@@ -192,7 +194,7 @@ Status GarbageCollector::RunLocked(GcStats* round) {
     std::lock_guard<std::mutex> l(pending_mu_);
     for (const auto& [id, scan] : scans) {
       pending_containers_.insert(id);
-      round->live_bytes += scan.live_bytes();
+      round->live_bytes += scan.live_bytes;
     }
     round->rounds_deferred++;
     scans.clear();
@@ -202,10 +204,20 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   const uint64_t capacity = store->options().container_size;
   const uint64_t budget = capacity - capacity / 8;  // room for aliases and rounding
   std::vector<std::pair<ContainerId, uint64_t>> underfilled;  // id, live bytes
-  for (const auto& [id, scan] : scans) {
-    const uint64_t live = scan.live_bytes();
+  for (auto& [id, scan] : scans) {
+    if (scan.recount) {
+      // What is left once this round's garbage is marked dead (the chunk
+      // store leaves dead chunks out; only GC marks them, one round at a time).
+      std::vector<ChunkStore::ChunkFootprint> chunks;
+      Status s = store->GetChunkFootprints(id, &chunks, &scan.total_bytes);
+      if (!s.ok()) return s.WithContext("recount container " + std::to_string(id));
+      scan.live_bytes = 0;
+      for (const auto& c : chunks) scan.live_bytes += c.bytes;
+      scan.live_chunks = chunks.size();
+    }
+    const uint64_t live = scan.live_bytes;
     round->live_bytes += live;
-    if (scan.live.empty()) {
+    if (scan.live_chunks == 0) {
       DEDUPV1_RETURN_IF_ERROR(store->DeleteContainer(id));
       ContainerEventData event;
       event.container = id;
