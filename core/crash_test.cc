@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "core/dedup_system.h"
+#include "core/system_testutil.h"
 #include "core/testutil.h"
 
 namespace dedupv1 {
@@ -361,6 +362,76 @@ TEST(CrashTest, UnmapIsLoggedAndRecoveredAfterKill) {
   std::vector<uint8_t> got(want.size());
   ASSERT_TRUE(v->Read(0, got.size(), got.data()).ok());
   EXPECT_TRUE(got == want);
+}
+
+// A kill at any moment of the very first open (every file of the data
+// directory being created) leaves a directory the next open starts from,
+// without a manual step; a write synced before the kill is there.
+TEST(CrashTest, KillDuringFirstOpenLeavesAStartableSystem) {
+  const uint64_t cycles = test::EnvKnob("DEDUPV1_CREATE_CRASH_CYCLES", 30);
+  // How long creating a system takes here, to spread the kills over it.
+  uint64_t create_us = 0;
+  {
+    test::TempDir dir;
+    const auto start = std::chrono::steady_clock::now();
+    auto sys = test::OpenSystemOrDie(CrashOptions(dir.path()));
+    create_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start)
+                    .count();
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  std::mt19937_64 rng(777);
+  uint64_t opened_before_kill = 0, synced_before_kill = 0;
+  const std::vector<uint8_t> data = SlotData(3, 5);
+  for (uint64_t cycle = 0; cycle < cycles; cycle++) {
+    test::TempDir dir;
+    const Options o = CrashOptions(dir.path());
+    int report_fd = -1;
+    const pid_t pid = test::ForkWithPipe(
+        [&](int fd) {
+          std::unique_ptr<DedupSystem> sys;
+          if (!DedupSystem::Open(o, Env::Default(), &sys).ok()) _exit(10);
+          if (write(fd, "o", 1) != 1) _exit(12);
+          Volume* v;
+          if (!sys->GetVolume("crash", &v).ok()) _exit(11);
+          if (!v->Write(3 * kSlot, kSlot, data.data(), false).ok() || !v->Sync().ok()) _exit(13);
+          if (write(fd, "s", 1) != 1) _exit(12);
+          for (;;) pause();
+        },
+        &report_fd);
+    ASSERT_GE(pid, 0);
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % (create_us * 5 / 4 + 1)));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "child exited early with code " << WEXITSTATUS(status);
+    char buf[2];
+    const ssize_t got = read(report_fd, buf, sizeof(buf));
+    close(report_fd);
+    opened_before_kill += got >= 1;
+    const bool synced = got == 2;
+    synced_before_kill += synced;
+
+    std::unique_ptr<DedupSystem> sys;
+    Status s = DedupSystem::Open(o, Env::Default(), &sys);
+    ASSERT_TRUE(s.ok()) << "cycle " << cycle << " (kill " << (got >= 1 ? "after" : "during")
+                        << " the first open): " << s.ToString();
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("crash", &v).ok());
+    std::vector<uint8_t> read_back(kSlot);
+    ASSERT_TRUE(v->Read(3 * kSlot, kSlot, read_back.data()).ok());
+    if (synced) {
+      ASSERT_TRUE(read_back == data) << "cycle " << cycle << ": the synced write is lost";
+    } else {
+      ASSERT_TRUE(read_back == data || read_back == std::vector<uint8_t>(kSlot, 0)) << "cycle " << cycle;
+    }
+    ASSERT_TRUE(v->Write(0, kSlot, data.data(), false).ok());
+    ASSERT_TRUE(v->Sync().ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  std::printf("first-open kills: %llu (creation took %llu us), after the open: %llu, after a synced write: %llu\n",
+              (unsigned long long)cycles, (unsigned long long)create_us, (unsigned long long)opened_before_kill,
+              (unsigned long long)synced_before_kill);
+  EXPECT_LT(opened_before_kill, cycles) << "no kill landed inside the first open: the test proved nothing";
 }
 
 }  // namespace

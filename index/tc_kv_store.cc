@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/env.h"
+
 namespace dedupv1 {
 
 namespace {
@@ -56,13 +58,8 @@ class TcKvStore : public KvStore {
   std::mutex write_mu_;  // one transaction at a time; scans read chunks under it
 };
 
-}  // namespace
-
-Status OpenTcKvStore(const std::string& path, std::unique_ptr<KvStore>* out) {
-  return TcKvStore::Open(path, out);
-}
-
-Status TcKvStore::Open(const std::string& path, std::unique_ptr<KvStore>* out) {
+// A tuned, unopened database handle.
+Status NewTunedDb(const std::string& path, TCBDB** out) {
   TCBDB* db = tcbdbnew();
   if (db == nullptr) return Status::IOError(path + ": tcbdbnew failed");
   if (!tcbdbsetmutex(db) ||
@@ -73,10 +70,58 @@ Status TcKvStore::Open(const std::string& path, std::unique_ptr<KvStore>* out) {
     tcbdbdel(db);
     return s;
   }
+  *out = db;
+  return Status::OK();
+}
+
+// Creates an empty database at |path| atomically. Tokyo Cabinet writes a new
+// B+tree's first leaf before its meta data, and a process killed between the
+// two leaves a file every later open refuses ("invalid meta data"). So the
+// database is made complete under a temporary name, synced, and renamed into
+// place; a kill leaves either no database or a whole one (and perhaps a
+// temporary file the next creation removes).
+Status CreateDbAtomically(const std::string& path) {
+  Env* env = Env::Default();
+  const std::string creating = path + ".creating";
+  for (const std::string& leftover : {creating, creating + ".wal"}) {
+    if (env->FileExists(leftover)) DEDUPV1_RETURN_IF_ERROR(env->DeleteFile(leftover));
+  }
+  TCBDB* db = nullptr;
+  DEDUPV1_RETURN_IF_ERROR(NewTunedDb(creating, &db));
+  errno = 0;
+  if (!tcbdbopen(db, creating.c_str(), BDBOWRITER | BDBOCREAT | BDBOTRUNC | BDBOLCKNB)) {
+    Status s = TcError(creating, "creating the B+tree database", tcbdbecode(db), errno);
+    tcbdbdel(db);
+    return s;
+  }
+  errno = 0;
+  const bool closed = tcbdbclose(db);  // writes the meta data
+  const int ecode = tcbdbecode(db);
+  const int err = errno;
+  tcbdbdel(db);
+  if (!closed) return TcError(creating, "closing the new B+tree database", ecode, err);
+  std::unique_ptr<File> file;
+  DEDUPV1_RETURN_IF_ERROR(env->OpenFile(creating, OpenMode::kReadWrite, &file));
+  DEDUPV1_RETURN_IF_ERROR(file->Sync());
+  file.reset();
+  DEDUPV1_RETURN_IF_ERROR(env->RenameFile(creating, path));
+  return env->SyncDir(DirName(path));
+}
+
+}  // namespace
+
+Status OpenTcKvStore(const std::string& path, std::unique_ptr<KvStore>* out) {
+  return TcKvStore::Open(path, out);
+}
+
+Status TcKvStore::Open(const std::string& path, std::unique_ptr<KvStore>* out) {
+  if (!Env::Default()->FileExists(path)) DEDUPV1_RETURN_IF_ERROR(CreateDbAtomically(path));
+  TCBDB* db = nullptr;
+  DEDUPV1_RETURN_IF_ERROR(NewTunedDb(path, &db));
   // BDBOTSYNC: every committed transaction is synced; BDBOLCKNB: a second
   // process fails at once instead of blocking on the file lock.
   errno = 0;
-  if (!tcbdbopen(db, path.c_str(), BDBOWRITER | BDBOCREAT | BDBOTSYNC | BDBOLCKNB)) {
+  if (!tcbdbopen(db, path.c_str(), BDBOWRITER | BDBOTSYNC | BDBOLCKNB)) {
     Status s = TcError(path, "opening the B+tree database", tcbdbecode(db), errno);
     tcbdbdel(db);
     return s;
