@@ -7,11 +7,14 @@
 //     in the chunk index. The first round after open scans every committed
 //     container (usage 0 entries become candidates, so candidates lost in a
 //     restart are found again, and garbage of a round interrupted by a crash
-//     is found as chunks without an entry); later rounds scan only the
-//     containers holding a candidate or garbage the last round marked but did
-//     not scan. A chunk whose entry resolves to this container is live; a
-//     chunk without an entry is suspected garbage; a chunk whose entry names
-//     another copy is kept (a mapping may still name this copy).
+//     is found as chunks without an entry); it first counts the index entries
+//     per container in one sequential pass over the index (finding the usage
+//     0 entries too) and looks chunks up only in containers holding more
+//     chunks than entries name them. Later rounds scan only the containers
+//     holding a candidate or garbage the last round marked but did not scan.
+//     A chunk whose entry resolves to this container is live; a chunk without
+//     an entry is suspected garbage; a chunk whose entry names another copy
+//     is kept (a mapping may still name this copy).
 //  3. Hold and recheck, under the system's GC barrier (exclusive: no dedup
 //     run is between its filter-chain decision and its mapping being logged):
 //     containers committed and the log synced, every logged event counted,
@@ -58,6 +61,8 @@ struct GcStats {
   uint64_t containers_written = 0;  // merged containers written
   uint64_t containers_deleted = 0;  // containers deleted without a merge
   uint64_t rounds_deferred = 0;     // rounds that left their containers to a later one (log not trimmed yet)
+  uint64_t containers_scanned = 0;  // container metadata read by the scans
+  uint64_t containers_looked_up = 0;  // of those, checked chunk by chunk in the chunk index
   uint64_t used_bytes = 0;          // container store bytes after the last round
   uint64_t live_bytes = 0;          // live chunk bytes found by the last round's scan
   int64_t last_run_unix = 0;        // end of the last round (seconds since the epoch), 0 = never

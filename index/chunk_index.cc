@@ -510,7 +510,7 @@ Status ChunkIndex::Verify(uint64_t* pages_checked) { return table_->Verify(pages
 
 Status ChunkIndex::ForEachFingerprint(const std::function<void(const Fingerprint&)>& f) {
   uint64_t pages;
-  DEDUPV1_RETURN_IF_ERROR(table_->Verify(&pages, f));
+  DEDUPV1_RETURN_IF_ERROR(table_->Verify(&pages, [&f](const Fingerprint& fp, const ChunkIndexEntry&) { f(fp); }));
   std::vector<Fingerprint> aux;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -519,6 +519,52 @@ Status ChunkIndex::ForEachFingerprint(const std::function<void(const Fingerprint
     }
   }
   for (const auto& fp : aux) f(fp);
+  return Status::OK();
+}
+
+Status ChunkIndex::ForEachEntry(const std::function<void(const Fingerprint&, const ChunkIndexEntry&)>& f) {
+  // Hashes of the table entries an auxiliary version replaced: the second
+  // pass skips them even if their in_table flag is not set yet (a write-back
+  // whose Apply finished just before the pass may not have updated it). A
+  // hash collision makes an entry missed, never seen twice.
+  std::vector<uint64_t> replaced;
+  std::vector<std::pair<Fingerprint, ChunkIndexEntry>> batch;
+  std::vector<bool> skip;
+  auto visit_batch = [&] {
+    skip.assign(batch.size(), false);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (size_t i = 0; i < batch.size(); i++) {
+        auto it = aux_.find(batch[i].first);
+        if (it == aux_.end()) continue;
+        replaced.push_back(batch[i].first.Hash64());
+        if (it->second.erased) {
+          skip[i] = true;
+        } else {
+          batch[i].second = it->second.entry;
+        }
+      }
+    }
+    for (size_t i = 0; i < batch.size(); i++) {
+      if (!skip[i]) f(batch[i].first, batch[i].second);
+    }
+    batch.clear();
+  };
+  uint64_t pages;
+  DEDUPV1_RETURN_IF_ERROR(table_->Verify(&pages, [&](const Fingerprint& fp, const ChunkIndexEntry& entry) {
+    batch.emplace_back(fp, entry);
+    if (batch.size() >= 4096) visit_batch();
+  }));
+  visit_batch();
+  std::sort(replaced.begin(), replaced.end());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [fp, e] : aux_) {
+      if (e.erased || e.in_table || std::binary_search(replaced.begin(), replaced.end(), fp.Hash64())) continue;
+      batch.emplace_back(fp, e.entry);
+    }
+  }
+  for (const auto& [fp, entry] : batch) f(fp, entry);
   return Status::OK();
 }
 

@@ -146,6 +146,15 @@ class ChunkIndex {
   // index (a fingerprint may be seen twice; an erased one may still be seen
   // until its deletion is written back). Reads the whole table.
   Status ForEachFingerprint(const std::function<void(const Fingerprint&)>& f);
+  // Calls |f| at most once per fingerprint that has an entry, with the newest
+  // version at the moment it is visited: one sequential pass over the table
+  // (write-back waits meanwhile), each table entry replaced by its auxiliary
+  // version if there is one (an erased one is skipped), then the auxiliary
+  // entries the table does not hold. An entry created, changed or written
+  // back during the pass may be missed or seen in its older version; none is
+  // seen twice unless it is erased and created again during the pass.
+  // Garbage collection counts entries per container with it.
+  Status ForEachEntry(const std::function<void(const Fingerprint&, const ChunkIndexEntry&)>& f);
 
  private:
   struct AuxEntry {

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -669,6 +670,41 @@ TEST_F(ChunkIndexTest, RejectsBadLimits) {
   std::unique_ptr<ChunkIndex> idx;
   EXPECT_TRUE(ChunkIndex::Open(o, Env::Default(), oracle_.Fn(), &idx).IsInvalidArgument());
   EXPECT_TRUE(ChunkIndex::Open(Options(), Env::Default(), nullptr, &idx).IsInvalidArgument());
+}
+
+// The pass garbage collection counts entries with: every entry once, in its
+// newest version, whether it lives in the table, in the auxiliary index or in
+// both; erased entries are left out even while the table still holds them.
+TEST_F(ChunkIndexTest, ForEachEntrySeesEveryEntryOnceInItsNewestVersion) {
+  auto idx = MustOpen(Options());
+  const std::vector<Fingerprint> stored = Fps(0, 100);
+  for (const Fingerprint& fp : stored) ASSERT_TRUE(idx->PutNew(fp, 1).ok());
+  oracle_.Commit(1);
+  idx->OnContainerCommitted(1, stored);
+  ASSERT_TRUE(idx->Flush().ok());
+  ASSERT_EQ(idx->stats().persistent_entries, 100u);
+  for (uint64_t i = 0; i < 10; i++) ASSERT_TRUE(idx->AddUsage(Fp(i), 2).ok());  // newer in aux
+  for (uint64_t i = 10; i < 15; i++) ASSERT_TRUE(idx->Erase(Fp(i)).ok());      // tombstones
+  for (uint64_t i = 200; i < 210; i++) ASSERT_TRUE(idx->PutNew(Fp(i), 2).ok());  // aux only
+  auto check = [&](const char* when) {
+    std::map<Fingerprint, std::pair<int, ChunkIndexEntry>> seen;
+    ASSERT_TRUE(idx->ForEachEntry([&](const Fingerprint& fp, const ChunkIndexEntry& e) {
+                     seen[fp].first++;
+                     seen[fp].second = e;
+                   }).ok());
+    EXPECT_EQ(seen.size(), 105u) << when;
+    for (const auto& [fp, v] : seen) EXPECT_EQ(v.first, 1) << when << ": " << fp.ToHex() << " seen twice";
+    for (uint64_t i = 0; i < 10; i++) EXPECT_EQ(seen[Fp(i)].second.usage_count, 2u) << when << " " << i;
+    for (uint64_t i = 10; i < 15; i++) EXPECT_EQ(seen.count(Fp(i)), 0u) << when << ": erased " << i << " seen";
+    for (uint64_t i = 15; i < 100; i++) EXPECT_EQ(seen[Fp(i)].second.container, 1u) << when;
+    for (uint64_t i = 200; i < 210; i++) {
+      EXPECT_EQ(seen[Fp(i)].second.container, 2u) << when;
+      EXPECT_FALSE(seen[Fp(i)].second.committed) << when;
+    }
+  };
+  check("before write-back");
+  ASSERT_TRUE(idx->Flush().ok());  // usage and erasures reach the table; container 2 stays in aux
+  check("after write-back");
 }
 
 }  // namespace

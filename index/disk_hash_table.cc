@@ -565,7 +565,7 @@ Status DiskHashTable::Sync() {
 }
 
 Status DiskHashTable::Verify(uint64_t* pages_checked,
-                             const std::function<void(const Fingerprint&)>& visit) {
+                             const std::function<void(const Fingerprint&, const ChunkIndexEntry&)>& visit) {
   std::lock_guard<std::mutex> l(apply_mu_);
   *pages_checked = 0;
   const std::string& file = options_.path;
@@ -615,7 +615,11 @@ Status DiskHashTable::Verify(uint64_t* pages_checked,
                                     " of bucket " + std::to_string(home) +
                                     ", outside its probe range");
         }
-        if (visit) visit(fp);
+        if (visit) {
+          ChunkIndexEntry entry;
+          DecodeSlot(page, slot, options_.key_size, entry_size_, &entry);
+          visit(fp, entry);
+        }
       }
       entries += count;
       ++*pages_checked;

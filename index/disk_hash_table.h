@@ -107,10 +107,10 @@ class DiskHashTable {
   // Reads every page and checks CRCs, page numbers, that each entry is within
   // the probe range of its home bucket, and that the header's entry count
   // equals the entries found. |pages_checked| counts the header page too.
-  // Reads every page and checks CRCs, probe ranges and the entry count.
-  // |visit|, if given, sees every fingerprint in the table.
+  // |visit|, if given, sees every entry in the table, once: Apply waits until
+  // the pass is over, so the table does not change under it.
   Status Verify(uint64_t* pages_checked,
-                const std::function<void(const Fingerprint&)>& visit = nullptr);
+                const std::function<void(const Fingerprint&, const ChunkIndexEntry&)>& visit = nullptr);
 
   // Makes every applied batch durable (Apply already syncs; this also retries
   // a batch whose in-place write failed).

@@ -337,6 +337,8 @@ Json StatusCollector::Gc() const {
   j["merged_containers_written"] = st.containers_written;
   j["containers_deleted"] = st.containers_deleted;
   j["rounds_deferred"] = st.rounds_deferred;
+  j["containers_scanned"] = st.containers_scanned;
+  j["containers_looked_up"] = st.containers_looked_up;
   j["used_bytes"] = st.used_bytes;
   j["live_bytes"] = st.live_bytes;
   j["last_run_unix"] = st.last_run_unix;

@@ -251,7 +251,7 @@ TEST_F(ToolsTest, StoreIsCleanAfterGarbageCollection) {
     ASSERT_TRUE(DiskHashTable::Open(options_.chunk_index.table, Env::Default(), &table).ok());
     std::vector<Fingerprint> fps;
     uint64_t pages;
-    ASSERT_TRUE(table->Verify(&pages, [&](const Fingerprint& fp) { fps.push_back(fp); }).ok());
+    ASSERT_TRUE(table->Verify(&pages, [&](const Fingerprint& fp, const ChunkIndexEntry&) { fps.push_back(fp); }).ok());
     ASSERT_FALSE(fps.empty());
     victim = fps[0];
     ChunkIndexEntry e;
