@@ -14,12 +14,17 @@
 
 TGT_PID=""
 
-# A TCP port nobody listens on, from [$1, $2).
+# A TCP port no socket uses, from [$1, $2) below the kernel's ephemeral range:
+# a port in that range may be taken at any moment as the local port of an
+# outgoing connection (another test's initiator), and then the portal's bind
+# fails with "Address already in use" although nothing listened when it was picked.
 tgt_free_port() {
-  local lo="${1:-20000}" hi="${2:-60000}" port i
+  local lo="${1:-20000}" hi="${2:-60000}" port i eph_lo
+  eph_lo="$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)"
+  if [ -n "$eph_lo" ] && [ "$eph_lo" -gt "$lo" ] && [ "$hi" -gt "$eph_lo" ]; then hi="$eph_lo"; fi
   for i in $(seq 1 50); do
     port=$((lo + RANDOM % (hi - lo)))
-    if ! ss -Htln "sport = :$port" 2>/dev/null | grep -q .; then
+    if ! ss -Htan "sport = :$port" 2>/dev/null | grep -q .; then
       echo "$port"
       return 0
     fi
