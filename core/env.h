@@ -58,6 +58,9 @@ class Env {
   virtual bool FileExists(const std::string& path) = 0;
   virtual Status DeleteFile(const std::string& path) = 0;
   virtual Status RenameFile(const std::string& from, const std::string& to) = 0;
+  // Gives |from| the second name |to| (a hard link); fails if |to| exists, so
+  // unlike RenameFile it never replaces a file.
+  virtual Status LinkFile(const std::string& from, const std::string& to) = 0;
   // Creates |path| and any missing parents (mkdir -p).
   virtual Status CreateDirs(const std::string& path) = 0;
   // Names (not paths) of the entries of |dir|, without "." and "..".

@@ -127,6 +127,11 @@ class PosixEnv : public Env {
     return Status::OK();
   }
 
+  Status LinkFile(const std::string& from, const std::string& to) override {
+    if (::link(from.c_str(), to.c_str()) != 0) return Status::FromErrno(errno, "link " + from + " to " + to);
+    return Status::OK();
+  }
+
   Status CreateDirs(const std::string& path) override {
     if (path.empty()) return Status::OK();
     std::string partial;

@@ -105,6 +105,13 @@ Status FaultInjectionEnv::OpenFile(const std::string& path, OpenMode mode,
   return Status::OK();
 }
 
+Status FaultInjectionEnv::LinkFile(const std::string& from, const std::string& to) {
+  Fault fault;
+  size_t torn;
+  if (Check(Op::kRename, to, &fault, &torn)) return FaultStatus(fault, "link " + to);
+  return base_->LinkFile(from, to);
+}
+
 Status FaultInjectionEnv::RenameFile(const std::string& from, const std::string& to) {
   Fault fault;
   size_t torn;

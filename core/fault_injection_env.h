@@ -45,6 +45,7 @@ class FaultInjectionEnv : public Env {
   bool FileExists(const std::string& path) override { return base_->FileExists(path); }
   Status DeleteFile(const std::string& path) override { return base_->DeleteFile(path); }
   Status RenameFile(const std::string& from, const std::string& to) override;
+  Status LinkFile(const std::string& from, const std::string& to) override;  // faults as a rename of |to|
   Status CreateDirs(const std::string& path) override { return base_->CreateDirs(path); }
   Status GetChildren(const std::string& dir, std::vector<std::string>* names) override {
     return base_->GetChildren(dir, names);

@@ -96,8 +96,9 @@ Status GarbageCollector::RunLocked(GcStats* round) {
     DEDUPV1_RETURN_IF_ERROR(store->ListCommitted(&ids));  // sorted
     entries_in.assign(ids.size(), 0);
     DEDUPV1_RETURN_IF_ERROR(index->ForEachEntry([&](const Fingerprint& fp, const ChunkIndexEntry& entry) {
-      auto it = std::lower_bound(ids.begin(), ids.end(), store->Resolve(entry.container));
-      if (it == ids.end() || *it != store->Resolve(entry.container)) return;  // not committed when listed
+      const ContainerId holder = store->Resolve(entry.container);
+      auto it = std::lower_bound(ids.begin(), ids.end(), holder);
+      if (it == ids.end() || *it != holder) return;  // not committed when listed
       entries_in[it - ids.begin()]++;
       if (entry.usage_count == 0) sys->usage_->AddCandidate(fp);
     }));

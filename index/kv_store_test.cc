@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "core/testutil.h"
 
 namespace dedupv1 {
@@ -169,6 +170,28 @@ TEST_P(KvStoreTest, ReopenKeepsData) {
   EXPECT_EQ(v, std::string(123, 'v'));
   EXPECT_TRUE(store_->Get("key7", &v).IsNotFound());
   EXPECT_EQ(ScanAll(store_.get()).size(), 299u);
+}
+
+// Tokyo Cabinet stores are created under path + ".creating" and linked into
+// place: leftovers of a killed creation (a half-made temporary file, a second
+// name of the store) never replace or disturb an existing store.
+TEST(TcKvStoreTest, LeftoversOfAKilledCreationAreRemovedAndTheStoreKept) {
+  test::TempDir dir;
+  const std::string path = dir.Sub("store");
+  {
+    std::unique_ptr<KvStore> store;
+    ASSERT_TRUE(OpenKvStore(KvBackend::kTokyoCabinet, path, &store).ok());
+    ASSERT_TRUE(store->Write({{"key", "value", false}}).ok());
+  }
+  EXPECT_FALSE(Env::Default()->FileExists(path + ".creating")) << "the temporary name outlived the creation";
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path + ".creating", "half a database").ok());
+  std::unique_ptr<KvStore> store;
+  Status s = OpenKvStore(KvBackend::kTokyoCabinet, path, &store);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::string v;
+  ASSERT_TRUE(store->Get("key", &v).ok());
+  EXPECT_EQ(v, "value");
+  EXPECT_FALSE(Env::Default()->FileExists(path + ".creating"));
 }
 
 // Runs in a child process started by WrittenBatchSurvivesExitWithoutClose

@@ -74,16 +74,20 @@ Status NewTunedDb(const std::string& path, TCBDB** out) {
   return Status::OK();
 }
 
-// Creates an empty database at |path| atomically. Tokyo Cabinet writes a new
-// B+tree's first leaf before its meta data, and a process killed between the
-// two leaves a file every later open refuses ("invalid meta data"). So the
-// database is made complete under a temporary name, synced, and renamed into
-// place; a kill leaves either no database or a whole one (and perhaps a
-// temporary file the next creation removes).
+// Creates an empty database at |path| atomically unless one is there. Tokyo
+// Cabinet writes a new B+tree's first leaf before its meta data, and a
+// process killed between the two leaves a file every later open refuses
+// ("invalid meta data"). So the database is made complete under a temporary
+// name, synced, and given its name by a hard link, which never replaces an
+// existing file (a store created meanwhile by someone else is kept and used);
+// a kill leaves either no database or a whole one, and perhaps a temporary
+// file the next creation removes.
 Status CreateDbAtomically(const std::string& path) {
   Env* env = Env::Default();
   const std::string creating = path + ".creating";
-  for (const std::string& leftover : {creating, creating + ".wal"}) {
+  // A write-ahead log without its database (deleted by hand) must not be
+  // replayed into the new one.
+  for (const std::string& leftover : {creating, creating + ".wal", path + ".wal"}) {
     if (env->FileExists(leftover)) DEDUPV1_RETURN_IF_ERROR(env->DeleteFile(leftover));
   }
   TCBDB* db = nullptr;
@@ -104,10 +108,12 @@ Status CreateDbAtomically(const std::string& path) {
   DEDUPV1_RETURN_IF_ERROR(env->OpenFile(creating, OpenMode::kReadWrite, &file));
   DEDUPV1_RETURN_IF_ERROR(file->Sync());
   file.reset();
-  DEDUPV1_RETURN_IF_ERROR(env->RenameFile(creating, path));
-  return env->SyncDir(DirName(path));
+  Status linked = env->LinkFile(creating, path);
+  uint64_t size;
+  if (!linked.ok() && !env->GetFileSize(path, &size).ok()) return linked;  // failed, and nothing is there
+  DEDUPV1_RETURN_IF_ERROR(env->SyncDir(DirName(path)));
+  return env->DeleteFile(creating);
 }
-
 }  // namespace
 
 Status OpenTcKvStore(const std::string& path, std::unique_ptr<KvStore>* out) {
@@ -115,7 +121,19 @@ Status OpenTcKvStore(const std::string& path, std::unique_ptr<KvStore>* out) {
 }
 
 Status TcKvStore::Open(const std::string& path, std::unique_ptr<KvStore>* out) {
-  if (!Env::Default()->FileExists(path)) DEDUPV1_RETURN_IF_ERROR(CreateDbAtomically(path));
+  // Only a store that is certainly missing is created (an error other than
+  // ENOENT, say EIO, is reported, not taken for "missing").
+  uint64_t size;
+  Status exists = Env::Default()->GetFileSize(path, &size);
+  if (exists.IsNotFound()) {
+    DEDUPV1_RETURN_IF_ERROR(CreateDbAtomically(path));
+  } else if (!exists.ok()) {
+    return exists.WithContext("block index store");
+  } else if (Env::Default()->FileExists(path + ".creating")) {
+    // A creation killed after the link: a second name of this store, or a
+    // creation that lost to another one. Either way not needed.
+    DEDUPV1_RETURN_IF_ERROR(Env::Default()->DeleteFile(path + ".creating"));
+  }
   TCBDB* db = nullptr;
   DEDUPV1_RETURN_IF_ERROR(NewTunedDb(path, &db));
   // BDBOTSYNC: every committed transaction is synced; BDBOLCKNB: a second

@@ -20,6 +20,7 @@ class DataDirLock::LockHoldingEnv : public Env {
   Status RenameFile(const std::string& from, const std::string& to) override {
     return base_->RenameFile(from, to);
   }
+  Status LinkFile(const std::string& from, const std::string& to) override { return base_->LinkFile(from, to); }
   Status CreateDirs(const std::string& path) override { return base_->CreateDirs(path); }
   Status GetChildren(const std::string& dir, std::vector<std::string>* names) override {
     return base_->GetChildren(dir, names);
