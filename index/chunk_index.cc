@@ -525,8 +525,8 @@ Status ChunkIndex::ForEachFingerprint(const std::function<void(const Fingerprint
 Status ChunkIndex::ForEachEntry(const std::function<void(const Fingerprint&, const ChunkIndexEntry&)>& f) {
   // Hashes of the table entries an auxiliary version replaced: the second
   // pass skips them even if their in_table flag is not set yet (a write-back
-  // whose Apply finished just before the pass may not have updated it). A
-  // hash collision makes an entry missed, never seen twice.
+  // whose Apply finished before their page was read may not have updated
+  // it). A hash collision makes an entry missed, never seen twice.
   std::vector<uint64_t> replaced;
   std::vector<std::pair<Fingerprint, ChunkIndexEntry>> batch;
   std::vector<bool> skip;
@@ -550,8 +550,7 @@ Status ChunkIndex::ForEachEntry(const std::function<void(const Fingerprint&, con
     }
     batch.clear();
   };
-  uint64_t pages;
-  DEDUPV1_RETURN_IF_ERROR(table_->Verify(&pages, [&](const Fingerprint& fp, const ChunkIndexEntry& entry) {
+  DEDUPV1_RETURN_IF_ERROR(table_->ForEachEntry([&](const Fingerprint& fp, const ChunkIndexEntry& entry) {
     batch.emplace_back(fp, entry);
     if (batch.size() >= 4096) visit_batch();
   }));

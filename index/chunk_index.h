@@ -148,9 +148,9 @@ class ChunkIndex {
   Status ForEachFingerprint(const std::function<void(const Fingerprint&)>& f);
   // Calls |f| at most once per fingerprint that has an entry, with the newest
   // version at the moment it is visited: one sequential pass over the table
-  // (write-back waits meanwhile), each table entry replaced by its auxiliary
-  // version if there is one (an erased one is skipped), then the auxiliary
-  // entries the table does not hold. An entry created, changed or written
+  // (DiskHashTable::ForEachEntry; write-back goes on), each table entry
+  // replaced by its auxiliary version if there is one (an erased one is
+  // skipped), then the auxiliary entries the table does not hold. An entry created, changed or written
   // back during the pass may be missed or seen in its older version; none is
   // seen twice unless it is erased and created again during the pass.
   // Garbage collection counts entries per container with it.

@@ -633,4 +633,42 @@ Status DiskHashTable::Verify(uint64_t* pages_checked,
   return Status::OK();
 }
 
+Status DiskHashTable::ForEachEntry(
+    const std::function<void(const Fingerprint&, const ChunkIndexEntry&)>& visit) {
+  constexpr uint64_t kRunPages = 256;
+  const size_t ps = options_.page_size;
+  std::string run;
+  std::string page;
+  std::vector<std::pair<Fingerprint, ChunkIndexEntry>> entries;
+  for (uint64_t first = 1; first <= bucket_count_; first += kRunPages) {
+    const uint64_t n = std::min(kRunPages, bucket_count_ + 1 - first);
+    entries.clear();
+    {
+      std::shared_lock<std::shared_mutex> l(pages_mu_);
+      run.resize(n * ps);
+      DEDUPV1_RETURN_IF_ERROR(table_->Read(PageOffset(first), n * ps, run.data()));
+      for (uint64_t i = 0; i < n; i++) {
+        const uint64_t page_no = first + i;
+        auto it = pending_.find(page_no);
+        if (it != pending_.end()) {
+          page = it->second;
+        } else {
+          page.assign(run, i * ps, ps);
+        }
+        DEDUPV1_RETURN_IF_ERROR(CheckPage(page_no, &page));
+        const int count = PageCount(page);
+        for (int slot = 0; slot < count; slot++) {
+          Fingerprint fp(reinterpret_cast<const uint8_t*>(page.data()) + kPageHeaderBytes + slot * entry_size_,
+                         options_.key_size);
+          ChunkIndexEntry entry;
+          DecodeSlot(page, slot, options_.key_size, entry_size_, &entry);
+          entries.emplace_back(fp, entry);
+        }
+      }
+    }
+    for (const auto& [fp, entry] : entries) visit(fp, entry);
+  }
+  return Status::OK();
+}
+
 }  // namespace dedupv1

@@ -112,6 +112,15 @@ class DiskHashTable {
   Status Verify(uint64_t* pages_checked,
                 const std::function<void(const Fingerprint&, const ChunkIndexEntry&)>& visit = nullptr);
 
+  // Visits every entry, reading the table in order in runs of pages, each run
+  // under the page lock a Get takes, so Apply goes on between runs (Verify
+  // holds Apply off for the whole pass). Pages are checked as in Get. An
+  // entry changed during the pass is seen in one of its versions; one
+  // inserted into a page already read is missed; entries never move between
+  // pages, so none is seen twice unless it is deleted and inserted again
+  // during the pass.
+  Status ForEachEntry(const std::function<void(const Fingerprint&, const ChunkIndexEntry&)>& visit);
+
   // Makes every applied batch durable (Apply already syncs; this also retries
   // a batch whose in-place write failed).
   Status Sync();

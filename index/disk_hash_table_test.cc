@@ -515,5 +515,49 @@ TEST_F(DiskHashTableTest, GetsRunConcurrentlyWithApply) {
   EXPECT_EQ(t->entry_count(), 200u + 600u);
 }
 
+// ForEachEntry sees every entry once with its value, also while batches are
+// applied between its runs of pages: entries present before the pass are
+// each seen exactly once (in one of their versions), inserted ones at most
+// once.
+TEST_F(DiskHashTableTest, ForEachEntrySeesEachEntryOnceWhileApplyRuns) {
+  auto o = Options();
+  auto t = MustOpen(o);
+  std::vector<DiskHashTable::Op> ops;
+  for (uint64_t i = 0; i < 2000; i++) ops.push_back(Put(FpFromSeed(i), Entry(i + 1, 1)));
+  ASSERT_TRUE(t->Apply(ops).ok());
+
+  std::map<Fingerprint, ChunkIndexEntry> quiet;
+  ASSERT_TRUE(t->ForEachEntry([&](const Fingerprint& fp, const ChunkIndexEntry& e) {
+                 EXPECT_TRUE(quiet.emplace(fp, e).second) << "seen twice: " << fp.ToHex();
+               }).ok());
+  ASSERT_EQ(quiet.size(), 2000u);
+  for (uint64_t i = 0; i < 2000; i++) EXPECT_EQ(quiet[FpFromSeed(i)], Entry(i + 1, 1)) << i;
+
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (uint64_t round = 0; !done.load() && round < 200; round++) {
+      std::vector<DiskHashTable::Op> batch;
+      for (uint64_t i = 0; i < 10; i++) {
+        batch.push_back(Put(FpFromSeed((round * 10 + i) % 2000), Entry((round * 10 + i) % 2000 + 1, 2)));
+        batch.push_back(Put(FpFromSeed(100000 + round * 10 + i), Entry(7)));
+      }
+      ASSERT_TRUE(t->Apply(batch).ok());
+    }
+  });
+  for (int pass = 0; pass < 5; pass++) {
+    std::map<Fingerprint, int> seen;
+    ASSERT_TRUE(t->ForEachEntry([&](const Fingerprint& fp, const ChunkIndexEntry& e) {
+                   seen[fp]++;
+                   if (e.container != 7) {
+                     EXPECT_GE(e.usage_count, 1u);
+                   }
+                 }).ok());
+    for (uint64_t i = 0; i < 2000; i++) ASSERT_EQ(seen[FpFromSeed(i)], 1) << "pass " << pass << " entry " << i;
+    for (const auto& [fp, n] : seen) ASSERT_EQ(n, 1) << "pass " << pass << ": " << fp.ToHex() << " seen twice";
+  }
+  done = true;
+  writer.join();
+}
+
 }  // namespace
 }  // namespace dedupv1
