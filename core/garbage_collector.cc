@@ -43,6 +43,7 @@ Status GarbageCollector::Run() {
   const auto start = std::chrono::steady_clock::now();
   GcStats round;
   Status s = RunLocked(&round);
+  SetPhase("");
   const uint64_t ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
   std::lock_guard<std::mutex> l(stats_mu_);
@@ -82,6 +83,9 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   DEDUPV1_RETURN_IF_ERROR(store->UsedBytes(&used_before));
 
   // 1. Usage counts catch up; the log is trimmed.
+  SetPhase("checkpoint");
+  scan_done_ = 0;
+  scan_total_ = 0;
   DEDUPV1_RETURN_IF_ERROR(sys->Checkpoint());
 
   // 2. Scan: every committed container once after open, then only those
@@ -95,6 +99,7 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   if (full_scan) {
     DEDUPV1_RETURN_IF_ERROR(store->ListCommitted(&ids));  // sorted
     entries_in.assign(ids.size(), 0);
+    SetPhase("index pass");
     DEDUPV1_RETURN_IF_ERROR(index->ForEachEntry([&](const Fingerprint& fp, const ChunkIndexEntry& entry) {
       const ContainerId holder = store->Resolve(entry.container);
       auto it = std::lower_bound(ids.begin(), ids.end(), holder);
@@ -120,7 +125,10 @@ Status GarbageCollector::RunLocked(GcStats* round) {
     }
   }
   std::map<ContainerId, ContainerScan> scans;
+  SetPhase("scan");
+  scan_total_ = ids.size();
   for (size_t i = 0; i < ids.size(); i++) {
+    scan_done_ = i;
     const ContainerId id = ids[i];
     std::vector<ChunkStore::ChunkFootprint> chunks;
     ContainerScan scan;
@@ -157,8 +165,10 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   }
 
   // 3. Hold and recheck under the barrier.
+  scan_done_ = ids.size();
   std::map<ContainerId, std::vector<Fingerprint>> dead;
   uint64_t logged = 0;
+  SetPhase("recheck");
   {
     GcBarrier::Exclusive barrier(&sys->gc_barrier_);
     // Every dedup run's mapping is logged now. The id is read before the
@@ -210,6 +220,7 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   }
 
   // 4. The erasures become persistent and the log forgets the garbage.
+  SetPhase("persist");
   DEDUPV1_RETURN_IF_ERROR(sys->Checkpoint());
   DEDUPV1_RETURN_IF_ERROR(index->Flush());
   if (sys->log_->head_id() <= logged) {
@@ -229,6 +240,7 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   }
 
   // 5. Space: delete empty containers, merge under-filled ones.
+  SetPhase("space");
   const uint64_t capacity = store->options().container_size;
   const uint64_t budget = capacity - capacity / 8;  // room for aliases and rounding
   std::vector<std::pair<ContainerId, uint64_t>> underfilled;  // id, live bytes
@@ -293,11 +305,18 @@ bool GarbageCollector::HasWork() const {
   return !pending_containers_.empty();
 }
 
+void GarbageCollector::SetPhase(const char* phase) { phase_.store(phase); }
+
 GcStats GarbageCollector::stats() const {
   GcStats st;
   {
     std::lock_guard<std::mutex> l(stats_mu_);
     st = stats_;
+  }
+  if (st.running) {
+    st.phase = phase_.load();
+    st.scan_containers_done = scan_done_.load();
+    st.scan_containers_total = scan_total_.load();
   }
   if (system_->usage_) {
     st.usage = system_->usage_->stats();

@@ -50,6 +50,11 @@ class DedupSystem;
 
 struct GcStats {
   bool running = false;
+  // While running: what the round does now ("checkpoint", "index pass",
+  // "scan", "recheck", "persist", "space") and, in the scan, how far it got.
+  std::string phase;
+  uint64_t scan_containers_done = 0;
+  uint64_t scan_containers_total = 0;
   uint64_t runs = 0;
   uint64_t failed_runs = 0;
   uint64_t candidates = 0;          // chunks at usage 0 waiting for the next round
@@ -84,6 +89,7 @@ class GarbageCollector {
 
  private:
   Status RunLocked(GcStats* round);
+  void SetPhase(const char* phase);
 
   DedupSystem* const system_;
   std::mutex run_mu_;
@@ -93,6 +99,9 @@ class GarbageCollector {
   mutable std::mutex pending_mu_;
   std::set<ContainerId> pending_containers_;
   std::atomic<bool> running_{false};
+  std::atomic<const char*> phase_{""};  // string literals only
+  std::atomic<uint64_t> scan_done_{0};
+  std::atomic<uint64_t> scan_total_{0};
   mutable std::mutex stats_mu_;
   GcStats stats_;
 };

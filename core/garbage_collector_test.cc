@@ -430,5 +430,45 @@ TEST(GarbageCollectorTest, RoundsDuringConcurrentOverwritesLoseNothing) {
   ExpectUsageMatchesRecount(sys.get());
 }
 
+// A running round tells what it does (the monitor's /gc shows it): every
+// look at the stats during rounds sees a known phase and a scan progress
+// that does not run past its total; after the round the phase is cleared.
+TEST(GarbageCollectorTest, RunningRoundReportsItsPhaseAndProgress) {
+  test::TempDir dir;
+  const Options o = GcOptions(dir.path());
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  const std::vector<uint8_t> data = test::RandomBytes(16 << 20, 21);
+  ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+  ASSERT_TRUE(v->Sync().ok());
+  const std::set<std::string> phases = {"checkpoint", "index pass", "scan", "recheck", "persist", "space"};
+  std::atomic<bool> stop{false};
+  std::set<std::string> seen;
+  std::string bad;
+  std::thread watcher([&] {
+    while (!stop.load()) {
+      const GcStats st = sys->gc_stats();
+      if (!st.running) continue;
+      if (phases.count(st.phase) == 0 && !st.phase.empty()) bad = "unknown phase '" + st.phase + "'";
+      if (st.scan_containers_done > st.scan_containers_total) bad = "scan progress past its total";
+      if (!st.phase.empty()) seen.insert(st.phase);
+    }
+  });
+  for (int round = 0; round < 40 && seen.count("scan") == 0; round++) {
+    // Each round has work: 4 MiB overwritten since the last one.
+    ASSERT_TRUE(v->Write(0, 4 << 20, test::RandomBytes(4 << 20, 100 + round).data(), false).ok());
+    ASSERT_TRUE(v->Sync().ok());
+    ASSERT_TRUE(sys->RunGc().ok());
+  }
+  stop = true;
+  watcher.join();
+  EXPECT_EQ(bad, "");
+  EXPECT_GT(seen.count("scan") + seen.count("checkpoint"), 0u) << "no running round was ever observed";
+  const GcStats after = sys->gc_stats();
+  EXPECT_FALSE(after.running);
+  EXPECT_EQ(after.phase, "");
+}
+
 }  // namespace
 }  // namespace dedupv1

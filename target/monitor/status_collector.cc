@@ -325,6 +325,12 @@ Json StatusCollector::Gc() const {
   Json j;
   j["available"] = true;
   j["running"] = st.running;
+  if (st.running) {
+    // What a long round (the full scan after a start) is doing and how far it got.
+    j["phase"] = st.phase;
+    j["scan_progress"] = std::to_string(st.scan_containers_done) + " / " +
+                         std::to_string(st.scan_containers_total) + " containers";
+  }
   j["mode"] = "after a quiet-period checkpoint when chunks reached usage 0, and on POST /gc/run";
   j["runs"] = st.runs;
   j["failed_runs"] = st.failed_runs;
