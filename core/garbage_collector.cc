@@ -38,16 +38,19 @@ Status GarbageCollector::Run() {
   std::lock_guard<std::mutex> run(run_mu_);
   {
     std::lock_guard<std::mutex> l(stats_mu_);
+    SetPhase("checkpoint");
+    scan_done_ = 0;
+    scan_total_ = 0;
     stats_.running = true;
   }
   const auto start = std::chrono::steady_clock::now();
   GcStats round;
   Status s = RunLocked(&round);
-  SetPhase("");
   const uint64_t ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
   std::lock_guard<std::mutex> l(stats_mu_);
   stats_.running = false;
+  SetPhase("");  // under stats_mu_, so stats() never sees a running round without a phase
   stats_.runs++;
   stats_.chunks_deleted += round.chunks_deleted;
   stats_.chunks_survived += round.chunks_survived;
@@ -83,9 +86,6 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   DEDUPV1_RETURN_IF_ERROR(store->UsedBytes(&used_before));
 
   // 1. Usage counts catch up; the log is trimmed.
-  SetPhase("checkpoint");
-  scan_done_ = 0;
-  scan_total_ = 0;
   DEDUPV1_RETURN_IF_ERROR(sys->Checkpoint());
 
   // 2. Scan: every committed container once after open, then only those
@@ -125,8 +125,8 @@ Status GarbageCollector::RunLocked(GcStats* round) {
     }
   }
   std::map<ContainerId, ContainerScan> scans;
-  SetPhase("scan");
   scan_total_ = ids.size();
+  SetPhase("scan");
   for (size_t i = 0; i < ids.size(); i++) {
     scan_done_ = i;
     const ContainerId id = ids[i];
@@ -312,11 +312,11 @@ GcStats GarbageCollector::stats() const {
   {
     std::lock_guard<std::mutex> l(stats_mu_);
     st = stats_;
-  }
-  if (st.running) {
-    st.phase = phase_.load();
-    st.scan_containers_done = scan_done_.load();
-    st.scan_containers_total = scan_total_.load();
+    if (st.running) {
+      st.phase = phase_.load();
+      st.scan_containers_done = scan_done_.load();
+      st.scan_containers_total = scan_total_.load();
+    }
   }
   if (system_->usage_) {
     st.usage = system_->usage_->stats();

@@ -528,6 +528,21 @@ Status ChunkIndex::ForEachEntry(const std::function<void(const Fingerprint&, con
   // whose Apply finished before their page was read may not have updated
   // it). A hash collision makes an entry missed, never seen twice.
   std::vector<uint64_t> replaced;
+  // Hashes of the entries erased when the pass starts (tombstones, and
+  // uncommitted entries that replaced one): the table may still hold their
+  // old version, and write-back may delete it and drop the auxiliary entry
+  // between the read of its page and the look into the auxiliary index
+  // below. Such a table version is not counted unless the auxiliary index
+  // has a live version when it is visited. (Nothing is erased during the
+  // pass: only garbage collection erases, and it runs the pass.)
+  std::vector<uint64_t> erased;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [fp, e] : aux_) {
+      if (e.erased || e.table_delete) erased.push_back(fp.Hash64());
+    }
+  }
+  std::sort(erased.begin(), erased.end());
   std::vector<std::pair<Fingerprint, ChunkIndexEntry>> batch;
   std::vector<bool> skip;
   auto visit_batch = [&] {
@@ -536,7 +551,10 @@ Status ChunkIndex::ForEachEntry(const std::function<void(const Fingerprint&, con
       std::lock_guard<std::mutex> l(mu_);
       for (size_t i = 0; i < batch.size(); i++) {
         auto it = aux_.find(batch[i].first);
-        if (it == aux_.end()) continue;
+        if (it == aux_.end()) {
+          skip[i] = std::binary_search(erased.begin(), erased.end(), batch[i].first.Hash64());
+          continue;
+        }
         replaced.push_back(batch[i].first.Hash64());
         if (it->second.erased) {
           skip[i] = true;
