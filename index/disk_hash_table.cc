@@ -584,24 +584,11 @@ Status DiskHashTable::Verify(uint64_t* pages_checked,
   }
 
   // Read in runs of pages to keep the scan sequential.
-  constexpr uint64_t kRunPages = 256;
-  const size_t ps = options_.page_size;
   std::string run;
-  std::string page(ps, '\0');
   uint64_t entries = 0;
   for (uint64_t first = 1; first <= bucket_count_; first += kRunPages) {
     const uint64_t n = std::min(kRunPages, bucket_count_ + 1 - first);
-    run.resize(n * ps);
-    DEDUPV1_RETURN_IF_ERROR(table_->Read(PageOffset(first), n * ps, run.data()));
-    for (uint64_t i = 0; i < n; i++) {
-      const uint64_t page_no = first + i;
-      auto it = pending_.find(page_no);
-      if (it != pending_.end()) {
-        page = it->second;
-      } else {
-        page.assign(run, i * ps, ps);
-      }
-      DEDUPV1_RETURN_IF_ERROR(CheckPage(page_no, &page));
+    DEDUPV1_RETURN_IF_ERROR(ReadRun(first, n, &run, [&](uint64_t page_no, const std::string& page) -> Status {
       const int count = PageCount(page);
       for (int slot = 0; slot < count; slot++) {
         Fingerprint fp(reinterpret_cast<const uint8_t*>(page.data()) + kPageHeaderBytes +
@@ -623,7 +610,8 @@ Status DiskHashTable::Verify(uint64_t* pages_checked,
       }
       entries += count;
       ++*pages_checked;
-    }
+      return Status::OK();
+    }));
   }
   if (entries != h.entry_count || entries != entry_count_.load()) {
     return Status::Corruption("chunk index file " + file + ": header says " +
@@ -635,27 +623,14 @@ Status DiskHashTable::Verify(uint64_t* pages_checked,
 
 Status DiskHashTable::ForEachEntry(
     const std::function<void(const Fingerprint&, const ChunkIndexEntry&)>& visit) {
-  constexpr uint64_t kRunPages = 256;
-  const size_t ps = options_.page_size;
   std::string run;
-  std::string page;
   std::vector<std::pair<Fingerprint, ChunkIndexEntry>> entries;
   for (uint64_t first = 1; first <= bucket_count_; first += kRunPages) {
     const uint64_t n = std::min(kRunPages, bucket_count_ + 1 - first);
     entries.clear();
     {
       std::shared_lock<std::shared_mutex> l(pages_mu_);
-      run.resize(n * ps);
-      DEDUPV1_RETURN_IF_ERROR(table_->Read(PageOffset(first), n * ps, run.data()));
-      for (uint64_t i = 0; i < n; i++) {
-        const uint64_t page_no = first + i;
-        auto it = pending_.find(page_no);
-        if (it != pending_.end()) {
-          page = it->second;
-        } else {
-          page.assign(run, i * ps, ps);
-        }
-        DEDUPV1_RETURN_IF_ERROR(CheckPage(page_no, &page));
+      DEDUPV1_RETURN_IF_ERROR(ReadRun(first, n, &run, [&](uint64_t, const std::string& page) -> Status {
         const int count = PageCount(page);
         for (int slot = 0; slot < count; slot++) {
           Fingerprint fp(reinterpret_cast<const uint8_t*>(page.data()) + kPageHeaderBytes + slot * entry_size_,
@@ -664,9 +639,31 @@ Status DiskHashTable::ForEachEntry(
           DecodeSlot(page, slot, options_.key_size, entry_size_, &entry);
           entries.emplace_back(fp, entry);
         }
-      }
+        return Status::OK();
+      }));
     }
     for (const auto& [fp, entry] : entries) visit(fp, entry);
+  }
+  return Status::OK();
+}
+
+Status DiskHashTable::ReadRun(
+    uint64_t first, uint64_t n, std::string* run,
+    const std::function<Status(uint64_t page_no, const std::string& page)>& page_fn) const {
+  const size_t ps = options_.page_size;
+  run->resize(n * ps);
+  DEDUPV1_RETURN_IF_ERROR(table_->Read(PageOffset(first), n * ps, run->data()));
+  std::string page;
+  for (uint64_t i = 0; i < n; i++) {
+    const uint64_t page_no = first + i;
+    auto it = pending_.find(page_no);
+    if (it != pending_.end()) {
+      page = it->second;
+    } else {
+      page.assign(*run, i * ps, ps);
+    }
+    DEDUPV1_RETURN_IF_ERROR(CheckPage(page_no, &page));
+    DEDUPV1_RETURN_IF_ERROR(page_fn(page_no, page));
   }
   return Status::OK();
 }

@@ -141,6 +141,13 @@ class DiskHashTable {
   // becomes a formatted empty page).
   Status ReadPage(uint64_t page_no, std::string* page) const;
   Status CheckPage(uint64_t page_no, std::string* page) const;
+  // Pages per sequential read of Verify and ForEachEntry.
+  static constexpr uint64_t kRunPages = 256;
+  // Reads the run of |n| pages from |first| with one read (pending_ images
+  // preferred), checks each and calls |page_fn| with its number and image.
+  // The caller holds apply_mu_ or pages_mu_ (shared), so pending_ is stable.
+  Status ReadRun(uint64_t first, uint64_t n, std::string* run,
+                 const std::function<Status(uint64_t page_no, const std::string& page)>& page_fn) const;
   std::string EncodeHeader(uint64_t entry_count) const;
 
   uint64_t PageOffset(uint64_t page_no) const { return page_no * options_.page_size; }
