@@ -125,27 +125,36 @@ double CeilingMBs(const bench::Generation& gen, int threads) {
   return gen.size() / 1e6 / Seconds(start);
 }
 
-int RunEngine(const Args& args) {
-  std::string dir = args.data_dir;
-  bool temp = false;
-  if (dir.empty()) {
-    dir = (std::filesystem::temp_directory_path() / ("dedupv1-bench-" + std::to_string(getpid()))).string();
-    temp = true;
+// A fresh store for one run: |dir| (args.data_dir, or a temporary directory
+// named after |name|, then |*temp| is set) emptied, volumes of args.size
+// named |volumes|, the chunk index sized to the data, args' --set overrides.
+// Prints the error and returns false if the options do not check out.
+bool FreshStoreOptions(const Args& args, const char* name, const std::vector<std::string>& volumes,
+                       std::string* dir, bool* temp, uint64_t* vol_size, Options* options) {
+  *dir = args.data_dir;
+  *temp = dir->empty();
+  if (*temp) {
+    *dir = (std::filesystem::temp_directory_path() / (std::string(name) + "-" + std::to_string(getpid()))).string();
   }
-  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(*dir);
   Config config;
-  config.Set("data-dir", dir);
-  uint64_t vol_size = (args.size + 4095) / 4096 * 4096;
-  config.Set("volume", "gen1 " + std::to_string(vol_size));
-  config.Set("volume", "gen2 " + std::to_string(vol_size));
+  config.Set("data-dir", *dir);
+  *vol_size = (args.size + 4095) / 4096 * 4096;
+  for (const std::string& v : volumes) config.Set("volume", v + " " + std::to_string(*vol_size));
   config.Set("chunk-index.size", std::to_string(std::max<uint64_t>(64 << 20, args.size / 8192 * 64 * 2)));
   for (const auto& [k, v] : args.overrides) config.Set(k, v);
+  Status s = Options::FromConfig(config, options);
+  if (!s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
+  return s.ok();
+}
+
+int RunEngine(const Args& args) {
+  std::string dir;
+  bool temp = false;
+  uint64_t vol_size = 0;
   Options options;
-  Status s = Options::FromConfig(config, &options);
-  if (!s.ok()) {
-    std::fprintf(stderr, "%s\n", s.ToString().c_str());
-    return 1;
-  }
+  if (!FreshStoreOptions(args, "dedupv1-bench", {"gen1", "gen2"}, &dir, &temp, &vol_size, &options)) return 1;
+  Status s;
   bench::BackupGenerator generator(bench::GeneratorParams(), 1);
   bench::Generation g1 = generator.First(vol_size);
   bench::Generation g2 = generator.Next(g1);
@@ -276,25 +285,12 @@ bool RunGcRound(DedupSystem* sys, GcRound* round) {
 }
 
 int RunGcBench(const Args& args) {
-  std::string dir = args.data_dir;
+  std::string dir;
   bool temp = false;
-  if (dir.empty()) {
-    dir = (std::filesystem::temp_directory_path() / ("dedupv1-bench-gc-" + std::to_string(getpid()))).string();
-    temp = true;
-  }
-  std::filesystem::remove_all(dir);
-  Config config;
-  config.Set("data-dir", dir);
-  uint64_t vol_size = (args.size + 4095) / 4096 * 4096;
-  config.Set("volume", "backup " + std::to_string(vol_size));
-  config.Set("chunk-index.size", std::to_string(std::max<uint64_t>(64 << 20, args.size / 8192 * 64 * 2)));
-  for (const auto& [k, v] : args.overrides) config.Set(k, v);
+  uint64_t vol_size = 0;
   Options options;
-  Status s = Options::FromConfig(config, &options);
-  if (!s.ok()) {
-    std::fprintf(stderr, "%s\n", s.ToString().c_str());
-    return 1;
-  }
+  if (!FreshStoreOptions(args, "dedupv1-bench-gc", {"backup"}, &dir, &temp, &vol_size, &options)) return 1;
+  Status s;
   bench::BackupGenerator generator(bench::GeneratorParams(), 1);
   bench::Generation g1 = generator.First(vol_size);
   bench::Generation g2 = generator.Next(g1);
