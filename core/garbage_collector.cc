@@ -25,6 +25,13 @@ struct ContainerScan {
   uint64_t live_chunks = 0;
   std::vector<std::pair<Fingerprint, size_t>> suspects;  // no index entry at scan time
   bool recount = false;  // chunks were marked dead after the scan
+
+  // Every chunk of |chunks| counts as live.
+  void SetAllLive(const std::vector<ChunkStore::ChunkFootprint>& chunks) {
+    live_bytes = 0;
+    for (const auto& c : chunks) live_bytes += c.bytes;
+    live_chunks = chunks.size();
+  }
 };
 
 int64_t UnixNow() {
@@ -142,8 +149,7 @@ Status GarbageCollector::RunLocked(GcStats* round) {
       // entry, none is garbage, and the pass above found the candidates. An
       // entry missed by the pass makes the count lower, never higher, so a
       // container with garbage always takes the lookups below.
-      for (const auto& c : chunks) scan.live_bytes += c.bytes;
-      scan.live_chunks = chunks.size();
+      scan.SetAllLive(chunks);
       scans.emplace(id, std::move(scan));
       continue;
     }
@@ -251,9 +257,7 @@ Status GarbageCollector::RunLocked(GcStats* round) {
       std::vector<ChunkStore::ChunkFootprint> chunks;
       Status s = store->GetChunkFootprints(id, &chunks, &scan.total_bytes);
       if (!s.ok()) return s.WithContext("recount container " + std::to_string(id));
-      scan.live_bytes = 0;
-      for (const auto& c : chunks) scan.live_bytes += c.bytes;
-      scan.live_chunks = chunks.size();
+      scan.SetAllLive(chunks);
     }
     const uint64_t live = scan.live_bytes;
     round->live_bytes += live;
