@@ -224,21 +224,14 @@ int RunEngine(const Args& args) {
   return 0;
 }
 
-// Peak RSS (VmHWM) in bytes; 0 if unknown.
-uint64_t PeakRssBytes() {
+// A "<field>: N kB" line of /proc/self/status in bytes ("VmRSS", "VmHWM"
+// for the peak); 0 if unknown.
+uint64_t ProcStatusBytes(const std::string& field) {
   std::ifstream in("/proc/self/status");
   std::string line;
+  const std::string prefix = field + ":";
   while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
-  }
-  return 0;
-}
-
-uint64_t RssBytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+    if (line.rfind(prefix, 0) == 0) return std::strtoull(line.c_str() + prefix.size(), nullptr, 10) * 1024;
   }
   return 0;
 }
@@ -267,12 +260,12 @@ bool RunGcRound(DedupSystem* sys, GcRound* round) {
   round->chunks = is.persistent_entries + is.aux_entries;  // an entry in both counts twice: an estimate
   const GcStats before = sys->gc_stats();
   malloc_trim(0);  // memory freed before the round goes back to the kernel, so the round's own shows
-  const uint64_t rss_before = RssBytes();
+  const uint64_t rss_before = ProcStatusBytes("VmRSS");
   ResetPeakRss();
   auto start = Clock::now();
   Status s = sys->RunGc();
   round->seconds = Seconds(start);
-  const uint64_t peak = PeakRssBytes();
+  const uint64_t peak = ProcStatusBytes("VmHWM");
   round->rss_growth = peak > rss_before ? peak - rss_before : 0;
   if (!s.ok()) {
     std::fprintf(stderr, "gc round (%s) failed: %s\n", round->name, s.ToString().c_str());

@@ -180,6 +180,17 @@ TEST(GarbageCollectorTest, OverwriteThreeTimesAndUnmapHalfGivesTheSpaceBack) {
   ExpectContent(v, expected);
 }
 
+// Writes |a| at offset 0 of |v|, then |b| over it (each synced), and counts
+// the logged events: a's chunks that b does not share are at usage 0 after.
+void WriteThenOverwrite(DedupSystem* sys, Volume* v, const std::vector<uint8_t>& a,
+                        const std::vector<uint8_t>& b) {
+  ASSERT_TRUE(v->Write(0, a.size(), a.data(), false).ok());
+  ASSERT_TRUE(v->Sync().ok());
+  ASSERT_TRUE(v->Write(0, b.size(), b.data(), false).ok());
+  ASSERT_TRUE(v->Sync().ok());
+  ASSERT_TRUE(sys->Checkpoint().ok());
+}
+
 // Hold and recheck: a chunk that reached usage 0 but is referenced again
 // before the GC round (the new mapping not counted yet) survives the round.
 TEST(GarbageCollectorTest, CandidateReferencedAgainBeforeTheRoundSurvives) {
@@ -191,11 +202,8 @@ TEST(GarbageCollectorTest, CandidateReferencedAgainBeforeTheRoundSurvives) {
     auto sys = test::OpenSystemOrDie(o);
     Volume* v;
     ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
-    ASSERT_TRUE(v->Write(0, a.size(), a.data(), false).ok());
-    ASSERT_TRUE(v->Sync().ok());
-    ASSERT_TRUE(v->Write(0, b.size(), b.data(), false).ok());
-    ASSERT_TRUE(v->Sync().ok());
-    ASSERT_TRUE(sys->Checkpoint().ok());  // counts: a's chunks are at 0 now
+    WriteThenOverwrite(sys.get(), v, a, b);  // a's chunks are at usage 0 now
+    ASSERT_FALSE(HasFatalFailure());
     const uint64_t candidates = sys->gc_stats().candidates;
     EXPECT_GT(candidates, 0u);
     // a again, elsewhere: known to the chunk index, so only referenced.
@@ -285,11 +293,8 @@ TEST(GarbageCollectorTest, FullScanAfterRestartFindsOrphansAndCandidates) {
     auto sys = test::OpenSystemOrDie(o);
     Volume* v;
     ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
-    ASSERT_TRUE(v->Write(0, a.size(), a.data(), false).ok());
-    ASSERT_TRUE(v->Sync().ok());
-    ASSERT_TRUE(v->Write(0, b.size(), b.data(), false).ok());
-    ASSERT_TRUE(v->Sync().ok());
-    ASSERT_TRUE(sys->Checkpoint().ok());  // a's chunks are at usage 0 now
+    WriteThenOverwrite(sys.get(), v, a, b);  // a's chunks are at usage 0 now
+    ASSERT_FALSE(HasFatalFailure());
     std::vector<Fingerprint> unused;
     ASSERT_TRUE(sys->chunk_index()
                     ->ForEachEntry([&](const Fingerprint& fp, const ChunkIndexEntry& e) {
