@@ -73,6 +73,14 @@ class ChunkIndexTest : public ::testing::Test {
     return idx;
   }
 
+  // Stores |fps| in |container|, commits it and writes them to the table.
+  void StoreCommittedInTable(ChunkIndex* idx, const std::vector<Fingerprint>& fps, ContainerId container) {
+    for (const Fingerprint& fp : fps) ASSERT_TRUE(idx->PutNew(fp, container).ok());
+    oracle_.Commit(container);
+    idx->OnContainerCommitted(container, fps);
+    ASSERT_TRUE(idx->Flush().ok());
+  }
+
   // Polls |cond| (the background thread works asynchronously); gives up after
   // a generous bound so a bug fails the test instead of hanging it.
   template <typename Cond>
@@ -677,11 +685,8 @@ TEST_F(ChunkIndexTest, RejectsBadLimits) {
 // both; erased entries are left out even while the table still holds them.
 TEST_F(ChunkIndexTest, ForEachEntrySeesEveryEntryOnceInItsNewestVersion) {
   auto idx = MustOpen(Options());
-  const std::vector<Fingerprint> stored = Fps(0, 100);
-  for (const Fingerprint& fp : stored) ASSERT_TRUE(idx->PutNew(fp, 1).ok());
-  oracle_.Commit(1);
-  idx->OnContainerCommitted(1, stored);
-  ASSERT_TRUE(idx->Flush().ok());
+  StoreCommittedInTable(idx.get(), Fps(0, 100), 1);
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_EQ(idx->stats().persistent_entries, 100u);
   for (uint64_t i = 0; i < 10; i++) ASSERT_TRUE(idx->AddUsage(Fp(i), 2).ok());  // newer in aux
   for (uint64_t i = 10; i < 15; i++) ASSERT_TRUE(idx->Erase(Fp(i)).ok());      // tombstones
@@ -713,11 +718,8 @@ TEST_F(ChunkIndexTest, ForEachEntrySeesEveryEntryOnceInItsNewestVersion) {
 // table version would make garbage collection count a chunk it erased.
 TEST_F(ChunkIndexTest, ForEachEntrySkipsAnErasedEntryWrittenBackDuringThePass) {
   auto idx = MustOpen(Options());
-  const std::vector<Fingerprint> stored = Fps(0, 10000);
-  for (const Fingerprint& fp : stored) ASSERT_TRUE(idx->PutNew(fp, 1).ok());
-  oracle_.Commit(1);
-  idx->OnContainerCommitted(1, stored);
-  ASSERT_TRUE(idx->Flush().ok());
+  StoreCommittedInTable(idx.get(), Fps(0, 10000), 1);
+  ASSERT_FALSE(HasFatalFailure());
   // The table is one run of pages; the pass looks entries up in the
   // auxiliary index in batches of 4096, so the entry at position 6000 is read
   // before the first batch is handed out and looked up after it.
