@@ -456,6 +456,7 @@ void ChunkStore::WriterLoop() {
     Pending& p = pending_.at(id);
     p.state = CommitState::kCommitting;
     std::shared_ptr<const Container> c = p.container;
+    const CommitFailureListener failure_listener = failure_listener_;
     committing_++;
     l.unlock();
 
@@ -469,6 +470,9 @@ void ChunkStore::WriterLoop() {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - start)
                         .count();
+    // Told before the failure is published: a Flush that returns the error
+    // must find the failure already recorded (the commit-failed log event).
+    if (!s.ok() && failure_listener) failure_listener(id, s);
 
     l.lock();
     Pending& done = pending_.at(id);  // only this thread changes a kCommitting entry
@@ -501,12 +505,6 @@ void ChunkStore::WriterLoop() {
     }
     committing_--;
     done_cv_.notify_all();
-    if (!s.ok() && failure_listener_) {
-      CommitFailureListener failure_listener = failure_listener_;
-      l.unlock();
-      failure_listener(id, s);
-      l.lock();
-    }
   }
 }
 

@@ -91,7 +91,7 @@ using CommitListener = std::function<void(ContainerId id, const std::vector<Fing
 // Called after a new open container |id| took its first chunk.
 using OpenListener = std::function<void(ContainerId id)>;
 // Called after an attempt to commit container |id| failed with |error| (it is
-// retried later).
+// retried later), before a Flush can return that error.
 using CommitFailureListener = std::function<void(ContainerId id, const Status& error)>;
 
 class ChunkStore {
