@@ -18,6 +18,7 @@ constexpr char kIdMarkFile[] = "container-id";
 // The mark file is the next free id (u64) followed by its CRC32C.
 constexpr size_t kIdMarkSize = 12;
 constexpr char kAliasFile[] = "container-aliases";
+constexpr char kDeadChunkFile[] = "dead-chunks";
 
 std::string Name(ContainerId id) { return "container " + std::to_string(id); }
 
@@ -89,7 +90,8 @@ ChunkStore::ChunkStore(const ChunkStoreOptions& options, Env* env,
       id_mark_path_(JoinPath(options.dir, kIdMarkFile)),
       read_cache_(options.read_cache_containers),
       metadata_cache_(kMetadataCacheContainers),
-      alias_path_(JoinPath(options.dir, kAliasFile)) {}
+      alias_path_(JoinPath(options.dir, kAliasFile)),
+      dead_file_(env, JoinPath(options.dir, kDeadChunkFile), FingerprintSize(options.fp_type)) {}
 
 ChunkStore::~ChunkStore() { Close(); }
 
@@ -99,6 +101,7 @@ Status ChunkStore::Init() {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   DEDUPV1_RETURN_IF_ERROR(LoadAliases(&ids));
+  DEDUPV1_RETURN_IF_ERROR(LoadDeadMarks(ids));
 
   uint64_t mark = 1;
   if (env_->FileExists(id_mark_path_)) {
@@ -595,6 +598,11 @@ ChunkStoreStats ChunkStore::stats() const {
     if (c) st.open_containers++;
   }
   st.containers_in_flight = pending_.size();
+  for (const auto& [_, fps] : dead_) st.dead_chunks_marked += fps.size();
+  for (const auto& [id, fps] : dead_unpersisted_) {
+    if (dead_.count(id) != 0) st.dead_marks_unpersisted += fps.size();
+  }
+  st.dead_marks_loaded = dead_marks_loaded_;
   return st;
 }
 
@@ -740,8 +748,90 @@ Status ChunkStore::GetChunkFootprints(ContainerId requested, std::vector<ChunkFo
 
 void ChunkStore::MarkDead(ContainerId id, const std::vector<Fingerprint>& fps) {
   std::lock_guard<std::mutex> l(mu_);
-  auto& set = dead_[ResolveLocked(id)];
-  for (const Fingerprint& fp : fps) set.insert(fp);
+  const ContainerId holder = ResolveLocked(id);
+  auto& set = dead_[holder];
+  auto& unpersisted = dead_unpersisted_[holder];
+  for (const Fingerprint& fp : fps) {
+    if (set.insert(fp).second) unpersisted.push_back(fp);
+  }
+}
+
+Status ChunkStore::PersistDeadMarks() {
+  std::lock_guard<std::mutex> gc(gc_mu_);  // no merge or delete changes dead_ meanwhile
+  DeadChunkFile::Marks marks;
+  uint64_t live_marks = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& [id, fps] : dead_unpersisted_) {
+      // A container merged or deleted since has no marks left to keep.
+      if (dead_.count(id) != 0 && !fps.empty()) marks[id] = std::move(fps);
+    }
+    dead_unpersisted_.clear();
+    for (const auto& [_, fps] : dead_) live_marks += fps.size();
+  }
+  if (marks.empty() && !dead_file_needs_rewrite_) return Status::OK();
+  // Rewritten when the file is mostly marks of merged or deleted containers
+  // (each record carries 20 bytes besides its marks).
+  const uint64_t live_size = live_marks * dead_file_.mark_size();
+  const bool rewrite = dead_file_needs_rewrite_ || dead_file_.size() > 2 * live_size + (64 << 10);
+  Status s;
+  if (rewrite) {
+    DeadChunkFile::Marks all;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (const auto& [id, fps] : dead_) {
+        // Marks still pending (made after the copy above) wait for their call.
+        auto& out = all[id];
+        for (const Fingerprint& fp : fps) out.push_back(fp);
+      }
+      for (const auto& [id, fps] : dead_unpersisted_) {
+        auto& out = all[id];
+        for (const Fingerprint& fp : fps) out.erase(std::remove(out.begin(), out.end(), fp), out.end());
+      }
+    }
+    s = dead_file_.Rewrite(all);
+  } else {
+    s = dead_file_.Append(marks);
+  }
+  if (s.ok()) {
+    dead_file_needs_rewrite_ = false;
+    return Status::OK();
+  }
+  if (!rewrite) dead_file_needs_rewrite_ = true;  // the append may have left a torn record
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [id, fps] : marks) {
+    auto& pending = dead_unpersisted_[id];
+    pending.insert(pending.end(), fps.begin(), fps.end());
+  }
+  return s;
+}
+
+Status ChunkStore::LoadDeadMarks(const std::vector<ContainerId>& committed) {
+  DeadChunkFile::Marks marks;
+  bool intact = true;
+  DEDUPV1_RETURN_IF_ERROR(dead_file_.Read(&marks, &intact));
+  bool dropped = false;
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [id, fps] : marks) {
+    // Only a container that exists under its own id: the marks of a merge
+    // source describe the source, not the container answering to its id.
+    if (!std::binary_search(committed.begin(), committed.end(), id) || alias_.count(id) != 0) {
+      dropped = true;
+      continue;
+    }
+    auto& set = dead_[id];
+    for (const Fingerprint& fp : fps) {
+      if (set.insert(fp).second) dead_marks_loaded_++;
+    }
+  }
+  if (intact && !dropped) return Status::OK();
+  if (!intact) {
+    std::fprintf(stderr, "dedupv1: %s ends in a torn record; the marks after it are found again by GC\n",
+                 dead_file_.path().c_str());
+  }
+  DeadChunkFile::Marks kept;
+  for (const auto& [id, fps] : dead_) kept[id].assign(fps.begin(), fps.end());
+  return dead_file_.Rewrite(kept);
 }
 
 Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, ContainerId* result) {
@@ -806,7 +896,10 @@ Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, Cont
   {
     std::lock_guard<std::mutex> l(mu_);
     for (ContainerId a : aliases) alias_[a] = new_id;
-    for (ContainerId src : sources) dead_.erase(src);
+    for (ContainerId src : sources) {
+      dead_.erase(src);
+      dead_unpersisted_.erase(src);
+    }
   }
   read_cache_.Insert(new_id, std::shared_ptr<const Container>(
                                  new Container(std::move(merged))));
@@ -839,6 +932,7 @@ Status ChunkStore::DeleteContainer(ContainerId requested) {
     std::lock_guard<std::mutex> l(mu_);
     deleted_.insert(id);
     dead_.erase(id);
+    dead_unpersisted_.erase(id);
     for (auto it = alias_.begin(); it != alias_.end();) {
       if (it->second == id) {
         deleted_.insert(it->first);

@@ -30,6 +30,11 @@
 //   target exists, then deletes any source that still exists (a crash after
 //   the merged container committed but before the old ones were deleted), so
 //   a container is never both superseded and used.
+// - GC's dead-chunk marks (MarkDead) survive a restart once
+//   PersistDeadMarks wrote them to DIR/dead-chunks (chunkstore/
+//   dead_chunk_file.h). Open applies a persisted mark only to a container that
+//   still exists under its own id: the marks of a merged or deleted container
+//   are dropped, never carried over to the container that answers to its id.
 #pragma once
 
 #include <atomic>
@@ -50,6 +55,7 @@
 #include "chunkstore/container.h"
 #include "chunkstore/container_read_cache.h"
 #include "chunkstore/container_store.h"
+#include "chunkstore/dead_chunk_file.h"
 #include "core/env.h"
 #include "core/fingerprint.h"
 #include "core/status.h"
@@ -84,6 +90,9 @@ struct ChunkStoreStats {
   uint64_t metadata_reads = 0;        // container heads read (metadata only)
   uint64_t chunk_reads = 0;           // single chunks read from the store (read-cache misses)
   uint64_t commit_latency_ms_total = 0;
+  uint64_t dead_chunks_marked = 0;    // GC's dead marks held (chunks kept in containers as garbage)
+  uint64_t dead_marks_unpersisted = 0;  // of them, not yet in DIR/dead-chunks
+  uint64_t dead_marks_loaded = 0;     // marks read from DIR/dead-chunks at open
 };
 
 // Called after container |id| holding |fps| is durably committed.
@@ -174,11 +183,18 @@ class ChunkStore {
     size_t bytes = 0;
   };
   Status GetChunkFootprints(ContainerId id, std::vector<ChunkFootprint>* chunks, uint64_t* total);
-  // Marks chunks of committed container |id| as garbage (memory only, until
-  // the container is merged or deleted): GetFingerprints no longer lists them
-  // (so the container-cache filter cannot hand them out again) and merges
-  // leave them out.
+  // Marks chunks of committed container |id| as garbage (until the container
+  // is merged or deleted): GetFingerprints no longer lists them (so the
+  // container-cache filter cannot hand them out again) and merges leave them
+  // out. In memory only until PersistDeadMarks.
   void MarkDead(ContainerId id, const std::vector<Fingerprint>& fps);
+  // Writes the marks made since the last call to DIR/dead-chunks (synced), so
+  // the next Open applies them too. A persisted mark makes merges drop the
+  // chunk after a crash as well: call this only once the chunk index no
+  // longer names the marked chunks *durably*, and no log event that a replay
+  // could apply names them. Rewrites the file when most of it describes
+  // containers that are gone. On error the marks stay pending (and in memory).
+  Status PersistDeadMarks();
   // Copies the chunks of the committed containers |sources| that are not
   // marked dead into a new container answering to the sources' ids and their
   // aliases, commits it durably (alias record first, see above), switches the
@@ -198,6 +214,10 @@ class ChunkStore {
     std::vector<ContainerId> sources;
   };
   Status LoadAliases(std::vector<ContainerId>* ids);
+  // Reads DIR/dead-chunks and applies the marks of containers in
+  // |committed| (sorted) that were not merged; rewrites the file if it held
+  // others or ended in a torn record.
+  Status LoadDeadMarks(const std::vector<ContainerId>& committed);
   Status WriteAliasFile(const std::vector<AliasRecord>& records);
   // ReadChunk of a committed container that is not in the read cache: the
   // chunk's bytes alone (ContainerStore::GetRange), located through the
@@ -280,9 +300,13 @@ class ChunkStore {
   std::unordered_map<ContainerId, ContainerId> alias_;
   std::unordered_set<ContainerId> deleted_;
   std::unordered_map<ContainerId, std::unordered_set<Fingerprint, FingerprintHasher>> dead_;
+  DeadChunkFile::Marks dead_unpersisted_;  // MarkDead since the last PersistDeadMarks
+  uint64_t dead_marks_loaded_ = 0;
   std::vector<AliasRecord> alias_records_;
-  std::mutex gc_mu_;  // one merge or delete at a time; taken before mu_
+  std::mutex gc_mu_;  // one merge, delete or persist at a time; taken before mu_
   const std::string alias_path_;
+  DeadChunkFile dead_file_;           // under gc_mu_
+  bool dead_file_needs_rewrite_ = false;  // a failed append may have left a torn record
 
   std::mutex close_mu_;
   bool closed_ = false;

@@ -664,5 +664,140 @@ TEST(ChunkStoreGcTest, DeleteContainerForgetsItAndItsAliases) {
   EXPECT_EQ(used, 0u);
 }
 
+size_t FootprintCount(ChunkStore* cs, ContainerId id) {
+  std::vector<ChunkStore::ChunkFootprint> chunks;
+  uint64_t total = 0;
+  Status s = cs->GetChunkFootprints(id, &chunks, &total);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return chunks.size();
+}
+
+// Persisted marks are applied again after a reopen; marks not persisted yet
+// are not (GC finds that garbage again).
+TEST(ChunkStoreGcTest, PersistedDeadMarksSurviveAReopen) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::vector<Chunk> chunks;
+  std::map<ContainerId, size_t> per_container;
+  ContainerId a, b;
+  size_t marked_in_a = 0;
+  {
+    std::unique_ptr<ChunkStore> cs;
+    ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+    chunks = StoreMany(cs.get(), 30000, 40);
+    for (const auto& c : chunks) per_container[c.id]++;
+    ASSERT_GE(per_container.size(), 2u);
+    a = per_container.begin()->first;
+    b = std::next(per_container.begin())->first;
+    for (size_t i = 0; i < chunks.size(); i += 2) {
+      if (chunks[i].id == a) {
+        cs->MarkDead(a, {chunks[i].fp});
+        marked_in_a++;
+      }
+    }
+    EXPECT_EQ(cs->stats().dead_marks_unpersisted, marked_in_a);
+    ASSERT_TRUE(cs->PersistDeadMarks().ok());
+    EXPECT_EQ(cs->stats().dead_marks_unpersisted, 0u);
+    for (const auto& c : chunks) {
+      if (c.id == b) {
+        cs->MarkDead(b, {c.fp});  // never persisted
+        break;
+      }
+    }
+    EXPECT_EQ(cs->stats().dead_chunks_marked, marked_in_a + 1);
+    ASSERT_TRUE(cs->Close().ok());
+  }
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  EXPECT_EQ(cs->stats().dead_marks_loaded, marked_in_a);
+  EXPECT_EQ(FootprintCount(cs.get(), a), per_container[a] - marked_in_a);
+  EXPECT_EQ(FootprintCount(cs.get(), b), per_container[b]);
+  std::vector<Chunk> live;
+  for (size_t i = 0; i < chunks.size(); i++) {
+    if (!(chunks[i].id == a && i % 2 == 0)) live.push_back(chunks[i]);
+  }
+  ExpectReadable(cs.get(), live);
+  // A merge leaves the persisted dead chunks out.
+  ContainerId merged;
+  ASSERT_TRUE(cs->MergeContainers({a}, &merged).ok());
+  ASSERT_NE(merged, kNoContainer);
+  EXPECT_EQ(FootprintCount(cs.get(), merged), per_container[a] - marked_in_a);
+  ExpectReadable(cs.get(), live);
+}
+
+// The marks of a merge source describe the source only. Here the merged
+// container holds a live copy of a chunk that was dead in one of its sources;
+// after a reopen that copy must still be there.
+TEST(ChunkStoreGcTest, DeadMarksOfAMergeSourceDoNotApplyToTheMergedContainer) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  Chunk dup_in_a = MakeChunk(40000, 2048);
+  Chunk dup_in_b = dup_in_a;
+  std::vector<Chunk> live;
+  ContainerId merged;
+  {
+    std::unique_ptr<ChunkStore> cs;
+    ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+    ASSERT_TRUE(Store(cs.get(), &dup_in_a, 0).ok());
+    ASSERT_TRUE(Store(cs.get(), &dup_in_b, 1).ok());  // another stream: another container
+    ASSERT_NE(dup_in_a.id, dup_in_b.id);
+    for (int i = 0; i < 4; i++) {
+      Chunk c = MakeChunk(40100 + i, 2048);
+      ASSERT_TRUE(Store(cs.get(), &c, i % 2).ok());
+      live.push_back(c);
+    }
+    ASSERT_TRUE(cs->Flush().ok());
+    cs->MarkDead(dup_in_a.id, {dup_in_a.fp});
+    ASSERT_TRUE(cs->PersistDeadMarks().ok());
+    ASSERT_TRUE(cs->MergeContainers({dup_in_a.id, dup_in_b.id}, &merged).ok());
+    ASSERT_NE(merged, kNoContainer);
+    ASSERT_TRUE(cs->Close().ok());
+  }
+  live.push_back(dup_in_b);
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  EXPECT_EQ(cs->stats().dead_marks_loaded, 0u);
+  EXPECT_EQ(FootprintCount(cs.get(), merged), live.size());
+  ExpectReadable(cs.get(), live);
+  // The stale record is gone from the file.
+  std::string data;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), JoinPath(o.dir, "dead-chunks"), &data).ok());
+  EXPECT_TRUE(data.empty());
+  ContainerId again;
+  ASSERT_TRUE(cs->MergeContainers({merged}, &again).ok());
+  ExpectReadable(cs.get(), live);
+}
+
+// A failed write of the marks is an error; the marks stay pending and the
+// next call writes them (rewriting the file, which may end in a torn record).
+TEST(ChunkStoreGcTest, FailedPersistKeepsTheMarksPending) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  FaultInjectionEnv fenv(Env::Default());
+  std::vector<Chunk> chunks;
+  {
+    std::unique_ptr<ChunkStore> cs;
+    ASSERT_TRUE(ChunkStore::Open(o, &fenv, &cs).ok());
+    chunks = StoreMany(cs.get(), 50000, 10);
+    cs->MarkDead(chunks[0].id, {chunks[0].fp});
+    ASSERT_TRUE(cs->PersistDeadMarks().ok());
+    cs->MarkDead(chunks[1].id, {chunks[1].fp});
+    fenv.AddRule({FaultInjectionEnv::Op::kWrite, "dead-chunks", FaultInjectionEnv::Fault::kTorn, 0, 1, 10});
+    Status s = cs->PersistDeadMarks();
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.ToString().find("dead-chunks"), std::string::npos) << s.ToString();
+    EXPECT_EQ(cs->stats().dead_marks_unpersisted, 1u);
+    s = cs->PersistDeadMarks();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(cs->stats().dead_marks_unpersisted, 0u);
+    ASSERT_TRUE(cs->Close().ok());
+  }
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  EXPECT_EQ(cs->stats().dead_marks_loaded, 2u);
+  std::vector<Chunk> live(chunks.begin() + 2, chunks.end());
+  ExpectReadable(cs.get(), live);
+}
+
 }  // namespace
 }  // namespace dedupv1

@@ -243,6 +243,12 @@ Status GarbageCollector::RunLocked(GcStats* round) {
     }
     round->rounds_deferred++;
     scans.clear();
+  } else {
+    // The erasures are persistent and no event left in the log names the
+    // garbage: its marks may outlive this run, so the first round after the
+    // next start does not have to look the containers' chunks up again. (A
+    // deferred round's marks wait for a later round's trimmed log.)
+    DEDUPV1_RETURN_IF_ERROR(store->PersistDeadMarks());
   }
 
   // 5. Space: delete empty containers, merge under-filled ones.

@@ -111,6 +111,7 @@ TEST(GarbageCollectorTest, OverwriteThreeTimesAndUnmapHalfGivesTheSpaceBack) {
   const Options o = GcOptions(dir.path());
   std::vector<uint8_t> expected;
   uint64_t used_after = 0;
+  uint64_t marks_kept = 0;  // garbage kept in containers at least half live
   {
     auto sys = test::OpenSystemOrDie(o);
     Volume* v;
@@ -150,6 +151,9 @@ TEST(GarbageCollectorTest, OverwriteThreeTimesAndUnmapHalfGivesTheSpaceBack) {
     EXPECT_EQ(sys->gc_stats().chunks_deleted, st.chunks_deleted);
     EXPECT_LE(UsedBytes(sys.get()), used_after);
     used_after = UsedBytes(sys.get());
+    ASSERT_EQ(sys->gc_stats().rounds_deferred, 0u) << "the marks would wait for a later round";
+    EXPECT_EQ(sys->chunk_store()->stats().dead_marks_unpersisted, 0u);
+    marks_kept = sys->chunk_store()->stats().dead_chunks_marked;
     ASSERT_TRUE(sys->Close().ok());
   }
   auto sys = test::OpenSystemOrDie(o);
@@ -163,13 +167,14 @@ TEST(GarbageCollectorTest, OverwriteThreeTimesAndUnmapHalfGivesTheSpaceBack) {
   EXPECT_EQ(sys->chunk_store()->stats().container_reads, 0u);
   EXPECT_GT(sys->chunk_store()->stats().metadata_reads, 0u);
   EXPECT_EQ(UsedBytes(sys.get()), used_after);
-  // Only containers kept with some garbage (at least half live; the dead
-  // marks are memory only) hold more chunks than index entries name them;
-  // the others, merged ones through their old ids too, need no chunk-by-chunk
-  // look. Garbage sits only at the unmap boundary and the generations' ends.
+  // The garbage kept in containers at least half live was marked dead
+  // persistently, so every container holds as many chunks as index entries
+  // name it (merged ones through their old ids too): no container needs a
+  // chunk-by-chunk look and no garbage is found again.
+  EXPECT_EQ(sys->chunk_store()->stats().dead_marks_loaded, marks_kept);
   EXPECT_GT(sys->gc_stats().containers_scanned, 4u);
-  EXPECT_LE(sys->gc_stats().containers_looked_up, 4u);
-  EXPECT_EQ(sys->gc_stats().containers_looked_up == 0, sys->gc_stats().orphans_found == 0);
+  EXPECT_EQ(sys->gc_stats().containers_looked_up, 0u);
+  EXPECT_EQ(sys->gc_stats().orphans_found, 0u);
   ExpectContent(v, expected);
   ExpectUsageMatchesRecount(sys.get());
   // Writing the live half again deduplicates against the survivors.
@@ -229,6 +234,78 @@ TEST(GarbageCollectorTest, CandidateReferencedAgainBeforeTheRoundSurvives) {
   EXPECT_EQ(got, a);
   ASSERT_TRUE(v->Read(0, got.size(), got.data()).ok());
   EXPECT_EQ(got, b);
+}
+
+// Garbage kept in containers that stay at least half live is remembered
+// across a restart (the dead marks are persisted once the round's erasures
+// are): the first round after the start looks no chunk up and finds nothing
+// again; when more of those containers dies later, merges leave the old
+// garbage out.
+TEST(GarbageCollectorTest, GarbageKeptInHalfLiveContainersIsRememberedAcrossARestart) {
+  test::TempDir dir;
+  const Options o = GcOptions(dir.path());
+  const uint64_t bs = o.block_size;
+  const std::vector<uint8_t> data = test::RandomBytes(8 << 20, 21);
+  std::vector<uint8_t> expected = data;
+  uint64_t marks = 0;
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(v->Sync().ok());
+    // One block in four: every container keeps three quarters.
+    for (uint64_t off = 0; off < data.size(); off += 4 * bs) {
+      ASSERT_TRUE(v->Unmap(off, bs).ok());
+      std::fill(expected.begin() + off, expected.begin() + off + bs, 0);
+    }
+    ASSERT_TRUE(v->Sync().ok());
+    ASSERT_TRUE(sys->RunGc().ok());
+    const GcStats st = sys->gc_stats();
+    EXPECT_GT(st.chunks_deleted, 0u);
+    EXPECT_EQ(st.containers_merged, 0u);
+    ASSERT_EQ(st.rounds_deferred, 0u) << "the marks would wait for a later round";
+    marks = sys->chunk_store()->stats().dead_chunks_marked;
+    EXPECT_EQ(marks, st.chunks_deleted);
+    EXPECT_EQ(sys->chunk_store()->stats().dead_marks_unpersisted, 0u);
+    ExpectContent(v, expected);
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    EXPECT_EQ(sys->chunk_store()->stats().dead_marks_loaded, marks);
+    ASSERT_TRUE(sys->RunGc().ok());
+    const GcStats st = sys->gc_stats();
+    EXPECT_GT(st.containers_scanned, 4u);
+    EXPECT_EQ(st.containers_looked_up, 0u);
+    EXPECT_EQ(st.orphans_found, 0u);
+    EXPECT_EQ(st.chunks_deleted, 0u);
+    ExpectContent(v, expected);
+    ExpectUsageMatchesRecount(sys.get());
+    // Now one and a half blocks more in four: the containers fall below half
+    // and are merged, without the garbage of the first round.
+    const uint64_t before = UsedBytes(sys.get());
+    for (uint64_t off = 2 * bs; off < data.size(); off += 4 * bs) {
+      ASSERT_TRUE(v->Unmap(off, bs + bs / 2).ok());
+      std::fill(expected.begin() + off, expected.begin() + off + bs + bs / 2, 0);
+    }
+    ASSERT_TRUE(v->Sync().ok());
+    ASSERT_TRUE(sys->RunGc().ok());
+    EXPECT_GT(sys->gc_stats().containers_merged, 1u);
+    EXPECT_LT(UsedBytes(sys.get()), before * 3 / 4);
+    ExpectContent(v, expected);
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  ExpectContent(v, expected);
+  ExpectUsageMatchesRecount(sys.get());
+  ASSERT_TRUE(sys->RunGc().ok());
+  EXPECT_EQ(sys->gc_stats().containers_looked_up, 0u);
+  ExpectContent(v, expected);
 }
 
 // Merged containers answer to their old ids through the engine, also after a
