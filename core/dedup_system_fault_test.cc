@@ -41,6 +41,7 @@ Options FaultOptions(const std::string& dir) {
   o.write_buffer_flush_delay_ms = 20;
   o.chunk_store.commit_timeout_ms = 10000;
   o.volumes = {{"vol1", 32 << 20}, {"vol2", 32 << 20}};
+  o.idle.period_ms = 3600 * 1000;  // no idle checkpoint or GC round unless a test runs one
   return o;
 }
 

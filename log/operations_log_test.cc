@@ -458,7 +458,11 @@ TEST_F(OperationsLogTest, AppendWaitsAtHardLimitUntilTrim) {
     st = log->Append(LogEventType::kSystemRun, "waiting", &id);
     done = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Wait (bounded) until the append is waiting for space, then trim.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (log->stats().throttled_appends == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   EXPECT_FALSE(done.load());  // cannot finish before the trim
   ASSERT_TRUE(log->Trim(11).ok());
   t.join();

@@ -60,6 +60,7 @@ class ToolsTest : public ::testing::Test {
            "container.size = 256K\n"
            "container.commit-timeout = 200ms\n"
            "monitor.enabled = false\n"
+           "idle.period = 1h\n"  // no idle checkpoint trims the log a test inspects
            "volume = vol1 8M\n"
            "volume = vol2 4M\n";
   }
