@@ -460,11 +460,14 @@ TEST(GarbageCollectorTest, RoundsDuringConcurrentOverwritesLoseNothing) {
     ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
     std::atomic<bool> stop{false};
     std::atomic<int> errors{0};
+    std::atomic<uint64_t> rounds{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < kWriters; t++) {
       threads.emplace_back([&, t] {
         std::mt19937_64 rng(t + 1);
-        for (int i = 0; i < 300 && errors == 0; i++) {
+        // At least 300 writes each, and on until two rounds ran during them
+        // (a slow host may need more; bounded).
+        for (int i = 0; (i < 300 || rounds < 2) && i < 20000 && errors == 0; i++) {
           const uint64_t slot = t + kWriters * (rng() % (kSlots / kWriters));  // disjoint slots per writer
           const uint64_t version = last[slot] + 1 + rng() % 3;
           auto data = content(slot, version);
@@ -481,7 +484,6 @@ TEST(GarbageCollectorTest, RoundsDuringConcurrentOverwritesLoseNothing) {
         }
       });
     }
-    uint64_t rounds = 0;
     std::thread gc([&] {
       while (!stop) {
         if (!sys->RunGc().ok()) errors++;
@@ -496,7 +498,7 @@ TEST(GarbageCollectorTest, RoundsDuringConcurrentOverwritesLoseNothing) {
     ASSERT_TRUE(v->Sync().ok());
     ASSERT_TRUE(sys->RunGc().ok());
     EXPECT_GT(sys->gc_stats().chunks_deleted, 0u);
-    std::fprintf(stderr, "rounds %llu, chunks deleted %llu, survived the recheck %llu\n", (unsigned long long)rounds,
+    std::fprintf(stderr, "rounds %llu, chunks deleted %llu, survived the recheck %llu\n", (unsigned long long)rounds.load(),
                  (unsigned long long)sys->gc_stats().chunks_deleted, (unsigned long long)sys->gc_stats().chunks_survived);
     std::vector<uint8_t> got(kSlot);
     for (uint64_t slot = 0; slot < kSlots; slot++) {
