@@ -238,6 +238,10 @@ TEST(MonitorServerTest, GcRunCollectsOverwrittenData) {
   EXPECT_GE(gc["runs"].get<uint64_t>(), 1u);
   EXPECT_EQ(gc["running"], false);
   EXPECT_GT(gc["last_run_unix"].get<int64_t>(), 0);
+  // The chunks deleted from containers that stay are kept as marked garbage;
+  // a finished round leaves none of its marks unpersisted.
+  EXPECT_EQ(gc["garbage_chunks_kept"].get<uint64_t>(), h.system()->chunk_store()->stats().dead_chunks_marked);
+  EXPECT_EQ(gc["garbage_marks_unpersisted"].get<uint64_t>(), 0u) << gc.dump();
   HttpResult metrics;
   ASSERT_TRUE(client.Get("/metrics", &metrics).ok());
   EXPECT_NE(metrics.body.find("dedupv1_gc_chunks_deleted_total "), std::string::npos) << metrics.body;

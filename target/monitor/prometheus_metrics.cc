@@ -137,6 +137,9 @@ std::string RenderPrometheusMetrics(const Json& stats, uint64_t monitor_requests
     w.Counter("dedupv1_gc_rounds_deferred_total",
               "Rounds that left deleting and merging to a later round because the log still held counted events.",
               Num(gc, "rounds_deferred"));
+    w.Gauge("dedupv1_gc_garbage_chunks_kept",
+            "Garbage chunks left in containers at least half live (merged once they fall below half).",
+            Num(gc, "garbage_chunks_kept"));
     w.Gauge("dedupv1_gc_used_bytes", "Container store bytes after the last garbage collection round.",
             Num(gc, "used_bytes"));
     w.Gauge("dedupv1_gc_last_run_timestamp_seconds", "End of the last garbage collection round (Unix time).",

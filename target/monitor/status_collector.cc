@@ -347,6 +347,11 @@ Json StatusCollector::Gc() const {
   j["containers_looked_up"] = st.containers_looked_up;
   j["used_bytes"] = st.used_bytes;
   j["live_bytes"] = st.live_bytes;
+  // Garbage left in containers at least half live (merged once they fall
+  // below half), and how much of it a restart would have to find again.
+  const ChunkStoreStats store = system_->chunk_store()->stats();
+  j["garbage_chunks_kept"] = store.dead_chunks_marked;
+  j["garbage_marks_unpersisted"] = store.dead_marks_unpersisted;
   j["last_run_unix"] = st.last_run_unix;
   j["last_run_duration_ms"] = st.last_run_ms;
   j["usage_events_counted"] = st.usage.events_counted;
