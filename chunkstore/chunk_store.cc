@@ -811,26 +811,28 @@ Status ChunkStore::LoadDeadMarks(const std::vector<ContainerId>& committed) {
   bool intact = true;
   DEDUPV1_RETURN_IF_ERROR(dead_file_.Read(&marks, &intact));
   bool dropped = false;
-  std::lock_guard<std::mutex> l(mu_);
-  for (auto& [id, fps] : marks) {
-    // Only a container that exists under its own id: the marks of a merge
-    // source describe the source, not the container answering to its id.
-    if (!std::binary_search(committed.begin(), committed.end(), id) || alias_.count(id) != 0) {
-      dropped = true;
-      continue;
+  DeadChunkFile::Marks kept;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& [id, fps] : marks) {
+      // Only a container that exists under its own id: the marks of a merge
+      // source describe the source, not the container answering to its id.
+      if (!std::binary_search(committed.begin(), committed.end(), id) || alias_.count(id) != 0) {
+        dropped = true;
+        continue;
+      }
+      auto& set = dead_[id];
+      for (const Fingerprint& fp : fps) {
+        if (set.insert(fp).second) dead_marks_loaded_++;
+      }
     }
-    auto& set = dead_[id];
-    for (const Fingerprint& fp : fps) {
-      if (set.insert(fp).second) dead_marks_loaded_++;
-    }
+    if (intact && !dropped) return Status::OK();
+    for (const auto& [id, fps] : dead_) kept[id].assign(fps.begin(), fps.end());
   }
-  if (intact && !dropped) return Status::OK();
   if (!intact) {
     std::fprintf(stderr, "dedupv1: %s ends in a torn record; the marks after it are found again by GC\n",
                  dead_file_.path().c_str());
   }
-  DeadChunkFile::Marks kept;
-  for (const auto& [id, fps] : dead_) kept[id].assign(fps.begin(), fps.end());
   return dead_file_.Rewrite(kept);
 }
 
