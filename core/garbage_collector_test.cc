@@ -199,6 +199,16 @@ void WriteThenOverwrite(DedupSystem* sys, Volume* v, const std::vector<uint8_t>&
   ASSERT_TRUE(sys->Checkpoint().ok());
 }
 
+// Unmaps |length| bytes at |start| within every four blocks of |v| (of size
+// |bs|), over the first expected->size() bytes, and zeroes them in |expected|.
+void UnmapInEveryFourBlocks(Volume* v, uint64_t bs, uint64_t start, uint64_t length,
+                            std::vector<uint8_t>* expected) {
+  for (uint64_t off = start; off < expected->size(); off += 4 * bs) {
+    ASSERT_TRUE(v->Unmap(off, length).ok());
+    std::fill(expected->begin() + off, expected->begin() + off + length, 0);
+  }
+}
+
 // Hold and recheck: a chunk that reached usage 0 but is referenced again
 // before the GC round (the new mapping not counted yet) survives the round.
 TEST(GarbageCollectorTest, CandidateReferencedAgainBeforeTheRoundSurvives) {
@@ -258,10 +268,7 @@ TEST(GarbageCollectorTest, GarbageKeptInHalfLiveContainersIsRememberedAcrossARes
     ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
     ASSERT_TRUE(v->Sync().ok());
     // One block in four: every container keeps three quarters.
-    for (uint64_t off = 0; off < data.size(); off += 4 * bs) {
-      ASSERT_TRUE(v->Unmap(off, bs).ok());
-      std::fill(expected.begin() + off, expected.begin() + off + bs, 0);
-    }
+    ASSERT_NO_FATAL_FAILURE(UnmapInEveryFourBlocks(v, bs, 0, bs, &expected));
     ASSERT_TRUE(v->Sync().ok());
     ASSERT_TRUE(sys->RunGc().ok());
     const GcStats st = sys->gc_stats();
@@ -290,10 +297,7 @@ TEST(GarbageCollectorTest, GarbageKeptInHalfLiveContainersIsRememberedAcrossARes
     // Now one and a half blocks more in four: the containers fall below half
     // and are merged, without the garbage of the first round.
     const uint64_t before = UsedBytes(sys.get());
-    for (uint64_t off = 2 * bs; off < data.size(); off += 4 * bs) {
-      ASSERT_TRUE(v->Unmap(off, bs + bs / 2).ok());
-      std::fill(expected.begin() + off, expected.begin() + off + bs + bs / 2, 0);
-    }
+    ASSERT_NO_FATAL_FAILURE(UnmapInEveryFourBlocks(v, bs, 2 * bs, bs + bs / 2, &expected));
     ASSERT_TRUE(v->Sync().ok());
     ASSERT_TRUE(sys->RunGc().ok());
     EXPECT_GT(sys->gc_stats().containers_merged, 1u);
@@ -329,10 +333,7 @@ TEST(GarbageCollectorTest, MergeKeepsOldIdsReadable) {
     ASSERT_TRUE(v->Sync().ok());
     // Unmap every other pair of blocks: 50% of each container is garbage,
     // then a bit more so they fall below half.
-    for (uint64_t off = 0; off < data.size(); off += 4 * bs) {
-      ASSERT_TRUE(v->Unmap(off, 2 * bs + bs / 2).ok());
-      std::fill(expected.begin() + off, expected.begin() + off + 2 * bs + bs / 2, 0);
-    }
+    ASSERT_NO_FATAL_FAILURE(UnmapInEveryFourBlocks(v, bs, 0, 2 * bs + bs / 2, &expected));
     ASSERT_TRUE(v->Sync().ok());
     const uint64_t before = UsedBytes(sys.get());
     ASSERT_TRUE(sys->RunGc().ok());
