@@ -754,6 +754,24 @@ void ChunkStore::MarkDead(ContainerId id, const std::vector<Fingerprint>& fps) {
   for (const Fingerprint& fp : fps) {
     if (set.insert(fp).second) unpersisted.push_back(fp);
   }
+  dead_containers_ = dead_.size();
+}
+
+bool ChunkStore::UnmarkIfDead(ContainerId id, const Fingerprint& fp) {
+  if (dead_containers_.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard<std::mutex> l(mu_);
+  const ContainerId holder = ResolveLocked(id);
+  auto dead = dead_.find(holder);
+  if (dead == dead_.end() || dead->second.erase(fp) == 0) return false;
+  if (dead->second.empty()) dead_.erase(dead);
+  dead_containers_ = dead_.size();
+  auto pending = dead_unpersisted_.find(holder);
+  if (pending != dead_unpersisted_.end()) {
+    auto& fps = pending->second;
+    fps.erase(std::remove(fps.begin(), fps.end(), fp), fps.end());
+  }
+  dead_unmarked_ = true;
+  return true;
 }
 
 Status ChunkStore::PersistDeadMarks() {
@@ -768,6 +786,9 @@ Status ChunkStore::PersistDeadMarks() {
     }
     dead_unpersisted_.clear();
     for (const auto& [_, fps] : dead_) live_marks += fps.size();
+    // A removed mark is still in the file: only a rewrite drops it.
+    if (dead_unmarked_) dead_file_needs_rewrite_ = true;
+    dead_unmarked_ = false;
   }
   if (marks.empty() && !dead_file_needs_rewrite_) return Status::OK();
   // Rewritten when the file is mostly marks of merged or deleted containers
@@ -797,7 +818,9 @@ Status ChunkStore::PersistDeadMarks() {
     dead_file_needs_rewrite_ = false;
     return Status::OK();
   }
-  if (!rewrite) dead_file_needs_rewrite_ = true;  // the append may have left a torn record
+  // A failed append may have left a torn record, a failed rewrite a file
+  // whose size is not known: the next call rewrites.
+  dead_file_needs_rewrite_ = true;
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [id, fps] : marks) {
     auto& pending = dead_unpersisted_[id];
@@ -806,10 +829,24 @@ Status ChunkStore::PersistDeadMarks() {
   return s;
 }
 
+// The marks are a hint (losing them is always safe), so a file that cannot
+// be read or rewritten at open is deleted rather than keeping the store from
+// opening; the marks still in memory are written whole by the next persist.
+Status ChunkStore::DropDeadMarkFile(const Status& why) {
+  Status d = env_->DeleteFile(dead_file_.path());
+  if (!d.ok() && env_->FileExists(dead_file_.path())) {
+    return why.WithContext("cannot delete it either (" + d.ToString() + ")");
+  }
+  std::fprintf(stderr, "dedupv1: %s; deleted it, GC finds the garbage it listed again\n", why.ToString().c_str());
+  dead_file_needs_rewrite_ = true;
+  return Status::OK();
+}
+
 Status ChunkStore::LoadDeadMarks(const std::vector<ContainerId>& committed) {
   DeadChunkFile::Marks marks;
   bool intact = true;
-  DEDUPV1_RETURN_IF_ERROR(dead_file_.Read(&marks, &intact));
+  Status r = dead_file_.Read(&marks, &intact);
+  if (!r.ok()) return DropDeadMarkFile(r);
   bool dropped = false;
   DeadChunkFile::Marks kept;
   {
@@ -826,6 +863,7 @@ Status ChunkStore::LoadDeadMarks(const std::vector<ContainerId>& committed) {
         if (set.insert(fp).second) dead_marks_loaded_++;
       }
     }
+    dead_containers_ = dead_.size();
     if (intact && !dropped) return Status::OK();
     for (const auto& [id, fps] : dead_) kept[id].assign(fps.begin(), fps.end());
   }
@@ -833,7 +871,8 @@ Status ChunkStore::LoadDeadMarks(const std::vector<ContainerId>& committed) {
     std::fprintf(stderr, "dedupv1: %s ends in a torn record; the marks after it are found again by GC\n",
                  dead_file_.path().c_str());
   }
-  return dead_file_.Rewrite(kept);
+  Status w = dead_file_.Rewrite(kept);
+  return w.ok() ? w : DropDeadMarkFile(w);
 }
 
 Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, ContainerId* result) {
@@ -894,7 +933,10 @@ Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, Cont
     (void)WriteAliasFile(alias_records_);
     return s.WithContext("commit merged " + Name(new_id));
   }
-  // 3. Reads of the old ids go to the merged container from now on.
+  // 3. Reads of the old ids go to the merged container from now on. The
+  // record is on disk: later rewrites of the alias file must keep it even if
+  // deleting a source fails below.
+  alias_records_ = records;
   {
     std::lock_guard<std::mutex> l(mu_);
     for (ContainerId a : aliases) alias_[a] = new_id;
@@ -902,6 +944,7 @@ Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, Cont
       dead_.erase(src);
       dead_unpersisted_.erase(src);
     }
+    dead_containers_ = dead_.size();
   }
   read_cache_.Insert(new_id, std::shared_ptr<const Container>(
                                  new Container(std::move(merged))));
@@ -935,6 +978,7 @@ Status ChunkStore::DeleteContainer(ContainerId requested) {
     deleted_.insert(id);
     dead_.erase(id);
     dead_unpersisted_.erase(id);
+    dead_containers_ = dead_.size();
     for (auto it = alias_.begin(); it != alias_.end();) {
       if (it->second == id) {
         deleted_.insert(it->first);

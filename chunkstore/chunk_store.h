@@ -195,6 +195,13 @@ class ChunkStore {
   // could apply names them. Rewrites the file when most of it describes
   // containers that are gone. On error the marks stay pending (and in memory).
   Status PersistDeadMarks();
+  // An index entry names chunk |fp| of container |id| (resolved here): if it
+  // is marked dead the mark goes, in memory now and from DIR/dead-chunks at
+  // the next PersistDeadMarks (which rewrites the file). Marks and entries
+  // never name the same chunk by design; this repairs a mark that a build
+  // unaware of the file, or a bug, left behind, before a merge acts on it.
+  // Returns whether a mark was removed. Cheap when no marks are held.
+  bool UnmarkIfDead(ContainerId id, const Fingerprint& fp);
   // Copies the chunks of the committed containers |sources| that are not
   // marked dead into a new container answering to the sources' ids and their
   // aliases, commits it durably (alias record first, see above), switches the
@@ -218,6 +225,8 @@ class ChunkStore {
   // |committed| (sorted) that were not merged; rewrites the file if it held
   // others or ended in a torn record.
   Status LoadDeadMarks(const std::vector<ContainerId>& committed);
+  // Deletes DIR/dead-chunks after |why| (a failed read or rewrite at open).
+  Status DropDeadMarkFile(const Status& why);
   Status WriteAliasFile(const std::vector<AliasRecord>& records);
   // ReadChunk of a committed container that is not in the read cache: the
   // chunk's bytes alone (ContainerStore::GetRange), located through the
@@ -302,6 +311,8 @@ class ChunkStore {
   std::unordered_map<ContainerId, std::unordered_set<Fingerprint, FingerprintHasher>> dead_;
   DeadChunkFile::Marks dead_unpersisted_;  // MarkDead since the last PersistDeadMarks
   uint64_t dead_marks_loaded_ = 0;
+  bool dead_unmarked_ = false;             // UnmarkIfDead removed a mark: rewrite the file
+  std::atomic<uint64_t> dead_containers_{0};  // dead_.size(), read without mu_
   std::vector<AliasRecord> alias_records_;
   std::mutex gc_mu_;  // one merge, delete or persist at a time; taken before mu_
   const std::string alias_path_;

@@ -799,5 +799,135 @@ TEST(ChunkStoreGcTest, FailedPersistKeepsTheMarksPending) {
   ExpectReadable(cs.get(), live);
 }
 
+// Passes everything to a LocalContainerStore but fails the deletion of one
+// container (a disk error at that moment).
+class DeleteFailingStore : public ContainerStore {
+ public:
+  DeleteFailingStore(std::unique_ptr<ContainerStore> base, ContainerId fail) : base_(std::move(base)), fail_(fail) {}
+  Status Put(ContainerId id, const std::string& bytes) override { return base_->Put(id, bytes); }
+  Status Get(ContainerId id, std::string* bytes) override { return base_->Get(id, bytes); }
+  Status Delete(ContainerId id) override {
+    if (id == fail_) return Status::IOError("injected: cannot delete container " + std::to_string(id));
+    return base_->Delete(id);
+  }
+  Status List(std::vector<ContainerId>* ids) override { return base_->List(ids); }
+  Status UsedBytes(uint64_t* bytes) override { return base_->UsedBytes(bytes); }
+
+ private:
+  std::unique_ptr<ContainerStore> base_;
+  ContainerId fail_;
+};
+
+// A merge whose source deletion fails has its alias record on disk already;
+// a later rewrite of the alias file (the next merge) must keep it, or the
+// old ids would resolve to nothing after a reopen.
+TEST(ChunkStoreGcTest, FailedSourceDeletionKeepsTheMergeRecord) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::vector<Chunk> chunks;
+  std::vector<ContainerId> ids;
+  ContainerId merged = kNoContainer;
+  {
+    std::unique_ptr<ChunkStore> cs;
+    ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+    chunks = StoreMany(cs.get(), 60000, 40);  // 3 containers
+    std::set<ContainerId> set;
+    for (const auto& c : chunks) set.insert(c.id);
+    ids.assign(set.begin(), set.end());
+    ASSERT_GE(ids.size(), 3u);
+    ASSERT_TRUE(cs->Close().ok());
+  }
+  {
+    std::unique_ptr<LocalContainerStore> local;
+    ASSERT_TRUE(LocalContainerStore::Open(Env::Default(), o.dir, &local).ok());
+    std::unique_ptr<ChunkStore> cs;
+    ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), std::make_unique<DeleteFailingStore>(std::move(local), ids[1]),
+                                 &cs)
+                    .ok());
+    chunks = KeepEven(cs.get(), chunks);
+    Status s = cs->MergeContainers({ids[0], ids[1]}, &merged);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.ToString().find("injected"), std::string::npos) << s.ToString();
+    merged = cs->Resolve(ids[0]);
+    ASSERT_NE(merged, ids[0]);
+    ContainerId again;
+    ASSERT_TRUE(cs->MergeContainers({ids[2]}, &again).ok());  // rewrites the alias file
+    ExpectReadable(cs.get(), chunks);
+    ASSERT_TRUE(cs->Close().ok());
+  }
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  EXPECT_EQ(cs->Resolve(ids[0]), merged);
+  EXPECT_EQ(cs->Resolve(ids[1]), merged);
+  ExpectReadable(cs.get(), chunks);
+  std::vector<ContainerId> listed;
+  ASSERT_TRUE(cs->ListCommitted(&listed).ok());
+  EXPECT_EQ(std::count(listed.begin(), listed.end(), ids[1]), 0) << "the source left behind is deleted at open";
+}
+
+// An entry naming a marked chunk removes the mark, in memory and, at the next
+// persist, from the file.
+TEST(ChunkStoreGcTest, UnmarkIfDeadRemovesTheMarkForGood) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::vector<Chunk> chunks;
+  {
+    std::unique_ptr<ChunkStore> cs;
+    ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+    chunks = StoreMany(cs.get(), 70000, 6);
+    EXPECT_FALSE(cs->UnmarkIfDead(chunks[0].id, chunks[0].fp));
+    cs->MarkDead(chunks[0].id, {chunks[0].fp, chunks[1].fp});
+    ASSERT_TRUE(cs->PersistDeadMarks().ok());
+    EXPECT_TRUE(cs->UnmarkIfDead(chunks[0].id, chunks[0].fp));
+    EXPECT_FALSE(cs->UnmarkIfDead(chunks[0].id, chunks[0].fp));
+    EXPECT_EQ(cs->stats().dead_chunks_marked, 1u);
+    ASSERT_TRUE(cs->PersistDeadMarks().ok());
+    ASSERT_TRUE(cs->Close().ok());
+  }
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  EXPECT_EQ(cs->stats().dead_marks_loaded, 1u);
+  EXPECT_EQ(FootprintCount(cs.get(), chunks[0].id), chunks.size() - 1);
+  std::vector<Chunk> live(chunks);
+  live.erase(live.begin() + 1);
+  ContainerId merged;
+  ASSERT_TRUE(cs->MergeContainers({chunks[0].id}, &merged).ok());
+  ExpectReadable(cs.get(), live);
+}
+
+// A marks file that cannot be read keeps no store from opening: it is deleted
+// (marks are hints) and rewritten whole by the next persist.
+TEST(ChunkStoreGcTest, UnreadableMarksFileIsDeletedAtOpen) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  FaultInjectionEnv fenv(Env::Default());
+  std::vector<Chunk> chunks;
+  {
+    std::unique_ptr<ChunkStore> cs;
+    ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+    chunks = StoreMany(cs.get(), 80000, 6);
+    cs->MarkDead(chunks[0].id, {chunks[0].fp});
+    ASSERT_TRUE(cs->PersistDeadMarks().ok());
+    ASSERT_TRUE(cs->Close().ok());
+  }
+  fenv.AddRule({FaultInjectionEnv::Op::kRead, "dead-chunks", FaultInjectionEnv::Fault::kEIO});
+  {
+    std::unique_ptr<ChunkStore> cs;
+    Status s = ChunkStore::Open(o, &fenv, &cs);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_GT(fenv.faults_fired(), 0);
+    EXPECT_FALSE(Env::Default()->FileExists(JoinPath(o.dir, "dead-chunks")));
+    EXPECT_EQ(cs->stats().dead_marks_loaded, 0u);
+    ExpectReadable(cs.get(), chunks);
+    fenv.ClearRules();
+    cs->MarkDead(chunks[1].id, {chunks[1].fp});
+    ASSERT_TRUE(cs->PersistDeadMarks().ok());
+    ASSERT_TRUE(cs->Close().ok());
+  }
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  EXPECT_EQ(cs->stats().dead_marks_loaded, 1u);
+}
+
 }  // namespace
 }  // namespace dedupv1

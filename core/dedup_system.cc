@@ -44,7 +44,12 @@ Status DecodeMappingEvent(const std::string& payload, BlockId* id, BlockMapping*
   *id = data.block;
   return BlockMapping::Parse(data.new_mapping, *id, mapping);
 }
-constexpr int kFormatVersion = 1;
+// 2: GC's dead-chunk marks persist (containers/dead-chunks). A build that
+// reads format 1 would ignore them, hand a marked chunk out again and leave
+// the mark to drop it at a later merge, so it must refuse the directory.
+// Format 1 directories are upgraded in place (nothing else changed).
+constexpr int kFormatVersion = 2;
+constexpr int kOldestFormatRead = 1;
 
 }  // namespace
 
@@ -170,10 +175,21 @@ Status DedupSystem::CheckSystemMetadata() {
   DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, path, &have));
   Config stored;
   DEDUPV1_RETURN_IF_ERROR(Config::Parse(have, path, &stored));
+  bool upgrade = false;
   for (const auto& e : stored.entries()) {
     std::string expected;
-    if (e.key == "format") expected = std::to_string(kFormatVersion);
-    else if (e.key == "block-size") expected = std::to_string(options_.block_size);
+    if (e.key == "format") {
+      uint64_t format = 0;
+      if (!ParseUint(e.value, &format).ok() || format < static_cast<uint64_t>(kOldestFormatRead) ||
+          format > static_cast<uint64_t>(kFormatVersion)) {
+        return Status::InvalidArgument("data directory " + options_.data_dir + " has format " + e.value + " (" +
+                                       path + "); this build reads formats " + std::to_string(kOldestFormatRead) +
+                                       " to " + std::to_string(kFormatVersion));
+      }
+      upgrade = format < static_cast<uint64_t>(kFormatVersion);
+      continue;
+    }
+    if (e.key == "block-size") expected = std::to_string(options_.block_size);
     else if (e.key == "fingerprint") expected = FingerprintTypeName(options_.fingerprint);
     else continue;
     if (e.value != expected) {
@@ -182,6 +198,9 @@ Status DedupSystem::CheckSystemMetadata() {
                                      "; changing it would misread the stored data");
     }
   }
+  // Before anything of the newer format is written, so a build that only
+  // reads the older one refuses the directory from now on.
+  if (upgrade) return WriteFileAtomically(env_, path, want.str());
   return Status::OK();
 }
 

@@ -561,5 +561,55 @@ TEST(DedupSystemFaultTest, GcMergeFailuresChangeNothingAndTheNextRoundMerges) {
   EXPECT_TRUE(ReadsBack(Vol(sys.get(), "vol1"), 0, data));
 }
 
+// Disk full while a round writes its dead marks: the round still gives the
+// space back (merges and deletions read the marks in memory) and reports the
+// error naming the file; the next round writes the marks.
+TEST(DedupSystemFaultTest, GcMarksThatCannotBeWrittenStillFreeSpace) {
+  test::TempDir dir;
+  Options o = FaultOptions(dir.path());
+  o.chunk_store.container_size = 1 << 20;
+  o = Finished(o);
+  FaultInjectionEnv fenv(Env::Default());
+  auto data = test::RandomBytes(8 << 20, 78);
+  const uint64_t bs = o.block_size;
+  uint64_t marks = 0;
+  {
+    auto sys = OpenOrDie(o, &fenv);
+    Volume* v = Vol(sys.get(), "vol1");
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(sys->Sync().ok());
+    // The first 2 MiB go (whole containers), then one block in four (kept).
+    ASSERT_TRUE(v->Unmap(0, 2 << 20).ok());
+    std::fill(data.begin(), data.begin() + (2 << 20), 0);
+    for (uint64_t off = 2 << 20; off < data.size(); off += 4 * bs) {
+      ASSERT_TRUE(v->Unmap(off, bs).ok());
+      std::fill(data.begin() + off, data.begin() + off + bs, 0);
+    }
+    ASSERT_TRUE(sys->Sync().ok());
+    fenv.AddRule({FaultOp::kWrite, "dead-chunks", Fault::kENOSPC});
+    Status s = sys->RunGc();
+    EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+    EXPECT_NE(s.ToString().find("dead-chunks"), std::string::npos) << s.ToString();
+    EXPECT_GT(sys->gc_stats().containers_deleted, 0u);
+    EXPECT_GT(sys->gc_stats().bytes_reclaimed, 0u);
+    marks = sys->chunk_store()->stats().dead_chunks_marked;
+    EXPECT_GT(marks, 0u);
+    EXPECT_EQ(sys->chunk_store()->stats().dead_marks_unpersisted, marks);
+    EXPECT_TRUE(ReadsBack(v, 0, data));
+    fenv.ClearRules();
+    s = sys->RunGc();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(sys->chunk_store()->stats().dead_marks_unpersisted, 0u);
+    EXPECT_TRUE(ReadsBack(v, 0, data));
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = OpenOrDie(o, Env::Default());
+  EXPECT_EQ(sys->chunk_store()->stats().dead_marks_loaded, marks);
+  EXPECT_TRUE(ReadsBack(Vol(sys.get(), "vol1"), 0, data));
+  ASSERT_TRUE(sys->RunGc().ok());
+  EXPECT_EQ(sys->gc_stats().containers_looked_up, 0u);
+  EXPECT_TRUE(ReadsBack(Vol(sys.get(), "vol1"), 0, data));
+}
+
 }  // namespace
 }  // namespace dedupv1

@@ -96,6 +96,51 @@ TEST(DedupSystemTest, RefusesConfigChangesThatWouldMisreadData) {
   EXPECT_NE(s.message().find("shrinking"), std::string::npos) << s.ToString();
 }
 
+// A format 1 directory (before persisted dead marks) opens and is marked
+// format 2, so older builds refuse it from then on; an unknown newer format is
+// refused with the formats this build reads.
+TEST(DedupSystemTest, OlderFormatIsUpgradedNewerOneRefused) {
+  test::TempDir dir;
+  Options o = SmallOptions(dir.path());
+  std::vector<uint8_t> data = test::RandomBytes(256 << 10, 4);
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(v->Sync().ok());
+  }
+  const std::string path = JoinPath(dir.path(), "system");
+  std::string text;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), path, &text).ok());
+  ASSERT_NE(text.find("format = 2\n"), std::string::npos) << text;
+  auto with_format = [&](const std::string& f) {
+    std::string t = text;
+    t.replace(t.find("format = 2"), 10, "format = " + f);
+    return t;
+  };
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, with_format("1")).ok());
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    std::vector<uint8_t> out(data.size());
+    ASSERT_TRUE(v->Read(0, out.size(), out.data()).ok());
+    EXPECT_EQ(out, data);
+  }
+  std::string upgraded;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), path, &upgraded).ok());
+  EXPECT_EQ(upgraded, text);
+  for (const std::string f : {"3", "0", "x"}) {
+    ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, with_format(f)).ok());
+    std::unique_ptr<DedupSystem> sys;
+    Status s = DedupSystem::Open(o, Env::Default(), &sys);
+    EXPECT_TRUE(s.IsInvalidArgument()) << f << ": " << s.ToString();
+    EXPECT_NE(s.message().find("has format " + f), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("reads formats 1 to 2"), std::string::npos) << s.ToString();
+  }
+}
+
 TEST(DedupSystemTest, SecondProcessCannotOpenTheSameDataDir) {
   test::TempDir dir;
   Options o = SmallOptions(dir.path());

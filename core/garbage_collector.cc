@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <shared_mutex>
@@ -103,6 +104,7 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   // one sequential pass over the chunk index instead of one random lookup
   // per stored chunk.
   std::vector<uint64_t> entries_in;
+  uint64_t marks_repaired = 0;
   if (full_scan) {
     DEDUPV1_RETURN_IF_ERROR(store->ListCommitted(&ids));  // sorted
     entries_in.assign(ids.size(), 0);
@@ -112,6 +114,9 @@ Status GarbageCollector::RunLocked(GcStats* round) {
       auto it = std::lower_bound(ids.begin(), ids.end(), holder);
       if (it == ids.end() || *it != holder) return;  // not committed when listed
       entries_in[it - ids.begin()]++;
+      // An entry wins over a dead mark for its chunk (see UnmarkIfDead); the
+      // first round after an open runs before any merge could act on one.
+      if (store->UnmarkIfDead(holder, fp)) marks_repaired++;
       if (entry.usage_count == 0) sys->usage_->AddCandidate(fp);
     }));
   } else {
@@ -130,6 +135,10 @@ Status GarbageCollector::RunLocked(GcStats* round) {
     for (ContainerId id : wanted) {
       if (store->IsCommitted(id)) ids.push_back(id);
     }
+  }
+  if (marks_repaired > 0) {
+    std::fprintf(stderr, "dedupv1: GC removed %llu dead marks of chunks that have an index entry\n",
+                 static_cast<unsigned long long>(marks_repaired));
   }
   std::map<ContainerId, ContainerScan> scans;
   scan_total_ = ids.size();
@@ -227,6 +236,7 @@ Status GarbageCollector::RunLocked(GcStats* round) {
 
   // 4. The erasures become persistent and the log forgets the garbage.
   SetPhase("persist");
+  Status marks_persisted;
   DEDUPV1_RETURN_IF_ERROR(sys->Checkpoint());
   DEDUPV1_RETURN_IF_ERROR(index->Flush());
   if (sys->log_->head_id() <= logged) {
@@ -247,8 +257,10 @@ Status GarbageCollector::RunLocked(GcStats* round) {
     // The erasures are persistent and no event left in the log names the
     // garbage: its marks may outlive this run, so the first round after the
     // next start does not have to look the containers' chunks up again. (A
-    // deferred round's marks wait for a later round's trimmed log.)
-    DEDUPV1_RETURN_IF_ERROR(store->PersistDeadMarks());
+    // deferred round's marks wait for a later round's trimmed log.) Merges
+    // read the marks in memory: a failure here is reported after the space
+    // work, not instead of it.
+    marks_persisted = store->PersistDeadMarks();
   }
 
   // 5. Space: delete empty containers, merge under-filled ones.
@@ -305,7 +317,7 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   DEDUPV1_RETURN_IF_ERROR(store->UsedBytes(&used_after));
   round->used_bytes = used_after;
   round->bytes_reclaimed = used_before > used_after ? used_before - used_after : 0;
-  return Status::OK();
+  return marks_persisted;
 }
 
 bool GarbageCollector::HasWork() const {

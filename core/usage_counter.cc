@@ -128,6 +128,8 @@ Status UsageCounter::CountEvent(const LogEvent& e) {
       // entry so the chunk is live again and not dropped from its container.
       if (!store_->IsCommitted(d.second)) continue;
       DEDUPV1_RETURN_IF_ERROR(index_->PutNew(fp, d.second));
+      // Live again: a dead mark for it must not make a merge drop it.
+      store_->UnmarkIfDead(d.second, fp);
       // A writer may have stored the chunk again meanwhile (PutNew keeps its
       // entry): the copy moves that entry to d.second if it is uncommitted.
       s = index_->AddUsage(fp, d.first, e.id, &usage, &applied, copy);
