@@ -18,7 +18,6 @@ constexpr char kIdMarkFile[] = "container-id";
 // The mark file is the next free id (u64) followed by its CRC32C.
 constexpr size_t kIdMarkSize = 12;
 constexpr char kAliasFile[] = "container-aliases";
-constexpr char kDeadChunkFile[] = "dead-chunks";
 
 std::string Name(ContainerId id) { return "container " + std::to_string(id); }
 
@@ -91,7 +90,7 @@ ChunkStore::ChunkStore(const ChunkStoreOptions& options, Env* env,
       read_cache_(options.read_cache_containers),
       metadata_cache_(kMetadataCacheContainers),
       alias_path_(JoinPath(options.dir, kAliasFile)),
-      dead_file_(env, JoinPath(options.dir, kDeadChunkFile), FingerprintSize(options.fp_type)) {}
+      dead_file_(env, JoinPath(options.dir, kDeadChunkFileName), FingerprintSize(options.fp_type)) {}
 
 ChunkStore::~ChunkStore() { Close(); }
 

@@ -33,6 +33,9 @@
 
 namespace dedupv1 {
 
+// The file's name in the container directory.
+constexpr char kDeadChunkFileName[] = "dead-chunks";
+
 class DeadChunkFile {
  public:
   using Marks = std::map<ContainerId, std::vector<Fingerprint>>;

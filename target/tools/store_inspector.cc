@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "chunkstore/dead_chunk_file.h"
 #include "chunkstore/local_container_store.h"
 #include "index/block_index.h"
 #include "index/block_mapping.h"
@@ -45,6 +46,25 @@ Status OpenBlockIndex(const Options& options, Env* env, std::unique_ptr<BlockInd
   return Status::OK();
 }
 
+// GC's dead marks (containers/dead-chunks): chunks kept in their container as
+// garbage. An unreadable file is reported and treated as empty.
+DeadChunkFile::Marks ReadDeadMarks(const Options& options, Env* env, std::ostream& out) {
+  DeadChunkFile file(env, JoinPath(options.chunk_store.dir, kDeadChunkFileName), FingerprintSize(options.fingerprint));
+  DeadChunkFile::Marks marks;
+  bool intact = true;
+  Status s = file.Read(&marks, &intact);
+  if (!s.ok()) out << "  (cannot read GC's dead marks: " << s.ToString() << ")\n";
+  if (s.ok() && !intact) out << "  (" << file.path() << " ends in a torn record; the marks before it are shown)\n";
+  return marks;
+}
+
+bool IsMarkedDead(const DeadChunkFile::Marks& marks, ContainerId id, const Fingerprint& fp) {
+  auto it = marks.find(id);
+  return it != marks.end() && std::find(it->second.begin(), it->second.end(), fp) != it->second.end();
+}
+
+constexpr char kKeptGarbage[] = " [garbage kept in place: containers/dead-chunks]";
+
 }  // namespace
 
 Status StoreInspector::PrintContainer(ContainerId id) {
@@ -61,6 +81,14 @@ Status StoreInspector::PrintContainer(ContainerId id) {
   const ContainerDump dump = DumpContainer(id, bytes);
   out_ << fmt::format("container {} ({})\n", id, path);
   PrintContainerDump(dump, out_);
+  const DeadChunkFile::Marks marks = ReadDeadMarks(options_, env_, out_);
+  auto dead = marks.find(id);
+  if (dead != marks.end() && !dead->second.empty()) {
+    out_ << fmt::format("  gc garbage:   {} of the items are garbage kept in place (containers/dead-chunks; a "
+                        "merge leaves them out)\n",
+                        dead->second.size());
+    for (const Fingerprint& fp : dead->second) out_ << "    fp " << fp.ToHex() << "\n";
+  }
   return dump.verdict;
 }
 
@@ -94,6 +122,10 @@ Status StoreInspector::PrintChunk(const Fingerprint& fp) {
     out_ << fmt::format("  container {}: {}\n", entry.container,
                         dump.verdict.ok() ? "good" : dump.verdict.ToString());
     out_ << "  item:         " << (item ? DescribeItem(*item) : "the container does not hold this chunk") << "\n";
+    if (IsMarkedDead(ReadDeadMarks(options_, env_, out_), entry.container, fp)) {
+      out_ << "  gc:           also marked as garbage in containers/dead-chunks although the chunk index names it "
+              "(the next open's first GC round removes the mark)\n";
+    }
     return Status::OK();
   }
   if (!s.IsNotFound()) return s;
@@ -103,6 +135,7 @@ Status StoreInspector::PrintChunk(const Fingerprint& fp) {
   std::vector<ContainerId> ids;
   DEDUPV1_RETURN_IF_ERROR(store->List(&ids));
   std::sort(ids.begin(), ids.end());
+  const DeadChunkFile::Marks marks = ReadDeadMarks(options_, env_, out_);
   Progress progress("searching containers", ids.size(), "containers", progress_);
   size_t found = 0;
   for (ContainerId id : ids) {
@@ -112,7 +145,8 @@ Status StoreInspector::PrintChunk(const Fingerprint& fp) {
     const ContainerDump dump = DumpContainer(id, bytes);
     if (const ContainerDumpItem* item = FindItem(dump, fp)) {
       found++;
-      out_ << fmt::format("  container {}{}: {}\n", id, dump.verdict.ok() ? "" : " (DAMAGED)", DescribeItem(*item));
+      out_ << fmt::format("  container {}{}: {}{}\n", id, dump.verdict.ok() ? "" : " (DAMAGED)", DescribeItem(*item),
+                          IsMarkedDead(marks, id, fp) ? kKeptGarbage : "");
     }
   }
   progress.Finish();

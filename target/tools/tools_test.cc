@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "chunkstore/container.h"
+#include "chunkstore/dead_chunk_file.h"
 #include "chunkstore/local_container_store.h"
 #include "core/config.h"
 #include "core/dedup_system.h"
@@ -571,6 +572,46 @@ TEST_F(ToolsTest, DebugPrintsContainerBlockAndVolumes) {
   r = Debug({"chunk", std::string(40, 'a')});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("none of"), std::string::npos) << r.out;
+}
+
+// Garbage GC kept inside a container that stays at least half live is shown
+// as such by dedupv1_debug, and the check does not count it as a problem.
+TEST_F(ToolsTest, DebugShowsGarbageKeptInPlace) {
+  const uint64_t bs = options_.block_size;
+  {
+    std::unique_ptr<DedupSystem> sys;
+    ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    auto data = test::RandomBytes(4 << 20, 7);
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(v->Sync().ok());
+    for (uint64_t off = 0; off < data.size(); off += 4 * bs) ASSERT_TRUE(v->Unmap(off, bs).ok());
+    ASSERT_TRUE(v->Sync().ok());
+    ASSERT_TRUE(sys->RunGc().ok());
+    ASSERT_GT(sys->chunk_store()->stats().dead_chunks_marked, 0u);
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  DeadChunkFile file(Env::Default(), JoinPath(options_.chunk_store.dir, kDeadChunkFileName),
+                     FingerprintSize(options_.fingerprint));
+  DeadChunkFile::Marks marks;
+  bool intact = false;
+  ASSERT_TRUE(file.Read(&marks, &intact).ok());
+  ASSERT_TRUE(intact);
+  ASSERT_FALSE(marks.empty());
+  const auto& [id, fps] = *marks.begin();
+  ASSERT_FALSE(fps.empty());
+  RunResult r = Debug({"container", std::to_string(id)});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("gc garbage:   " + std::to_string(fps.size()) + " of the items"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    fp " + fps[0].ToHex()), std::string::npos) << r.out;
+  r = Debug({"chunk", fps[0].ToHex()});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;  // no chunk-index entry
+  EXPECT_NE(r.out.find("container " + std::to_string(id) + ": "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[garbage kept in place: containers/dead-chunks]"), std::string::npos) << r.out;
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
 }
 
 TEST_F(ToolsTest, LockedStoreExitsThree) {
