@@ -122,7 +122,7 @@ TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
   std::vector<std::set<uint64_t>> written(kSlots);    // versions written after it
   std::mt19937_64 rng(4242);
   auto start = std::chrono::steady_clock::now();
-  uint64_t done = 0, dirty_starts = 0, mappings_applied = 0, gc_rounds = 0;
+  uint64_t done = 0, dirty_starts = 0, mappings_applied = 0, gc_rounds = 0, marks_loaded = 0;
   for (uint64_t cycle = 0; cycle < cycles; cycle++) {
     if (std::chrono::steady_clock::now() - start > std::chrono::seconds(budget_s)) break;
     int report_fd = -1;
@@ -149,6 +149,9 @@ TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
     ASSERT_TRUE(s.ok()) << "cycle " << cycle << ": " << s.ToString();
     dirty_starts += sys->recovery().dirty_start;
     mappings_applied += sys->recovery().mappings_applied;
+    // GC's persisted dead marks (rounds in the children and the parent): the
+    // parent's rounds and the next cycle's reads check that none was wrong.
+    marks_loaded += sys->chunk_store()->stats().dead_marks_loaded;
     // The usage counts the recovery replayed are exact. (A child killed before
     // its first chunk was stored leaves nothing to compare.) A mismatch fails
     // the test after the read check below, so a failure also tells whether
@@ -216,9 +219,9 @@ TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
     done++;
   }
   std::printf("crash cycles: %llu, unclean starts detected: %llu, block mappings restored from the log: %llu, "
-              "GC rounds in the parent: %llu\n",
+              "GC rounds in the parent: %llu, dead marks loaded at the opens: %llu\n",
               (unsigned long long)done, (unsigned long long)dirty_starts, (unsigned long long)mappings_applied,
-              (unsigned long long)gc_rounds);
+              (unsigned long long)gc_rounds, (unsigned long long)marks_loaded);
   EXPECT_GE(done, std::min<uint64_t>(cycles, 10));
   EXPECT_EQ(dirty_starts, done);
 }
