@@ -21,6 +21,16 @@ constexpr char kAliasFile[] = "container-aliases";
 
 std::string Name(ContainerId id) { return "container " + std::to_string(id); }
 
+ContainerSummary Summarize(const Container& c) {
+  ContainerSummary s;
+  for (const Fingerprint& fp : c.Fingerprints()) {
+    s.chunks++;
+    s.footprint_bytes += c.FootprintOf(fp);
+  }
+  s.serialized_bytes = c.serialized_size();
+  return s;
+}
+
 Status ValidateOptions(const ChunkStoreOptions& o) {
   if (o.dir.empty()) return Status::InvalidArgument("chunk store: no container directory given");
   if (Container::MaxChunkSize(o.container_size, o.fp_type) < 512 ||
@@ -90,7 +100,8 @@ ChunkStore::ChunkStore(const ChunkStoreOptions& options, Env* env,
       read_cache_(options.read_cache_containers),
       metadata_cache_(kMetadataCacheContainers),
       alias_path_(JoinPath(options.dir, kAliasFile)),
-      dead_file_(env, JoinPath(options.dir, kDeadChunkFileName), FingerprintSize(options.fp_type)) {}
+      dead_file_(env, JoinPath(options.dir, kDeadChunkFileName), FingerprintSize(options.fp_type)),
+      summary_file_(env, JoinPath(options.dir, kContainerSummaryFileName)) {}
 
 ChunkStore::~ChunkStore() { Close(); }
 
@@ -101,6 +112,7 @@ Status ChunkStore::Init() {
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   DEDUPV1_RETURN_IF_ERROR(LoadAliases(&ids));
   DEDUPV1_RETURN_IF_ERROR(LoadDeadMarks(ids));
+  LoadSummaries(ids);
 
   uint64_t mark = 1;
   if (env_->FileExists(id_mark_path_)) {
@@ -469,6 +481,7 @@ void ChunkStore::WriterLoop() {
       s = c->Serialize(&bytes);
       if (s.ok()) s = store_->Put(id, bytes);
     }
+    if (s.ok()) RecordSummary(id, Summarize(*c));
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - start)
                         .count();
@@ -602,6 +615,8 @@ ChunkStoreStats ChunkStore::stats() const {
     if (dead_.count(id) != 0) st.dead_marks_unpersisted += fps.size();
   }
   st.dead_marks_loaded = dead_marks_loaded_;
+  st.summaries_loaded = summaries_loaded_;
+  st.summary_append_failures = summary_append_failures_.load(std::memory_order_relaxed);
   return st;
 }
 
@@ -736,13 +751,64 @@ Status ChunkStore::GetChunkFootprints(ContainerId requested, std::vector<ChunkFo
     DEDUPV1_RETURN_IF_ERROR(s);
   }
   chunks->clear();
-  std::lock_guard<std::mutex> l(mu_);
-  auto dead = dead_.find(id);
-  for (size_t i = 0; i < fps.size(); i++) {
-    if (dead != dead_.end() && dead->second.count(fps[i]) != 0) continue;
-    chunks->push_back({fps[i], footprints[i]});
+  bool learn = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto dead = dead_.find(id);
+    for (size_t i = 0; i < fps.size(); i++) {
+      if (dead != dead_.end() && dead->second.count(fps[i]) != 0) continue;
+      chunks->push_back({fps[i], footprints[i]});
+    }
+    // A container without a summary (lost in a crash, or stored by an older
+    // build) gets one now, so the next start need not read this again.
+    learn = dead == dead_.end() && summaries_.count(id) == 0 && !uncommitted_.count(id);
+  }
+  if (learn) {
+    ContainerSummary summary;
+    summary.chunks = fps.size();
+    for (size_t f : footprints) summary.footprint_bytes += f;
+    summary.serialized_bytes = *total;
+    RecordSummary(id, summary);
   }
   return Status::OK();
+}
+
+bool ChunkStore::GetSummary(ContainerId id, ContainerSummary* summary) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = summaries_.find(id);
+  if (it == summaries_.end() || dead_.count(id) != 0) return false;
+  *summary = it->second;
+  return true;
+}
+
+void ChunkStore::RecordSummary(ContainerId id, const ContainerSummary& summary) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    summaries_[id] = summary;
+  }
+  std::lock_guard<std::mutex> l(summary_mu_);
+  if (!summary_file_.Append({{id, summary}}).ok()) summary_append_failures_++;
+}
+
+void ChunkStore::LoadSummaries(const std::vector<ContainerId>& committed) {
+  ContainerSummaryFile::Summaries read;
+  uint64_t skipped = 0;
+  Status s = summary_file_.Read(&read, &skipped);
+  if (!s.ok()) {
+    std::fprintf(stderr, "dedupv1: %s; GC reads container metadata instead\n", s.ToString().c_str());
+    return;
+  }
+  ContainerSummaryFile::Summaries kept;
+  for (const auto& [id, summary] : read) {
+    if (std::binary_search(committed.begin(), committed.end(), id)) kept[id] = summary;
+  }
+  if (skipped > 0 || kept.size() != read.size()) {
+    s = summary_file_.Rewrite(kept);
+    if (!s.ok()) std::fprintf(stderr, "dedupv1: %s (stale records are ignored)\n", s.ToString().c_str());
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  summaries_loaded_ = kept.size();
+  summaries_ = std::move(kept);
 }
 
 void ChunkStore::MarkDead(ContainerId id, const std::vector<Fingerprint>& fps) {
@@ -932,6 +998,7 @@ Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, Cont
     (void)WriteAliasFile(alias_records_);
     return s.WithContext("commit merged " + Name(new_id));
   }
+  RecordSummary(new_id, Summarize(merged));
   // 3. Reads of the old ids go to the merged container from now on. The
   // record is on disk: later rewrites of the alias file must keep it even if
   // deleting a source fails below.
@@ -942,6 +1009,7 @@ Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, Cont
     for (ContainerId src : sources) {
       dead_.erase(src);
       dead_unpersisted_.erase(src);
+      summaries_.erase(src);
     }
     dead_containers_ = dead_.size();
   }
@@ -977,6 +1045,7 @@ Status ChunkStore::DeleteContainer(ContainerId requested) {
     deleted_.insert(id);
     dead_.erase(id);
     dead_unpersisted_.erase(id);
+    summaries_.erase(id);
     dead_containers_ = dead_.size();
     for (auto it = alias_.begin(); it != alias_.end();) {
       if (it->second == id) {

@@ -35,6 +35,12 @@
 //   dead_chunk_file.h). Open applies a persisted mark only to a container that
 //   still exists under its own id: the marks of a merged or deleted container
 //   are dropped, never carried over to the container that answers to its id.
+// - Every container committed or merged gets a summary (chunks, footprint
+//   sum, serialized size) in memory and appended, unsynced, to
+//   DIR/container-summaries (chunkstore/container_summary_file.h), so GC's
+//   first round after a start need not read the metadata of containers
+//   whose chunks are all live. A summary lost in a crash is re-learned from
+//   the metadata the next time GC reads it.
 #pragma once
 
 #include <atomic>
@@ -55,6 +61,7 @@
 #include "chunkstore/container.h"
 #include "chunkstore/container_read_cache.h"
 #include "chunkstore/container_store.h"
+#include "chunkstore/container_summary_file.h"
 #include "chunkstore/dead_chunk_file.h"
 #include "core/env.h"
 #include "core/fingerprint.h"
@@ -93,6 +100,8 @@ struct ChunkStoreStats {
   uint64_t dead_chunks_marked = 0;    // GC's dead marks held (chunks kept in containers as garbage)
   uint64_t dead_marks_unpersisted = 0;  // of them, not yet in DIR/dead-chunks
   uint64_t dead_marks_loaded = 0;     // marks read from DIR/dead-chunks at open
+  uint64_t summaries_loaded = 0;      // container summaries read at open
+  uint64_t summary_append_failures = 0;  // summaries not written (re-learned later)
 };
 
 // Called after container |id| holding |fps| is durably committed.
@@ -214,6 +223,10 @@ class ChunkStore {
   Status DeleteContainer(ContainerId id);
   // Bytes taken by the stored containers (ContainerStore::UsedBytes).
   Status UsedBytes(uint64_t* bytes);
+  // The summary of committed container |id| (an id as stored, not resolved):
+  // false if none is known or if chunks of it are marked dead (the summary
+  // describes all its chunks, not the live ones).
+  bool GetSummary(ContainerId id, ContainerSummary* summary) const;
 
  private:
   struct AliasRecord {
@@ -227,6 +240,12 @@ class ChunkStore {
   Status LoadDeadMarks(const std::vector<ContainerId>& committed);
   // Deletes DIR/dead-chunks after |why| (a failed read or rewrite at open).
   Status DropDeadMarkFile(const Status& why);
+  // Reads DIR/container-summaries, keeps those of |committed| (sorted) and
+  // rewrites the file if it held others or damaged records. Never fails: the
+  // summaries are hints.
+  void LoadSummaries(const std::vector<ContainerId>& committed);
+  // Remembers |summary| for container |id| and appends it to the file.
+  void RecordSummary(ContainerId id, const ContainerSummary& summary);
   Status WriteAliasFile(const std::vector<AliasRecord>& records);
   // ReadChunk of a committed container that is not in the read cache: the
   // chunk's bytes alone (ContainerStore::GetRange), located through the
@@ -317,6 +336,11 @@ class ChunkStore {
   std::mutex gc_mu_;  // one merge, delete or persist at a time; taken before mu_
   const std::string alias_path_;
   DeadChunkFile dead_file_;           // under gc_mu_
+  std::unordered_map<ContainerId, ContainerSummary> summaries_;  // under mu_
+  std::mutex summary_mu_;             // guards summary_file_; taken without mu_
+  ContainerSummaryFile summary_file_;
+  uint64_t summaries_loaded_ = 0;
+  std::atomic<uint64_t> summary_append_failures_{0};
   bool dead_file_needs_rewrite_ = false;  // a failed append may have left a torn record
 
   std::mutex close_mu_;

@@ -929,5 +929,56 @@ TEST(ChunkStoreGcTest, UnreadableMarksFileIsDeletedAtOpen) {
   EXPECT_EQ(cs->stats().dead_marks_loaded, 1u);
 }
 
+// Committed and merged containers get summaries that match their metadata;
+// merged and deleted ones lose them, and the file forgets them at open.
+TEST(ChunkStoreGcTest, SummariesDescribeCommittedAndMergedContainers) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::vector<Chunk> chunks;
+  std::vector<ContainerId> ids;
+  ContainerId merged = kNoContainer;
+  auto expect_matches_metadata = [](ChunkStore* cs, ContainerId id) {
+    ContainerSummary summary;
+    ASSERT_TRUE(cs->GetSummary(id, &summary)) << "container " << id;
+    std::vector<ChunkStore::ChunkFootprint> footprints;
+    uint64_t total = 0;
+    ASSERT_TRUE(cs->GetChunkFootprints(id, &footprints, &total).ok());
+    uint64_t sum = 0;
+    for (const auto& f : footprints) sum += f.bytes;
+    EXPECT_EQ(summary.chunks, footprints.size()) << "container " << id;
+    EXPECT_EQ(summary.footprint_bytes, sum) << "container " << id;
+    EXPECT_EQ(summary.serialized_bytes, total) << "container " << id;
+  };
+  {
+    std::unique_ptr<ChunkStore> cs;
+    ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+    chunks = StoreMany(cs.get(), 90000, 40);
+    std::set<ContainerId> set;
+    for (const auto& c : chunks) set.insert(c.id);
+    ids.assign(set.begin(), set.end());
+    ASSERT_GE(ids.size(), 3u);
+    for (ContainerId id : ids) expect_matches_metadata(cs.get(), id);
+    chunks = KeepEven(cs.get(), chunks);
+    ContainerSummary summary;
+    EXPECT_FALSE(cs->GetSummary(ids[0], &summary)) << "a container with dead chunks has no usable summary";
+    ASSERT_TRUE(cs->MergeContainers({ids[0], ids[1]}, &merged).ok());
+    ASSERT_NE(merged, kNoContainer);
+    expect_matches_metadata(cs.get(), merged);
+    EXPECT_FALSE(cs->GetSummary(ids[0], &summary));
+    ASSERT_TRUE(cs->Close().ok());
+  }
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  // The merged container and the third one (its dead marks were not persisted).
+  EXPECT_EQ(cs->stats().summaries_loaded, ids.size() - 1);
+  expect_matches_metadata(cs.get(), merged);
+  ContainerSummary summary;
+  EXPECT_FALSE(cs->GetSummary(ids[0], &summary));
+  std::string data;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), JoinPath(o.dir, kContainerSummaryFileName), &data).ok());
+  EXPECT_EQ(data.size(), (ids.size() - 1) * ContainerSummaryFile::kRecordSize) << "stale records rewritten away";
+  ExpectReadable(cs.get(), chunks);
+}
+
 }  // namespace
 }  // namespace dedupv1

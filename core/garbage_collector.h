@@ -68,6 +68,7 @@ struct GcStats {
   uint64_t rounds_deferred = 0;     // rounds that left their containers to a later one (log not trimmed yet)
   uint64_t containers_scanned = 0;  // container metadata read by the scans
   uint64_t containers_looked_up = 0;  // of those, checked chunk by chunk in the chunk index
+  uint64_t containers_summarized = 0;  // of those, judged by their summary: no metadata read
   uint64_t used_bytes = 0;          // container store bytes after the last round
   uint64_t live_bytes = 0;          // live chunk bytes found by the last round's scan
   int64_t last_run_unix = 0;        // end of the last round (seconds since the epoch), 0 = never

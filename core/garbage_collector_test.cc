@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "chunkstore/container_summary_file.h"
 #include "core/dedup_system.h"
 #include "core/system_testutil.h"
 #include "core/testutil.h"
@@ -315,6 +316,56 @@ TEST(GarbageCollectorTest, GarbageKeptInHalfLiveContainersIsRememberedAcrossARes
   ExpectContent(v, expected);
 }
 
+// The first round after a start judges containers whose chunks all have an
+// index entry from the summaries recorded at commit, without reading their
+// metadata. Summaries lost (file deleted or damaged) are learned again from
+// the metadata by the next full scan.
+TEST(GarbageCollectorTest, FirstRoundAfterAStartReadsNoMetadataOfAllLiveContainers) {
+  test::TempDir dir;
+  const Options o = GcOptions(dir.path());
+  const std::vector<uint8_t> data = test::RandomBytes(8 << 20, 31);
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(v->Sync().ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  const std::string file = JoinPath(o.chunk_store.dir, kContainerSummaryFileName);
+  // |summarized|: how many of the scanned containers the round judged by summary.
+  auto restart_round = [&](const char* what, bool all_summarized) {
+    SCOPED_TRACE(what);
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    ASSERT_TRUE(sys->RunGc().ok());
+    const GcStats st = sys->gc_stats();
+    EXPECT_GT(st.containers_scanned, 4u);
+    EXPECT_EQ(st.containers_looked_up, 0u);
+    if (all_summarized) {
+      EXPECT_EQ(st.containers_summarized, st.containers_scanned);
+      EXPECT_EQ(sys->chunk_store()->stats().metadata_reads, 0u);
+    } else {
+      EXPECT_LT(st.containers_summarized, st.containers_scanned);
+      EXPECT_GT(sys->chunk_store()->stats().metadata_reads, 0u);
+    }
+    ExpectContent(v, data);
+    ASSERT_TRUE(sys->Close().ok());
+  };
+  ASSERT_NO_FATAL_FAILURE(restart_round("summaries recorded at commit", true));
+  ASSERT_TRUE(Env::Default()->DeleteFile(file).ok());
+  ASSERT_NO_FATAL_FAILURE(restart_round("file deleted", false));
+  ASSERT_NO_FATAL_FAILURE(restart_round("learned again from the metadata", true));
+  std::string bytes;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), file, &bytes).ok());
+  ASSERT_GE(bytes.size(), 64u);
+  bytes[ContainerSummaryFile::kRecordSize + 3] ^= 0x40;  // the second record's id
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), file, bytes).ok());
+  ASSERT_NO_FATAL_FAILURE(restart_round("one record damaged", false));
+  ASSERT_NO_FATAL_FAILURE(restart_round("learned again", true));
+}
+
 // Merged containers answer to their old ids through the engine, also after a
 // reopen: nothing in the chunk index or the block index is rewritten.
 TEST(GarbageCollectorTest, MergeKeepsOldIdsReadable) {
@@ -352,10 +403,14 @@ TEST(GarbageCollectorTest, MergeKeepsOldIdsReadable) {
   ExpectContent(v, std::vector<uint8_t>(expected.begin(), expected.end()));
   ExpectUsageMatchesRecount(sys.get());
   // The full scan counts the entries naming the old ids for the merged
-  // containers: none needs a chunk-by-chunk look.
+  // containers: none needs a chunk-by-chunk look, and the merged containers'
+  // summaries spare reading their metadata. (The reads above read some.)
+  const uint64_t metadata_reads = sys->chunk_store()->stats().metadata_reads;
   ASSERT_TRUE(sys->RunGc().ok());
   EXPECT_GT(sys->gc_stats().containers_scanned, 0u);
   EXPECT_EQ(sys->gc_stats().containers_looked_up, 0u);
+  EXPECT_EQ(sys->gc_stats().containers_summarized, sys->gc_stats().containers_scanned);
+  EXPECT_EQ(sys->chunk_store()->stats().metadata_reads, metadata_reads);
   ExpectContent(v, std::vector<uint8_t>(expected.begin(), expected.end()));
 }
 

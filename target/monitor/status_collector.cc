@@ -345,6 +345,7 @@ Json StatusCollector::Gc() const {
   j["rounds_deferred"] = st.rounds_deferred;
   j["containers_scanned"] = st.containers_scanned;
   j["containers_looked_up"] = st.containers_looked_up;
+  j["containers_summarized"] = st.containers_summarized;
   j["used_bytes"] = st.used_bytes;
   j["live_bytes"] = st.live_bytes;
   // Garbage left in containers at least half live (merged once they fall
