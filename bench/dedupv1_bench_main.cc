@@ -250,6 +250,7 @@ struct GcRound {
   uint64_t reclaimed = 0;
   uint64_t deleted = 0;
   uint64_t looked_up = 0;     // containers whose chunks the round looked up one by one
+  uint64_t summarized = 0;    // containers judged from their summary (no metadata read)
   uint64_t garbage_kept = 0;  // dead chunks left in containers at least half live, after the round
   uint64_t rss_growth = 0;    // peak RSS during the round minus RSS before it
 };
@@ -277,6 +278,7 @@ bool RunGcRound(DedupSystem* sys, GcRound* round) {
   round->reclaimed = after.bytes_reclaimed - before.bytes_reclaimed;
   round->deleted = after.chunks_deleted - before.chunks_deleted;
   round->looked_up = after.containers_looked_up - before.containers_looked_up;
+  round->summarized = after.containers_summarized - before.containers_summarized;
   round->garbage_kept = sys->chunk_store()->stats().dead_chunks_marked;
   return true;
 }
@@ -350,20 +352,23 @@ int RunGcBench(const Args& args) {
       std::printf(
           "%s{\"round\": \"%s\", \"seconds\": %.3f, \"containers\": %llu, \"chunks\": %llu, "
           "\"chunks_per_s\": %.0f, \"bytes_reclaimed\": %llu, \"chunks_deleted\": %llu, "
-          "\"containers_looked_up\": %llu, \"garbage_chunks_kept\": %llu, \"rss_growth_bytes\": %llu}",
+          "\"containers_looked_up\": %llu, \"containers_summarized\": %llu, \"garbage_chunks_kept\": %llu, "
+          "\"rss_growth_bytes\": %llu}",
           i ? ", " : "", r.name, r.seconds, (unsigned long long)r.containers, (unsigned long long)r.chunks,
           r.chunks / std::max(r.seconds, 1e-6), (unsigned long long)r.reclaimed, (unsigned long long)r.deleted,
-          (unsigned long long)r.looked_up, (unsigned long long)r.garbage_kept, (unsigned long long)r.rss_growth);
+          (unsigned long long)r.looked_up, (unsigned long long)r.summarized, (unsigned long long)r.garbage_kept,
+          (unsigned long long)r.rss_growth);
     }
     std::printf("]}\n");
   } else {
-    std::printf("\n%-22s %9s %11s %10s %12s %12s %10s %10s %12s %12s\n", "gc round", "seconds", "containers",
-                "chunks", "chunks/s", "reclaimed", "deleted", "looked up", "kept garbage", "RSS growth");
+    std::printf("\n%-22s %9s %11s %10s %12s %12s %10s %10s %11s %12s %12s\n", "gc round", "seconds", "containers",
+                "chunks", "chunks/s", "reclaimed", "deleted", "looked up", "summarized", "kept garbage", "RSS growth");
     for (const GcRound& r : rounds) {
-      std::printf("%-22s %9.2f %11llu %10llu %12.0f %12s %10llu %10llu %12llu %12s\n", r.name, r.seconds,
+      std::printf("%-22s %9.2f %11llu %10llu %12.0f %12s %10llu %10llu %11llu %12llu %12s\n", r.name, r.seconds,
                   (unsigned long long)r.containers, (unsigned long long)r.chunks, r.chunks / std::max(r.seconds, 1e-6),
                   HumanBytes(r.reclaimed).c_str(), (unsigned long long)r.deleted, (unsigned long long)r.looked_up,
-                  (unsigned long long)r.garbage_kept, HumanBytes(r.rss_growth).c_str());
+                  (unsigned long long)r.summarized, (unsigned long long)r.garbage_kept,
+                  HumanBytes(r.rss_growth).c_str());
     }
     std::printf("\nstored before the overwrite round: %s; data in %s\n", HumanBytes(used_before).c_str(),
                 dir.c_str());

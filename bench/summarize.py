@@ -286,15 +286,17 @@ if gc:
     for r in gc["rounds"]:
         rows.append([r["round"], f"{r['seconds']:.2f}", f"{r['containers']:,}", f"{r['chunks']:,}",
                      rate(r["chunks_per_s"], "/s"), human(r["bytes_reclaimed"]), f"{r['chunks_deleted']:,}",
-                     f"{r.get('containers_looked_up', 0):,}", f"{r.get('garbage_chunks_kept', 0):,}",
+                     f"{r.get('containers_looked_up', 0):,}", f"{r.get('containers_summarized', 0):,}",
+                     f"{r.get('garbage_chunks_kept', 0):,}",
                      human(r["rss_growth_bytes"])])
         csv_rows.append([r["round"], r["seconds"], r["containers"], r["chunks"], r["chunks_per_s"],
                          r["bytes_reclaimed"], r["chunks_deleted"], r.get("containers_looked_up", 0),
-                         r.get("garbage_chunks_kept", 0), r["rss_growth_bytes"]])
+                         r.get("containers_summarized", 0), r.get("garbage_chunks_kept", 0), r["rss_growth_bytes"]])
     table(["round", "seconds", "containers", "index entries", "entries / s", "reclaimed", "chunks deleted",
-           "containers looked up", "garbage chunks kept", "RSS growth"], rows)
+           "containers looked up", "containers summarized", "garbage chunks kept", "RSS growth"], rows)
     write_csv("gc.csv", ["round", "seconds", "containers", "index_entries", "entries_per_s", "bytes_reclaimed",
-                         "chunks_deleted", "containers_looked_up", "garbage_chunks_kept", "rss_growth_bytes"],
+                         "chunks_deleted", "containers_looked_up", "containers_summarized", "garbage_chunks_kept",
+                         "rss_growth_bytes"],
               csv_rows)
 
 # --- iscsi ------------------------------------------------------------------------------------

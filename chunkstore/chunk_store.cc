@@ -759,15 +759,19 @@ Status ChunkStore::GetChunkFootprints(ContainerId requested, std::vector<ChunkFo
       if (dead != dead_.end() && dead->second.count(fps[i]) != 0) continue;
       chunks->push_back({fps[i], footprints[i]});
     }
-    // A container without a summary (lost in a crash, or stored by an older
-    // build) gets one now, so the next start need not read this again.
-    learn = dead == dead_.end() && summaries_.count(id) == 0 && !uncommitted_.count(id);
+    // A container without a summary that fits its dead marks (lost in a
+    // crash, stored by an older build, or GC marked chunks since) gets one
+    // now, so the next start need not read this again.
+    auto known = summaries_.find(id);
+    const uint64_t dead_now = fps.size() - chunks->size();
+    learn = !uncommitted_.count(id) && (known == summaries_.end() || known->second.dead_chunks != dead_now);
   }
   if (learn) {
     ContainerSummary summary;
-    summary.chunks = fps.size();
-    for (size_t f : footprints) summary.footprint_bytes += f;
+    summary.chunks = chunks->size();
+    for (const auto& c : *chunks) summary.footprint_bytes += c.bytes;
     summary.serialized_bytes = *total;
+    summary.dead_chunks = fps.size() - chunks->size();
     RecordSummary(id, summary);
   }
   return Status::OK();
@@ -776,7 +780,9 @@ Status ChunkStore::GetChunkFootprints(ContainerId requested, std::vector<ChunkFo
 bool ChunkStore::GetSummary(ContainerId id, ContainerSummary* summary) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = summaries_.find(id);
-  if (it == summaries_.end() || dead_.count(id) != 0) return false;
+  if (it == summaries_.end()) return false;
+  auto dead = dead_.find(id);
+  if (it->second.dead_chunks != (dead == dead_.end() ? 0 : dead->second.size())) return false;
   *summary = it->second;
   return true;
 }

@@ -35,8 +35,9 @@
 //   dead_chunk_file.h). Open applies a persisted mark only to a container that
 //   still exists under its own id: the marks of a merged or deleted container
 //   are dropped, never carried over to the container that answers to its id.
-// - Every container committed or merged gets a summary (chunks, footprint
-//   sum, serialized size) in memory and appended, unsynced, to
+// - Every container committed or merged gets a summary (live chunks, their
+//   footprint sum, serialized size, dead marks) in memory and appended,
+//   unsynced, to
 //   DIR/container-summaries (chunkstore/container_summary_file.h), so GC's
 //   first round after a start need not read the metadata of containers
 //   whose chunks are all live. A summary lost in a crash is re-learned from
@@ -224,8 +225,9 @@ class ChunkStore {
   // Bytes taken by the stored containers (ContainerStore::UsedBytes).
   Status UsedBytes(uint64_t* bytes);
   // The summary of committed container |id| (an id as stored, not resolved):
-  // false if none is known or if chunks of it are marked dead (the summary
-  // describes all its chunks, not the live ones).
+  // false if none is known or if it was taken with another number of dead
+  // marks than the container has now (GetChunkFootprints from the metadata
+  // takes a new one).
   bool GetSummary(ContainerId id, ContainerSummary* summary) const;
 
  private:

@@ -12,6 +12,7 @@ void ContainerSummaryFile::EncodeRecord(ContainerId id, const ContainerSummary& 
   PutFixed64(out, s.footprint_bytes);
   PutFixed64(out, s.serialized_bytes);
   PutFixed32(out, static_cast<uint32_t>(s.chunks));
+  PutFixed32(out, static_cast<uint32_t>(s.dead_chunks));
   PutFixed32(out, Crc32c(out->data() + start, kRecordSize - 4));
 }
 
@@ -36,6 +37,7 @@ Status ContainerSummaryFile::Read(Summaries* summaries, uint64_t* skipped) {
     summary.footprint_bytes = DecodeFixed64(r + 8);
     summary.serialized_bytes = DecodeFixed64(r + 16);
     summary.chunks = DecodeFixed32(r + 24);
+    summary.dead_chunks = DecodeFixed32(r + 28);
     (*summaries)[DecodeFixed64(r)] = summary;
   }
   if (whole != data.size()) (*skipped)++;  // a record cut short

@@ -1,13 +1,16 @@
 // ContainerSummaryFile keeps, per committed container, what garbage
-// collection's full scan needs to judge a container whose chunks all have an
-// index entry: how many chunks it holds, the sum of their footprints and its
-// serialized size. With it, the first round after a start reads no container
+// collection's full scan needs to judge a container whose live chunks all
+// have an index entry: how many live chunks it holds, the sum of their
+// footprints, its serialized size, and how many of its chunks were marked
+// dead when the summary was taken (the summary applies only while the
+// container has exactly that many dead marks). With it, the first round after a start reads no container
 // metadata for such containers (at 1 TiB that is ~256 K random reads of
 // ~20 KiB each).
 //
-// Format (little endian): fixed 32-byte records, each
-//   fixed64 container id | fixed64 footprint sum | fixed64 serialized size |
-//   fixed32 chunk count | fixed32 CRC32C of the preceding 28 bytes.
+// Format (little endian): fixed 36-byte records, each
+//   fixed64 container id | fixed64 live footprint sum | fixed64 serialized
+//   size | fixed32 live chunk count | fixed32 dead chunk count |
+//   fixed32 CRC32C of the preceding 32 bytes.
 //
 // Invariants and why they are safe:
 // - Containers never change and their ids are never reused, so a record
@@ -17,7 +20,9 @@
 //   container's metadata is read again. Records are independent, so a torn
 //   or zeroed record is skipped and reading goes on. A wrong summary could
 //   only misjudge how full a container is (a merge or not), never drop a
-//   chunk: merges and deletions look at the container itself.
+//   chunk: merges and deletions look at the container itself, and a
+//   container is deleted only when it has no live chunk by a count that
+//   the chunk index confirmed.
 #pragma once
 
 #include <cstdint>
@@ -33,9 +38,10 @@
 namespace dedupv1 {
 
 struct ContainerSummary {
-  uint64_t chunks = 0;
-  uint64_t footprint_bytes = 0;  // sum of Container::FootprintOf over its chunks
+  uint64_t chunks = 0;           // live chunks: not marked dead
+  uint64_t footprint_bytes = 0;  // sum of Container::FootprintOf over the live chunks
   uint64_t serialized_bytes = 0;
+  uint64_t dead_chunks = 0;      // chunks marked dead when the summary was taken
 };
 
 // The file's name in the container directory.
@@ -44,7 +50,7 @@ constexpr char kContainerSummaryFileName[] = "container-summaries";
 class ContainerSummaryFile {
  public:
   using Summaries = std::unordered_map<ContainerId, ContainerSummary>;
-  static constexpr size_t kRecordSize = 32;
+  static constexpr size_t kRecordSize = 36;
 
   ContainerSummaryFile(Env* env, std::string path);
 
