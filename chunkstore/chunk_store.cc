@@ -798,17 +798,24 @@ void ChunkStore::RecordSummary(ContainerId id, const ContainerSummary& summary) 
 
 void ChunkStore::LoadSummaries(const std::vector<ContainerId>& committed) {
   ContainerSummaryFile::Summaries read;
-  uint64_t skipped = 0;
-  Status s = summary_file_.Read(&read, &skipped);
+  uint64_t records = 0, skipped = 0;
+  Status s = summary_file_.Read(&read, &records, &skipped);
   if (!s.ok()) {
     std::fprintf(stderr, "dedupv1: %s; GC reads container metadata instead\n", s.ToString().c_str());
+    // Started afresh, so appends do not land in the middle of old records.
+    s = summary_file_.Rewrite({});
+    if (!s.ok()) std::fprintf(stderr, "dedupv1: %s\n", s.ToString().c_str());
     return;
   }
   ContainerSummaryFile::Summaries kept;
   for (const auto& [id, summary] : read) {
+    if (summary.dead_chunks == kSummaryWithdrawn) continue;
     if (std::binary_search(committed.begin(), committed.end(), id)) kept[id] = summary;
   }
-  if (skipped > 0 || kept.size() != read.size()) {
+  // Rewritten when records were damaged, describe gone containers, or are
+  // mostly superseded by later ones (every commit, merge and GC recount
+  // appends).
+  if (skipped > 0 || kept.size() != read.size() || records > 2 * kept.size() + 1024) {
     s = summary_file_.Rewrite(kept);
     if (!s.ok()) std::fprintf(stderr, "dedupv1: %s (stale records are ignored)\n", s.ToString().c_str());
   }
@@ -830,7 +837,7 @@ void ChunkStore::MarkDead(ContainerId id, const std::vector<Fingerprint>& fps) {
 
 bool ChunkStore::UnmarkIfDead(ContainerId id, const Fingerprint& fp) {
   if (dead_containers_.load(std::memory_order_relaxed) == 0) return false;
-  std::lock_guard<std::mutex> l(mu_);
+  std::unique_lock<std::mutex> l(mu_);
   const ContainerId holder = ResolveLocked(id);
   auto dead = dead_.find(holder);
   if (dead == dead_.end() || dead->second.erase(fp) == 0) return false;
@@ -842,6 +849,14 @@ bool ChunkStore::UnmarkIfDead(ContainerId id, const Fingerprint& fp) {
     fps.erase(std::remove(fps.begin(), fps.end(), fp), fps.end());
   }
   dead_unmarked_ = true;
+  // The summary was taken with this mark: withdraw it (in the file too, or a
+  // later mark bringing the count back would make the stale one fit again).
+  summaries_.erase(holder);
+  l.unlock();
+  ContainerSummary withdrawn;
+  withdrawn.dead_chunks = kSummaryWithdrawn;
+  std::lock_guard<std::mutex> s(summary_mu_);
+  if (!summary_file_.Append({{holder, withdrawn}}).ok()) summary_append_failures_++;
   return true;
 }
 

@@ -875,20 +875,30 @@ TEST(ChunkStoreGcTest, UnmarkIfDeadRemovesTheMarkForGood) {
     std::unique_ptr<ChunkStore> cs;
     ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
     chunks = StoreMany(cs.get(), 70000, 6);
+    ASSERT_EQ(chunks[0].id, chunks[2].id);
     EXPECT_FALSE(cs->UnmarkIfDead(chunks[0].id, chunks[0].fp));
     cs->MarkDead(chunks[0].id, {chunks[0].fp, chunks[1].fp});
     ASSERT_TRUE(cs->PersistDeadMarks().ok());
+    EXPECT_EQ(FootprintCount(cs.get(), chunks[0].id), chunks.size() - 2);  // takes a summary with 2 marks
+    ContainerSummary summary;
+    ASSERT_TRUE(cs->GetSummary(chunks[0].id, &summary));
     EXPECT_TRUE(cs->UnmarkIfDead(chunks[0].id, chunks[0].fp));
     EXPECT_FALSE(cs->UnmarkIfDead(chunks[0].id, chunks[0].fp));
     EXPECT_EQ(cs->stats().dead_chunks_marked, 1u);
+    // Back to two marks, but other ones: the old summary must not fit again.
+    cs->MarkDead(chunks[2].id, {chunks[2].fp});
+    EXPECT_FALSE(cs->GetSummary(chunks[0].id, &summary));
     ASSERT_TRUE(cs->PersistDeadMarks().ok());
     ASSERT_TRUE(cs->Close().ok());
   }
   std::unique_ptr<ChunkStore> cs;
   ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
-  EXPECT_EQ(cs->stats().dead_marks_loaded, 1u);
-  EXPECT_EQ(FootprintCount(cs.get(), chunks[0].id), chunks.size() - 1);
+  EXPECT_EQ(cs->stats().dead_marks_loaded, 2u);
+  ContainerSummary summary;
+  EXPECT_FALSE(cs->GetSummary(chunks[0].id, &summary)) << "the withdrawn summary came back from the file";
+  EXPECT_EQ(FootprintCount(cs.get(), chunks[0].id), chunks.size() - 2);
   std::vector<Chunk> live(chunks);
+  live.erase(live.begin() + 2);
   live.erase(live.begin() + 1);
   ContainerId merged;
   ASSERT_TRUE(cs->MergeContainers({chunks[0].id}, &merged).ok());

@@ -16,8 +16,9 @@ void ContainerSummaryFile::EncodeRecord(ContainerId id, const ContainerSummary& 
   PutFixed32(out, Crc32c(out->data() + start, kRecordSize - 4));
 }
 
-Status ContainerSummaryFile::Read(Summaries* summaries, uint64_t* skipped) {
+Status ContainerSummaryFile::Read(Summaries* summaries, uint64_t* records, uint64_t* skipped) {
   summaries->clear();
+  *records = 0;
   *skipped = 0;
   size_ = 0;
   file_.reset();  // the next append opens the file as it is now
@@ -39,6 +40,7 @@ Status ContainerSummaryFile::Read(Summaries* summaries, uint64_t* skipped) {
     summary.chunks = DecodeFixed32(r + 24);
     summary.dead_chunks = DecodeFixed32(r + 28);
     (*summaries)[DecodeFixed64(r)] = summary;
+    (*records)++;
   }
   if (whole != data.size()) (*skipped)++;  // a record cut short
   size_ = whole;  // appends overwrite a cut-short tail

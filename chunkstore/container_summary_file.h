@@ -37,6 +37,9 @@
 
 namespace dedupv1 {
 
+// dead_chunks of a record that withdraws the container's earlier records.
+constexpr uint64_t kSummaryWithdrawn = 0xFFFFFFFF;
+
 struct ContainerSummary {
   uint64_t chunks = 0;           // live chunks: not marked dead
   uint64_t footprint_bytes = 0;  // sum of Container::FootprintOf over the live chunks
@@ -54,9 +57,10 @@ class ContainerSummaryFile {
 
   ContainerSummaryFile(Env* env, std::string path);
 
-  // Reads every intact record into |summaries| (a missing file is empty);
-  // |skipped| counts records that were torn or failed their CRC.
-  Status Read(Summaries* summaries, uint64_t* skipped);
+  // Reads every intact record into |summaries| (a missing file is empty; a
+  // later record of a container replaces an earlier one); |records| counts
+  // the intact records, |skipped| those that were torn or failed their CRC.
+  Status Read(Summaries* summaries, uint64_t* records, uint64_t* skipped);
   // Appends records after the end of the file as last read or written
   // (not synced).
   Status Append(const std::vector<std::pair<ContainerId, ContainerSummary>>& records);

@@ -21,8 +21,9 @@ TEST(ContainerSummaryFileTest, AppendsReadBackAndALaterRecordWins) {
   {
     ContainerSummaryFile f(Env::Default(), Path(dir));
     ContainerSummaryFile::Summaries s;
+    uint64_t records = 0;
     uint64_t skipped = 1;
-    ASSERT_TRUE(f.Read(&s, &skipped).ok());
+    ASSERT_TRUE(f.Read(&s, &records, &skipped).ok());
     EXPECT_TRUE(s.empty());
     EXPECT_EQ(skipped, 0u);
     ASSERT_TRUE(f.Append({{5, Summary(3)}, {9, Summary(400)}}).ok());
@@ -31,9 +32,11 @@ TEST(ContainerSummaryFileTest, AppendsReadBackAndALaterRecordWins) {
   }
   ContainerSummaryFile f(Env::Default(), Path(dir));
   ContainerSummaryFile::Summaries s;
+  uint64_t records = 0;
   uint64_t skipped = 1;
-  ASSERT_TRUE(f.Read(&s, &skipped).ok());
+  ASSERT_TRUE(f.Read(&s, &records, &skipped).ok());
   EXPECT_EQ(skipped, 0u);
+  EXPECT_EQ(records, 3u);
   ASSERT_EQ(s.size(), 2u);
   EXPECT_TRUE(Same(s[5], Summary(4)));
   EXPECT_TRUE(Same(s[9], Summary(400)));
@@ -53,18 +56,19 @@ TEST(ContainerSummaryFileTest, DamagedRecordsAreSkippedOthersKept) {
   data.resize(data.size() - 5);       // record 3 cut short
   ASSERT_TRUE(WriteFileAtomically(Env::Default(), Path(dir), data).ok());
   ContainerSummaryFile::Summaries s;
+  uint64_t records = 0;
   uint64_t skipped = 0;
-  ASSERT_TRUE(f.Read(&s, &skipped).ok());
+  ASSERT_TRUE(f.Read(&s, &records, &skipped).ok());
   EXPECT_EQ(skipped, 2u);
   ASSERT_EQ(s.size(), 1u);
   EXPECT_TRUE(Same(s[1], Summary(1)));
   ASSERT_TRUE(f.Append({{4, Summary(4)}}).ok());
-  ASSERT_TRUE(f.Read(&s, &skipped).ok());
+  ASSERT_TRUE(f.Read(&s, &records, &skipped).ok());
   EXPECT_EQ(skipped, 1u);  // the zeroed one
   EXPECT_EQ(s.size(), 2u);
   EXPECT_TRUE(Same(s[4], Summary(4)));
   ASSERT_TRUE(f.Rewrite(s).ok());
-  ASSERT_TRUE(f.Read(&s, &skipped).ok());
+  ASSERT_TRUE(f.Read(&s, &records, &skipped).ok());
   EXPECT_EQ(skipped, 0u);
   EXPECT_EQ(s.size(), 2u);
 }
@@ -80,8 +84,9 @@ TEST(ContainerSummaryFileTest, FailedAppendIsAnErrorAndTheNextOneWorks) {
   EXPECT_NE(s.ToString().find(Path(dir)), std::string::npos) << s.ToString();
   ASSERT_TRUE(f.Append({{3, Summary(3)}}).ok());
   ContainerSummaryFile::Summaries read;
+  uint64_t records = 0;
   uint64_t skipped = 0;
-  ASSERT_TRUE(f.Read(&read, &skipped).ok());
+  ASSERT_TRUE(f.Read(&read, &records, &skipped).ok());
   EXPECT_EQ(skipped, 0u);
   EXPECT_EQ(read.size(), 2u);
   EXPECT_EQ(read.count(2), 0u);

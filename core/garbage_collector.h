@@ -66,7 +66,7 @@ struct GcStats {
   uint64_t containers_written = 0;  // merged containers written
   uint64_t containers_deleted = 0;  // containers deleted without a merge
   uint64_t rounds_deferred = 0;     // rounds that left their containers to a later one (log not trimmed yet)
-  uint64_t containers_scanned = 0;  // container metadata read by the scans
+  uint64_t containers_scanned = 0;  // containers judged by the scans (metadata read or summarized)
   uint64_t containers_looked_up = 0;  // of those, checked chunk by chunk in the chunk index
   uint64_t containers_summarized = 0;  // of those, judged by their summary: no metadata read
   uint64_t used_bytes = 0;          // container store bytes after the last round
