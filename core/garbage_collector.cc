@@ -290,6 +290,17 @@ Status GarbageCollector::RunLocked(GcStats* round) {
       if (!s.ok()) return s.WithContext("recount container " + std::to_string(id));
       scan.SetAllLive(chunks);
     }
+    if (scan.live_chunks == 0 && !scan.recount) {
+      // Before deleting: what is left now. Counting in step 3 re-creates the
+      // entry of a chunk a mapping references again and removes its dead
+      // mark; the container then holds a live chunk after all. (Nothing is
+      // known to hand out a marked chunk; this keeps a delete from trusting
+      // a judgement made before the barrier.)
+      std::vector<ChunkStore::ChunkFootprint> chunks;
+      Status s = store->GetChunkFootprints(id, &chunks, &scan.total_bytes);
+      if (!s.ok()) return s.WithContext("recheck empty container " + std::to_string(id));
+      if (!chunks.empty()) scan.SetAllLive(chunks);
+    }
     const uint64_t live = scan.live_bytes;
     round->live_bytes += live;
     if (scan.live_chunks == 0) {
