@@ -126,6 +126,13 @@ Status WriteAt(const std::string& path, uint64_t offset, const std::string& byte
   return f->Sync();
 }
 
+// For the GC tests: 1 MiB containers, so 8 MiB of data fill several.
+Options GcFaultOptions(const std::string& dir) {
+  Options o = FaultOptions(dir);
+  o.chunk_store.container_size = 1 << 20;
+  return Finished(o);
+}
+
 // 1. ENOSPC while committing containers.
 TEST(DedupSystemFaultTest, DiskFullOnContainerWriteFailsCleanlyAndRecovers) {
   test::TempDir dir;
@@ -520,9 +527,7 @@ TEST(DedupSystemFaultTest, TornContainerWriteFailsSyncAndLeavesNoTempFiles) {
 // depend on; once the disk is fine, the next round merges.
 TEST(DedupSystemFaultTest, GcMergeFailuresChangeNothingAndTheNextRoundMerges) {
   test::TempDir dir;
-  Options o = FaultOptions(dir.path());
-  o.chunk_store.container_size = 1 << 20;
-  o = Finished(o);
+  const Options o = GcFaultOptions(dir.path());
   FaultInjectionEnv fenv(Env::Default());
   auto data = test::RandomBytes(8 << 20, 77);
   const uint64_t bs = o.block_size;
@@ -566,9 +571,7 @@ TEST(DedupSystemFaultTest, GcMergeFailuresChangeNothingAndTheNextRoundMerges) {
 // error naming the file; the next round writes the marks.
 TEST(DedupSystemFaultTest, GcMarksThatCannotBeWrittenStillFreeSpace) {
   test::TempDir dir;
-  Options o = FaultOptions(dir.path());
-  o.chunk_store.container_size = 1 << 20;
-  o = Finished(o);
+  const Options o = GcFaultOptions(dir.path());
   FaultInjectionEnv fenv(Env::Default());
   auto data = test::RandomBytes(8 << 20, 78);
   const uint64_t bs = o.block_size;
