@@ -561,16 +561,18 @@ void DedupSystem::CheckpointLoop() {
     if (stop_.load()) break;
     const uint64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                 std::chrono::steady_clock::now() - start).count();
+    std::unique_lock<std::mutex> idle_state(idle_state_mu_);
     const IdleEvent event = idle_.Update(now_ms, stats_.bytes_written.load(), stats_.bytes_read.load(),
                                          stats_.requests_timed.load(), stats_.request_ns.load());
+    if (event == IdleEvent::kStart) idle_since_unix_ = static_cast<int64_t>(std::time(nullptr));
+    if (event == IdleEvent::kEnd) idle_since_unix_ = 0;
+    idle_state.unlock();
     if (event == IdleEvent::kStart) {
-      idle_since_unix_ = static_cast<int64_t>(std::time(nullptr));
       // The paper's idle-time write-back: everything persistable, not only
       // what is above the soft limits.
       chunk_index_->SetIdle(true);
       block_index_->SetIdle(true);
     } else if (event == IdleEvent::kEnd) {
-      idle_since_unix_ = 0;
       chunk_index_->SetIdle(false);
       block_index_->SetIdle(false);
     }
@@ -615,10 +617,13 @@ void DedupSystem::PauseReplay(bool paused) {
 
 DedupSystem::IdleInfo DedupSystem::idle_info() const {
   IdleInfo info;
-  info.detector = idle_.state();
+  {
+    std::lock_guard<std::mutex> l(idle_state_mu_);
+    info.detector = idle_.state();
+    info.idle_since_unix = info.detector.idle ? idle_since_unix_.load() : 0;
+  }
   info.forced = info.detector.mode != IdleMode::kAuto;
   info.replay_paused = replay_paused_.load();
-  info.idle_since_unix = info.detector.idle ? idle_since_unix_.load() : 0;
   info.loop_ticks = loop_ticks_.load();
   info.idle_checkpoints = idle_checkpoints_.load();
   info.soft_limit_checkpoints = soft_limit_checkpoints_.load();

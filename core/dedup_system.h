@@ -188,6 +188,9 @@ class DedupSystem {
   uint64_t loop_wake_ = 0;           // guarded by loop_mu_
   std::atomic<bool> replay_paused_{false};
   std::atomic<int64_t> idle_since_unix_{0};
+  // Held while the loop updates the detector and idle_since_unix_, and while
+  // idle_info reads them, so a reader never sees idle without its start.
+  mutable std::mutex idle_state_mu_;
   std::atomic<uint64_t> loop_ticks_{0}, idle_checkpoints_{0}, soft_limit_checkpoints_{0}, soft_limit_throttles_{0}, idle_gc_runs_{0},
       skipped_paused_{0};
   RecoveryInfo recovery_;
