@@ -610,8 +610,8 @@ ChunkStoreStats ChunkStore::stats() const {
     if (c) st.open_containers++;
   }
   st.containers_in_flight = pending_.size();
-  for (const auto& [_, fps] : dead_) st.dead_chunks_marked += fps.size();
-  for (const auto& [id, fps] : dead_unpersisted_) {
+  st.dead_chunks_marked = dead_marks_;
+  for (const auto& [id, fps] : dead_unpersisted_) {  // few: the marks since the last persist
     if (dead_.count(id) != 0) st.dead_marks_unpersisted += fps.size();
   }
   st.dead_marks_loaded = dead_marks_loaded_;
@@ -830,8 +830,22 @@ void ChunkStore::MarkDead(ContainerId id, const std::vector<Fingerprint>& fps) {
   auto& set = dead_[holder];
   auto& unpersisted = dead_unpersisted_[holder];
   for (const Fingerprint& fp : fps) {
-    if (set.insert(fp).second) unpersisted.push_back(fp);
+    if (set.insert(fp).second) {
+      unpersisted.push_back(fp);
+      dead_marks_++;
+    }
   }
+  dead_containers_ = dead_.size();
+}
+
+void ChunkStore::ForgetContainerLocked(ContainerId id) {
+  auto dead = dead_.find(id);
+  if (dead != dead_.end()) {
+    dead_marks_ -= dead->second.size();
+    dead_.erase(dead);
+  }
+  dead_unpersisted_.erase(id);
+  summaries_.erase(id);
   dead_containers_ = dead_.size();
 }
 
@@ -841,6 +855,7 @@ bool ChunkStore::UnmarkIfDead(ContainerId id, const Fingerprint& fp) {
   const ContainerId holder = ResolveLocked(id);
   auto dead = dead_.find(holder);
   if (dead == dead_.end() || dead->second.erase(fp) == 0) return false;
+  dead_marks_--;
   if (dead->second.empty()) dead_.erase(dead);
   dead_containers_ = dead_.size();
   auto pending = dead_unpersisted_.find(holder);
@@ -949,6 +964,7 @@ Status ChunkStore::LoadDeadMarks(const std::vector<ContainerId>& committed) {
         if (set.insert(fp).second) dead_marks_loaded_++;
       }
     }
+    dead_marks_ = dead_marks_loaded_;  // dead_ was empty before
     dead_containers_ = dead_.size();
     if (intact && !dropped) return Status::OK();
     for (const auto& [id, fps] : dead_) kept[id].assign(fps.begin(), fps.end());
@@ -1027,12 +1043,7 @@ Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, Cont
   {
     std::lock_guard<std::mutex> l(mu_);
     for (ContainerId a : aliases) alias_[a] = new_id;
-    for (ContainerId src : sources) {
-      dead_.erase(src);
-      dead_unpersisted_.erase(src);
-      summaries_.erase(src);
-    }
-    dead_containers_ = dead_.size();
+    for (ContainerId src : sources) ForgetContainerLocked(src);
   }
   read_cache_.Insert(new_id, std::shared_ptr<const Container>(
                                  new Container(std::move(merged))));
@@ -1064,10 +1075,7 @@ Status ChunkStore::DeleteContainer(ContainerId requested) {
   {
     std::lock_guard<std::mutex> l(mu_);
     deleted_.insert(id);
-    dead_.erase(id);
-    dead_unpersisted_.erase(id);
-    summaries_.erase(id);
-    dead_containers_ = dead_.size();
+    ForgetContainerLocked(id);
     for (auto it = alias_.begin(); it != alias_.end();) {
       if (it->second == id) {
         deleted_.insert(it->first);

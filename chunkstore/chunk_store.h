@@ -264,6 +264,9 @@ class ChunkStore {
   // Drops the chunks of committed container |id| (a resolved id) marked dead.
   void RemoveDead(ContainerId id, std::vector<Fingerprint>* fps) const;
   ContainerId ResolveLocked(ContainerId id) const;
+  // Forgets GC's state of container |id| (merged or deleted): its dead marks,
+  // pending ones and its summary. Requires mu_.
+  void ForgetContainerLocked(ContainerId id);
   enum class CommitState {
     kQueued,      // waiting for a writer thread
     kCommitting,  // a writer is serializing and storing it
@@ -332,6 +335,7 @@ class ChunkStore {
   std::unordered_map<ContainerId, std::unordered_set<Fingerprint, FingerprintHasher>> dead_;
   DeadChunkFile::Marks dead_unpersisted_;  // MarkDead since the last PersistDeadMarks
   uint64_t dead_marks_loaded_ = 0;
+  uint64_t dead_marks_ = 0;                // marks in dead_, kept so stats() need not count
   bool dead_unmarked_ = false;             // UnmarkIfDead removed a mark: rewrite the file
   std::atomic<uint64_t> dead_containers_{0};  // dead_.size(), read without mu_
   std::vector<AliasRecord> alias_records_;
