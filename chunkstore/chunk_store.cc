@@ -849,10 +849,7 @@ void ChunkStore::ForgetContainerLocked(ContainerId id) {
   dead_containers_ = dead_.size();
 }
 
-bool ChunkStore::UnmarkIfDead(ContainerId id, const Fingerprint& fp) {
-  if (dead_containers_.load(std::memory_order_relaxed) == 0) return false;
-  std::unique_lock<std::mutex> l(mu_);
-  const ContainerId holder = ResolveLocked(id);
+bool ChunkStore::UnmarkLocked(ContainerId holder, const Fingerprint& fp) {
   auto dead = dead_.find(holder);
   if (dead == dead_.end() || dead->second.erase(fp) == 0) return false;
   dead_marks_--;
@@ -864,15 +861,33 @@ bool ChunkStore::UnmarkIfDead(ContainerId id, const Fingerprint& fp) {
     fps.erase(std::remove(fps.begin(), fps.end(), fp), fps.end());
   }
   dead_unmarked_ = true;
-  // The summary was taken with this mark: withdraw it (in the file too, or a
-  // later mark bringing the count back would make the stale one fit again).
+  // The summary was taken with this mark (WithdrawSummary drops it from the
+  // file too, or a later mark bringing the count back would make it fit).
   summaries_.erase(holder);
-  l.unlock();
+  return true;
+}
+
+void ChunkStore::WithdrawSummary(ContainerId holder) {
   ContainerSummary withdrawn;
   withdrawn.dead_chunks = kSummaryWithdrawn;
   std::lock_guard<std::mutex> s(summary_mu_);
   if (!summary_file_.Append({{holder, withdrawn}}).ok()) summary_append_failures_++;
-  return true;
+}
+
+ContainerId ChunkStore::ResolveEntry(ContainerId id, const Fingerprint& fp, bool* unmarked) {
+  std::unique_lock<std::mutex> l(mu_);
+  const ContainerId holder = ResolveLocked(id);
+  *unmarked = dead_containers_.load(std::memory_order_relaxed) != 0 && UnmarkLocked(holder, fp);
+  l.unlock();
+  if (*unmarked) WithdrawSummary(holder);
+  return holder;
+}
+
+bool ChunkStore::UnmarkIfDead(ContainerId id, const Fingerprint& fp) {
+  if (dead_containers_.load(std::memory_order_relaxed) == 0) return false;
+  bool unmarked = false;
+  ResolveEntry(id, fp, &unmarked);
+  return unmarked;
 }
 
 Status ChunkStore::PersistDeadMarks() {

@@ -212,6 +212,10 @@ class ChunkStore {
   // unaware of the file, or a bug, left behind, before a merge acts on it.
   // Returns whether a mark was removed. Cheap when no marks are held.
   bool UnmarkIfDead(ContainerId id, const Fingerprint& fp);
+  // Resolve(id) for an index entry that names chunk |fp| in container |id|,
+  // and UnmarkIfDead in the same step (one lock: GC's index pass calls this
+  // per entry). |unmarked| tells whether a mark was removed.
+  ContainerId ResolveEntry(ContainerId id, const Fingerprint& fp, bool* unmarked);
   // Copies the chunks of the committed containers |sources| that are not
   // marked dead into a new container answering to the sources' ids and their
   // aliases, commits it durably (alias record first, see above), switches the
@@ -267,6 +271,11 @@ class ChunkStore {
   // Forgets GC's state of container |id| (merged or deleted): its dead marks,
   // pending ones and its summary. Requires mu_.
   void ForgetContainerLocked(ContainerId id);
+  // Removes the dead mark of |fp| in container |holder| (resolved) if there
+  // is one, with its pending copy and the container's summary. Requires mu_.
+  bool UnmarkLocked(ContainerId holder, const Fingerprint& fp);
+  // Appends a record withdrawing |holder|'s summary (after UnmarkLocked).
+  void WithdrawSummary(ContainerId holder);
   enum class CommitState {
     kQueued,      // waiting for a writer thread
     kCommitting,  // a writer is serializing and storing it

@@ -111,13 +111,14 @@ Status GarbageCollector::RunLocked(GcStats* round) {
     entries_in.assign(ids.size(), 0);
     SetPhase("index pass");
     DEDUPV1_RETURN_IF_ERROR(index->ForEachEntry([&](const Fingerprint& fp, const ChunkIndexEntry& entry) {
-      const ContainerId holder = store->Resolve(entry.container);
+      // An entry wins over a dead mark for its chunk (see UnmarkIfDead); the
+      // first round after an open runs before any merge could act on one.
+      bool unmarked = false;
+      const ContainerId holder = store->ResolveEntry(entry.container, fp, &unmarked);
+      if (unmarked) marks_repaired++;
       auto it = std::lower_bound(ids.begin(), ids.end(), holder);
       if (it == ids.end() || *it != holder) return;  // not committed when listed
       entries_in[it - ids.begin()]++;
-      // An entry wins over a dead mark for its chunk (see UnmarkIfDead); the
-      // first round after an open runs before any merge could act on one.
-      if (store->UnmarkIfDead(holder, fp)) marks_repaired++;
       if (entry.usage_count == 0) sys->usage_->AddCandidate(fp);
     }));
   } else {
@@ -282,24 +283,18 @@ Status GarbageCollector::RunLocked(GcStats* round) {
   const uint64_t budget = capacity - capacity / 8;  // room for aliases and rounding
   std::vector<std::pair<ContainerId, uint64_t>> underfilled;  // id, live bytes
   for (auto& [id, scan] : scans) {
-    if (scan.recount) {
+    if (scan.recount || scan.live_chunks == 0) {
       // What is left once this round's garbage is marked dead (the chunk
-      // store leaves dead chunks out; only GC marks them, one round at a time).
+      // store leaves dead chunks out; only GC marks them, one round at a
+      // time). Also before deleting a container judged empty: counting in
+      // step 3 re-creates the entry of a chunk a mapping references again
+      // and removes its dead mark, so it holds a live chunk after all.
+      // (Nothing is known to hand out a marked chunk; this keeps a delete
+      // from trusting a judgement made before the barrier.)
       std::vector<ChunkStore::ChunkFootprint> chunks;
       Status s = store->GetChunkFootprints(id, &chunks, &scan.total_bytes);
       if (!s.ok()) return s.WithContext("recount container " + std::to_string(id));
       scan.SetAllLive(chunks);
-    }
-    if (scan.live_chunks == 0 && !scan.recount) {
-      // Before deleting: what is left now. Counting in step 3 re-creates the
-      // entry of a chunk a mapping references again and removes its dead
-      // mark; the container then holds a live chunk after all. (Nothing is
-      // known to hand out a marked chunk; this keeps a delete from trusting
-      // a judgement made before the barrier.)
-      std::vector<ChunkStore::ChunkFootprint> chunks;
-      Status s = store->GetChunkFootprints(id, &chunks, &scan.total_bytes);
-      if (!s.ok()) return s.WithContext("recheck empty container " + std::to_string(id));
-      if (!chunks.empty()) scan.SetAllLive(chunks);
     }
     const uint64_t live = scan.live_bytes;
     round->live_bytes += live;
