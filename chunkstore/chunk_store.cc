@@ -752,6 +752,7 @@ Status ChunkStore::GetChunkFootprints(ContainerId requested, std::vector<ChunkFo
   }
   chunks->clear();
   bool learn = false;
+  uint64_t dead_now = 0;  // chunks of it marked dead
   {
     std::lock_guard<std::mutex> l(mu_);
     auto dead = dead_.find(id);
@@ -763,7 +764,7 @@ Status ChunkStore::GetChunkFootprints(ContainerId requested, std::vector<ChunkFo
     // crash, stored by an older build, or GC marked chunks since) gets one
     // now, so the next start need not read this again.
     auto known = summaries_.find(id);
-    const uint64_t dead_now = fps.size() - chunks->size();
+    dead_now = fps.size() - chunks->size();
     learn = !uncommitted_.count(id) && (known == summaries_.end() || known->second.dead_chunks != dead_now);
   }
   if (learn) {
@@ -771,7 +772,7 @@ Status ChunkStore::GetChunkFootprints(ContainerId requested, std::vector<ChunkFo
     summary.chunks = chunks->size();
     for (const auto& c : *chunks) summary.footprint_bytes += c.bytes;
     summary.serialized_bytes = *total;
-    summary.dead_chunks = fps.size() - chunks->size();
+    summary.dead_chunks = dead_now;
     RecordSummary(id, summary);
   }
   return Status::OK();
