@@ -423,7 +423,9 @@ Status Options::FromConfig(const Config& config, Options* options) {
     if (it == Setters().end()) {
       return Status::InvalidArgument(where + ": unknown key '" + e.key + "'");
     }
-    Status s = it->second(e.value, &o);
+    // data-dir is the one path key read relative to the config file; the
+    // other paths are relative to data-dir (Finish).
+    Status s = it->second(e.key == "data-dir" ? config.PathValue(e) : e.value, &o);
     if (!s.ok()) return Status::InvalidArgument(where + ": " + e.key + ": " + s.message());
   }
   Status s = o.Finish();
