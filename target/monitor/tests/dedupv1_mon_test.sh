@@ -64,15 +64,21 @@ eventually() {
   sed 's/^/    /' "$tmp/out" | head -20
 }
 
+# wait_for_port PID FILE: until the server PID wrote its port to FILE (at
+# most 60 s) or exited.
+wait_for_port() {
+  for _ in $(seq 1 600); do
+    [ -s "$2" ] && return 0
+    kill -0 "$1" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
 "$SERVER" --data-dir "$tmp/data" --port-file "$tmp/port" --token s3cret --write-mib 8 \
   >"$tmp/server.out" 2>&1 &
 server_pid=$!
-for _ in $(seq 1 600); do
-  [ -s "$tmp/port" ] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [ ! -s "$tmp/port" ]; then
+if ! wait_for_port "$server_pid" "$tmp/port"; then
   echo "monitor_test_server did not start:"; cat "$tmp/server.out"
   echo "0 passed, 1 failed"
   exit 1
@@ -127,11 +133,7 @@ expect 1 "raw JSON error" '"status": 404' -- m --json nosuch
 # (a second server, started and stopped), and configs naming each.
 "$SERVER" --data-dir "$tmp/other" --port-file "$tmp/other-port" --write-mib 0 >"$tmp/other.out" 2>&1 &
 other_pid=$!
-for _ in $(seq 1 600); do
-  [ -s "$tmp/other-port" ] && break
-  kill -0 "$other_pid" 2>/dev/null || break
-  sleep 0.1
-done
+wait_for_port "$other_pid" "$tmp/other-port"
 kill -TERM "$other_pid" 2>/dev/null
 wait "$other_pid"
 [ -s "$tmp/other/instance-id" ] && ok "second data dir has an instance id" || not_ok "no $tmp/other/instance-id"
