@@ -30,7 +30,10 @@ struct SharedEngine {
 
 // Starts the monitor next to a freshly opened system. A monitor that cannot
 // start (e.g. its port is taken) is reported in tgtd's log, never a reason
-// to refuse the LUN: the data path does not depend on it.
+// to refuse the LUN: the data path does not depend on it. dedupv1d asks the
+// monitor for its identity right after the first LUN and fails the start
+// when it is missing or another instance's; a tgtd run by hand shows it only
+// in its log.
 void StartMonitor(SharedEngine& shared) {
   DedupSystem* system = SystemOf(shared.sys);
   if (!system->options().monitor_enabled) return;

@@ -23,6 +23,7 @@ passed=0
 failed=0
 DD_CONFIGS=()  # every config started, so cleanup can stop what is left
 DD_PIDS=()     # background helpers of the test (e.g. a client loop), ended by cleanup
+DD_MOUNTS=()   # file systems the test mounted (e.g. a small tmpfs), unmounted by cleanup
 
 ok() { passed=$((passed + 1)); echo "ok   $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
@@ -110,6 +111,9 @@ dd_cleanup() {
       echo "cleanup: tgtd $pid still runs, killing it"
       kill -KILL "$pid" 2>/dev/null || true
     fi
+  done
+  for conf in "${DD_MOUNTS[@]}"; do
+    umount "$conf" 2>/dev/null || umount -l "$conf" 2>/dev/null || echo "cleanup: cannot unmount $conf"
   done
   if [ "${DEDUPV1_TEST_KEEP:-0}" = 1 ]; then
     echo "work dir kept: $WORK"
