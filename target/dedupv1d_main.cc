@@ -548,6 +548,9 @@ struct State {
     Config c;
     DEDUPV1_RETURN_IF_ERROR(Config::Parse(text, path, &c));
     State s;
+    // A state file of an older dedupv1d has no "configured" line: it was
+    // written after a start had finished.
+    s.configured = true;
     for (const auto& e : c.entries()) {
       uint64_t x = 0;
       if (e.key == "pid") {

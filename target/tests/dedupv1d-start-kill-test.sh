@@ -86,7 +86,13 @@ check "discovery with CHAP" iscsi-ls "iscsi://${creds}127.0.0.1:$PORT"
 check_output "discovery with CHAP lists the target" "Target:$IQN"
 
 # A piece removed behind dedupv1d's back is reported: the account unbound
-# from the target.
+# from discovery, then from the target.
+check "unbind the CHAP account from discovery by hand" timeout 60 tgtadm -C "$CTL" --lld iscsi --op unbind \
+  --mode account --user backup
+dd_status "$conf" >"$WORK/last.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] && ok "status of discovery without CHAP exits 1" || fail "status exit $rc, not 1"
+check_output "status names the missing discovery binding" "^missing: +CHAP account backup is not bound to discovery"
 check "unbind the CHAP account by hand" timeout 60 tgtadm -C "$CTL" --lld iscsi --op unbind --mode account \
   --tid 1 --user backup
 dd_status "$conf" >"$WORK/last.out" 2>&1
