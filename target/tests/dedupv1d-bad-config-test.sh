@@ -100,9 +100,7 @@ refused_early "shrunk volume" "data dir refused, nothing started: .*volume vol1 
 # tears tgtd down (exit 1).
 c="$WORK/block-size.conf"
 dd_write_config "$c" "$data" "volume = vol1 64M" "volume = vol2 32M" "block-size = 64K"
-dd_start "$c" >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 1 ] && ok "changed block size: start fails (exit 1)" || fail "changed block size: exit $rc, not 1"
+check_exit 1 "changed block size: start fails" dd_start "$c"
 check_output "changed block size: names the failed step" "start failed: creating LUN 1 \(volume vol1\)"
 check_output "changed block size: the engine's reason from tgtd.log" "was created with block-size = 131072 but the config says 65536"
 check_output "changed block size: torn down" "nothing is running"
@@ -116,15 +114,11 @@ first="$(dd_pid "$data")"
 other_ctl="$(tgt_free_control_port)"
 c="$WORK/other.conf"
 dd_write_config "$c" "$WORK/other-data" "volume = vol1 64M"
-dd_start "$c" --control-port "$other_ctl" >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 1 ] && ok "portal in use: refused (exit 1)" || fail "portal in use: exit $rc, not 1"
+check_exit 1 "portal in use: refused" dd_start "$c" --control-port "$other_ctl"
 check_output "portal in use: says why" "portal 127.0.0.1:$PORT is not available: Address already in use"
 check_fails "portal in use: no second tgtd" dd_tgtd_with_ctl "$other_ctl"
 other_port="$(tgt_free_port 20000 60000)"
-timeout 60 "$DEDUPV1D" start --config "$c" --portal "127.0.0.1:$other_port" >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 1 ] && ok "control port in use: refused (exit 1)" || fail "control port in use: exit $rc, not 1"
+check_exit 1 "control port in use: refused" timeout 60 "$DEDUPV1D" start --config "$c" --portal "127.0.0.1:$other_port"
 check_output "control port in use: says why" "tgtd control port $CTL is in use by another tgtd"
 check_fails "control port in use: no state file" test -e "$WORK/other-data/dedupv1d.state"
 check "first instance still runs" tgt_alive "$first"

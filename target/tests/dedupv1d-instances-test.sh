@@ -39,6 +39,8 @@ writeB() {  # writeB MONITOR_PORT
     "monitor.enabled = true" "monitor.port = $1" "target.control-port = $CTL2"
 }
 startB() { DD_CONFIGS+=("$confB"); timeout 300 "$DEDUPV1D" start --config "$confB" --portal "127.0.0.1:$PORT2" "$@"; }
+# The test hook: as if the port were taken between start's check and the bind.
+startB_past_the_port_check() { DEDUPV1D_TEST_SKIP_MONITOR_PORT_CHECK=1 startB; }
 urlA() { echo "iscsi://127.0.0.1:$PORT/$IQN/$1"; }
 urlB() { echo "iscsi://127.0.0.1:$PORT2/$IQN/$1"; }
 serial() { iscsi-inq -e 1 -c 128 "$1" 2>/dev/null | sed -n 's/^Unit Serial Number:\[ *\(.*\)\]$/\1/p'; }
@@ -58,16 +60,12 @@ check "status with a relative config path from the parent directory" \
 # --- The monitor port (defect 5) -------------------------------------------
 idA="$(cat "$dataA/instance-id")"
 writeB "$MA"
-startB >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 1 ] && ok "B on A's monitor port: refused (exit 1)" || fail "B on A's monitor port: exit $rc, not 1"
+check_exit 1 "B on A's monitor port: refused" startB
 check_output "B: names the port and the other instance" \
   "monitor port 127.0.0.1:$MA is in use by the monitor of data dir $dataA \\(instance $idA, pid [0-9]+\\).*nothing started"
 check_fails "B: no tgtd" dd_tgtd_with_ctl "$CTL2"
 check_fails "B: no state file" test -e "$dataB/dedupv1d.state"
-DEDUPV1D_TEST_SKIP_MONITOR_PORT_CHECK=1 startB >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 1 ] && ok "B, port taken after the check: start fails (exit 1)" || fail "B past the check: exit $rc, not 1"
+check_exit 1 "B, port taken after the check: start fails" startB_past_the_port_check
 check_output "B past the check: the identity check names the other instance" \
   "start failed: the monitor at http://127.0.0.1:$MA belongs to data dir $dataA \\(instance $idA"
 check_output "B past the check: torn down" "nothing is running"
@@ -85,9 +83,7 @@ squatter=$!
 DD_PIDS+=("$squatter")
 tgt_wait_for "grep -q listening '$WORK/squatter.out'" 30 || fail "the squatter does not listen"
 writeB "$MB"
-startB >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 1 ] && ok "B on a port another program holds: refused (exit 1)" || fail "B on a squatted port: exit $rc, not 1"
+check_exit 1 "B on a port another program holds: refused" startB
 check_output "B: names the program" "monitor port 127.0.0.1:$MB is in use by pid $squatter \\(python3\\)"
 check_fails "B: no tgtd" dd_tgtd_with_ctl "$CTL2"
 kill -TERM "$squatter" && wait "$squatter" 2>/dev/null
@@ -95,9 +91,7 @@ tgt_wait_for "! ss -Htln 'sport = :$MB' | grep -q ." 30
 check "B with its own free monitor port starts" startB
 check "dedupv1_mon --config A acts on A" timeout 60 "$MON" --config "$confA" flush
 check "dedupv1_mon --config B acts on B" timeout 60 "$MON" --config "$confB" flush
-timeout 60 "$MON" --config "$confB" --port "$MA" gc-run >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 4 ] && ok "dedupv1_mon for B at A's port: nothing sent (exit 4)" || fail "dedupv1_mon for B at A's port: exit $rc, not 4"
+check_exit 4 "dedupv1_mon for B at A's port: nothing sent" timeout 60 "$MON" --config "$confB" --port "$MA" gc-run
 check_output "dedupv1_mon says which instance answers" "belongs to data dir $dataA .*not to data dir $dataB"
 
 # --- SCSI identity ---------------------------------------------------------
@@ -134,9 +128,7 @@ check "delete LUN 1 by hand" timeout 120 tgtadm -C "$CTL" --lld iscsi --op delet
 check_fails "recreating LUN 1 to grow vol1 is refused" timeout 120 tgtadm -C "$CTL" --lld iscsi --op new \
   --mode logicalunit --tid 1 --lun 1 --bstype dedupv1 --backing-store "$confA" --bsopts "volume=vol1;datadir=$dataA"
 check "tgtd.log says why" grep -q "volume 'vol1' is 134217728 bytes in config .* but this tgtd's engine serves it with 67108864 bytes .*takes effect when the engine reopens" "$dataA/tgtd.log"
-dd_status "$confA" >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 1 ] && ok "status reports the missing LUN (exit 1)" || fail "status exit $rc, not 1"
+check_exit 1 "status reports the missing LUN" dd_status "$confA"
 check_output "status names LUN 1" "^missing: +LUN 1 \\(volume vol1\\)"
 check "stop A" dd_stop "$confA"
 check "start A" dd_start "$confA"

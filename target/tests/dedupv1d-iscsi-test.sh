@@ -58,13 +58,9 @@ check_fails "tgtd gone" tgt_alive "$pid"
 check_fails "no tgtd with our control port" dd_tgtd_with_ctl "$CTL"
 check_fails "control socket removed" test -e "/var/run/tgtd/socket.$CTL"
 check_fails "state file removed" test -e "$data/dedupv1d.state"
-dd_status "$conf" >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 3 ] && ok "status when stopped exits 3" || fail "status when stopped exits $rc, not 3"
+check_exit 3 "status when stopped" dd_status "$conf"
 check_output "status says not running" "not running"
-dd_stop "$conf" >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 3 ] && ok "stop when stopped exits 3" || fail "stop when stopped exits $rc, not 3"
+check_exit 3 "stop when stopped" dd_stop "$conf"
 check_output "stop when stopped says so" "not running: no instance serves data dir $data .*nothing stopped"
 
 # ACL by initiator name, incoming CHAP, a target name of our own.

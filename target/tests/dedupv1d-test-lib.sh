@@ -49,6 +49,20 @@ check_fails() {
     ok "$what"
   fi
 }
+# check_exit CODE DESCRIPTION COMMAND...: COMMAND must exit with CODE (its
+# output in $WORK/last.out).
+check_exit() {
+  local code="$1" what="$2" rc
+  shift 2
+  "$@" >"$WORK/last.out" 2>&1
+  rc=$?
+  if [ "$rc" -eq "$code" ]; then
+    ok "$what (exit $code)"
+  else
+    fail "$what: exit $rc, not $code"
+    sed 's/^/     /' "$WORK/last.out" | tail -n 20
+  fi
+}
 # check_output DESCRIPTION REGEX: the last command's output matches REGEX.
 check_output() {
   if grep -Eq -- "$2" "$WORK/last.out"; then
