@@ -92,6 +92,13 @@ void dedupv1_volume_close(dedupv1_volume* vol) { delete vol; }
 
 uint64_t dedupv1_volume_size(const dedupv1_volume* vol) { return vol ? vol->volume->size() : 0; }
 
+uint32_t dedupv1_volume_id(const dedupv1_volume* vol) { return vol ? vol->volume->id() : 0; }
+
+void dedupv1_volume_uid(const dedupv1_volume* vol, uint8_t uid[16]) {
+  const dedupv1::Id128 id = vol ? vol->volume->uid() : dedupv1::Id128{};
+  std::memcpy(uid, id.data(), id.size());
+}
+
 int dedupv1_read(dedupv1_volume* vol, uint64_t offset, uint64_t length, void* buf, char* err,
                  size_t errlen) {
   return Guard(err, errlen, [&] { return vol->volume->Read(offset, length, static_cast<uint8_t*>(buf)); });

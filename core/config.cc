@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 
 #include "core/env.h"
 
@@ -38,6 +40,7 @@ bool SplitNumber(std::string_view text, std::string* number, std::string* unit) 
 
 Status Config::Parse(std::string_view text, const std::string& source, Config* config) {
   config->source_ = source;
+  config->dir_.clear();
   config->entries_.clear();
   int line_no = 0;
   size_t pos = 0;
@@ -74,7 +77,19 @@ Status Config::Load(const std::string& path, Config* config) {
   std::string text;
   Status s = ReadFileToString(Env::Default(), path, &text);
   if (!s.ok()) return s.WithContext("cannot read config file");
-  return Parse(text, path, config);
+  DEDUPV1_RETURN_IF_ERROR(Parse(text, path, config));
+  std::error_code ec;
+  std::filesystem::path file = std::filesystem::absolute(path, ec);
+  if (ec) return Status::IOError("config file " + path + ": cannot tell its directory: " + ec.message());
+  config->dir_ = file.lexically_normal().parent_path().string();
+  return Status::OK();
+}
+
+std::string Config::PathValue(const ConfigEntry& e) const {
+  if (e.line == 0 || dir_.empty() || e.value.empty() || e.value[0] == '/') return e.value;
+  std::string p = (std::filesystem::path(dir_) / e.value).lexically_normal().string();
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
 }
 
 Status ParseUint(std::string_view text, uint64_t* value) {

@@ -25,15 +25,24 @@ class Config {
  public:
   // Parses |text|; |source| names the file in error messages.
   static Status Parse(std::string_view text, const std::string& source, Config* config);
+  // Reads and parses the file at |path|; dir() becomes its directory.
   static Status Load(const std::string& path, Config* config);
 
   const std::vector<ConfigEntry>& entries() const { return entries_; }
   const std::string& source() const { return source_; }
+  // The absolute directory of the file Load read; "" for Parse.
+  const std::string& dir() const { return dir_; }
+  // The value of |e| as a path: a relative path written in the file is taken
+  // relative to the file's directory, so every tool and tgtd (whatever its
+  // current directory) finds the same place; overrides (line 0) and absolute
+  // paths are returned as they are.
+  std::string PathValue(const ConfigEntry& e) const;
   // Appends an entry (used for command-line overrides such as --data-dir).
   void Set(const std::string& key, const std::string& value) { entries_.push_back({key, value, 0}); }
 
  private:
   std::string source_;
+  std::string dir_;
   std::vector<ConfigEntry> entries_;
 };
 

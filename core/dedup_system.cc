@@ -85,6 +85,7 @@ Status DedupSystem::Init() {
   const bool fresh = !env_->FileExists(JoinPath(options_.data_dir, kSystemFile));
   DEDUPV1_RETURN_IF_ERROR(env_->LockFile(JoinPath(options_.data_dir, kLockFile), &lock_));
   DEDUPV1_RETURN_IF_ERROR(CheckSystemMetadata());
+  DEDUPV1_RETURN_IF_ERROR(LoadOrCreateInstanceId(env_, options_.data_dir, &instance_id_));
   DEDUPV1_RETURN_IF_ERROR(Chunker::Create(options_.chunking, &chunker_));
   recovery_.dirty_start = !fresh && !env_->FileExists(JoinPath(options_.data_dir, kCleanFile));
   if (env_->FileExists(JoinPath(options_.data_dir, kCleanFile))) {
@@ -206,39 +207,16 @@ Status DedupSystem::CheckSystemMetadata() {
 
 Status DedupSystem::LoadVolumes() {
   const std::string path = JoinPath(options_.data_dir, kVolumesFile);
-  struct Known { uint32_t id; uint64_t size; };
-  std::map<std::string, Known> known;
-  uint32_t next_id = 1;
   std::vector<VolumeRecord> records;
   DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, path, &records));
-  for (const auto& r : records) {
-    known[r.name] = {r.id, r.size};
-    next_id = std::max(next_id, r.id + 1);
-  }
   bool changed = false;
-  for (const auto& v : options_.volumes) {
-    auto it = known.find(v.name);
-    if (it == known.end()) {
-      known[v.name] = {next_id++, v.size};
-      changed = true;
-    } else if (v.size < it->second.size) {
-      return Status::InvalidArgument("volume " + v.name + " holds " + std::to_string(it->second.size) +
-                                     " bytes but the config says " + std::to_string(v.size) +
-                                     "; shrinking a volume would lose data");
-    } else if (v.size > it->second.size) {
-      it->second.size = v.size;  // growing is safe
-      changed = true;
-    }
-  }
-  if (changed) {
-    records.clear();
-    for (const auto& [name, k] : known) records.push_back({k.id, name, k.size});
-    DEDUPV1_RETURN_IF_ERROR(WriteVolumeTable(env_, path, records));
-  }
+  DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(options_.volumes, &records, &changed));
+  if (changed) DEDUPV1_RETURN_IF_ERROR(WriteVolumeTable(env_, path, records));
   // Only volumes named in the config are served; others keep their data.
   for (const auto& v : options_.volumes) {
-    const Known& k = known[v.name];
-    volumes_[v.name] = std::make_unique<Volume>(this, k.id, v.name, k.size);
+    for (const auto& r : records) {
+      if (r.name == v.name) volumes_[v.name] = std::make_unique<Volume>(this, r.id, v.name, r.size, r.uid);
+    }
   }
   return Status::OK();
 }

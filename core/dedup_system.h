@@ -28,6 +28,7 @@
 #include "core/env.h"
 #include "core/garbage_collector.h"
 #include "core/gc_barrier.h"
+#include "core/identity.h"
 #include "core/idle_detector.h"
 #include "core/options.h"
 #include "core/system_stats.h"
@@ -66,6 +67,8 @@ class DedupSystem {
   Status Sync();
 
   const Options& options() const { return options_; }
+  // The data directory's identity (core/identity.h), reported by the monitor.
+  const Id128& instance_id() const { return instance_id_; }
   SystemStats& stats() { return stats_; }
   ChunkStore* chunk_store() { return chunk_store_.get(); }
   ChunkIndex* chunk_index() { return chunk_index_.get(); }
@@ -164,6 +167,7 @@ class DedupSystem {
   const Options options_;
   Env* const env_;
   std::unique_ptr<FileLock> lock_;
+  Id128 instance_id_{};
   std::unique_ptr<Chunker> chunker_;
   std::unique_ptr<ChunkStore> chunk_store_;
   std::unique_ptr<ChunkIndex> chunk_index_;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -94,6 +95,36 @@ TEST(DedupSystemTest, RefusesConfigChangesThatWouldMisreadData) {
   s = DedupSystem::Open(shrunk, Env::Default(), &sys);
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(s.message().find("shrinking"), std::string::npos) << s.ToString();
+}
+
+// Each volume keeps its id and uid when the config's volume lines are
+// reordered or one is removed, and the data directory keeps its instance id.
+TEST(DedupSystemTest, VolumesKeepIdsAndUidsAndTheDirectoryItsInstanceId) {
+  test::TempDir dir;
+  Options o = SmallOptions(dir.path());
+  std::map<std::string, std::pair<uint32_t, Id128>> first;
+  Id128 instance{};
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    for (Volume* v : sys->volumes()) first[v->name()] = {v->id(), v->uid()};
+    instance = sys->instance_id();
+  }
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_FALSE(IsZero(instance));
+  EXPECT_NE(first["vol1"].second, first["vol2"].second);
+  Options reordered = o;
+  reordered.volumes = {o.volumes[2], o.volumes[0]};  // vol3, vol1; vol2 removed
+  ASSERT_TRUE(reordered.Finish().ok());
+  auto sys = test::OpenSystemOrDie(reordered);
+  EXPECT_EQ(sys->instance_id(), instance);
+  ASSERT_EQ(sys->volumes().size(), 2u);
+  for (Volume* v : sys->volumes()) {
+    EXPECT_EQ(v->id(), first[v->name()].first) << v->name();
+    EXPECT_EQ(v->uid(), first[v->name()].second) << v->name();
+  }
+  test::TempDir other;
+  auto sys2 = test::OpenSystemOrDie(SmallOptions(other.path()));
+  EXPECT_NE(sys2->instance_id(), instance);
 }
 
 // A format 1 directory (before persisted dead marks) opens and is marked

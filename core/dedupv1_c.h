@@ -39,6 +39,12 @@ int dedupv1_volume_open(dedupv1_system* sys, const char* name, dedupv1_volume** 
                         char* err, size_t errlen);
 void dedupv1_volume_close(dedupv1_volume* vol);
 uint64_t dedupv1_volume_size(const dedupv1_volume* vol);
+/* The volume's id in the data directory's volume table (from 1, never
+ * reused: dedupv1d serves the volume as the LUN of this number). */
+uint32_t dedupv1_volume_id(const dedupv1_volume* vol);
+/* The volume's random 128-bit identity, made when the volume was created and
+ * never changed (the module's SCSI serial and device identification). */
+void dedupv1_volume_uid(const dedupv1_volume* vol, uint8_t uid[16]);
 
 int dedupv1_read(dedupv1_volume* vol, uint64_t offset, uint64_t length, void* buf,
                  char* err, size_t errlen);

@@ -355,6 +355,9 @@ static const std::map<std::string, Setter>& Setters() {
          o->target_chap_password = v;
          return Status::OK();
        }},
+      {"target.discovery-auth", [](const std::string& v, Options* o) {
+         return ParseBool(v, &o->target_discovery_auth);
+       }},
       {"idle.throughput-threshold", [](const std::string& v, Options* o) { return ParseSize(v, &o->idle.throughput_threshold); }},
       {"idle.period", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.period_ms); }},
       {"idle.latency-threshold", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.latency_threshold_ms); }},
@@ -423,7 +426,9 @@ Status Options::FromConfig(const Config& config, Options* options) {
     if (it == Setters().end()) {
       return Status::InvalidArgument(where + ": unknown key '" + e.key + "'");
     }
-    Status s = it->second(e.value, &o);
+    // data-dir is the one path key read relative to the config file; the
+    // other paths are relative to data-dir (Finish).
+    Status s = it->second(e.key == "data-dir" ? config.PathValue(e) : e.value, &o);
     if (!s.ok()) return Status::InvalidArgument(where + ": " + e.key + ": " + s.message());
   }
   Status s = o.Finish();
@@ -562,7 +567,8 @@ std::string Options::ToString() const {
   for (size_t i = 0; i < target_initiator_names.size(); i++) o << (i ? "," : "") << target_initiator_names[i];
   o << "\n"
     << "target.chap-user = " << target_chap_user << "\n"
-    << "target.chap-password = " << (target_chap_password.empty() ? "" : "(set)") << "\n";
+    << "target.chap-password = " << (target_chap_password.empty() ? "" : "(set)") << "\n"
+    << "target.discovery-auth = " << (target_discovery_auth ? "true" : "false") << "\n";
   for (const auto& v : volumes) o << "volume = " << v.name << " " << v.size << "\n";
   return o.str();
 }

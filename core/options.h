@@ -60,6 +60,9 @@ struct Options {
   std::vector<std::string> target_initiator_addresses;
   std::vector<std::string> target_initiator_names;
   std::string target_chap_user, target_chap_password;  // incoming CHAP: both or neither
+  // With CHAP: discovery (SendTargets) needs the account too, so the target
+  // is not listed to initiators without credentials.
+  bool target_discovery_auth = true;
 
   // Defaults for everything; paths derived from data_dir by Finish().
   Options();

@@ -3,6 +3,8 @@
 // ToString; every key is documented in docs/configuration.md.
 #include "core/options.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -167,6 +169,35 @@ TEST(OptionsTest, LaterEntriesOverrideAndOverridesAreNamed) {
   EXPECT_NE(s.message().find("override"), std::string::npos) << s.ToString();
   // A refused config leaves the output untouched.
   EXPECT_EQ(o.data_dir, "/b");
+}
+
+// A relative data-dir in a config file is relative to the file's directory,
+// whatever the current directory of the process reading it (dedupv1d, tgtd,
+// the tools); the other paths stay relative to data-dir; overrides and
+// configs parsed from text are taken as given.
+TEST(OptionsTest, RelativeDataDirIsRelativeToTheConfigFile) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("dedupv1-options-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "etc");
+  const std::string file = (dir / "etc" / "d.conf").string();
+  std::ofstream(file) << "data-dir = ../store/./data/\nlog.path = oplog\n";
+  const std::filesystem::path old_cwd = std::filesystem::current_path();
+  std::filesystem::current_path("/");
+  Config c;
+  Status s = Config::Load(file, &c);
+  std::filesystem::current_path(old_cwd);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(c.dir(), (dir / "etc").string());
+  Options o;
+  ASSERT_TRUE(Options::FromConfig(c, &o).ok());
+  EXPECT_EQ(o.data_dir, (dir / "store" / "data").string());
+  EXPECT_EQ(o.log.path, (dir / "store" / "data" / "oplog").string());
+  c.Set("data-dir", "override-dir");
+  ASSERT_TRUE(Options::FromConfig(c, &o).ok());
+  EXPECT_EQ(o.data_dir, "override-dir");
+  ASSERT_TRUE(FromText("data-dir = rel\n", &o).ok());
+  EXPECT_EQ(o.data_dir, "rel");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(OptionsTest, EveryKeyAppearsInToString) {

@@ -12,8 +12,8 @@
 
 namespace dedupv1 {
 
-Volume::Volume(DedupSystem* system, uint32_t id, std::string name, uint64_t size)
-    : system_(system), id_(id), name_(std::move(name)), size_(size),
+Volume::Volume(DedupSystem* system, uint32_t id, std::string name, uint64_t size, const Id128& uid)
+    : system_(system), id_(id), name_(std::move(name)), size_(size), uid_(uid),
       block_size_(system->options().block_size), buffer_(block_size_, &system->budget_) {}
 
 Volume::Counters Volume::counters() const {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "core/identity.h"
 #include "core/status.h"
 #include "core/write_buffer.h"
 
@@ -27,11 +28,13 @@ class DedupSystem;
 
 class Volume {
  public:
-  Volume(DedupSystem* system, uint32_t id, std::string name, uint64_t size);
+  Volume(DedupSystem* system, uint32_t id, std::string name, uint64_t size, const Id128& uid);
 
   const std::string& name() const { return name_; }
   uint32_t id() const { return id_; }
   uint64_t size() const { return size_; }
+  // The volume's identity from the volume table (core/volume_table.h).
+  const Id128& uid() const { return uid_; }
 
   Status Read(uint64_t offset, uint64_t length, uint8_t* out);
   // |fua|: durable when this returns.
@@ -78,6 +81,7 @@ class Volume {
   const uint32_t id_;
   const std::string name_;
   const uint64_t size_;
+  const Id128 uid_;
   const uint32_t block_size_;
   WriteBuffer buffer_;
   std::atomic<uint64_t> bytes_written_{0}, bytes_read_{0}, bytes_unmapped_{0};

@@ -1,5 +1,6 @@
 #include "core/volume_table.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace dedupv1 {
@@ -17,8 +18,13 @@ Status ReadVolumeTable(Env* env, const std::string& path, std::vector<VolumeReco
     if (line.empty()) continue;
     std::istringstream fields(line);
     VolumeRecord r;
+    std::string uid, extra;
     if (!(fields >> r.id >> r.name >> r.size)) {
-      return Status::Corruption(path + ":" + std::to_string(line_no) + ": expected 'id name size'");
+      return Status::Corruption(path + ":" + std::to_string(line_no) + ": expected 'id name size uid'");
+    }
+    if (fields >> uid && (!ParseId128Hex(uid, &r.uid) || IsZero(r.uid) || fields >> extra)) {
+      return Status::Corruption(path + ":" + std::to_string(line_no) +
+                                ": expected 'id name size uid' with a uid of 32 hex digits");
     }
     records->push_back(r);
   }
@@ -27,8 +33,45 @@ Status ReadVolumeTable(Env* env, const std::string& path, std::vector<VolumeReco
 
 Status WriteVolumeTable(Env* env, const std::string& path, const std::vector<VolumeRecord>& records) {
   std::ostringstream out;
-  for (const auto& r : records) out << r.id << " " << r.name << " " << r.size << "\n";
+  for (const auto& r : records) {
+    out << r.id << " " << r.name << " " << r.size;
+    if (!IsZero(r.uid)) out << " " << Id128ToHex(r.uid);
+    out << "\n";
+  }
   return WriteFileAtomically(env, path, out.str());
+}
+
+Status ApplyConfiguredVolumes(const std::vector<VolumeOptions>& configured, std::vector<VolumeRecord>* records,
+                              bool* changed) {
+  *changed = false;
+  uint32_t next_id = 1;
+  for (const auto& r : *records) next_id = std::max(next_id, r.id + 1);
+  for (const auto& v : configured) {
+    auto it = std::find_if(records->begin(), records->end(),
+                           [&](const VolumeRecord& r) { return r.name == v.name; });
+    if (it == records->end()) {
+      records->push_back({next_id++, v.name, v.size, NewRandomId128()});
+      *changed = true;
+    } else if (v.size < it->size) {
+      return Status::InvalidArgument("volume " + v.name + " holds " + std::to_string(it->size) +
+                                     " bytes but the config says " + std::to_string(v.size) +
+                                     "; shrinking a volume would lose data");
+    } else if (v.size > it->size) {
+      it->size = v.size;  // growing is safe
+      *changed = true;
+    }
+  }
+  for (auto& r : *records) {
+    if (IsZero(r.uid)) {
+      r.uid = NewRandomId128();
+      *changed = true;
+    }
+  }
+  if (*changed) {
+    std::sort(records->begin(), records->end(),
+              [](const VolumeRecord& a, const VolumeRecord& b) { return a.name < b.name; });
+  }
+  return Status::OK();
 }
 
 }  // namespace dedupv1

@@ -1,6 +1,10 @@
-// The volume table of a data directory: DATA-DIR/volumes, one "id name size"
-// line per volume ever created. Ids key the block index and are never reused;
-// a volume no longer in the config keeps its line (and its data).
+// The volume table of a data directory: DATA-DIR/volumes, one
+// "id name size uid" line per volume ever created. Ids key the block index and
+// are never reused; a volume no longer in the config keeps its line (and its
+// data). The uid is the volume's random 128-bit identity (the SCSI serial and
+// device id of its LUN), made with its line and never changed; a line written
+// by an older build ("id name size") gets one when the engine next opens the
+// directory.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +12,8 @@
 #include <vector>
 
 #include "core/env.h"
+#include "core/identity.h"
+#include "core/options.h"
 #include "core/status.h"
 
 namespace dedupv1 {
@@ -16,6 +22,7 @@ struct VolumeRecord {
   uint32_t id = 0;
   std::string name;
   uint64_t size = 0;  // bytes
+  Id128 uid{};        // all zero: a line of an older build, none yet
 };
 
 // Reads the table at |path| in file order. A missing file is an empty table;
@@ -23,5 +30,16 @@ struct VolumeRecord {
 Status ReadVolumeTable(Env* env, const std::string& path, std::vector<VolumeRecord>* records);
 // Replaces the table at |path| atomically.
 Status WriteVolumeTable(Env* env, const std::string& path, const std::vector<VolumeRecord>& records);
+
+// Brings |records| in line with the |configured| volumes, as the engine does
+// at every open: each configured volume without a record gets one (the next
+// ids, in config order, and a new uid), a volume configured larger than
+// recorded grows, and a record without a uid gets one. Refuses a volume
+// configured smaller than recorded (InvalidArgument: shrinking would lose
+// data). |*changed| tells whether the table must be written back. dedupv1d
+// runs it on a copy to know the ids (its LUN numbers) before tgtd opens the
+// engine.
+Status ApplyConfiguredVolumes(const std::vector<VolumeOptions>& configured, std::vector<VolumeRecord>* records,
+                              bool* changed);
 
 }  // namespace dedupv1

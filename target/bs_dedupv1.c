@@ -897,6 +897,36 @@ static void dedupv1_exit(struct scsi_lu *lu)
 	d->data_dir = NULL;
 }
 
+/* The LU's SCSI identity from the volume's uid (the volume table's random
+ * 128-bit id), so it is unique per volume and instance and stays with the
+ * volume whatever its LUN number: VPD 0x80 serial = the uid's 32 hex digits;
+ * VPD 0x83 (tgt builds it from scsi_id and numeric_id) = T10 vendor id
+ * "DEDUPV1 " + the last 28 digits, NAA IEEE Registered Extended from those
+ * digits, NAA locally assigned from the uid's first 8 bytes. tgt's defaults
+ * (tid and LUN number) are the same for LUN 1 of every tgtd. An admin's later
+ * `tgtadm --op update --params scsi_sn=...,scsi_id=...` still wins. */
+static void set_scsi_identity(struct scsi_lu *lu, dedupv1_volume *vol)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t uid[16];
+	char digits[33];
+	int i;
+
+	dedupv1_volume_uid(vol, uid);
+	for (i = 0; i < 16; i++) {
+		digits[2 * i] = hex[uid[i] >> 4];
+		digits[2 * i + 1] = hex[uid[i] & 15];
+	}
+	digits[32] = '\0';
+	snprintf(lu->attrs.scsi_sn, sizeof(lu->attrs.scsi_sn), "%s", digits);
+	snprintf(lu->attrs.scsi_id, sizeof(lu->attrs.scsi_id), "DEDUPV1 %s", digits + 4);
+	lu->attrs.numeric_id = get_unaligned_be64(uid);
+	if (lu->attrs.lu_vpd[PCODE_OFFSET(0x80)])
+		lu->attrs.lu_vpd[PCODE_OFFSET(0x80)]->vpd_update(lu, lu->attrs.scsi_sn);
+	if (lu->attrs.lu_vpd[PCODE_OFFSET(0x83)])
+		lu->attrs.lu_vpd[PCODE_OFFSET(0x83)]->vpd_update(lu, lu->attrs.scsi_id);
+}
+
 /* |path| is the engine's config file; the volume comes from bsopts. */
 static int dedupv1_open_lu(struct scsi_lu *lu, char *path, int *fd, uint64_t *size)
 {
@@ -937,9 +967,11 @@ static int dedupv1_open_lu(struct scsi_lu *lu, char *path, int *fd, uint64_t *si
 		lu->attrs.lu_vpd[PCODE_OFFSET(0xb2)]->vpd_update(lu, NULL);
 	if (!lu->attrs.no_auto_lbppbe)
 		update_lbppbe(lu, DEDUPV1_PHYSICAL_BLOCK);
+	set_scsi_identity(lu, vol);
 
-	eprintf("dedupv1: lun %" PRIu64 " serves volume '%s' (%" PRIu64 " bytes) from '%s'\n",
-		lu->lun, d->volume, volume_size, path);
+	eprintf("dedupv1: lun %" PRIu64 " serves volume '%s' (id %" PRIu32 ", %" PRIu64
+		" bytes, serial %s) from '%s'\n", lu->lun, d->volume,
+		dedupv1_volume_id(vol), volume_size, lu->attrs.scsi_sn, path);
 	return 0;
 }
 

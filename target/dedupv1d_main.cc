@@ -7,12 +7,31 @@
 //
 // Invariants:
 //  - The config is validated (Options::FromConfig, which knows the target.*
-//    keys) before tgtd is touched: a refused config starts nothing.
-//  - `start` either leaves a fully configured tgtd (target, LUNs, ACLs, CHAP)
-//    and DATA-DIR/dedupv1d.state naming it, or no tgtd and no state file.
+//    keys) before tgtd is touched: a refused config starts nothing. A relative
+//    data-dir is relative to the config file (Config::PathValue), so every
+//    command finds the instance from any directory.
+//  - No initiator gets in before the target is complete: LUNs, the monitor
+//    check and the CHAP accounts (target and discovery) come first, the ACL
+//    that admits initiators last (tgt admits nobody to a target without ACL
+//    entries, and lists it to nobody). The state file says "configured = no"
+//    until every step is done; `status` of such an instance, or of one whose
+//    tgtd lacks a piece the state file records, reports it FAILED naming what
+//    is missing (exit 1), and `start` refuses to run beside it.
+//  - `start` either leaves a fully configured tgtd and DATA-DIR/dedupv1d.state
+//    naming it, or (when a step fails) no tgtd and no state file. Only a
+//    dedupv1d killed half way leaves a half-configured tgtd, which admits
+//    nobody (see above) until `stop` removes it.
+//  - LUN number = the volume's id in DATA-DIR/volumes (ids are never reused),
+//    so removing or reordering volume lines keeps every other volume's LUN.
+//  - The monitor port is checked before tgtd starts (naming who holds it) and
+//    the monitor's identity after the engine opened (GET /identity must be
+//    this data dir's instance): a start never ends with no monitor, or with
+//    the admin's dedupv1_mon talking to another instance.
 //  - tgtd is stopped the way it allows (offline, targets deleted, which closes
 //    the LUNs and so flushes and closes the engine, then the system deleted);
-//    SIGKILL only after a bounded wait, and said so.
+//    SIGKILL only after a bounded wait, and said so. `stop` fails when the
+//    engine did not close cleanly (no DATA-DIR/clean marker), with tgtd.log's
+//    lines.
 //  - Every wait is bounded; commands on one data dir are serialized by
 //    DATA-DIR/dedupv1d.lock.
 //
@@ -22,18 +41,38 @@
 // build as this dedupv1d (an installed module is used only when none is found
 // next to the binary).
 //
-// Exit codes: 0 success (status: running), 1 failure, 2 usage or config
-// refused, 3 not running (status).
+// Exit codes (all commands):
+//   0  success; status: running and complete
+//   1  failed: a step of start failed (what it started is torn down), start
+//      refused because something runs (an instance, a portal, control or
+//      monitor port taken, another dedupv1d command), stop did not stop
+//      cleanly or the engine did not close cleanly, status: the instance is
+//      half configured or tgtd does not answer
+//   2  refused before anything was done: usage, a config that does not
+//      validate, a data dir that cannot be used (cannot be created, unreadable
+//      state file or volume table)
+//   3  not running (status, stop)
+//
+// Test hook (for target/tests/dedupv1d-start-kill-test.sh, not for admins):
+// DEDUPV1D_TEST_KILL_AFTER_STEP=N makes `start` SIGKILL itself right after
+// its N-th configuration step (target, each LUN, monitor check, CHAP
+// accounts, each ACL entry, the final state), as an admin's kill -9 would.
+// DEDUPV1D_TEST_SKIP_MONITOR_PORT_CHECK=1 skips the monitor port check before
+// tgtd starts, as if the port were taken between that check and the engine's
+// bind, so the test reaches the identity check after it.
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -52,8 +91,13 @@
 
 #include "core/config.h"
 #include "core/env.h"
+#include "core/identity.h"
 #include "core/options.h"
 #include "core/status.h"
+#include "core/volume_table.h"
+#include "target/monitor/monitor_client.h"
+#include "target/monitor/monitor_identity.h"
+#include "target/port_owner.h"
 
 #ifndef DEDUPV1_TGT_BACKING_STORE_DIR
 #define DEDUPV1_TGT_BACKING_STORE_DIR "/usr/lib/tgt/backing-store"
@@ -73,6 +117,8 @@ constexpr int kExitNotRunning = 3;
 constexpr char kStateFile[] = "dedupv1d.state";
 constexpr char kLockFile[] = "dedupv1d.lock";
 constexpr char kLogFile[] = "tgtd.log";
+constexpr char kEngineLockFile[] = "LOCK";  // the engine's (core/dedup_system.cc)
+constexpr char kCleanFile[] = "clean";      // written by the engine's clean close
 constexpr int kTid = 1;
 constexpr int kTgtdStartSeconds = 30;  // until tgtadm answers
 constexpr int kTgtdExitSeconds = 30;   // after "delete system", before SIGKILL
@@ -85,10 +131,11 @@ const char kUsage[] =
     "  --data-dir DIR       overrides the config's data-dir (state file, tgtd.log and data live there)\n"
     "  --portal ADDR:PORT   overrides target.portal (e.g. 127.0.0.1:3260, [::1]:3260)\n"
     "  --control-port N     overrides target.control-port (tgtd -C N)\n"
-    "  --volume NAME        start: serve only this volume (repeatable; default: all, LUN = position in config)\n"
+    "  --volume NAME        start: serve only this volume (repeatable; default: all; LUN = the volume's id)\n"
     "  --module PATH        start: bs_dedupv1.so to LD_PRELOAD into tgtd\n"
     "  --timeout SECONDS    bound of each tgtadm call (default 300; creating/deleting LUNs opens/closes the engine)\n"
-    "exit codes: 0 ok / running, 1 failed, 2 usage or config refused, 3 not running\n";
+    "exit codes: 0 ok / running, 1 failed (or half configured), 2 usage, config or data dir refused,\n"
+    "            3 not running\n";
 
 struct Args {
   std::string command;
@@ -375,6 +422,79 @@ int TryPortal(const Portal& p, bool connect_instead) {
 }
 
 // ---------------------------------------------------------------------------
+// The monitor (the engine's HTTP server inside tgtd, target/monitor).
+
+std::string HostPort(const std::string& host, uint16_t port) {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+// |host| (a numeric address or a name, as monitor.host allows) resolved to
+// the first address of it; false when it does not resolve.
+bool ResolveMonitor(const std::string& host, uint16_t port, Portal* p) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) return false;
+  char buf[INET6_ADDRSTRLEN] = "";
+  p->v6 = res->ai_family == AF_INET6;
+  const void* addr = p->v6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(res->ai_addr)->sin6_addr)
+                           : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr);
+  ::inet_ntop(res->ai_family, addr, buf, sizeof(buf));
+  ::freeaddrinfo(res);
+  p->host = buf;
+  p->port = port;
+  return true;
+}
+
+// A client of the monitor on |host|:|port| (wildcards reached through loopback).
+std::unique_ptr<MonitorClient> MonitorClientFor(const std::string& host, uint16_t port, int timeout_s) {
+  std::string h = host;
+  if (h == "0.0.0.0") h = "127.0.0.1";
+  if (h == "::") h = "::1";
+  return std::make_unique<MonitorClient>(h, port, "", timeout_s * 1000L);
+}
+
+// Who holds the monitor's port: a dedupv1 monitor says which instance it is;
+// otherwise the process, as far as /proc tells.
+std::string DescribeMonitorPortHolder(const std::string& host, uint16_t port) {
+  auto client = MonitorClientFor(host, port, 5);
+  MonitorIdentity other;
+  if (FetchMonitorIdentity(client.get(), &other).ok()) return "the monitor of " + other.Describe();
+  const std::string owner = TcpPortOwner(port);
+  return owner.empty() ? "another program" : owner;
+}
+
+// "" when the monitor is free to bind |host|:|port|, else why not.
+std::string MonitorPortProblem(const Options& o) {
+  if (!o.monitor_enabled) return "";
+  Portal p;
+  const std::string where = HostPort(o.monitor_host, o.monitor_port);
+  if (!ResolveMonitor(o.monitor_host, o.monitor_port, &p)) return "monitor.host " + o.monitor_host + " does not resolve";
+  const int err = TryPortal(p, false);
+  if (err == 0) return "";
+  if (err != EADDRINUSE) return "monitor " + where + " cannot be bound: " + std::strerror(err);
+  return "monitor port " + where + " is in use by " + DescribeMonitorPortHolder(o.monitor_host, o.monitor_port) +
+         "; choose another monitor.port (or monitor.enabled = false)";
+}
+
+// "" when the monitor answering on |host|:|port| is the one of |data_dir|
+// (the engine just opened it in our tgtd), else why not.
+std::string MonitorIdentityProblem(const std::string& host, uint16_t port, const std::string& data_dir) {
+  const std::string where = HostPort(host, port);
+  ExpectedInstance expected;
+  Status s = ExpectInstanceOf(data_dir, &expected);
+  if (!s.ok()) return "cannot tell this data dir's instance: " + s.ToString();
+  auto client = MonitorClientFor(host, port, 10);
+  MonitorIdentity got;
+  s = FetchMonitorIdentity(client.get(), &got);
+  if (s.IsIOError()) return "the monitor did not start on " + where + " (" + s.message() + ")";
+  if (s.ok()) s = CheckMonitorIdentity(got, expected, client->base_url());
+  if (!s.ok()) return s.message() + " (port " + where + " taken by another program after the check)";
+  return "";
+}
+
+// ---------------------------------------------------------------------------
 // The state file: which tgtd serves this data dir ("key = value", read back
 // with the config parser).
 
@@ -384,6 +504,8 @@ struct Lun {
   uint64_t size = 0;
 };
 
+// What start set up, so status can check that tgtd still has all of it and
+// say what is missing.
 struct State {
   pid_t pid = 0;
   uint64_t start_time = 0;
@@ -394,6 +516,12 @@ struct State {
   std::string data_dir;
   std::string module;
   std::vector<Lun> luns;
+  bool configured = false;            // every step of start done
+  std::vector<std::string> acl;       // initiator addresses, then names (tgt shows both as the ACL)
+  std::string chap_user;              // "" without CHAP
+  bool discovery_chap = false;        // chap_user also bound to discovery
+  std::string monitor_host;           // "" when monitor.enabled = false
+  uint16_t monitor_port = 0;
 
   std::string ToText() const {
     std::ostringstream o;
@@ -405,7 +533,13 @@ struct State {
       << "iqn = " << iqn << "\n"
       << "config = " << config << "\n"
       << "data-dir = " << data_dir << "\n"
-      << "module = " << module << "\n";
+      << "module = " << module << "\n"
+      << "configured = " << (configured ? "yes" : "no") << "\n"
+      << "chap-user = " << chap_user << "\n"
+      << "discovery-chap = " << (discovery_chap ? "yes" : "no") << "\n"
+      << "monitor-host = " << monitor_host << "\n"
+      << "monitor-port = " << monitor_port << "\n";
+    for (const auto& a : acl) o << "acl = " << a << "\n";
     for (const auto& l : luns) o << "lun = " << l.lun << " " << l.volume << " " << l.size << "\n";
     return o.str();
   }
@@ -414,6 +548,9 @@ struct State {
     Config c;
     DEDUPV1_RETURN_IF_ERROR(Config::Parse(text, path, &c));
     State s;
+    // A state file of an older dedupv1d has no "configured" line: it was
+    // written after a start had finished.
+    s.configured = true;
     for (const auto& e : c.entries()) {
       uint64_t x = 0;
       if (e.key == "pid") {
@@ -434,6 +571,19 @@ struct State {
         s.data_dir = e.value;
       } else if (e.key == "module") {
         s.module = e.value;
+      } else if (e.key == "configured") {
+        s.configured = e.value == "yes";
+      } else if (e.key == "chap-user") {
+        s.chap_user = e.value;
+      } else if (e.key == "discovery-chap") {
+        s.discovery_chap = e.value == "yes";
+      } else if (e.key == "monitor-host") {
+        s.monitor_host = e.value;
+      } else if (e.key == "monitor-port") {
+        DEDUPV1_RETURN_IF_ERROR(ParseUint(e.value, &x));
+        s.monitor_port = static_cast<uint16_t>(x);
+      } else if (e.key == "acl") {
+        s.acl.push_back(e.value);
       } else if (e.key == "lun") {
         std::istringstream f(e.value);
         Lun l;
@@ -606,9 +756,51 @@ Status LoadSetup(const Args& args, Setup* setup) {
   for (size_t i = 0; i < vols.size(); i++) {
     bool wanted = args.volumes.empty();
     for (const auto& name : args.volumes) wanted |= name == vols[i].name;
-    if (wanted) setup->luns.push_back({static_cast<int>(i + 1), vols[i].name, vols[i].size});
+    if (wanted) setup->luns.push_back({0, vols[i].name, vols[i].size});  // LUN: PlanLuns
   }
   return Status::OK();
+}
+
+std::string VolumeTablePath(const std::string& data_dir) { return JoinPath(data_dir, "volumes"); }
+
+// The LUN of each volume to serve: its id in DATA-DIR/volumes, or for a
+// volume the table does not know yet, the id the engine will give it when it
+// opens (ApplyConfiguredVolumes, the engine's own rule, run on a copy of the
+// table; nothing is written here). Ids are never reused, so a volume keeps its
+// LUN when other volume lines are removed or reordered. Start checks after
+// the engine opened that it gave these ids (VerifyLuns).
+Status PlanLuns(Setup* setup) {
+  std::vector<VolumeRecord> records;
+  DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(Env::Default(), VolumeTablePath(setup->data_dir), &records));
+  bool changed = false;
+  DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(setup->options.volumes, &records, &changed));
+  for (auto& l : setup->luns) {
+    for (const auto& r : records) {
+      if (r.name == l.volume) l.lun = static_cast<int>(r.id);
+    }
+  }
+  std::sort(setup->luns.begin(), setup->luns.end(), [](const Lun& a, const Lun& b) { return a.lun < b.lun; });
+  return Status::OK();
+}
+
+// "" when the engine gave every served volume the id PlanLuns made its LUN
+// number; else what differs.
+std::string VerifyLuns(const std::vector<Lun>& luns, const std::string& data_dir) {
+  std::vector<VolumeRecord> records;
+  Status s = ReadVolumeTable(Env::Default(), VolumeTablePath(data_dir), &records);
+  if (!s.ok()) return "cannot read the volume table the engine wrote: " + s.ToString();
+  for (const auto& l : luns) {
+    const VolumeRecord* found = nullptr;
+    for (const auto& r : records) {
+      if (r.name == l.volume) found = &r;
+    }
+    if (found == nullptr || found->id != static_cast<uint32_t>(l.lun)) {
+      return "volume " + l.volume + " is LUN " + std::to_string(l.lun) + " but has " +
+             (found ? "id " + std::to_string(found->id) : std::string("no line")) + " in " +
+             VolumeTablePath(data_dir) + " (was the table changed while starting?)";
+    }
+  }
+  return "";
 }
 
 // The data dir named by the config (for stop/status of an instance whose
@@ -620,7 +812,7 @@ std::string RawDataDir(const Args& args) {
   if (!Config::Load(args.config, &config).ok()) return "";
   std::string dir = Options().data_dir;
   for (const auto& e : config.entries()) {
-    if (e.key == "data-dir") dir = e.value;
+    if (e.key == "data-dir") dir = config.PathValue(e);  // as Options::FromConfig reads it
   }
   return fs::absolute(dir, ec).lexically_normal().string();
 }
@@ -728,8 +920,18 @@ Status SpawnTgtd(const std::string& tgtd, int control_port, const std::string& p
   return Status::OK();
 }
 
+// Whether a process (tgtd's engine) holds DATA-DIR/LOCK (Env::LockFile's flock).
+bool EngineOpen(const std::string& data_dir) {
+  int fd = ::open(JoinPath(data_dir, kEngineLockFile).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases ours, if we got it
+  return held;
+}
+
 // Stops the tgtd of |st| the way it allows; SIGKILL after a bounded wait.
-// Returns false if anything did not go as it should (said on stderr).
+// Returns false if anything did not go as it should (said on stderr),
+// including an engine that did not close cleanly.
 bool StopTgtd(const State& st, const Tgtadm& adm, bool quiet = false) {
   bool clean = true;
   auto step = [&](const std::string& what, const RunResult& r) {
@@ -744,6 +946,11 @@ bool StopTgtd(const State& st, const Tgtadm& adm, bool quiet = false) {
     RemoveStaleSocket(st.control_port);
     return true;
   }
+  // The engine writes DATA-DIR/clean only when it closed cleanly; it is open
+  // when tgtd holds the data dir's LOCK.
+  const bool engine_open = EngineOpen(st.data_dir);
+  const std::string log = JoinPath(st.data_dir, kLogFile);
+  const uint64_t log_start = FileSize(log);
   // Offline first: no new logins while the targets go away.
   step("setting tgtd offline", adm({"--op", "update", "--mode", "sys", "--name", "State", "-v", "offline"}));
   bool luns_closed = true;
@@ -778,52 +985,139 @@ bool StopTgtd(const State& st, const Tgtadm& adm, bool quiet = false) {
     clean = false;
   }
   RemoveStaleSocket(st.control_port);
-  if (!quiet && clean) Say("dedupv1d: tgtd pid " + std::to_string(st.pid) + " stopped");
+  if (engine_open && !Env::Default()->FileExists(JoinPath(st.data_dir, kCleanFile))) {
+    Complain("the engine did not close cleanly (no " + JoinPath(st.data_dir, kCleanFile) +
+             "): what was not synced before may be lost or is replayed from the log at the next start; tgtd said:");
+    std::string why = LogSince(log, log_start);
+    std::fprintf(stderr, "%s", why.empty() ? "  (nothing in tgtd.log)\n" : why.c_str());
+    clean = false;
+  }
+  if (!quiet && clean) {
+    Say("dedupv1d: tgtd pid " + std::to_string(st.pid) + " stopped" +
+        (engine_open ? "; the engine closed cleanly" : ""));
+  }
   return clean;
 }
 
 // ---------------------------------------------------------------------------
 // Commands.
 
-void PrintStatus(const State& st, const std::vector<ShownTarget>& targets) {
-  Say("dedupv1d: running (tgtd pid " + std::to_string(st.pid) + ", control port " +
-      std::to_string(st.control_port) + ")");
-  Say("portal:   " + st.portal);
-  Say("config:   " + st.config);
-  Say("data dir: " + st.data_dir);
+// The global (discovery) accounts in `tgtadm --op show --mode sys`: the
+// indented lines after "Account information:".
+std::vector<std::string> ParseDiscoveryAccounts(const std::string& sys) {
+  std::vector<std::string> accounts;
+  std::istringstream lines(sys);
+  bool in = false;
+  for (std::string line; std::getline(lines, line);) {
+    const std::string t = Trim(line);
+    if (t == "Account information:") {
+      in = true;
+    } else if (in && !t.empty()) {
+      if (line.empty() || (line[0] != ' ' && line[0] != '\t')) break;  // the next section
+      accounts.push_back(t);
+    }
+  }
+  return accounts;
+}
+
+// What tgtd (|targets|, |sys|: tgtadm's show of targets and system) and the
+// monitor lack of what start set up (|st|): empty when the instance is
+// complete. Each item names the missing piece.
+std::vector<std::string> MissingPieces(const State& st, const std::vector<ShownTarget>& targets,
+                                       const std::string& sys) {
+  std::vector<std::string> missing;
+  if (!st.configured) {
+    missing.push_back("the start did not finish (dedupv1d was interrupted before it confirmed every step)");
+  }
   const ShownTarget* target = nullptr;
   for (const auto& t : targets) {
     if (t.iqn == st.iqn) target = &t;
   }
   if (target == nullptr) {
-    Say("target:   " + st.iqn + " (MISSING in tgtd)");
-    return;
+    missing.push_back("target " + st.iqn + " does not exist in tgtd");
+    return missing;
   }
-  Say("target:   " + target->iqn + " (tid " + std::to_string(target->tid) + ", " + target->state + ", " +
-      std::to_string(target->connections) + " initiator connection(s))");
-  std::string acl;
-  for (const auto& a : target->acl) acl += (acl.empty() ? "" : ", ") + a;
-  Say("ACL:      " + (acl.empty() ? std::string("none (no initiator admitted)") : acl));
-  if (!target->accounts.empty()) {
-    std::string acc;
-    for (const auto& a : target->accounts) acc += (acc.empty() ? "" : ", ") + a;
-    Say("CHAP:     " + acc);
-  }
+  if (target->state != "ready") missing.push_back("target " + st.iqn + " is " + target->state + ", not ready");
   for (const auto& l : st.luns) {
     const ShownLun* shown = nullptr;
-    for (const auto& s : target->luns) {
-      if (s.lun == l.lun) shown = &s;
+    for (const auto& x : target->luns) {
+      if (x.lun == l.lun) shown = &x;
     }
-    std::string line = "LUN " + std::to_string(l.lun) + ":    volume " + l.volume + ", " + HumanBytes(l.size) +
-                       " (" + std::to_string(l.size) + " bytes)";
-    if (shown == nullptr) {
-      line += ", MISSING in tgtd";
-    } else {
-      line += ", " + shown->bstype + ", block size " + shown->block_size +
-              (shown->online == "Yes" ? ", online" : ", offline");
-    }
-    Say(line);
+    if (shown == nullptr) missing.push_back("LUN " + std::to_string(l.lun) + " (volume " + l.volume + ")");
+    else if (shown->online != "Yes") missing.push_back("LUN " + std::to_string(l.lun) + " is offline");
   }
+  auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  if (!st.chap_user.empty() && !has(target->accounts, st.chap_user)) {
+    missing.push_back("CHAP account " + st.chap_user + " is not bound to the target (initiators would log in "
+                      "without credentials once admitted)");
+  }
+  if (st.discovery_chap && !has(ParseDiscoveryAccounts(sys), st.chap_user)) {
+    missing.push_back("CHAP account " + st.chap_user + " is not bound to discovery");
+  }
+  for (const auto& a : st.acl) {
+    if (!has(target->acl, a)) missing.push_back("ACL entry " + a + " (those initiators are not admitted)");
+  }
+  if (!st.monitor_host.empty()) {
+    std::string why = MonitorIdentityProblem(st.monitor_host, st.monitor_port, st.data_dir);
+    if (!why.empty()) missing.push_back(why);
+  }
+  return missing;
+}
+
+void PrintStatus(const State& st, const std::vector<ShownTarget>& targets, const std::vector<std::string>& missing) {
+  if (missing.empty()) {
+    Say("dedupv1d: running (tgtd pid " + std::to_string(st.pid) + ", control port " +
+        std::to_string(st.control_port) + ")");
+  } else {
+    Say("dedupv1d: FAILED: tgtd pid " + std::to_string(st.pid) + " (control port " +
+        std::to_string(st.control_port) + ") runs half configured; `dedupv1d stop`, then start again");
+  }
+  Say("portal:   " + st.portal);
+  Say("config:   " + st.config);
+  Say("data dir: " + st.data_dir);
+  if (!st.monitor_host.empty()) Say("monitor:  http://" + HostPort(st.monitor_host, st.monitor_port) + "/");
+  const ShownTarget* target = nullptr;
+  for (const auto& t : targets) {
+    if (t.iqn == st.iqn) target = &t;
+  }
+  if (target != nullptr) {
+    Say("target:   " + target->iqn + " (tid " + std::to_string(target->tid) + ", " + target->state + ", " +
+        std::to_string(target->connections) + " initiator connection(s))");
+    std::string acl;
+    for (const auto& a : target->acl) acl += (acl.empty() ? "" : ", ") + a;
+    Say("ACL:      " + (acl.empty() ? std::string("none (no initiator admitted)") : acl));
+    if (!target->accounts.empty()) {
+      std::string acc;
+      for (const auto& a : target->accounts) acc += (acc.empty() ? "" : ", ") + a;
+      Say("CHAP:     " + acc + (st.discovery_chap ? " (discovery too)" : ""));
+    }
+    for (const auto& l : st.luns) {
+      const ShownLun* shown = nullptr;
+      for (const auto& x : target->luns) {
+        if (x.lun == l.lun) shown = &x;
+      }
+      std::string line = "LUN " + std::to_string(l.lun) + ":    volume " + l.volume + ", " + HumanBytes(l.size) +
+                         " (" + std::to_string(l.size) + " bytes)";
+      if (shown == nullptr) {
+        line += ", MISSING in tgtd";
+      } else {
+        line += ", " + shown->bstype + ", block size " + shown->block_size +
+                (shown->online == "Yes" ? ", online" : ", offline");
+      }
+      Say(line);
+    }
+  }
+  for (const auto& m : missing) Say("missing:  " + m);
+}
+
+// The test hook (header comment): the number of the step after which start
+// kills itself, 0 for none.
+int KillAfterStep() {
+  const char* v = std::getenv("DEDUPV1D_TEST_KILL_AFTER_STEP");
+  uint64_t n = 0;
+  return v != nullptr && ParseUint(v, &n).ok() && n <= 1000 ? static_cast<int>(n) : 0;
 }
 
 int Start(const Args& args) {
@@ -847,8 +1141,8 @@ int Start(const Args& args) {
   }
   s = Env::Default()->CreateDirs(setup.data_dir);
   if (!s.ok()) {
-    Complain("cannot create data dir: " + s.ToString());
-    return kExitFailed;
+    Complain("data dir refused, nothing started: cannot create " + setup.data_dir + ": " + s.ToString());
+    return kExitUsage;
   }
   std::unique_ptr<FileLock> lock;
   if (!Env::Default()->LockFile(JoinPath(setup.data_dir, kLockFile), &lock).ok()) {
@@ -860,8 +1154,14 @@ int Start(const Args& args) {
   s = LoadState(setup.data_dir, &old);
   if (s.ok()) {
     if (TgtdAlive(old.pid, old.start_time)) {
-      Complain("already running: tgtd pid " + std::to_string(old.pid) + " serves " + old.iqn + " on " + old.portal +
-               " (dedupv1d stop first)");
+      if (!old.configured) {
+        Complain("a half-configured instance runs: tgtd pid " + std::to_string(old.pid) +
+                 " (its start was interrupted; it admits no initiator; `dedupv1d status` says what is missing); "
+                 "dedupv1d stop first");
+      } else {
+        Complain("already running: tgtd pid " + std::to_string(old.pid) + " serves " + old.iqn + " on " +
+                 old.portal + " (dedupv1d stop first)");
+      }
       return kExitFailed;
     }
     Say("dedupv1d: tgtd pid " + std::to_string(old.pid) + " of the last start is gone (killed or crashed); "
@@ -869,8 +1169,14 @@ int Start(const Args& args) {
     RemoveStaleSocket(old.control_port);
     RemoveState(setup.data_dir);
   } else if (!s.IsNotFound()) {
-    Complain("unreadable state file, remove it if no tgtd serves " + setup.data_dir + ": " + s.ToString());
-    return kExitFailed;
+    Complain("data dir refused, nothing started: unreadable state file, remove it if no tgtd serves " +
+             setup.data_dir + ": " + s.ToString());
+    return kExitUsage;
+  }
+  s = PlanLuns(&setup);
+  if (!s.ok()) {
+    Complain("data dir refused, nothing started: " + s.ToString());
+    return kExitUsage;
   }
 
   const int ctl = static_cast<int>(o.target_control_port);
@@ -882,8 +1188,18 @@ int Start(const Args& args) {
   RemoveStaleSocket(ctl);
   const Portal portal = ParsePortal(o.target_portal);
   if (int err = TryPortal(portal, false); err != 0) {
+    const std::string owner = err == EADDRINUSE ? TcpPortOwner(portal.port) : "";
     Complain("portal " + portal.ToString() + " is not available: " + std::strerror(err) +
+             (owner.empty() ? "" : " (held by " + owner + ")") +
              (err == EADDRINUSE ? " (another iSCSI target listens there? choose another target.portal / --portal)" : ""));
+    return kExitFailed;
+  }
+  // Before tgtd starts, so a taken port leaves nothing running. The engine
+  // binds it only later (first LUN); the identity check after that catches a
+  // port taken in between.
+  if (std::string why = std::getenv("DEDUPV1D_TEST_SKIP_MONITOR_PORT_CHECK") ? "" : MonitorPortProblem(o);
+      !why.empty()) {
+    Complain(why + "; nothing started");
     return kExitFailed;
   }
 
@@ -897,6 +1213,15 @@ int Start(const Args& args) {
   st.data_dir = setup.data_dir;
   st.module = preload.empty() ? module_desc : preload;
   st.luns = setup.luns;
+  st.acl = o.target_initiator_addresses;
+  if (st.acl.empty() && o.target_initiator_names.empty()) st.acl.push_back("ALL");
+  st.acl.insert(st.acl.end(), o.target_initiator_names.begin(), o.target_initiator_names.end());
+  st.chap_user = o.target_chap_user;
+  st.discovery_chap = !o.target_chap_user.empty() && o.target_discovery_auth;
+  if (o.monitor_enabled) {
+    st.monitor_host = o.monitor_host;
+    st.monitor_port = o.monitor_port;
+  }
   s = SpawnTgtd(tgtd, ctl, st.portal, preload, log, &st.pid);
   if (!s.ok()) {
     Complain("cannot start tgtd: " + s.ToString());
@@ -911,16 +1236,27 @@ int Start(const Args& args) {
     }
     return !info || info->state == 'Z';
   }, 5);
-  // Written before configuring, so a dedupv1d killed half way leaves a tgtd
-  // that stop can find.
+  // Written before configuring (configured = no), so a dedupv1d killed half
+  // way leaves a tgtd that status reports and stop finds.
   s = SaveState(st);
 
   const Tgtadm adm(tgtadm, ctl, args.timeout_s);
+  const int kill_after = KillAfterStep();
+  int steps = 0;
   std::string failed;  // the step that failed, with why
+  auto step_done = [&](const std::string& what) {
+    steps++;
+    if (steps == kill_after) {
+      Complain("test hook: killing dedupv1d after step " + std::to_string(steps) + " (" + what + ")");
+      std::fflush(stdout);
+      ::raise(SIGKILL);
+    }
+  };
   auto run_step = [&](const std::string& what, const std::vector<std::string>& a) {
     if (!failed.empty()) return false;
     RunResult r = adm(a);
     if (!r.ok()) failed = what + ": " + Describe(r, args.timeout_s);
+    if (r.ok()) step_done(what);
     return r.ok();
   };
   if (!s.ok()) failed = "writing the state file: " + s.ToString();
@@ -958,32 +1294,54 @@ int Start(const Args& args) {
       failed = "tgtd does not listen on " + st.portal + " (it shows: " + Trim(portals.output) + ")";
     }
   }
+  // The order matters: a target without ACL entries admits nobody (tgt's
+  // ip_acl/iqn_acl) and is listed to nobody, so everything that protects it
+  // (CHAP for logins and for discovery) is in place before the ACL that
+  // admits initiators.
+  const std::string tid = std::to_string(kTid);
   run_step("creating target " + o.target_iqn,
-           {"--lld", "iscsi", "--op", "new", "--mode", "target", "--tid", std::to_string(kTid), "-T", o.target_iqn});
+           {"--lld", "iscsi", "--op", "new", "--mode", "target", "--tid", tid, "-T", o.target_iqn});
   for (const auto& l : st.luns) {
     // ';' separates bsopts items: tgtd splits its parameter string at ','.
     run_step("creating LUN " + std::to_string(l.lun) + " (volume " + l.volume + ")",
-             {"--lld", "iscsi", "--op", "new", "--mode", "logicalunit", "--tid", std::to_string(kTid), "--lun",
+             {"--lld", "iscsi", "--op", "new", "--mode", "logicalunit", "--tid", tid, "--lun",
               std::to_string(l.lun), "--bstype", "dedupv1", "--backing-store", setup.config_path, "--bsopts",
               "volume=" + l.volume + ";datadir=" + setup.data_dir});
   }
-  std::vector<std::string> addresses = o.target_initiator_addresses;
-  if (addresses.empty() && o.target_initiator_names.empty()) addresses.push_back("ALL");
-  for (const auto& a : addresses) {
-    run_step("admitting initiator address " + a,
-             {"--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", std::to_string(kTid), "-I", a});
+  if (failed.empty()) {
+    failed = VerifyLuns(st.luns, setup.data_dir);
   }
-  for (const auto& n : o.target_initiator_names) {
-    run_step("admitting initiator name " + n,
-             {"--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", std::to_string(kTid), "-Q", n});
+  if (failed.empty() && o.monitor_enabled) {
+    failed = MonitorIdentityProblem(o.monitor_host, o.monitor_port, setup.data_dir);
+    if (failed.empty()) step_done("checking the monitor");
   }
   if (!o.target_chap_user.empty()) {
     run_step("creating CHAP account " + o.target_chap_user,
              {"--lld", "iscsi", "--op", "new", "--mode", "account", "--user", o.target_chap_user, "--password",
               o.target_chap_password});
     run_step("binding CHAP account " + o.target_chap_user + " to the target",
-             {"--lld", "iscsi", "--op", "bind", "--mode", "account", "--tid", std::to_string(kTid), "--user",
-              o.target_chap_user});
+             {"--lld", "iscsi", "--op", "bind", "--mode", "account", "--tid", tid, "--user", o.target_chap_user});
+    if (st.discovery_chap) {
+      // No --tid: tgt's global target, which discovery sessions log in to.
+      run_step("binding CHAP account " + o.target_chap_user + " to discovery",
+               {"--lld", "iscsi", "--op", "bind", "--mode", "account", "--user", o.target_chap_user});
+    }
+  }
+  for (const auto& a : o.target_initiator_addresses.empty() && o.target_initiator_names.empty()
+                           ? std::vector<std::string>{"ALL"}
+                           : o.target_initiator_addresses) {
+    run_step("admitting initiator address " + a,
+             {"--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", tid, "-I", a});
+  }
+  for (const auto& n : o.target_initiator_names) {
+    run_step("admitting initiator name " + n,
+             {"--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", tid, "-Q", n});
+  }
+  if (failed.empty()) {
+    st.configured = true;
+    s = SaveState(st);
+    if (!s.ok()) failed = "writing the state file: " + s.ToString();
+    else step_done("marking the start complete");
   }
 
   if (!failed.empty()) {
@@ -999,82 +1357,111 @@ int Start(const Args& args) {
   }
   Say("dedupv1d: started tgtd pid " + std::to_string(st.pid) + " with module " + module_desc + ", log " + log);
   RunResult shown = adm({"--lld", "iscsi", "--op", "show", "--mode", "target"});
-  PrintStatus(st, ParseTargets(shown.output));
+  PrintStatus(st, ParseTargets(shown.output), {});
   return kExitOk;
 }
 
-// The state of the instance serving the data dir of |args|; NotFound when
-// none runs (a stale state file is removed).
-Status FindInstance(const Args& args, std::string* data_dir, State* st) {
+// Where to find an instance: the data dir (and control port) of |args|.
+struct Where {
+  std::string data_dir;
+  int control_port = -1;  // from the config, -1 if it does not validate
+};
+
+// The state of the instance serving the data dir of |args|. NotFound when
+// none runs (a stale state file is removed and its message says so);
+// InvalidArgument when the data dir cannot be told; others for an
+// unreadable state file.
+Status FindInstance(const Args& args, Where* where, State* st) {
   Setup setup;
   Status s = LoadSetup(args, &setup);
   if (s.ok()) {
-    *data_dir = setup.data_dir;
+    where->data_dir = setup.data_dir;
+    where->control_port = static_cast<int>(setup.options.target_control_port);
   } else {
     // Still find (and stop) an instance whose config was edited since.
-    *data_dir = RawDataDir(args);
+    where->data_dir = RawDataDir(args);
     Complain("warning: " + s.message());
-    if (data_dir->empty()) return Status::InvalidArgument("cannot tell the data dir from " + args.config);
+    if (where->data_dir.empty()) return Status::InvalidArgument("cannot tell the data dir from " + args.config);
   }
-  s = LoadState(*data_dir, st);
+  s = LoadState(where->data_dir, st);
   if (!s.ok()) return s;
   if (!TgtdAlive(st->pid, st->start_time)) {
-    Say("dedupv1d: tgtd pid " + std::to_string(st->pid) + " of " + *data_dir + " is gone (killed or crashed)");
-    return Status::NotFound("stale state");
+    RemoveStaleSocket(st->control_port);
+    RemoveState(where->data_dir);
+    return Status::NotFound("tgtd pid " + std::to_string(st->pid) + " of the last start is gone (killed or "
+                            "crashed); its state file is removed");
   }
   return Status::OK();
 }
 
+// Says that no instance serves the data dir, and why that might surprise:
+// a tgtd on the configured control port serves another data dir.
+int NotRunning(const Args& args, const Where& where, const Status& why, const char* verb) {
+  std::string msg = "dedupv1d: not running: no instance serves data dir " + where.data_dir + " (" +
+                    why.message() + ")";
+  if (verb != nullptr) msg += "; nothing " + std::string(verb);
+  Say(msg);
+  if (where.control_port >= 0 && ControlPortInUse(where.control_port)) {
+    Say("dedupv1d: note: a tgtd holds control port " + std::to_string(where.control_port) + " (" +
+        SocketPath(where.control_port) + "): an instance of another data dir? dedupv1d finds an instance by the "
+        "data dir of --config " + args.config + " (a relative data-dir is relative to the config file)");
+  }
+  return kExitNotRunning;
+}
+
 int Stop(const Args& args) {
-  std::string data_dir;
+  Where where;
   State st;
-  Status s = FindInstance(args, &data_dir, &st);
-  if (s.IsNotFound()) {
-    if (!data_dir.empty() && s.message() == "stale state") {
-      RemoveStaleSocket(st.control_port);
-      RemoveState(data_dir);
-    }
-    Say("dedupv1d: not running (data dir " + data_dir + ")");
-    return kExitOk;
+  Status s = FindInstance(args, &where, &st);
+  if (s.IsNotFound()) return NotRunning(args, where, s, "stopped");
+  if (s.IsInvalidArgument()) {
+    Complain(s.message());
+    return kExitUsage;
   }
   if (!s.ok()) {
-    Complain(s.ToString());
-    return kExitFailed;
+    Complain("data dir refused: unreadable state file, remove it if no tgtd serves " + where.data_dir + ": " +
+             s.ToString());
+    return kExitUsage;
   }
   std::unique_ptr<FileLock> lock;
-  if (!Env::Default()->LockFile(JoinPath(data_dir, kLockFile), &lock).ok()) {
-    Complain("another dedupv1d command is working on " + data_dir + "; try again");
+  if (!Env::Default()->LockFile(JoinPath(where.data_dir, kLockFile), &lock).ok()) {
+    Complain("another dedupv1d command is working on " + where.data_dir + "; try again");
     return kExitFailed;
   }
   const std::string tgtadm = FindProgram("tgtadm");
   const Tgtadm adm(tgtadm.empty() ? "tgtadm" : tgtadm, st.control_port, args.timeout_s);
   bool clean = StopTgtd(st, adm);
-  RemoveState(data_dir);
+  RemoveState(where.data_dir);
   return clean ? kExitOk : kExitFailed;
 }
 
 int StatusCommand(const Args& args) {
-  std::string data_dir;
+  Where where;
   State st;
-  Status s = FindInstance(args, &data_dir, &st);
-  if (s.IsNotFound()) {
-    Say("dedupv1d: not running (data dir " + data_dir + ")");
-    return kExitNotRunning;
+  Status s = FindInstance(args, &where, &st);
+  if (s.IsNotFound()) return NotRunning(args, where, s, nullptr);
+  if (s.IsInvalidArgument()) {
+    Complain(s.message());
+    return kExitUsage;
   }
   if (!s.ok()) {
-    Complain(s.ToString());
-    return kExitFailed;
+    Complain("data dir refused: unreadable state file, remove it if no tgtd serves " + where.data_dir + ": " +
+             s.ToString());
+    return kExitUsage;
   }
   const std::string tgtadm = FindProgram("tgtadm");
   const Tgtadm adm(tgtadm.empty() ? "tgtadm" : tgtadm, st.control_port, 30);
   RunResult shown = adm({"--lld", "iscsi", "--op", "show", "--mode", "target"});
-  if (!shown.ok()) {
+  RunResult sys = adm({"--op", "show", "--mode", "sys"});
+  if (!shown.ok() || !sys.ok()) {
     Complain("tgtd pid " + std::to_string(st.pid) + " runs but does not answer on control port " +
-             std::to_string(st.control_port) + ": " + Describe(shown, 30));
+             std::to_string(st.control_port) + ": " + Describe(shown.ok() ? sys : shown, 30));
     return kExitFailed;
   }
-  PrintStatus(st, ParseTargets(shown.output));
-  return kExitOk;
+  const std::vector<ShownTarget> targets = ParseTargets(shown.output);
+  const std::vector<std::string> missing = MissingPieces(st, targets, sys.output);
+  PrintStatus(st, targets, missing);
+  return missing.empty() ? kExitOk : kExitFailed;
 }
 
 }  // namespace

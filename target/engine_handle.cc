@@ -2,6 +2,8 @@
 #include "target/engine_handle.h"
 
 #include "core/c_api_internal.h"
+#include "core/config.h"
+#include "core/options.h"
 #include "target/monitor/monitor_server.h"
 
 #include <chrono>
@@ -28,7 +30,10 @@ struct SharedEngine {
 
 // Starts the monitor next to a freshly opened system. A monitor that cannot
 // start (e.g. its port is taken) is reported in tgtd's log, never a reason
-// to refuse the LUN: the data path does not depend on it.
+// to refuse the LUN: the data path does not depend on it. dedupv1d asks the
+// monitor for its identity right after the first LUN and fails the start
+// when it is missing or another instance's; a tgtd run by hand shows it only
+// in its log.
 void StartMonitor(SharedEngine& shared) {
   DedupSystem* system = SystemOf(shared.sys);
   if (!system->options().monitor_enabled) return;
@@ -53,6 +58,44 @@ SharedEngine& Shared() {
   // destructors of this module would have run.
   static SharedEngine* shared = new SharedEngine;
   return *shared;
+}
+
+// Why the config no longer matches the engine this tgtd opened for
+// |volume|, or "" if it does. A LUN created while other LUNs keep the engine
+// open gets the volume as the engine opened it: a volume grown in the config
+// since (the admin deleted the LUN and created it again to grow it) would
+// silently keep its old size. Only a reopened engine applies such a change.
+std::string ConfigChangedSinceOpen(SharedEngine& shared, const char* config_path, const char* data_dir,
+                                   const std::string& volume) {
+  const std::string reopen =
+      "; it takes effect when the engine reopens: delete every dedupv1 LUN of this tgtd and create them again "
+      "(dedupv1d stop and start)";
+  Config config;
+  Options now;
+  Status s = Config::Load(config_path, &config);
+  if (s.ok() && data_dir != nullptr) config.Set("data-dir", data_dir);
+  if (s.ok()) s = Options::FromConfig(config, &now);
+  if (!s.ok()) return "config '" + std::string(config_path) + "' no longer loads: " + s.ToString();
+  const VolumeOptions* configured = nullptr;
+  for (const auto& v : now.volumes) {
+    if (v.name == volume) configured = &v;
+  }
+  Volume* open = nullptr;
+  const bool is_open = SystemOf(shared.sys)->GetVolume(volume, &open).ok();
+  if (configured == nullptr) {
+    return "volume '" + volume + "' is no longer in config '" + config_path + "'" +
+           (is_open ? " (this tgtd's engine still has it from before the change)" : "");
+  }
+  if (!is_open) {
+    return "volume '" + volume + "' was added to config '" + config_path +
+           "' after this tgtd opened the engine" + reopen;
+  }
+  if (configured->size != open->size()) {
+    return "volume '" + volume + "' is " + std::to_string(configured->size) + " bytes in config '" + config_path +
+           "' but this tgtd's engine serves it with " + std::to_string(open->size()) +
+           " bytes (opened before the config changed); a new size" + reopen;
+  }
+  return "";
 }
 
 std::string Canonical(const char* path) {
@@ -97,6 +140,10 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
                "this tgtd already serves dedupv1 from config '" + shared.config_path + "'" +
                    (shared.data_dir.empty() ? "" : " datadir '" + shared.data_dir + "'") +
                    "; all dedupv1 LUNs of one tgtd must use the same config and datadir");
+      return DEDUPV1_EINVAL;
+    } else if (std::string why = dedupv1::ConfigChangedSinceOpen(shared, config_path, data_dir, volume);
+               !why.empty()) {
+      SetError(err, errlen, why);
       return DEDUPV1_EINVAL;
     }
 

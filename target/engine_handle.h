@@ -25,7 +25,11 @@ extern "C" {
 /* Opens volume |volume| of the system configured by |config_path| (|data_dir|
  * overrides the config's data dir when not NULL), opening the system first if
  * no LUN holds it. Fails with DEDUPV1_EINVAL when the system is already open
- * from another config/data dir, DEDUPV1_EBUSY when the volume is already served. */
+ * from another config/data dir, or when the config changed for this volume
+ * since the system opened (its size, or the volume added or removed: only a
+ * reopened system applies that, so a LUN recreated to grow a volume must not
+ * silently keep the old size); DEDUPV1_EBUSY when the volume is already
+ * served. */
 int dedupv1_tgt_acquire(const char* config_path, const char* data_dir, const char* volume,
                         dedupv1_volume** vol, char* err, size_t errlen);
 

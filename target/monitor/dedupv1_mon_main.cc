@@ -1,18 +1,28 @@
 // dedupv1_mon: shows what a running dedupv1 monitor reports, or sends it a
 // control command.
 //
-//   dedupv1_mon [--host H] [--port P] [--token T] [--watch SECONDS [--count N]]
+//   dedupv1_mon [--config FILE [--data-dir DIR]] [--data-dir DIR] [--instance ID]
+//               [--host H] [--port P] [--token T] [--watch SECONDS [--count N]]
 //               [--json] [--timeout SECONDS] MONITOR [key=value ...]
+//
+// Which instance: with --config (monitor.host/.port/.token and data-dir taken
+// from the config, the command line overriding them), --data-dir or
+// --instance, dedupv1_mon first asks the monitor who it is (GET /identity)
+// and sends nothing when another instance answers. Control commands (POST)
+// need one of them: two instances on one host must never have a command act
+// on the wrong store.
 //
 // Exit codes: 0 done; 1 the server answered with an error (or with something
 // that is not JSON where JSON was expected); 2 usage error; 3 cannot connect
-// to the server.
+// to the server; 4 the monitor answering is not the instance asked for (or not
+// a dedupv1 monitor that tells its identity), nothing was sent.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <string>
@@ -20,7 +30,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.h"
+#include "core/identity.h"
+#include "core/options.h"
 #include "target/monitor/monitor_client.h"
+#include "target/monitor/monitor_identity.h"
 #include "target/monitor/monitor_view.h"
 
 namespace {
@@ -29,14 +43,20 @@ constexpr int kExitOk = 0;
 constexpr int kExitServerError = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitConnect = 3;
+constexpr int kExitWrongInstance = 4;
 
 const char kUsage[] =
     "usage: dedupv1_mon [options] MONITOR [key=value ...]\n"
     "\n"
     "options:\n"
-    "  --host H          monitor address (default 127.0.0.1)\n"
-    "  --port P          monitor port (default 9001)\n"
-    "  --token T         control token (default: $DEDUPV1_MON_TOKEN)\n"
+    "  --config FILE     the instance's dedupv1 config: monitor.host/.port/.token\n"
+    "                    and the data dir to check the monitor against\n"
+    "  --data-dir DIR    the instance's data dir (overrides the config's)\n"
+    "  --instance ID     the instance id to check the monitor against\n"
+    "                    (DATA-DIR/instance-id; for a monitor on another host)\n"
+    "  --host H          monitor address (default: the config's, else 127.0.0.1)\n"
+    "  --port P          monitor port (default: the config's, else 9001)\n"
+    "  --token T         control token (default: $DEDUPV1_MON_TOKEN, else the config's)\n"
     "  --json            print the server's JSON as it is\n"
     "  --watch SECONDS   repeat every SECONDS until interrupted (read-only monitors)\n"
     "  --count N         with --watch: stop after N rounds\n"
@@ -44,10 +64,10 @@ const char kUsage[] =
     "  -h, --help        this text\n"
     "\n"
     "monitors (GET):\n"
-    "  stats volumes filters index containers log gc idle config version\n"
+    "  stats volumes filters index containers log gc idle config version identity\n"
     "  throughput history metrics api\n"
     "  (key=value pairs become query parameters, e.g. volumes name=vol1)\n"
-    "control (POST):\n"
+    "control (POST; need --config, --data-dir or --instance):\n"
     "  flush            make everything written so far durable\n"
     "  force-idle       treat the system as idle: log replay, index write-back\n"
     "                   and GC run now and every idle period\n"
@@ -58,7 +78,8 @@ const char kUsage[] =
     "  replay-pause     pause background log replay (a full log still replays)\n"
     "  replay-resume    resume background log replay\n"
     "\n"
-    "exit codes: 0 ok, 1 server error, 2 usage error, 3 cannot connect\n";
+    "exit codes: 0 ok, 1 server error, 2 usage error, 3 cannot connect,\n"
+    "            4 another instance (or not a dedupv1 monitor) answers: nothing sent\n";
 
 struct Command {
   std::string method = "GET";
@@ -144,17 +165,85 @@ int RunOnce(dedupv1::MonitorClient* client, const std::string& monitor, const Co
   return kExitOk;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// Where to connect and whom to expect there, from --config / --data-dir /
+// --instance and the explicit --host / --port / --token.
+struct Target {
   std::string host = "127.0.0.1";
   double port = 9001;
   std::string token;
-  if (const char* t = std::getenv("DEDUPV1_MON_TOKEN")) token = t;
+  dedupv1::ExpectedInstance expected;
+};
+
+// Fills |t| from the config and the data dir. Returns an exit code, or -1 to go on.
+int ResolveTarget(const std::string& config_path, const std::string& data_dir, const std::string& instance,
+                  Target* t) {
+  std::string dir = data_dir;
+  if (!dir.empty()) dir = std::filesystem::absolute(dir).lexically_normal().string();
+  if (!config_path.empty()) {
+    dedupv1::Config config;
+    dedupv1::Options options;
+    dedupv1::Status s = dedupv1::Config::Load(config_path, &config);
+    if (s.ok() && !dir.empty()) config.Set("data-dir", dir);
+    if (s.ok()) s = dedupv1::Options::FromConfig(config, &options);
+    if (!s.ok()) return Usage("config refused: " + s.message());
+    if (!options.monitor_enabled) {
+      std::fprintf(stderr, "dedupv1_mon: %s says monitor.enabled = false: that instance has no monitor\n",
+                   config_path.c_str());
+      return kExitConnect;
+    }
+    t->host = options.monitor_host;
+    t->port = options.monitor_port;
+    t->token = options.monitor_token;
+    dir = options.data_dir;
+  }
+  if (!dir.empty()) {
+    dedupv1::Status s = dedupv1::ExpectInstanceOf(dir, &t->expected);
+    if (!s.ok()) {
+      std::fprintf(stderr, "dedupv1_mon: %s; nothing sent\n", s.message().c_str());
+      return kExitWrongInstance;
+    }
+  }
+  if (!instance.empty()) {
+    dedupv1::Id128 id;
+    if (!dedupv1::ParseId128Hex(instance, &id)) return Usage("--instance needs 32 hex digits");
+    if (!t->expected.instance_id.empty() && t->expected.instance_id != dedupv1::Id128ToHex(id)) {
+      return Usage("--instance " + instance + " is not the instance of " + dir + " (" + t->expected.instance_id +
+                   ")");
+    }
+    t->expected.instance_id = dedupv1::Id128ToHex(id);
+  }
+  return -1;
+}
+
+// Asks the monitor who it is; an exit code when it is not |expected|, -1 to go on.
+int VerifyInstance(dedupv1::MonitorClient* client, const dedupv1::ExpectedInstance& expected) {
+  dedupv1::MonitorIdentity got;
+  dedupv1::Status s = dedupv1::FetchMonitorIdentity(client, &got);
+  if (s.IsIOError()) {
+    std::fprintf(stderr, "dedupv1_mon: %s\n", s.message().c_str());
+    return kExitConnect;
+  }
+  if (s.ok()) s = dedupv1::CheckMonitorIdentity(got, expected, client->base_url());
+  if (!s.ok()) {
+    std::fprintf(stderr, "dedupv1_mon: %s; nothing sent\n", s.message().c_str());
+    return kExitWrongInstance;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Target target;
+  bool have_host = false, have_port = false, have_token = false;
+  std::string config_path, data_dir, instance;
   bool raw_json = false;
   double watch = 0, count = 0, timeout = 60;
   std::string monitor;
   std::map<std::string, std::string> params;
+  std::string host;
+  double port = 0;
+  std::string token;
 
   for (int i = 1; i < argc; i++) {
     const std::string arg = argv[i];
@@ -167,19 +256,26 @@ int main(int argc, char** argv) {
       return kExitOk;
     } else if (arg == "--json") {
       raw_json = true;
+    } else if (arg == "--config" || arg == "--data-dir" || arg == "--instance") {
+      const char* v = value(arg.c_str());
+      if (v == nullptr || *v == '\0') return Usage(arg + " needs a value");
+      (arg == "--config" ? config_path : arg == "--data-dir" ? data_dir : instance) = v;
     } else if (arg == "--host") {
       const char* v = value("--host");
       if (v == nullptr || *v == '\0') return Usage("--host needs an address");
       host = v;
+      have_host = true;
     } else if (arg == "--port") {
       const char* v = value("--port");
       if (v == nullptr || !ParseNumber(v, 1, 65535, &port) || port != static_cast<int>(port)) {
         return Usage("--port needs a number 1..65535");
       }
+      have_port = true;
     } else if (arg == "--token") {
       const char* v = value("--token");
       if (v == nullptr) return Usage("--token needs a value");
       token = v;
+      have_token = true;
     } else if (arg == "--watch") {
       const char* v = value("--watch");
       if (v == nullptr || !ParseNumber(v, 0.1, 86400, &watch)) {
@@ -215,8 +311,26 @@ int main(int argc, char** argv) {
   if (watch > 0 && cmd.method != "GET") return Usage("--watch only repeats read-only monitors");
   if (count > 0 && watch <= 0) return Usage("--count goes with --watch");
 
-  dedupv1::MonitorClient client(host, static_cast<uint16_t>(port), token,
+  if (int rc = ResolveTarget(config_path, data_dir, instance, &target); rc >= 0) return rc;
+  // The command line wins over the environment, which wins over the config.
+  if (have_host) target.host = host;
+  if (have_port) target.port = port;
+  if (have_token) {
+    target.token = token;
+  } else if (const char* t = std::getenv("DEDUPV1_MON_TOKEN")) {
+    target.token = t;
+  }
+  if (cmd.method != "GET" && target.expected.empty()) {
+    return Usage("control command " + monitor +
+                 " needs --config FILE, --data-dir DIR or --instance ID: dedupv1_mon checks which instance "
+                 "answers before it sends anything");
+  }
+
+  dedupv1::MonitorClient client(target.host, static_cast<uint16_t>(target.port), target.token,
                                 static_cast<long>(timeout * 1000));
+  if (!target.expected.empty()) {
+    if (int rc = VerifyInstance(&client, target.expected); rc >= 0) return rc;
+  }
   if (watch <= 0) return RunOnce(&client, monitor, cmd, raw_json);
 
   const bool tty = isatty(STDOUT_FILENO) != 0;

@@ -1,5 +1,7 @@
 #include "target/monitor/monitor_handler.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstring>
 #include <sstream>
@@ -35,6 +37,8 @@ const MonitorHandler::Route MonitorHandler::kRoutes[] = {
     {"/idle", "GET", false, "", &MonitorHandler::IdleGet, "idle state"},
     {"/config", "GET", false, "", &MonitorHandler::Config, "effective configuration"},
     {"/version", "GET", false, "", &MonitorHandler::Version, "version and uptime"},
+    {"/identity", "GET", false, "", &MonitorHandler::Identity,
+     "which instance answers: data_dir, instance_id (DATA-DIR/instance-id), pid"},
     {"/throughput", "GET", false, "", &MonitorHandler::Throughput, "current throughput"},
     {"/history", "GET", false, "", &MonitorHandler::History,
      "throughput history: 1 s samples (minutes), 10 s samples (hour)"},
@@ -224,6 +228,13 @@ MonitorResponse MonitorHandler::Config(const MonitorRequest&) {
 }
 MonitorResponse MonitorHandler::Version(const MonitorRequest&) {
   return JsonResponse(collector_->Version());
+}
+MonitorResponse MonitorHandler::Identity(const MonitorRequest&) {
+  dedupv1::Json doc;
+  doc["data_dir"] = system_->options().data_dir;
+  doc["instance_id"] = Id128ToHex(system_->instance_id());
+  doc["pid"] = static_cast<int64_t>(::getpid());
+  return JsonResponse(doc);
 }
 MonitorResponse MonitorHandler::Throughput(const MonitorRequest&) {
   return JsonResponse(collector_->Throughput());

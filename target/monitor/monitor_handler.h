@@ -67,6 +67,7 @@ class MonitorHandler {
   MonitorResponse IdleGet(const MonitorRequest& r);
   MonitorResponse Config(const MonitorRequest& r);
   MonitorResponse Version(const MonitorRequest& r);
+  MonitorResponse Identity(const MonitorRequest& r);
   MonitorResponse Throughput(const MonitorRequest& r);
   MonitorResponse History(const MonitorRequest& r);
   MonitorResponse Metrics(const MonitorRequest& r);

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -35,6 +36,9 @@ MHD_Result Dispatch(void* cls, MHD_Connection* connection, const char* url, cons
     *upload_data_size = 0;  // no endpoint reads a body; parameters go in the query
     return MHD_YES;
   }
+  auto* server = static_cast<MonitorServer*>(cls);
+  // The whole request is here: no longer idle, so never evicted while it is handled.
+  server->guard().Busy(connection);
   MonitorRequest request;
   request.method = method;
   request.path = url;
@@ -43,7 +47,7 @@ MHD_Result Dispatch(void* cls, MHD_Connection* connection, const char* url, cons
           MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)) {
     request.authorization = auth;
   }
-  MonitorResponse answer = static_cast<MonitorHandler*>(cls)->Handle(request);
+  MonitorResponse answer = server->handler().Handle(request);
   MHD_Response* response = MHD_create_response_from_buffer(
       answer.body.size(), answer.body.data(), MHD_RESPMEM_MUST_COPY);
   if (response == nullptr) return MHD_NO;
@@ -58,6 +62,22 @@ MHD_Result Dispatch(void* cls, MHD_Connection* connection, const char* url, cons
   MHD_Result ret = MHD_queue_response(connection, static_cast<unsigned>(answer.status), response);
   MHD_destroy_response(response);
   return ret;
+}
+
+void NotifyConnection(void* cls, MHD_Connection* connection, void** /*socket_context*/,
+                      MHD_ConnectionNotificationCode code) {
+  ConnectionGuard& guard = static_cast<MonitorServer*>(cls)->guard();
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const MHD_ConnectionInfo* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    guard.Opened(connection, info != nullptr ? info->connect_fd : -1);
+  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    guard.Closed(connection);  // libmicrohttpd closes the socket after this
+  }
+}
+
+void RequestCompleted(void* cls, MHD_Connection* connection, void** /*con_cls*/,
+                      MHD_RequestTerminationCode /*code*/) {
+  static_cast<MonitorServer*>(cls)->guard().Idle(connection);
 }
 
 bool IsLoopback(const sockaddr* addr) {
@@ -156,7 +176,8 @@ MonitorServer::MonitorServer(DedupSystem* system, const MonitorOptions& options)
     : options_(options),
       sampler_([system] { return ReadCounters(system); }, &history_, options.sample_interval),
       collector_(system, &history_, StartTime(options)),
-      handler_(system, &collector_, options.token) {}
+      handler_(system, &collector_, options.token),
+      guard_(options.max_idle_connections) {}
 
 Status MonitorServer::Start(DedupSystem* system, const MonitorOptions& options,
                             std::unique_ptr<MonitorServer>* out) {
@@ -168,10 +189,13 @@ Status MonitorServer::Start(DedupSystem* system, const MonitorOptions& options,
   server->sampler_.Start();
   const unsigned flags =
       MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
+  MonitorServer* self = server.get();
   server->daemon_ = MHD_start_daemon(
-      flags, 0, nullptr, nullptr, &Dispatch, &server->handler_, MHD_OPTION_LISTEN_SOCKET, fd,
-      MHD_OPTION_CONNECTION_LIMIT, options.max_connections == 0 ? 64u : options.max_connections,
-      MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+      flags, 0, nullptr, nullptr, &Dispatch, self, MHD_OPTION_LISTEN_SOCKET, fd,
+      MHD_OPTION_CONNECTION_LIMIT, std::max(1u, options.max_connections),
+      MHD_OPTION_CONNECTION_TIMEOUT, std::max(1u, options.connection_timeout_s),
+      MHD_OPTION_NOTIFY_CONNECTION, &NotifyConnection, self,
+      MHD_OPTION_NOTIFY_COMPLETED, &RequestCompleted, self, MHD_OPTION_END);
   if (server->daemon_ == nullptr) {
     close(fd);
     server->sampler_.Stop();

@@ -12,6 +12,13 @@
 // engine's counters (atomics and short stats() copies), so they never stall
 // the I/O path; a flush request blocks only its own connection.
 //
+// Slow clients: at most max_idle_connections connections may wait without a
+// request being handled (half-sent requests, idle keep-alives); a new one
+// beyond that evicts the one idle the longest (ConnectionGuard), and a
+// connection silent for connection_timeout_s is closed. So clients that
+// connect and send nothing, from any address including loopback, cannot turn
+// the others away.
+//
 // Lifetime: the DedupSystem must outlive the server; call Stop() (or destroy
 // the server) before closing the system.
 #pragma once
@@ -24,6 +31,7 @@
 #include "core/dedup_system.h"
 #include "core/options.h"
 #include "core/status.h"
+#include "target/monitor/connection_guard.h"
 #include "target/monitor/monitor_handler.h"
 #include "target/monitor/status_collector.h"
 #include "target/monitor/throughput_history.h"
@@ -38,7 +46,9 @@ struct MonitorOptions {
   uint16_t port = 9001;            // 0: any free port (see MonitorServer::port())
   std::string token;               // required by control endpoints when not empty
   std::chrono::milliseconds sample_interval{1000};  // throughput sampler period
-  unsigned max_connections = 64;
+  unsigned max_connections = 256;      // open at once (each holds a thread)
+  unsigned max_idle_connections = 32;  // of those, waiting without a request being handled
+  unsigned connection_timeout_s = 10;  // a connection silent this long is closed
   // When the system was started, for the uptime; the default (epoch) means
   // "when the server starts".
   std::chrono::steady_clock::time_point system_start{};
@@ -71,6 +81,7 @@ class MonitorServer {
   StatusCollector& collector() { return collector_; }
   const ThroughputHistory& history() const { return history_; }
   MonitorHandler& handler() { return handler_; }
+  ConnectionGuard& guard() { return guard_; }
 
  private:
   MonitorServer(DedupSystem* system, const MonitorOptions& options);
@@ -80,6 +91,7 @@ class MonitorServer {
   ThroughputSampler sampler_;
   StatusCollector collector_;
   MonitorHandler handler_;
+  ConnectionGuard guard_;
   MHD_Daemon* daemon_ = nullptr;
   uint16_t port_ = 0;
 };

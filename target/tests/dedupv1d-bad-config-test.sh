@@ -4,8 +4,10 @@
 #    values, missing file, no volume) are refused before tgtd is started
 #    (exit 2, the engine's message naming the file, line and key; no tgtd,
 #    no tgtd.log, no state file);
-#  - what only the engine can tell (a volume shrunk below its data) fails the
-#    LUN creation: dedupv1d prints tgtd's reason, tears tgtd down (exit 1);
+#  - a data dir that cannot be created, and a volume shrunk below the size in
+#    the data dir's volume table, are refused the same way (exit 2);
+#  - what only the engine can tell (a changed block size) fails the LUN
+#    creation: dedupv1d prints tgtd's reason, tears tgtd down (exit 1);
 #  - a portal or control port already taken is refused before tgtd starts,
 #    and the instance holding it keeps running.
 #
@@ -78,22 +80,33 @@ c="$WORK/acl.conf"
 dd_write_config "$c" "$data" "volume = vol1 64M" "target.initiator-address = 10.0.0.0/33"
 refused_early "bad initiator network" "target.initiator-address '10.0.0.0/33'" "$c"
 
-# Only the engine knows the data dir: vol1 holds 64 MiB, a config shrinking it
-# to 32 MiB is refused when tgtd creates the LUN; dedupv1d reports tgtd's
-# reason and tears tgtd down.
+# A data dir that cannot be created is refused like a config (exit 2).
+touch "$WORK/a-file"
+c="$WORK/bad-dir.conf"
+dd_write_config "$c" "$WORK/a-file/data" "volume = vol1 64M"
+refused_early "data dir under a file" "data dir refused, nothing started: cannot create $WORK/a-file/data" "$c"
+
+# vol1 holds 64 MiB: a config shrinking it to 32 MiB is refused from the data
+# dir's volume table before tgtd starts (exit 2).
 check "start vol1 64M" dd_start "$WORK/good.conf"
 check "stop" dd_stop "$WORK/good.conf"
+rm -f "$data/tgtd.log"
 c="$WORK/shrunk.conf"
 dd_write_config "$c" "$data" "volume = vol1 32M" "volume = vol2 32M"
-dd_start "$c" >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 1 ] && ok "shrunk volume: start fails (exit 1)" || fail "shrunk volume: exit $rc, not 1"
-check_output "shrunk volume: names the failed step" "start failed: creating LUN 1 \(volume vol1\)"
-check_output "shrunk volume: the engine's reason from tgtd.log" "shrinking a volume would lose data"
-check_output "shrunk volume: torn down" "nothing is running"
-check_fails "shrunk volume: no tgtd left" dd_tgtd_with_ctl "$CTL"
-check_fails "shrunk volume: no state file" test -e "$data/dedupv1d.state"
-check_fails "shrunk volume: no control socket left" test -e "/var/run/tgtd/socket.$CTL"
+refused_early "shrunk volume" "data dir refused, nothing started: .*volume vol1 holds 67108864 bytes but the config says 33554432; shrinking a volume would lose data" "$c"
+
+# Only the engine knows the data dir's block size: a config changing it is
+# refused when tgtd creates the first LUN; dedupv1d reports tgtd's reason and
+# tears tgtd down (exit 1).
+c="$WORK/block-size.conf"
+dd_write_config "$c" "$data" "volume = vol1 64M" "volume = vol2 32M" "block-size = 64K"
+check_exit 1 "changed block size: start fails" dd_start "$c"
+check_output "changed block size: names the failed step" "start failed: creating LUN 1 \(volume vol1\)"
+check_output "changed block size: the engine's reason from tgtd.log" "was created with block-size = 131072 but the config says 65536"
+check_output "changed block size: torn down" "nothing is running"
+check_fails "changed block size: no tgtd left" dd_tgtd_with_ctl "$CTL"
+check_fails "changed block size: no state file" test -e "$data/dedupv1d.state"
+check_fails "changed block size: no control socket left" test -e "/var/run/tgtd/socket.$CTL"
 
 # Portal and control port taken by a running instance.
 check "start the first instance" dd_start "$WORK/good.conf"
@@ -101,15 +114,11 @@ first="$(dd_pid "$data")"
 other_ctl="$(tgt_free_control_port)"
 c="$WORK/other.conf"
 dd_write_config "$c" "$WORK/other-data" "volume = vol1 64M"
-dd_start "$c" --control-port "$other_ctl" >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 1 ] && ok "portal in use: refused (exit 1)" || fail "portal in use: exit $rc, not 1"
+check_exit 1 "portal in use: refused" dd_start "$c" --control-port "$other_ctl"
 check_output "portal in use: says why" "portal 127.0.0.1:$PORT is not available: Address already in use"
 check_fails "portal in use: no second tgtd" dd_tgtd_with_ctl "$other_ctl"
 other_port="$(tgt_free_port 20000 60000)"
-timeout 60 "$DEDUPV1D" start --config "$c" --portal "127.0.0.1:$other_port" >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 1 ] && ok "control port in use: refused (exit 1)" || fail "control port in use: exit $rc, not 1"
+check_exit 1 "control port in use: refused" timeout 60 "$DEDUPV1D" start --config "$c" --portal "127.0.0.1:$other_port"
 check_output "control port in use: says why" "tgtd control port $CTL is in use by another tgtd"
 check_fails "control port in use: no state file" test -e "$WORK/other-data/dedupv1d.state"
 check "first instance still runs" tgt_alive "$first"

@@ -3,7 +3,8 @@
 # target and one LUN per config volume in config order with the volume's size
 # and thin provisioning, a second start refused, a clean stop (no tgtd, socket
 # or state file left); initiator-name ACL and incoming CHAP enforced; the
-# shipped docs/examples/dedupv1.conf works as is.
+# shipped docs/examples/dedupv1.conf works as is; discovery needs CHAP when
+# CHAP is configured (unless target.discovery-auth = false).
 #
 #   dedupv1d-iscsi-test.sh DEDUPV1D
 #
@@ -26,6 +27,9 @@ check_output "status names the portal" "^portal: +127.0.0.1:$PORT$"
 check_output "status lists LUN 1 = vol1" "^LUN 1: +volume vol1, 64.0 MiB \(67108864 bytes\), dedupv1, .*online"
 check_output "status lists LUN 2 = vol2" "^LUN 2: +volume vol2, 32.0 MiB"
 check_output "status lists LUN 3 = vol3" "^LUN 3: +volume vol3, 16.0 MiB"
+# A state file of an older dedupv1d (no "configured" line) is a finished start.
+sed -i '/^configured = /d' "$data/dedupv1d.state"
+check "status with an older state file exits 0" dd_status "$conf"
 check_fails "second start refused" dd_start "$conf"
 check_output "second start says why" "already running: tgtd pid $pid"
 check "first tgtd still serves after the refused start" tgt_alive "$pid"
@@ -54,11 +58,10 @@ check_fails "tgtd gone" tgt_alive "$pid"
 check_fails "no tgtd with our control port" dd_tgtd_with_ctl "$CTL"
 check_fails "control socket removed" test -e "/var/run/tgtd/socket.$CTL"
 check_fails "state file removed" test -e "$data/dedupv1d.state"
-dd_status "$conf" >"$WORK/last.out" 2>&1
-rc=$?
-[ "$rc" -eq 3 ] && ok "status when stopped exits 3" || fail "status when stopped exits $rc, not 3"
+check_exit 3 "status when stopped" dd_status "$conf"
 check_output "status says not running" "not running"
-check "stop when stopped is a no-op" dd_stop "$conf"
+check_exit 3 "stop when stopped" dd_stop "$conf"
+check_output "stop when stopped says so" "not running: no instance serves data dir $data .*nothing stopped"
 
 # ACL by initiator name, incoming CHAP, a target name of our own.
 acl_iqn=iqn.2026-11.org.example.test:target
@@ -68,14 +71,32 @@ dd_write_config "$conf2" "$data" "volume = vol1 64M" "target.iqn = $acl_iqn" \
   "target.initiator-name = $good" "target.chap-user = backup" "target.chap-password = s3cret-s3cret"
 check "start with ACL and CHAP" dd_start "$conf2"
 check_output "status shows the name ACL" "^ACL: +$good$"
-check_output "status shows the CHAP account" "^CHAP: +backup$"
+check_output "status shows the CHAP account, for discovery too" "^CHAP: +backup \(discovery too\)$"
 chap_url="iscsi://backup%s3cret-s3cret@127.0.0.1:$PORT/$acl_iqn/1"
+# Discovery (SendTargets) needs the CHAP account too (target.discovery-auth).
+check "discovery with CHAP lists the target" iscsi-ls -i "$good" "iscsi://backup%s3cret-s3cret@127.0.0.1:$PORT"
+check_output "discovery with CHAP: the target" "Target:$acl_iqn Portal:127.0.0.1:$PORT"
+iscsi-ls -i "$good" "iscsi://127.0.0.1:$PORT" >"$WORK/last.out" 2>&1
+if grep -q "$acl_iqn" "$WORK/last.out"; then fail "discovery without CHAP lists the target"; else ok "discovery without CHAP lists nothing"; fi
+iscsi-ls -i "$good" "iscsi://backup%wrong-secret-1@127.0.0.1:$PORT" >"$WORK/last.out" 2>&1
+if grep -q "$acl_iqn" "$WORK/last.out"; then fail "discovery with a wrong secret lists the target"; else ok "discovery with a wrong secret lists nothing"; fi
 check "admitted name with CHAP logs in" iscsi-inq -i "$good" "$chap_url"
 check_fails "admitted name without CHAP refused" iscsi-inq -i "$good" "iscsi://127.0.0.1:$PORT/$acl_iqn/1"
 check_fails "wrong CHAP secret refused" iscsi-inq -i "$good" \
   "iscsi://backup%wrong-secret-1@127.0.0.1:$PORT/$acl_iqn/1"
 check_fails "other initiator name refused" iscsi-inq -i iqn.2026-11.org.example:intruder "$chap_url"
 check "stop (ACL)" dd_stop "$conf2"
+# target.discovery-auth = false: logins still need CHAP, discovery does not.
+conf3="$WORK/open-discovery.conf"
+dd_write_config "$conf3" "$data" "volume = vol1 64M" "target.iqn = $acl_iqn" \
+  "target.initiator-name = $good" "target.chap-user = backup" "target.chap-password = s3cret-s3cret" \
+  "target.discovery-auth = false"
+check "start with open discovery" dd_start "$conf3"
+check_output "status: CHAP for logins only" "^CHAP: +backup$"
+check "discovery without CHAP lists the target" iscsi-ls -i "$good" "iscsi://127.0.0.1:$PORT"
+check_output "open discovery: the target" "Target:$acl_iqn"
+check_fails "login without CHAP still refused" iscsi-inq -i "$good" "iscsi://127.0.0.1:$PORT/$acl_iqn/1"
+check "stop (open discovery)" dd_stop "$conf3"
 
 # The shipped example config, as is, with a data dir and portal of ours. It
 # uses control port 0 (tgtd's default): skipped if a tgtd already has it.

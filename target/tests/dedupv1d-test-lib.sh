@@ -23,6 +23,7 @@ passed=0
 failed=0
 DD_CONFIGS=()  # every config started, so cleanup can stop what is left
 DD_PIDS=()     # background helpers of the test (e.g. a client loop), ended by cleanup
+DD_MOUNTS=()   # file systems the test mounted (e.g. a small tmpfs), unmounted by cleanup
 
 ok() { passed=$((passed + 1)); echo "ok   $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
@@ -46,6 +47,20 @@ check_fails() {
     sed 's/^/     /' "$WORK/last.out" | tail -n 20
   else
     ok "$what"
+  fi
+}
+# check_exit CODE DESCRIPTION COMMAND...: COMMAND must exit with CODE (its
+# output in $WORK/last.out).
+check_exit() {
+  local code="$1" what="$2" rc
+  shift 2
+  "$@" >"$WORK/last.out" 2>&1
+  rc=$?
+  if [ "$rc" -eq "$code" ]; then
+    ok "$what (exit $code)"
+  else
+    fail "$what: exit $rc, not $code"
+    sed 's/^/     /' "$WORK/last.out" | tail -n 20
   fi
 }
 # check_output DESCRIPTION REGEX: the last command's output matches REGEX.
@@ -110,6 +125,9 @@ dd_cleanup() {
       echo "cleanup: tgtd $pid still runs, killing it"
       kill -KILL "$pid" 2>/dev/null || true
     fi
+  done
+  for conf in "${DD_MOUNTS[@]}"; do
+    umount "$conf" 2>/dev/null || umount -l "$conf" 2>/dev/null || echo "cleanup: cannot unmount $conf"
   done
   if [ "${DEDUPV1_TEST_KEEP:-0}" = 1 ]; then
     echo "work dir kept: $WORK"

@@ -34,7 +34,12 @@ TEST(TargetOptionsTest, Defaults) {
   EXPECT_TRUE(o.target_initiator_addresses.empty());
   EXPECT_TRUE(o.target_initiator_names.empty());
   EXPECT_TRUE(o.target_chap_user.empty());
+  EXPECT_TRUE(o.target_discovery_auth);
   EXPECT_NE(o.ToString().find("target.initiator-address = ALL\n"), std::string::npos);
+  ASSERT_TRUE(FromText("target.discovery-auth = false\n", &o).ok());
+  EXPECT_FALSE(o.target_discovery_auth);
+  EXPECT_NE(o.ToString().find("target.discovery-auth = false\n"), std::string::npos);
+  ExpectRefused("target.discovery-auth = maybe\n", "t.conf:1: target.discovery-auth");
 }
 
 TEST(TargetOptionsTest, AcceptedValues) {

@@ -262,7 +262,8 @@ Status StoreInspector::PrintVolumes() {
   DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, options_, &volumes));
   std::unique_ptr<BlockIndex> index;
   Status open = OpenBlockIndex(options_, env_, &index);
-  out_ << fmt::format("{:>4}  {:<24} {:>16}  {:<12} {}\n", "id", "name", "size", "config", "blocks mapped");
+  out_ << fmt::format("{:>4}  {:<24} {:>16}  {:<32}  {:<12} {}\n", "id", "name", "size", "uid", "config",
+                      "blocks mapped");
   Status result;
   for (const auto& v : volumes) {
     std::string mapped = "?";
@@ -275,12 +276,13 @@ Status StoreInspector::PrintVolumes() {
       mapped = s.ok() ? std::to_string(n) : fmt::format("{} then error: {}", n, s.ToString());
       if (!s.ok() && result.ok()) result = s;
     }
-    out_ << fmt::format("{:>4}  {:<24} {:>16}  {:<12} {}\n", v.id, v.name, v.size,
+    out_ << fmt::format("{:>4}  {:<24} {:>16}  {:<32}  {:<12} {}\n", v.id, v.name, v.size,
+                        v.uid.empty() ? "- (made at the next open)" : v.uid,
                         v.configured ? "configured" : "not served", mapped);
   }
   for (const auto& c : options_.volumes) {
     bool known = std::any_of(volumes.begin(), volumes.end(), [&](const VolumeEntry& v) { return v.name == c.name; });
-    if (!known) out_ << fmt::format("   -  {:<24} {:>16}  {:<12} -\n", c.name, c.size, "not created");
+    if (!known) out_ << fmt::format("   -  {:<24} {:>16}  {:<32}  {:<12} -\n", c.name, c.size, "-", "not created");
   }
   if (open.ok()) {
     index->Close();

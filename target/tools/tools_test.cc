@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -571,6 +572,13 @@ TEST_F(ToolsTest, DebugPrintsContainerBlockAndVolumes) {
   EXPECT_NE(r.out.find("vol1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("vol2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("configured"), std::string::npos) << r.out;
+  {
+    std::vector<tools::VolumeEntry> volumes;
+    ASSERT_TRUE(tools::ReadVolumeTable(Env::Default(), options_, &volumes).ok());
+    ASSERT_FALSE(volumes.empty());
+    EXPECT_EQ(volumes[0].uid.size(), 32u);
+    EXPECT_NE(r.out.find(volumes[0].uid), std::string::npos) << r.out;  // each volume's uid is shown
+  }
 
   r = Debug({"container", "999999"});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
@@ -634,6 +642,25 @@ TEST_F(ToolsTest, LockedStoreExitsThree) {
   EXPECT_NE(r.err.find("stop it first"), std::string::npos) << r.err;
   lock.reset();
   EXPECT_EQ(Check().code, 0);
+}
+
+// A relative data-dir is relative to the config file, not to the directory
+// the tool runs in (issue 19: relative to the current directory, a tool run
+// elsewhere found no store, or another one).
+TEST_F(ToolsTest, RelativeDataDirIsFoundFromAnyDirectory) {
+  WriteStore();
+  ASSERT_EQ(Check().code, 0);
+  std::string text = ConfigText(data_);
+  text.replace(0, text.find('\n'), "data-dir = ./data");
+  std::ofstream(config_) << text;
+  ASSERT_NE(std::filesystem::current_path().string(), dir_.path());
+  RunResult r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  r = Debug({"volumes"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("vol2"), std::string::npos) << r.out;
+  r = Replay();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
 }
 
 TEST_F(ToolsTest, UsageAndOpenErrors) {

@@ -178,7 +178,7 @@ TEST(LogSummaryTest, DescribesEvents) {
 }
 
 TEST(VolumeTableTest, FindsByNameOrId) {
-  std::vector<VolumeEntry> v = {{1, "alpha", 1 << 20, true}, {3, "7", 2 << 20, false}};
+  std::vector<VolumeEntry> v = {{1, "alpha", 1 << 20, true, ""}, {3, "7", 2 << 20, false, ""}};
   VolumeEntry out;
   ASSERT_TRUE(FindVolume(v, "alpha", &out).ok());
   EXPECT_EQ(out.id, 1u);

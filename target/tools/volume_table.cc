@@ -17,6 +17,7 @@ Status ReadVolumeTable(Env* env, const Options& options, std::vector<VolumeEntry
     v.id = r.id;
     v.name = r.name;
     v.size = r.size;
+    if (!IsZero(r.uid)) v.uid = Id128ToHex(r.uid);
     for (const auto& c : options.volumes) {
       if (c.name == v.name) v.configured = true;
     }

@@ -21,6 +21,7 @@ struct VolumeEntry {
   std::string name;
   uint64_t size = 0;        // bytes, as recorded in the table
   bool configured = false;  // named in the config (served by the target)
+  std::string uid;          // 32 hex digits; "" for a line of an older build
 };
 
 // Reads options.data_dir/volumes, sorted by id. A missing file is an empty

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # dedupv1_mon against a live monitor (monitor_test_server): readable views,
-# raw JSON, control with and without the token, --watch, and the exit codes
-# (0 ok, 1 server error, 2 usage, 3 cannot connect).
+# raw JSON, control with and without the token, --watch, the instance check
+# (--config / --data-dir / --instance: another instance answering gets nothing),
+# and the exit codes (0 ok, 1 server error, 2 usage, 3 cannot connect, 4 wrong
+# instance).
 #
 #   dedupv1_mon_test.sh DEDUPV1_MON MONITOR_TEST_SERVER
 set -u
@@ -62,21 +64,27 @@ eventually() {
   sed 's/^/    /' "$tmp/out" | head -20
 }
 
+# wait_for_port PID FILE: until the server PID wrote its port to FILE (at
+# most 60 s) or exited.
+wait_for_port() {
+  for _ in $(seq 1 600); do
+    [ -s "$2" ] && return 0
+    kill -0 "$1" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
 "$SERVER" --data-dir "$tmp/data" --port-file "$tmp/port" --token s3cret --write-mib 8 \
   >"$tmp/server.out" 2>&1 &
 server_pid=$!
-for _ in $(seq 1 600); do
-  [ -s "$tmp/port" ] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [ ! -s "$tmp/port" ]; then
+if ! wait_for_port "$server_pid" "$tmp/port"; then
   echo "monitor_test_server did not start:"; cat "$tmp/server.out"
   echo "0 passed, 1 failed"
   exit 1
 fi
 port=$(cat "$tmp/port")
-m() { "$MON" --port "$port" "$@"; }
+m() { "$MON" --port "$port" --data-dir "$tmp/data" "$@"; }
 
 expect 0 "stats view" "ratio +[0-9]+\.[0-9]{2}" -- m stats
 expect 0 "stats shows human sizes" "logical +8\.00 MiB" -- m stats
@@ -100,7 +108,7 @@ expect 1 "control without token" "answered 403" -- m flush
 expect 1 "control with wrong token" "answered 403" -- m --token wrong flush
 expect 0 "flush with token" "flushed" -- m --token s3cret flush
 expect 1 "force-idle without token" "answered 403" -- m force-idle
-expect 0 "token from the environment" "mode +idle" -- env DEDUPV1_MON_TOKEN=s3cret "$MON" --port "$port" force-idle
+expect 0 "token from the environment" "mode +idle" -- env DEDUPV1_MON_TOKEN=s3cret "$MON" --port "$port" --data-dir "$tmp/data" force-idle
 expect 0 "idle state forced" "forced +yes" -- m idle
 eventually 0 "forced idle becomes idle" "^idle +yes" -- m idle
 eventually 0 "forced idle checkpoints" "idle checkpoints +[1-9]" -- m idle
@@ -120,6 +128,33 @@ expect 0 "replay-resume" "replay paused +no" -- m --token s3cret replay-resume
 expect 0 "log shows the resume" "replay paused +no" -- m log
 expect 0 "replay resumed metric" "^dedupv1_replay_paused 0$" -- m metrics
 expect 1 "raw JSON error" '"status": 404' -- m --json nosuch
+
+# Which instance answers. A second data dir with an instance id of its own
+# (a second server, started and stopped), and configs naming each.
+"$SERVER" --data-dir "$tmp/other" --port-file "$tmp/other-port" --write-mib 0 >"$tmp/other.out" 2>&1 &
+other_pid=$!
+wait_for_port "$other_pid" "$tmp/other-port"
+kill -TERM "$other_pid" 2>/dev/null
+wait "$other_pid"
+[ -s "$tmp/other/instance-id" ] && ok "second data dir has an instance id" || not_ok "no $tmp/other/instance-id"
+printf 'data-dir = data\nmonitor.port = %s\nmonitor.token = s3cret\n' "$port" >"$tmp/this.conf"
+printf 'data-dir = %s/other\nmonitor.port = %s\nmonitor.token = s3cret\n' "$tmp" "$port" >"$tmp/other.conf"
+expect 0 "identity" "instance id +$(cat "$tmp/data/instance-id")" -- m identity
+expect 2 "control without naming the instance" "needs --config FILE, --data-dir DIR or --instance ID" -- \
+  "$MON" --port "$port" --token s3cret flush
+expect 0 "control with --config (port, token, data dir from it)" "flushed" -- "$MON" --config "$tmp/this.conf" flush
+expect 0 "control with --instance" "flushed" -- "$MON" --port "$port" --token s3cret \
+  --instance "$(cat "$tmp/data/instance-id")" flush
+expect 4 "another instance's config: nothing sent" \
+  "monitor at http://127.0.0.1:$port belongs to data dir $tmp/data .*not to data dir $tmp/other.*nothing sent" -- \
+  "$MON" --config "$tmp/other.conf" gc-run
+expect 4 "another instance's data dir, GET too" "belongs to data dir $tmp/data" -- \
+  "$MON" --port "$port" --data-dir "$tmp/other" stats
+expect 4 "a wrong instance id" "belongs to .*not to instance 0123456789abcdef0123456789abcdef" -- \
+  "$MON" --port "$port" --token s3cret --instance 0123456789abcdef0123456789abcdef flush
+expect 4 "a data dir never opened" "has no instance id.*nothing sent" -- \
+  "$MON" --port "$port" --data-dir "$tmp/never" flush
+expect 2 "a bad instance id" "--instance needs 32 hex digits" -- "$MON" --port "$port" --instance xyz flush
 
 expect 2 "no monitor" "no monitor given" -- "$MON"
 expect 2 "bad port" "--port needs" -- "$MON" --port abc stats
