@@ -131,7 +131,11 @@ class DedupSystem {
   friend class GarbageCollector;
   DedupSystem(const Options& options, Env* env);
   Status Init();
+  // DATA-DIR/system: written while creating_, else read strictly (every line
+  // known, each key once) and compared with the config.
   Status CheckSystemMetadata();
+  // DATA-DIR/volumes: ids of the configured volumes (new ones get the next
+  // ids); missing only while creating_.
   Status LoadVolumes();
   Status BuildFilterChain();
   Status Recover();
@@ -194,6 +198,9 @@ class DedupSystem {
   std::atomic<uint64_t> loop_ticks_{0}, idle_checkpoints_{0}, soft_limit_checkpoints_{0}, soft_limit_throttles_{0}, idle_gc_runs_{0},
       skipped_paused_{0};
   RecoveryInfo recovery_;
+  // The data directory held no complete store at open (core/data_dir.h):
+  // this open creates it, and removes the `creating` marker when done.
+  bool creating_ = false;
   std::unique_ptr<BloomSet> bloom_;
   FilterChain filter_chain_;
   bool zero_chunks_ = false;  // the zero-chunk filter is in the chain

@@ -22,6 +22,7 @@
 #include "core/coding.h"
 #include "core/dedup_system.h"
 #include "core/fault_injection_env.h"
+#include "core/system_testutil.h"
 #include "core/testutil.h"
 
 namespace dedupv1 {
@@ -58,24 +59,8 @@ std::unique_ptr<DedupSystem> OpenOrDie(const Options& o, Env* env) {
   return sys;
 }
 
-Volume* Vol(DedupSystem* sys, const std::string& name) {
-  Volume* v = nullptr;
-  Status s = sys->GetVolume(name, &v);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return v;
-}
-
-::testing::AssertionResult ReadsBack(Volume* v, uint64_t offset, const std::vector<uint8_t>& want) {
-  std::vector<uint8_t> got(want.size(), 0xEE);
-  Status s = v->Read(offset, got.size(), got.data());
-  if (!s.ok()) return ::testing::AssertionFailure() << "read of " << v->name() << " failed: " << s.ToString();
-  if (got != want) {
-    size_t i = 0;
-    while (got[i] == want[i]) i++;
-    return ::testing::AssertionFailure() << v->name() << " differs at byte " << offset + i;
-  }
-  return ::testing::AssertionSuccess();
-}
+using test::ReadsBack;
+using test::Vol;
 
 // Sync until it succeeds or |limit| passes: after a fault is cleared, the
 // workers and the chunk store retry on their own schedule (worker back-off

@@ -23,8 +23,9 @@ struct VolumeEntry {
   bool configured = false;  // named in the config (served by the target)
 };
 
-// Reads options.data_dir/volumes, sorted by id. A missing file is an empty
-// table; a malformed line is Corruption naming file and line.
+// Reads options.data_dir/volumes, sorted by id. A missing file is NotFound
+// (LoadToolOptions has refused such a store already); a malformed line is
+// Corruption naming file and line.
 Status ReadVolumeTable(Env* env, const Options& options, std::vector<VolumeEntry>* volumes);
 
 // The volume named |name_or_id| (a name, or a decimal id). NotFound listing
