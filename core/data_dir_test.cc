@@ -332,5 +332,27 @@ TEST(DataDirTest, AliasFileIsRequiredOnceContainersWereMerged) {
   EXPECT_TRUE(ReadsBack(Vol(sys.get(), "vol1"), 0, data));
 }
 
+// The clean marker tells the next open whether recovery (container
+// re-import, the journal rule above) is needed. An open that fails must not
+// write it: before, the Close run by the failed open marked an uncleanly
+// stopped store clean (and, failing after the indexes were open, checkpointed
+// and trimmed log events recovery had not applied).
+TEST(DataDirTest, FailedOpenLeavesAnUncleanStopUnclean) {
+  test::TempDir dir;
+  const Options o = StoreOptions(dir.path());
+  WriteStore(o, test::RandomBytes(256 << 10, 17), test::RandomBytes(256 << 10, 18));
+  ASSERT_TRUE(Env::Default()->DeleteFile(dir.Sub(kCleanFileName)).ok());  // as after kill -9
+  FaultInjectionEnv fenv(Env::Default());
+  fenv.AddRule({FaultInjectionEnv::Op::kOpen, "chunk-index", FaultInjectionEnv::Fault::kEIO});
+  std::unique_ptr<DedupSystem> sys;
+  Status s = DedupSystem::Open(o, &fenv, &sys);
+  ASSERT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_FALSE(Env::Default()->FileExists(dir.Sub(kCleanFileName)));
+  fenv.ClearRules();
+  sys = test::OpenSystemOrDie(o);
+  ASSERT_TRUE(sys);
+  EXPECT_TRUE(sys->recovery().dirty_start);
+}
+
 }  // namespace
 }  // namespace dedupv1

@@ -173,6 +173,7 @@ Status DedupSystem::Init() {
   }
   checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
   LogRecord(LogEventType::kSystemRun, start.Encode());
+  open_complete_ = true;
   return Status::OK();
 }
 
@@ -824,14 +825,14 @@ Status DedupSystem::Close() {
     }
   }
   // A final checkpoint leaves the log empty, so the next start replays nothing.
-  if (log_ && chunk_store_ && chunk_index_ && block_index_) keep_first(Checkpoint());
+  if (open_complete_) keep_first(Checkpoint());
   if (chunk_index_) keep_first(chunk_index_->Close());
   if (block_index_) keep_first(block_index_->Close());
   if (chunk_store_) keep_first(chunk_store_->Close());
-  if (bloom_ && result.ok()) {
+  if (bloom_ && result.ok() && open_complete_) {
     keep_first(bloom_->Save(env_, JoinPath(options_.data_dir, kBloomFileName)));
   }
-  if (result.ok() && log_) {
+  if (result.ok() && open_complete_) {
     // Only a stop that persisted everything is clean.
     keep_first(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCleanFileName), "clean\n"));
   }

@@ -224,6 +224,10 @@ class DedupSystem {
   uint64_t work_signals_ = 0;
   std::atomic<bool> stop_{false};
   bool closed_ = false;
+  // Init finished. Close checkpoints and marks the stop clean only then: after
+  // a failed open a checkpoint could trim log events recovery never applied,
+  // and a clean marker would hide the unclean stop from the next open.
+  bool open_complete_ = false;
   std::vector<std::thread> workers_;
 
   std::mutex persist_mu_;  // one Persist at a time
