@@ -4,8 +4,9 @@
 #    values, missing file, no volume) are refused before tgtd is started
 #    (exit 2, the engine's message naming the file, line and key; no tgtd,
 #    no tgtd.log, no state file);
-#  - what only the engine can tell (a volume shrunk below its data) fails the
-#    LUN creation: dedupv1d prints tgtd's reason, tears tgtd down (exit 1);
+#  - what only the engine can tell (a volume shrunk below its data, a store
+#    that lost its volume table) fails the LUN creation: dedupv1d prints
+#    tgtd's reason, tears tgtd down (exit 1);
 #  - a portal or control port already taken is refused before tgtd starts,
 #    and the instance holding it keeps running.
 #
@@ -94,6 +95,25 @@ check_output "shrunk volume: torn down" "nothing is running"
 check_fails "shrunk volume: no tgtd left" dd_tgtd_with_ctl "$CTL"
 check_fails "shrunk volume: no state file" test -e "$data/dedupv1d.state"
 check_fails "shrunk volume: no control socket left" test -e "/var/run/tgtd/socket.$CTL"
+
+# A store that lost its volume table (issue 19): the engine refuses it naming
+# the file instead of giving the volumes new ids in config order; dedupv1d
+# reports tgtd's reason and tears tgtd down; the file is not recreated, and
+# dedupv1_check says the same.
+mv "$data/volumes" "$WORK/volumes.aside"
+dd_start "$WORK/good.conf" >"$WORK/last.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] && ok "volumes missing: start fails (exit 1)" || fail "volumes missing: exit $rc, not 1"
+check_output "volumes missing: the engine's reason from tgtd.log" "$data/volumes is missing"
+check_output "volumes missing: torn down" "nothing is running"
+check_fails "volumes missing: no tgtd left" dd_tgtd_with_ctl "$CTL"
+check_fails "volumes missing: not recreated" test -e "$data/volumes"
+check_dir="$(dirname "$DEDUPV1D")"
+"$check_dir/dedupv1_check" --config "$WORK/good.conf" >"$WORK/last.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] && ok "volumes missing: dedupv1_check refuses too (exit 1)" || fail "volumes missing: dedupv1_check exit $rc, not 1"
+check_output "volumes missing: dedupv1_check names the file" "$data/volumes is missing"
+mv "$WORK/volumes.aside" "$data/volumes"
 
 # Portal and control port taken by a running instance.
 check "start the first instance" dd_start "$WORK/good.conf"
