@@ -194,8 +194,11 @@ Json StatusCollector::ChunkIndexJson() const {
   const ChunkIndexOptions& o = system_->options().chunk_index;
   Json j;
   j["persistent_entries"] = st.persistent_entries;
+  j["new_entries"] = st.new_entries;
+  j["used_entries"] = st.used_entries();
   j["capacity_entries"] = st.capacity;
-  j["fill_ratio"] = Fraction(st.persistent_entries, st.capacity);
+  // Persistent and not yet written back alike: the count that fills the index.
+  j["fill_ratio"] = st.fill_ratio();
   j["aux_entries"] = st.aux_entries;
   j["aux_uncommitted_entries"] = st.aux_uncommitted;
   // Committed auxiliary entries wait only for the write-back thread.
@@ -212,6 +215,7 @@ Json StatusCollector::ChunkIndexJson() const {
   j["write_back_batches"] = st.write_back_batches;
   j["write_back_errors"] = st.write_back_errors;
   j["throttled_puts"] = st.throttled_puts;
+  j["refused_puts"] = st.refused_puts;
   j["last_error"] = st.last_error;
   return j;
 }
