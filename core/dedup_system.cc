@@ -383,14 +383,22 @@ void DedupSystem::WorkerLoop(int index) {
     bool failed = false;
     WriteBuffer::ClaimPolicy policy = CurrentPolicy();
     for (auto& [_, vol] : volumes_) {
-      Status s;
-      while (!stop_.load() && vol->ProcessOneRun(policy, &s)) {
+      Volume::RunOutcome run;
+      while (!stop_.load() && vol->ProcessOneRun(policy, &run)) {
         did_work = true;
-        if (!s.ok()) {
-          RecordError(s);
+        if (run.parked) {
+          // Only this run needs chunk-index space: the others go on (data
+          // that is known or zero needs no entry); a sync reports it.
+          SetIndexFull(run.error);
+          progress_cv_.notify_all();
+          continue;
+        }
+        if (!run.error.ok()) {
+          RecordError(run.error);
           failed = true;
           break;
         }
+        if (run.new_chunks) ClearIndexFull();
         {
           std::lock_guard<std::mutex> l(error_mu_);
           SetErrorLocked(Status::OK());
@@ -420,7 +428,7 @@ void DedupSystem::RecordError(const Status& s) {
 
 void DedupSystem::SetErrorLocked(const Status& s) {
   error_ = s;
-  refuse_waiting_writers_ = !s.ok() || stop_.load();
+  refuse_waiting_writers_ = !s.ok() || !index_full_.ok() || stop_.load();
   // Release(0) takes the budget's lock before notifying, so a writer between
   // its check and its wait cannot miss the wake-up.
   if (!s.ok()) budget_.Release(0);
@@ -431,9 +439,53 @@ Status DedupSystem::PendingError() const {
   return error_;
 }
 
+void DedupSystem::SetIndexFull(const Status& s) {
+  stats_.errors++;
+  std::lock_guard<std::mutex> l(error_mu_);
+  index_full_ = s;
+  refuse_waiting_writers_ = true;
+  budget_.Release(0);  // wakes writers waiting for space the parked runs may keep
+}
+
+void DedupSystem::ClearIndexFull() {
+  std::lock_guard<std::mutex> l(error_mu_);
+  if (index_full_.ok()) return;
+  index_full_ = Status::OK();
+  refuse_waiting_writers_ = !error_.ok() || stop_.load();
+}
+
+Status DedupSystem::WriteRefusal() const {
+  std::lock_guard<std::mutex> l(error_mu_);
+  if (!error_.ok()) return error_;
+  // Room in the buffer: the write goes in whatever the index says (its data
+  // may be known); none: parked runs may keep it full for ever.
+  if (!index_full_.ok() && budget_.used() >= budget_.limit()) return index_full_;
+  return Status::OK();
+}
+
+Status DedupSystem::ReportParked(uint64_t epoch) {
+  for (auto& [_, vol] : volumes_) {
+    for (uint64_t block : vol->buffer().ParkedBlocksUpTo(epoch)) {
+      std::unique_lock<std::shared_mutex> lock(block_locks_.For(BlockId{vol->id(), block}));
+      vol->buffer().DropParked(block, epoch);
+    }
+  }
+  std::lock_guard<std::mutex> l(error_mu_);
+  const std::string why = index_full_.ok() ? "chunk index full" : index_full_.message();
+  lost_error_ = Status::NoSpace(why + ": data written before this sync needed new chunk-index entries and was "
+                                     "not stored; those blocks keep what they held before");
+  lost_before_epoch_ = std::max(lost_before_epoch_, epoch_.load());
+  return lost_error_;
+}
+
 Status DedupSystem::DrainUpTo(uint64_t epoch) {
   uint64_t prev = force_epoch_.load();
   while (prev < epoch && !force_epoch_.compare_exchange_weak(prev, epoch)) {
+  }
+  // Runs parked for want of chunk-index space get another try if the index
+  // has room again (GC erased entries); else they fail this sync at once.
+  if (chunk_index_->stats().fill_ratio() < 1.0) {
+    for (auto& [_, vol] : volumes_) vol->buffer().UnparkAll();
   }
   {
     std::lock_guard<std::mutex> l(work_mu_);
@@ -442,9 +494,22 @@ Status DedupSystem::DrainUpTo(uint64_t epoch) {
   work_cv_.notify_all();
   std::unique_lock<std::mutex> l(work_mu_);
   for (;;) {
-    bool dirty = false;
-    for (auto& [_, vol] : volumes_) dirty |= vol->buffer().HasDirtyUpTo(epoch);
-    if (!dirty) return Status::OK();
+    bool pending = false, dirty = false;
+    for (auto& [_, vol] : volumes_) {
+      pending |= vol->buffer().HasPendingUpTo(epoch);
+      dirty |= vol->buffer().HasDirtyUpTo(epoch);
+    }
+    if (!pending) {
+      // What is left is parked: acknowledged, never stored.
+      if (dirty) {
+        l.unlock();  // ReportParked takes block locks
+        return ReportParked(epoch);
+      }
+      std::lock_guard<std::mutex> e(error_mu_);
+      // Parked bytes this sync covered were dropped by another one meanwhile.
+      if (epoch < lost_before_epoch_) return lost_error_;
+      return Status::OK();
+    }
     Status err = PendingError();
     if (!err.ok()) return err;
     if (stop_.load() && workers_.empty()) return Status::Aborted("system is shutting down");

@@ -164,6 +164,19 @@ class DedupSystem {
   // Sets or clears (OK) the pending error; requires error_mu_.
   void SetErrorLocked(const Status& s);
   Status PendingError() const;
+  // The chunk index is full (a run was parked with |s|) or has room again
+  // (a run stored new chunks). While it is full, writers that would wait for
+  // write-buffer space are refused with |s|: parked runs may fill the buffer.
+  void SetIndexFull(const Status& s);
+  void ClearIndexFull();
+  // After Write waited for write-buffer space: the error that refuses it (a
+  // pending error, or the chunk index full while the buffer is still full).
+  Status WriteRefusal() const;
+  // Called by DrainUpTo when only parked bytes are left among those a sync
+  // of |epoch| covers: drops them (the blocks keep what they held before, as
+  // after a crash) and returns the error that fails this sync and every other
+  // sync begun before the drop; later syncs do not report it again.
+  Status ReportParked(uint64_t epoch);
 
   const Options options_;
   Env* const env_;
@@ -233,9 +246,16 @@ class DedupSystem {
   std::mutex persist_mu_;  // one Persist at a time
   mutable std::mutex error_mu_;
   Status error_;           // last processing error, cleared when a run succeeds
-  // True while error_ is set or the system stops: writers waiting for
-  // write-buffer space give up then, as the buffer may never drain.
+  // True while error_ is set, the chunk index is full or the system stops:
+  // writers waiting for write-buffer space give up then, as the buffer may
+  // never drain.
   std::atomic<bool> refuse_waiting_writers_{false};
+  // The chunk index is full: the status of the last parked run, else OK.
+  Status index_full_;
+  // Parked bytes a sync dropped (ReportParked): a sync whose epoch is below
+  // lost_before_epoch_ began before the drop and fails with lost_error_.
+  uint64_t lost_before_epoch_ = 0;
+  Status lost_error_;
 };
 
 }  // namespace dedupv1

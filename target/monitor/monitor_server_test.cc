@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <thread>
 
 #include "target/monitor/monitor_test_util.h"
 
@@ -145,10 +146,19 @@ TEST(MonitorServerTest, IndexShowsAFullChunkIndex) {
   for (uint64_t off = 0; off < data.size(); off += 1 << 20) {
     if (!v->Write(off, 1 << 20, data.data() + off, false).ok()) break;
   }
+  MonitorClient client("127.0.0.1", h.port());
+  // The runs that need new entries wait parked (bounded wait for the workers).
+  uint64_t parked = 0;
+  for (int i = 0; i < 600 && parked == 0; i++) {
+    parked = FetchJson(&client, "GET", "/volumes")["volumes"][0]["parked_bytes"].get<uint64_t>();
+    if (parked == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GT(parked, 0u);
   Status s = h.system()->Sync();
   ASSERT_TRUE(s.IsNoSpace()) << s.ToString();
+  // Reported by the sync and given up.
+  EXPECT_EQ(FetchJson(&client, "GET", "/volumes")["volumes"][0]["parked_bytes"].get<uint64_t>(), 0u);
 
-  MonitorClient client("127.0.0.1", h.port());
   long code = 0;
   Json ci = FetchJson(&client, "GET", "/index", &code)["chunk_index"];
   ASSERT_EQ(code, 200) << ci.dump();

@@ -154,6 +154,8 @@ Json StatusCollector::Volumes() const {
     j["size_bytes"] = v->size();
     j["dirty_bytes"] = v->buffer().dirty_bytes();
     j["dirty_blocks"] = v->buffer().dirty_blocks();
+    // Of the dirty bytes, those waiting for chunk-index space (a sync fails).
+    j["parked_bytes"] = v->buffer().parked_bytes();
     const Volume::Counters c = v->counters();
     j["written_bytes"] = c.bytes_written;
     j["read_bytes"] = c.bytes_read;
