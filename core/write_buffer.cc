@@ -104,7 +104,7 @@ void WriteBuffer::Put(uint64_t block, uint32_t offset, const uint8_t* data, uint
   DirtyBlock* b = GetOrCreateLocked(block, epoch);
   std::memcpy(b->data.get() + offset, data, len);
   b->dirty.Add(offset, offset + len);
-  b->parked.Remove(offset, offset + len);  // new data: it may need no new entry
+  if (!b->parked.empty()) b->parked.Remove(offset, offset + len);  // new data may need no new entry
   b->seq++;
   b->last_epoch = epoch;
   b->last_write = Clock::now();
@@ -115,7 +115,7 @@ void WriteBuffer::Discard(uint64_t block, uint32_t offset, uint32_t len) {
   auto it = blocks_.find(block);
   if (it == blocks_.end()) return;
   it->second.dirty.Remove(offset, offset + len);
-  it->second.parked.Remove(offset, offset + len);
+  if (!it->second.parked.empty()) it->second.parked.Remove(offset, offset + len);
   it->second.seq++;
   FreeIfCleanLocked(it);
 }
@@ -227,7 +227,7 @@ bool WriteBuffer::ClearIfUnchanged(uint64_t block, uint64_t seq, uint32_t begin,
   // Clearing does not change the sequence: another run's copy of other bytes
   // of this block stays valid.
   it->second.dirty.Remove(begin, end);
-  it->second.parked.Remove(begin, end);
+  if (!it->second.parked.empty()) it->second.parked.Remove(begin, end);
   return true;
 }
 
