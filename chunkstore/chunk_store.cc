@@ -14,10 +14,8 @@ namespace {
 // Ids reserved per write of the high-water mark: one small synced file write
 // per 1024 containers (4 GiB of data at the default size).
 constexpr uint64_t kIdBatch = 1024;
-constexpr char kIdMarkFile[] = "container-id";
 // The mark file is the next free id (u64) followed by its CRC32C.
 constexpr size_t kIdMarkSize = 12;
-constexpr char kAliasFile[] = "container-aliases";
 
 std::string Name(ContainerId id) { return "container " + std::to_string(id); }
 
@@ -96,20 +94,49 @@ ChunkStore::ChunkStore(const ChunkStoreOptions& options, Env* env,
     : options_(options),
       env_(env),
       store_(std::move(store)),
-      id_mark_path_(JoinPath(options.dir, kIdMarkFile)),
+      id_mark_path_(JoinPath(options.dir, kContainerIdFileName)),
       read_cache_(options.read_cache_containers),
       metadata_cache_(kMetadataCacheContainers),
-      alias_path_(JoinPath(options.dir, kAliasFile)),
+      alias_path_(JoinPath(options.dir, kContainerAliasFileName)),
       dead_file_(env, JoinPath(options.dir, kDeadChunkFileName), FingerprintSize(options.fp_type)),
       summary_file_(env, JoinPath(options.dir, kContainerSummaryFileName)) {}
 
 ChunkStore::~ChunkStore() { Close(); }
+
+Status ChunkStore::CheckCatalog(Env* env, const std::string& dir, ContainerStore* store,
+                                const std::vector<ContainerId>& ids, bool ids_handed_out) {
+  const std::string id_mark = JoinPath(dir, kContainerIdFileName);
+  if (!env->FileExists(id_mark) && (!ids.empty() || ids_handed_out)) {
+    return Status::Corruption(id_mark + " is missing, but container ids were handed out (" +
+                              std::to_string(ids.size()) + " containers are stored): without it new containers "
+                              "could get ids that the indexes, the log or the checkpoint still name; restore it "
+                              "from a backup of the data directory");
+  }
+  const std::string aliases = JoinPath(dir, kContainerAliasFileName);
+  if (env->FileExists(aliases)) return Status::OK();
+  for (ContainerId id : ids) {
+    std::string head;
+    uint32_t count = 0;
+    // A container whose header cannot be read is damaged anyway: its reads
+    // fail whatever the alias file says, so it does not decide.
+    if (!store->GetHead(id, Container::kHeaderSize, &head).ok() ||
+        !Container::HeaderAliasCount(id, head, &count).ok() || count == 0) {
+      continue;
+    }
+    return Status::Corruption(aliases + " is missing, but " + Name(id) + " was merged by garbage collection "
+                              "and answers to " + std::to_string(count) + " older ids that block mappings and "
+                              "chunk-index entries may name: without the file they name nothing; restore it "
+                              "from a backup of the data directory");
+  }
+  return Status::OK();
+}
 
 Status ChunkStore::Init() {
   std::vector<ContainerId> ids;
   DEDUPV1_RETURN_IF_ERROR(store_->List(&ids));
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  DEDUPV1_RETURN_IF_ERROR(CheckCatalog(env_, options_.dir, store_.get(), ids, /*ids_handed_out=*/false));
   DEDUPV1_RETURN_IF_ERROR(LoadAliases(&ids));
   DEDUPV1_RETURN_IF_ERROR(LoadDeadMarks(ids));
   LoadSummaries(ids);
@@ -666,7 +693,9 @@ Status ChunkStore::WriteAliasFile(const std::vector<AliasRecord>& records) {
 }
 
 Status ChunkStore::LoadAliases(std::vector<ContainerId>* ids) {
-  if (!env_->FileExists(alias_path_)) return Status::OK();
+  // Missing only in a store that never merged (CheckCatalog): written empty,
+  // so that a later absence means the file was lost.
+  if (!env_->FileExists(alias_path_)) return WriteAliasFile({});
   std::string text;
   DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, alias_path_, &text));
   const size_t crc_pos = text.rfind("crc ");

@@ -71,6 +71,10 @@
 
 namespace dedupv1 {
 
+// Files in the container directory besides the containers (docs/formats.md).
+constexpr char kContainerIdFileName[] = "container-id";          // id high-water mark
+constexpr char kContainerAliasFileName[] = "container-aliases";  // merge records
+
 struct ChunkStoreOptions {
   std::string dir;                         // container directory (also holds "container-id")
   size_t container_size = 4 << 20;         // serialized size limit of a container
@@ -121,6 +125,19 @@ class ChunkStore {
   static Status Open(const ChunkStoreOptions& options, Env* env,
                      std::unique_ptr<ContainerStore> store, std::unique_ptr<ChunkStore>* out);
   ~ChunkStore();  // calls Close()
+
+  // Whether the catalog files in |dir| that stored containers depend on are
+  // there (core/data_dir.h; |ids| are the containers |store| holds): the id
+  // mark once any container is stored or |ids_handed_out| (a checkpoint
+  // recorded ids; without the mark new containers could reuse ids the
+  // indexes, the log or the checkpoint still name), the alias file once any
+  // container was merged (without it the old ids of a merged container
+  // resolve to nothing). Reads every container's header only when the alias
+  // file is missing; Open writes an empty one in a store that never merged,
+  // so that from then on its absence means it was lost. Corruption naming
+  // the missing file and what to do.
+  static Status CheckCatalog(Env* env, const std::string& dir, ContainerStore* store,
+                             const std::vector<ContainerId>& ids, bool ids_handed_out);
 
   ChunkStore(const ChunkStore&) = delete;
   ChunkStore& operator=(const ChunkStore&) = delete;

@@ -153,18 +153,38 @@ Status Container::Serialize(std::string* out) const {
   return Status::OK();
 }
 
-Status Container::MetadataSize(ContainerId expected_id, const std::string& head, size_t* size) {
-  if (head.size() < kHeaderSize) {
+namespace {
+
+// The header fields MetadataSize and HeaderAliasCount read, before any CRC
+// can be checked: a header's worth of bytes and the magic.
+Status CheckHeaderPrefix(ContainerId expected_id, const std::string& head) {
+  if (head.size() < Container::kHeaderSize) {
     return Status::Corruption(Name(expected_id) + ": too short for a header (" +
                               std::to_string(head.size()) + " bytes)");
   }
   const uint8_t* p = reinterpret_cast<const uint8_t*>(head.data());
-  if (DecodeFixed32(p + kMagicOffset) != kMagic) return Status::Corruption(Name(expected_id) + ": bad magic");
+  if (DecodeFixed32(p + kMagicOffset) != Container::kMagic) {
+    return Status::Corruption(Name(expected_id) + ": bad magic");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status Container::MetadataSize(ContainerId expected_id, const std::string& head, size_t* size) {
+  DEDUPV1_RETURN_IF_ERROR(CheckHeaderPrefix(expected_id, head));
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(head.data());
   const uint64_t fp_size = p[kFpSizeOffset];
   // Counts are 32 bit, so this cannot overflow; the size is verified (CRC,
   // bounds) by the parse that follows.
   *size = kHeaderSize + uint64_t{DecodeFixed32(p + kAliasCountOffset)} * 8 +
           uint64_t{DecodeFixed32(p + kItemCountOffset)} * ItemSize(fp_size);
+  return Status::OK();
+}
+
+Status Container::HeaderAliasCount(ContainerId expected_id, const std::string& head, uint32_t* count) {
+  DEDUPV1_RETURN_IF_ERROR(CheckHeaderPrefix(expected_id, head));
+  *count = DecodeFixed32(reinterpret_cast<const uint8_t*>(head.data()) + kAliasCountOffset);
   return Status::OK();
 }
 

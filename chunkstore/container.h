@@ -121,6 +121,10 @@ class Container {
   // MetadataSize reads from the header in |head| (at least kHeaderSize bytes
   // of a serialized container) how many leading bytes hold the metadata.
   static Status MetadataSize(ContainerId expected_id, const std::string& head, size_t* size);
+  // The alias count in the header in |head| (at least kHeaderSize bytes): how
+  // many older ids a merged container answers to (0: never merged). Checks
+  // the magic only; the CRCs need the whole metadata.
+  static Status HeaderAliasCount(ContainerId expected_id, const std::string& head, uint32_t* count);
   // The sorted fingerprints from |head|, the first MetadataSize bytes (or
   // more) of a serialized container; verifies meta_crc and the same fields
   // Parse does, except the data section. Optionally each chunk's footprint

@@ -41,19 +41,31 @@ std::string Name(ContainerId id) { return "container " + std::to_string(id); }
 
 Status LocalContainerStore::Open(Env* env, const std::string& dir,
                                  std::unique_ptr<LocalContainerStore>* out) {
-  std::unique_ptr<LocalContainerStore> store(new LocalContainerStore(env, dir));
-  DEDUPV1_RETURN_IF_ERROR(env->CreateDirs(dir));
+  return OpenImpl(env, dir, /*read_only=*/false, out);
+}
+
+Status LocalContainerStore::OpenExisting(Env* env, const std::string& dir,
+                                         std::unique_ptr<LocalContainerStore>* out) {
+  return OpenImpl(env, dir, /*read_only=*/true, out);
+}
+
+Status LocalContainerStore::OpenImpl(Env* env, const std::string& dir, bool read_only,
+                                     std::unique_ptr<LocalContainerStore>* out) {
+  std::unique_ptr<LocalContainerStore> store(new LocalContainerStore(env, dir, read_only));
+  if (!read_only) DEDUPV1_RETURN_IF_ERROR(env->CreateDirs(dir));
   uint64_t used = 0;
   for (int i = 0; i < kSubDirs; i++) {
     const std::string sub = store->SubDirByIndex(i);
-    DEDUPV1_RETURN_IF_ERROR(env->CreateDirs(sub));
+    if (read_only && !env->FileExists(sub)) continue;
+    if (!read_only) DEDUPV1_RETURN_IF_ERROR(env->CreateDirs(sub));
     std::vector<std::string> names;
     DEDUPV1_RETURN_IF_ERROR(env->GetChildren(sub, &names));
     for (const std::string& name : names) {
       const std::string path = JoinPath(sub, name);
       if (EndsWith(name, kTmpSuffix)) {
-        // A Put that crashed before its rename: never acknowledged, so drop it.
-        DEDUPV1_RETURN_IF_ERROR(env->DeleteFile(path));
+        // A Put that crashed before its rename: never acknowledged, so drop it
+        // (unless only inspecting: it may be a Put in progress).
+        if (!read_only) DEDUPV1_RETURN_IF_ERROR(env->DeleteFile(path));
         continue;
       }
       ContainerId id;
@@ -64,7 +76,7 @@ Status LocalContainerStore::Open(Env* env, const std::string& dir,
     }
   }
   // Make the subdirectories themselves durable.
-  DEDUPV1_RETURN_IF_ERROR(env->SyncDir(dir));
+  if (!read_only) DEDUPV1_RETURN_IF_ERROR(env->SyncDir(dir));
   store->used_bytes_ = used;
   *out = std::move(store);
   return Status::OK();
@@ -87,6 +99,7 @@ std::string LocalContainerStore::ContainerPath(ContainerId id) const {
 }
 
 Status LocalContainerStore::Put(ContainerId id, const std::string& bytes) {
+  if (read_only_) return Status::NotSupported("container store " + dir_ + " is open for inspection only");
   const std::string path = ContainerPath(id);
   const std::string tmp = path + kTmpSuffix;
   uint64_t old_size = 0;
@@ -145,6 +158,7 @@ Status LocalContainerStore::GetRange(ContainerId id, uint64_t offset, size_t n, 
 }
 
 Status LocalContainerStore::Delete(ContainerId id) {
+  if (read_only_) return Status::NotSupported("container store " + dir_ + " is open for inspection only");
   const std::string path = ContainerPath(id);
   uint64_t size = 0;
   Status s = env_->GetFileSize(path, &size);
@@ -159,6 +173,7 @@ Status LocalContainerStore::Delete(ContainerId id) {
 Status LocalContainerStore::List(std::vector<ContainerId>* ids) {
   ids->clear();
   for (int i = 0; i < kSubDirs; i++) {
+    if (read_only_ && !env_->FileExists(SubDirByIndex(i))) continue;
     std::vector<std::string> names;
     DEDUPV1_RETURN_IF_ERROR(env_->GetChildren(SubDirByIndex(i), &names));
     for (const std::string& name : names) {

@@ -22,6 +22,10 @@ class LocalContainerStore : public ContainerStore {
   // Creates |dir| and its subdirectories if needed, removes leftover temp
   // files and sums the size of the stored containers.
   static Status Open(Env* env, const std::string& dir, std::unique_ptr<LocalContainerStore>* out);
+  // For inspecting a directory another process may have open (core/data_dir.h):
+  // creates, removes and syncs nothing; missing subdirectories hold no
+  // containers. Use it only to read.
+  static Status OpenExisting(Env* env, const std::string& dir, std::unique_ptr<LocalContainerStore>* out);
 
   Status Put(ContainerId id, const std::string& bytes) override;
   Status Get(ContainerId id, std::string* bytes) override;
@@ -35,7 +39,10 @@ class LocalContainerStore : public ContainerStore {
   std::string ContainerPath(ContainerId id) const;
 
  private:
-  LocalContainerStore(Env* env, std::string dir) : env_(env), dir_(std::move(dir)) {}
+  LocalContainerStore(Env* env, std::string dir, bool read_only)
+      : env_(env), dir_(std::move(dir)), read_only_(read_only) {}
+  static Status OpenImpl(Env* env, const std::string& dir, bool read_only,
+                         std::unique_ptr<LocalContainerStore>* out);
   std::string SubDir(ContainerId id) const;
   std::string SubDirByIndex(int index) const;
   // Bytes [offset, offset + n) of a container file; with |exact| a file too
@@ -44,6 +51,7 @@ class LocalContainerStore : public ContainerStore {
 
   Env* const env_;
   const std::string dir_;
+  const bool read_only_;  // OpenExisting
   std::atomic<uint64_t> used_bytes_{0};
 };
 

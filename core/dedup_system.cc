@@ -1,5 +1,6 @@
 #include "core/dedup_system.h"
 
+#include "core/data_dir.h"
 #include "core/memory_tuning.h"
 #include "core/volume_table.h"
 
@@ -21,12 +22,7 @@
 namespace dedupv1 {
 namespace {
 
-const char kSystemFile[] = "system";
-const char kVolumesFile[] = "volumes";
-const char kBloomFile[] = "bloom";
 const char kLockFile[] = "LOCK";
-const char kCleanFile[] = "clean";            // present only after a clean stop
-const char kCheckpointFile[] = "checkpoint";  // what the last checkpoint made persistent
 
 // Payload of a block-mapping event (log/log_event.h): the block, the new
 // mapping and the one it replaced (empty if none), each with its own CRC.
@@ -82,14 +78,24 @@ Status DedupSystem::Open(const Options& options, Env* env, std::unique_ptr<Dedup
 Status DedupSystem::Init() {
   Status s = env_->CreateDirs(options_.data_dir);
   if (!s.ok()) return s.WithContext("cannot create data directory");
-  const bool fresh = !env_->FileExists(JoinPath(options_.data_dir, kSystemFile));
   DEDUPV1_RETURN_IF_ERROR(env_->LockFile(JoinPath(options_.data_dir, kLockFile), &lock_));
+  // A store that lacks a file its data depends on is refused here, before
+  // anything could recreate the file empty.
+  DataDirState state;
+  DEDUPV1_RETURN_IF_ERROR(InspectDataDir(env_, options_, &state));
+  creating_ = state != DataDirState::kStore;
+  if (state == DataDirState::kFresh) {
+    // Before any other file, so that a creation failing half way is resumed.
+    s = WriteFileAtomically(env_, JoinPath(options_.data_dir, kCreatingFileName),
+                            "a dedupv1 store is being created here; this file goes when it is complete\n");
+    if (!s.ok()) return s.WithContext("cannot create a store in " + options_.data_dir);
+  }
   DEDUPV1_RETURN_IF_ERROR(CheckSystemMetadata());
   DEDUPV1_RETURN_IF_ERROR(LoadOrCreateInstanceId(env_, options_.data_dir, &instance_id_));
   DEDUPV1_RETURN_IF_ERROR(Chunker::Create(options_.chunking, &chunker_));
-  recovery_.dirty_start = !fresh && !env_->FileExists(JoinPath(options_.data_dir, kCleanFile));
-  if (env_->FileExists(JoinPath(options_.data_dir, kCleanFile))) {
-    DEDUPV1_RETURN_IF_ERROR(env_->DeleteFile(JoinPath(options_.data_dir, kCleanFile)));
+  recovery_.dirty_start = !creating_ && !env_->FileExists(JoinPath(options_.data_dir, kCleanFileName));
+  if (env_->FileExists(JoinPath(options_.data_dir, kCleanFileName))) {
+    DEDUPV1_RETURN_IF_ERROR(env_->DeleteFile(JoinPath(options_.data_dir, kCleanFileName)));
   }
   DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.log.path)));
   s = OperationsLog::Open(options_.log, env_, &log_);
@@ -155,30 +161,56 @@ Status DedupSystem::Init() {
   }
   // After recovery: a rebuilt bloom filter must see the re-imported chunks.
   DEDUPV1_RETURN_IF_ERROR(BuildFilterChain());
+  if (creating_) {
+    // Every file exists now; from here on a missing one is a loss.
+    const std::string marker = JoinPath(options_.data_dir, kCreatingFileName);
+    s = env_->DeleteFile(marker);
+    if (s.ok()) s = env_->SyncDir(options_.data_dir);
+    if (!s.ok()) return s.WithContext("cannot finish creating the store (" + marker + ")");
+    creating_ = false;
+  }
   for (int i = 0; i < options_.dedup_threads; i++) {
     workers_.emplace_back([this, i] { WorkerLoop(i); });
   }
   checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
   LogRecord(LogEventType::kSystemRun, start.Encode());
+  open_complete_ = true;
   return Status::OK();
 }
 
 // The system file records what stored data depends on; reopening with a
-// config that changes it would misread the data, so it is refused.
+// config that changes it would misread the data, so it is refused. A file
+// that does not say each of it exactly once is damaged: refused naming the
+// line, never guessed at.
 Status DedupSystem::CheckSystemMetadata() {
-  const std::string path = JoinPath(options_.data_dir, kSystemFile);
+  const std::string path = JoinPath(options_.data_dir, kSystemFileName);
   std::ostringstream want;
   want << "format = " << kFormatVersion << "\n"
        << "block-size = " << options_.block_size << "\n"
        << "fingerprint = " << FingerprintTypeName(options_.fingerprint) << "\n";
-  if (!env_->FileExists(path)) return WriteFileAtomically(env_, path, want.str());
+  // Nothing is stored while a store is created: a file left by a creation
+  // that failed is rewritten (the config may have been corrected since).
+  if (creating_) return WriteFileAtomically(env_, path, want.str());
   std::string have;
   DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, path, &have));
+  const std::string damaged = "; " + path + " is damaged: restore it from a backup of the data directory";
   Config stored;
-  DEDUPV1_RETURN_IF_ERROR(Config::Parse(have, path, &stored));
+  Status parsed = Config::Parse(have, path, &stored);
+  if (!parsed.ok()) return Status::Corruption(parsed.message() + damaged);
+  std::map<std::string, int> line_of = {{"format", 0}, {"block-size", 0}, {"fingerprint", 0}};
   bool upgrade = false;
   for (const auto& e : stored.entries()) {
-    std::string expected;
+    const std::string where = path + ":" + std::to_string(e.line) + ": ";
+    auto known = line_of.find(e.key);
+    if (known == line_of.end()) {
+      return Status::Corruption(where + "unknown key '" + e.key + "' (the file holds format, block-size and "
+                                "fingerprint)" + damaged);
+    }
+    if (known->second != 0) {
+      return Status::Corruption(where + e.key + " again (first on line " + std::to_string(known->second) + ")" +
+                                damaged);
+    }
+    known->second = e.line;
     if (e.key == "format") {
       uint64_t format = 0;
       if (!ParseUint(e.value, &format).ok() || format < static_cast<uint64_t>(kOldestFormatRead) ||
@@ -190,14 +222,28 @@ Status DedupSystem::CheckSystemMetadata() {
       upgrade = format < static_cast<uint64_t>(kFormatVersion);
       continue;
     }
-    if (e.key == "block-size") expected = std::to_string(options_.block_size);
-    else if (e.key == "fingerprint") expected = FingerprintTypeName(options_.fingerprint);
-    else continue;
-    if (e.value != expected) {
-      return Status::InvalidArgument("data directory " + options_.data_dir + " was created with " + e.key +
-                                     " = " + e.value + " but the config says " + expected +
-                                     "; changing it would misread the stored data");
+    std::string expected;
+    if (e.key == "block-size") {
+      uint64_t block_size = 0;
+      if (!ParseUint(e.value, &block_size).ok()) {
+        return Status::Corruption(where + "block-size '" + e.value + "' is not a number" + damaged);
+      }
+      if (block_size == options_.block_size) continue;
+      expected = std::to_string(options_.block_size);
+    } else {
+      FingerprintType type;
+      if (!ParseFingerprintType(e.value, &type).ok()) {
+        return Status::Corruption(where + "unknown fingerprint '" + e.value + "'" + damaged);
+      }
+      if (type == options_.fingerprint) continue;
+      expected = FingerprintTypeName(options_.fingerprint);
     }
+    return Status::InvalidArgument("data directory " + options_.data_dir + " was created with " + e.key + " = " +
+                                   e.value + " but the config says " + expected +
+                                   "; changing it would misread the stored data");
+  }
+  for (const auto& [key, line] : line_of) {
+    if (line == 0) return Status::Corruption(path + ": no " + key + " line" + damaged);
   }
   // Before anything of the newer format is written, so a build that only
   // reads the older one refuses the directory from now on.
@@ -206,12 +252,15 @@ Status DedupSystem::CheckSystemMetadata() {
 }
 
 Status DedupSystem::LoadVolumes() {
-  const std::string path = JoinPath(options_.data_dir, kVolumesFile);
+  const std::string path = JoinPath(options_.data_dir, kVolumesFileName);
   std::vector<VolumeRecord> records;
-  DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, path, &records));
+  // Written at creation even without volumes, so that its absence always
+  // means it was lost (InspectDataDir refuses the directory then).
+  const bool create = creating_ && !env_->FileExists(path);
+  if (!create) DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, path, &records));
   bool changed = false;
   DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(options_.volumes, &records, &changed));
-  if (changed) DEDUPV1_RETURN_IF_ERROR(WriteVolumeTable(env_, path, records));
+  if (changed || create) DEDUPV1_RETURN_IF_ERROR(WriteVolumeTable(env_, path, records));
   // Only volumes named in the config are served; others keep their data.
   for (const auto& v : options_.volumes) {
     for (const auto& r : records) {
@@ -225,7 +274,7 @@ Status DedupSystem::BuildFilterChain() {
   // The bloom filter is saved at a clean close and removed when loaded, so a
   // file that exists is current. Without one, a store that already holds
   // chunks cannot trust an empty bloom filter, and the filter is left out.
-  const std::string bloom_path = JoinPath(options_.data_dir, kBloomFile);
+  const std::string bloom_path = JoinPath(options_.data_dir, kBloomFileName);
   bool bloom_ok = false;
   if (env_->FileExists(bloom_path)) {
     Status s = BloomSet::Load(env_, bloom_path, &bloom_);
@@ -313,14 +362,22 @@ void DedupSystem::WorkerLoop(int index) {
     bool failed = false;
     WriteBuffer::ClaimPolicy policy = CurrentPolicy();
     for (auto& [_, vol] : volumes_) {
-      Status s;
-      while (!stop_.load() && vol->ProcessOneRun(policy, &s)) {
+      Volume::RunOutcome run;
+      while (!stop_.load() && vol->ProcessOneRun(policy, &run)) {
         did_work = true;
-        if (!s.ok()) {
-          RecordError(s);
+        if (run.parked) {
+          // Only this run needs chunk-index space: the others go on (data
+          // that is known or zero needs no entry); a sync reports it.
+          SetIndexFull(run.error);
+          progress_cv_.notify_all();
+          continue;
+        }
+        if (!run.error.ok()) {
+          RecordError(run.error);
           failed = true;
           break;
         }
+        if (run.new_chunks) ClearIndexFull();
         {
           std::lock_guard<std::mutex> l(error_mu_);
           SetErrorLocked(Status::OK());
@@ -350,7 +407,7 @@ void DedupSystem::RecordError(const Status& s) {
 
 void DedupSystem::SetErrorLocked(const Status& s) {
   error_ = s;
-  refuse_waiting_writers_ = !s.ok() || stop_.load();
+  refuse_waiting_writers_ = !s.ok() || !index_full_.ok() || stop_.load();
   // Release(0) takes the budget's lock before notifying, so a writer between
   // its check and its wait cannot miss the wake-up.
   if (!s.ok()) budget_.Release(0);
@@ -361,9 +418,53 @@ Status DedupSystem::PendingError() const {
   return error_;
 }
 
+void DedupSystem::SetIndexFull(const Status& s) {
+  stats_.errors++;
+  std::lock_guard<std::mutex> l(error_mu_);
+  index_full_ = s;
+  refuse_waiting_writers_ = true;
+  budget_.Release(0);  // wakes writers waiting for space the parked runs may keep
+}
+
+void DedupSystem::ClearIndexFull() {
+  std::lock_guard<std::mutex> l(error_mu_);
+  if (index_full_.ok()) return;
+  index_full_ = Status::OK();
+  refuse_waiting_writers_ = !error_.ok() || stop_.load();
+}
+
+Status DedupSystem::WriteRefusal() const {
+  std::lock_guard<std::mutex> l(error_mu_);
+  if (!error_.ok()) return error_;
+  // Room in the buffer: the write goes in whatever the index says (its data
+  // may be known); none: parked runs may keep it full for ever.
+  if (!index_full_.ok() && budget_.used() >= budget_.limit()) return index_full_;
+  return Status::OK();
+}
+
+Status DedupSystem::ReportParked(uint64_t epoch) {
+  for (auto& [_, vol] : volumes_) {
+    for (uint64_t block : vol->buffer().ParkedBlocksUpTo(epoch)) {
+      std::unique_lock<std::shared_mutex> lock(block_locks_.For(BlockId{vol->id(), block}));
+      vol->buffer().DropParked(block, epoch);
+    }
+  }
+  std::lock_guard<std::mutex> l(error_mu_);
+  const std::string why = index_full_.ok() ? "chunk index full" : index_full_.message();
+  lost_error_ = Status::NoSpace(why + ": data written before this sync needed new chunk-index entries and was "
+                                     "not stored; those blocks keep what they held before");
+  lost_before_epoch_ = std::max(lost_before_epoch_, epoch_.load());
+  return lost_error_;
+}
+
 Status DedupSystem::DrainUpTo(uint64_t epoch) {
   uint64_t prev = force_epoch_.load();
   while (prev < epoch && !force_epoch_.compare_exchange_weak(prev, epoch)) {
+  }
+  // Runs parked for want of chunk-index space get another try if the index
+  // has room again (GC erased entries); else they fail this sync at once.
+  if (chunk_index_->stats().fill_ratio() < 1.0) {
+    for (auto& [_, vol] : volumes_) vol->buffer().UnparkAll();
   }
   {
     std::lock_guard<std::mutex> l(work_mu_);
@@ -372,9 +473,22 @@ Status DedupSystem::DrainUpTo(uint64_t epoch) {
   work_cv_.notify_all();
   std::unique_lock<std::mutex> l(work_mu_);
   for (;;) {
-    bool dirty = false;
-    for (auto& [_, vol] : volumes_) dirty |= vol->buffer().HasDirtyUpTo(epoch);
-    if (!dirty) return Status::OK();
+    bool pending = false, dirty = false;
+    for (auto& [_, vol] : volumes_) {
+      pending |= vol->buffer().HasPendingUpTo(epoch);
+      dirty |= vol->buffer().HasDirtyUpTo(epoch);
+    }
+    if (!pending) {
+      // What is left is parked: acknowledged, never stored.
+      if (dirty) {
+        l.unlock();  // ReportParked takes block locks
+        return ReportParked(epoch);
+      }
+      std::lock_guard<std::mutex> e(error_mu_);
+      // Parked bytes this sync covered were dropped by another one meanwhile.
+      if (epoch < lost_before_epoch_) return lost_error_;
+      return Status::OK();
+    }
     Status err = PendingError();
     if (!err.ok()) return err;
     if (stop_.load() && workers_.empty()) return Status::Aborted("system is shutting down");
@@ -504,8 +618,7 @@ Status DedupSystem::Checkpoint(ReplayMode mode) {
   DEDUPV1_RETURN_IF_ERROR(block_index_->Flush());
   // Every container up to the watermark is committed or lost and its chunks
   // are in the chunk index table; recovery re-imports only newer ones.
-  DEDUPV1_RETURN_IF_ERROR(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCheckpointFile),
-                                              "container-watermark = " + std::to_string(watermark) + "\n"));
+  DEDUPV1_RETURN_IF_ERROR(WriteCheckpointWatermark(env_, options_.data_dir, watermark));
   // An event is trimmed only once the block index store reflects it. Flush
   // wrote every persistable mapping, including the newest committed version
   // of a block whose current mapping waits for a container opened after the
@@ -619,16 +732,7 @@ DedupSystem::IdleInfo DedupSystem::idle_info() const {
 // that was never synced, and are dropped.
 Status DedupSystem::Recover() {
   ContainerId watermark = 0;
-  const std::string cp_path = JoinPath(options_.data_dir, kCheckpointFile);
-  if (env_->FileExists(cp_path)) {
-    std::string text;
-    DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, cp_path, &text));
-    Config cp;
-    DEDUPV1_RETURN_IF_ERROR(Config::Parse(text, cp_path, &cp));
-    for (const auto& e : cp.entries()) {
-      if (e.key == "container-watermark") DEDUPV1_RETURN_IF_ERROR(ParseUint(e.value, &watermark));
-    }
-  }
+  DEDUPV1_RETURN_IF_ERROR(ReadCheckpointWatermark(env_, options_.data_dir, &watermark));
   if (recovery_.dirty_start) {
     std::vector<ContainerId> ids;
     DEDUPV1_RETURN_IF_ERROR(chunk_store_->ListCommitted(&ids));
@@ -765,16 +869,16 @@ Status DedupSystem::Close() {
     }
   }
   // A final checkpoint leaves the log empty, so the next start replays nothing.
-  if (log_ && chunk_store_ && chunk_index_ && block_index_) keep_first(Checkpoint());
+  if (open_complete_) keep_first(Checkpoint());
   if (chunk_index_) keep_first(chunk_index_->Close());
   if (block_index_) keep_first(block_index_->Close());
   if (chunk_store_) keep_first(chunk_store_->Close());
-  if (bloom_ && result.ok()) {
-    keep_first(bloom_->Save(env_, JoinPath(options_.data_dir, kBloomFile)));
+  if (bloom_ && result.ok() && open_complete_) {
+    keep_first(bloom_->Save(env_, JoinPath(options_.data_dir, kBloomFileName)));
   }
-  if (result.ok() && log_) {
+  if (result.ok() && open_complete_) {
     // Only a stop that persisted everything is clean.
-    keep_first(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCleanFile), "clean\n"));
+    keep_first(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCleanFileName), "clean\n"));
   }
   // The block index's write-back hook uses the log: close the indexes first.
   gc_.reset();

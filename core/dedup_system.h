@@ -134,7 +134,11 @@ class DedupSystem {
   friend class GarbageCollector;
   DedupSystem(const Options& options, Env* env);
   Status Init();
+  // DATA-DIR/system: written while creating_, else read strictly (every line
+  // known, each key once) and compared with the config.
   Status CheckSystemMetadata();
+  // DATA-DIR/volumes: ids of the configured volumes (new ones get the next
+  // ids); missing only while creating_.
   Status LoadVolumes();
   Status BuildFilterChain();
   Status Recover();
@@ -163,6 +167,19 @@ class DedupSystem {
   // Sets or clears (OK) the pending error; requires error_mu_.
   void SetErrorLocked(const Status& s);
   Status PendingError() const;
+  // The chunk index is full (a run was parked with |s|) or has room again
+  // (a run stored new chunks). While it is full, writers that would wait for
+  // write-buffer space are refused with |s|: parked runs may fill the buffer.
+  void SetIndexFull(const Status& s);
+  void ClearIndexFull();
+  // After Write waited for write-buffer space: the error that refuses it (a
+  // pending error, or the chunk index full while the buffer is still full).
+  Status WriteRefusal() const;
+  // Called by DrainUpTo when only parked bytes are left among those a sync
+  // of |epoch| covers: drops them (the blocks keep what they held before, as
+  // after a crash) and returns the error that fails this sync and every other
+  // sync begun before the drop; later syncs do not report it again.
+  Status ReportParked(uint64_t epoch);
 
   const Options options_;
   Env* const env_;
@@ -198,6 +215,9 @@ class DedupSystem {
   std::atomic<uint64_t> loop_ticks_{0}, idle_checkpoints_{0}, soft_limit_checkpoints_{0}, soft_limit_throttles_{0}, idle_gc_runs_{0},
       skipped_paused_{0};
   RecoveryInfo recovery_;
+  // The data directory held no complete store at open (core/data_dir.h):
+  // this open creates it, and removes the `creating` marker when done.
+  bool creating_ = false;
   std::unique_ptr<BloomSet> bloom_;
   FilterChain filter_chain_;
   bool zero_chunks_ = false;  // the zero-chunk filter is in the chain
@@ -221,14 +241,25 @@ class DedupSystem {
   uint64_t work_signals_ = 0;
   std::atomic<bool> stop_{false};
   bool closed_ = false;
+  // Init finished. Close checkpoints and marks the stop clean only then: after
+  // a failed open a checkpoint could trim log events recovery never applied,
+  // and a clean marker would hide the unclean stop from the next open.
+  bool open_complete_ = false;
   std::vector<std::thread> workers_;
 
   std::mutex persist_mu_;  // one Persist at a time
   mutable std::mutex error_mu_;
   Status error_;           // last processing error, cleared when a run succeeds
-  // True while error_ is set or the system stops: writers waiting for
-  // write-buffer space give up then, as the buffer may never drain.
+  // True while error_ is set, the chunk index is full or the system stops:
+  // writers waiting for write-buffer space give up then, as the buffer may
+  // never drain.
   std::atomic<bool> refuse_waiting_writers_{false};
+  // The chunk index is full: the status of the last parked run, else OK.
+  Status index_full_;
+  // Parked bytes a sync dropped (ReportParked): a sync whose epoch is below
+  // lost_before_epoch_ began before the drop and fails with lost_error_.
+  uint64_t lost_before_epoch_ = 0;
+  Status lost_error_;
 };
 
 }  // namespace dedupv1

@@ -22,6 +22,7 @@
 #include "core/coding.h"
 #include "core/dedup_system.h"
 #include "core/fault_injection_env.h"
+#include "core/system_testutil.h"
 #include "core/testutil.h"
 
 namespace dedupv1 {
@@ -58,24 +59,8 @@ std::unique_ptr<DedupSystem> OpenOrDie(const Options& o, Env* env) {
   return sys;
 }
 
-Volume* Vol(DedupSystem* sys, const std::string& name) {
-  Volume* v = nullptr;
-  Status s = sys->GetVolume(name, &v);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return v;
-}
-
-::testing::AssertionResult ReadsBack(Volume* v, uint64_t offset, const std::vector<uint8_t>& want) {
-  std::vector<uint8_t> got(want.size(), 0xEE);
-  Status s = v->Read(offset, got.size(), got.data());
-  if (!s.ok()) return ::testing::AssertionFailure() << "read of " << v->name() << " failed: " << s.ToString();
-  if (got != want) {
-    size_t i = 0;
-    while (got[i] == want[i]) i++;
-    return ::testing::AssertionFailure() << v->name() << " differs at byte " << offset + i;
-  }
-  return ::testing::AssertionSuccess();
-}
+using test::ReadsBack;
+using test::Vol;
 
 // Sync until it succeeds or |limit| passes: after a fault is cleared, the
 // workers and the chunk store retry on their own schedule (worker back-off
@@ -88,6 +73,21 @@ Status SyncWithin(DedupSystem* sys, std::chrono::milliseconds limit = std::chron
     if (s.ok() || std::chrono::steady_clock::now() > deadline) return s;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+// Whether each of the first |n| bytes at |offset| reads as |data| or as zero
+// (never other data).
+::testing::AssertionResult ReadsDataOrZeros(Volume* v, uint64_t offset, const std::vector<uint8_t>& data,
+                                            uint64_t n) {
+  std::vector<uint8_t> got(n);
+  Status s = v->Read(offset, got.size(), got.data());
+  if (!s.ok()) return ::testing::AssertionFailure() << "read failed: " << s.ToString();
+  for (uint64_t i = 0; i < n; i++) {
+    if (got[i] != 0 && got[i] != data[i]) {
+      return ::testing::AssertionFailure() << "byte " << offset + i << " is neither the data written nor zero";
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 bool Contains(const Status& s, const std::string& what) {
@@ -288,28 +288,88 @@ TEST(DedupSystemFaultTest, FullChunkIndexFailsWritesAndKeepsSyncedData) {
       EXPECT_TRUE(first_error.IsNoSpace()) << first_error.ToString();
       EXPECT_TRUE(Contains(first_error, "chunk index full")) << first_error.ToString();
     }
-    // The error stands: a further write is refused with it.
+    // Still full: a further write of new data fails, refused at once or by
+    // the sync that covers it.
     s = v->Write(30 << 20, 4096, b.data(), false);
+    if (s.ok()) s = sys->Sync();
     EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+    EXPECT_TRUE(Contains(s, "chunk index full")) << s.ToString();
 
     EXPECT_TRUE(ReadsBack(v, 0, a));
-    // Everything acknowledged is still readable while the system runs.
-    std::vector<uint8_t> acked(b.begin(), b.begin() + acknowledged);
-    EXPECT_TRUE(ReadsBack(v, b_off, acked));
+    // The failed sync gave up what it could not store: those bytes read what
+    // they held before (zeros), as after a crash; the rest reads B.
+    EXPECT_TRUE(ReadsDataOrZeros(v, b_off, b, acknowledged));
     sys->Close();  // may report the error; what was synced must survive
   }
   auto sys = OpenOrDie(o, Env::Default());
   Volume* v = Vol(sys.get(), "vol1");
   EXPECT_TRUE(ReadsBack(v, 0, a));
   // B was never synced; whatever of it is stored must be B, never other data.
-  std::vector<uint8_t> got(acknowledged);
-  ASSERT_TRUE(v->Read(b_off, got.size(), got.data()).ok());
-  for (uint64_t i = 0; i < got.size(); i++) {
-    if (got[i] != 0 && got[i] != b[i]) {
-      ADD_FAILURE() << "byte " << b_off + i << " after reopen is neither B nor zero";
-      break;
+  EXPECT_TRUE(ReadsDataOrZeros(v, b_off, b, acknowledged));
+}
+
+// While the chunk index is full only data that needs a new entry fails:
+// known and zero data are written and synced as usual (issue 19; before,
+// every write was refused once a run had failed). The sync that covers a
+// write whose data could not be stored fails and gives its bytes up; the
+// next sync does not report them again. Nothing stored is lost.
+TEST(DedupSystemFaultTest, FullChunkIndexFailsOnlyWritesThatNeedANewEntry) {
+  test::TempDir dir;
+  Options o = FaultOptions(dir.path());
+  o.chunk_index.table.size_bytes = 64 << 10;  // 15 buckets of 4K: ~1,000 entries
+  o.chunk_index.table.page_size = 4096;
+  o = Finished(o);
+  const auto a = test::RandomBytes(1 << 20, 211);   // ~128 chunks: fits
+  const auto b = test::RandomBytes(24 << 20, 212);  // ~3,000 chunks: does not
+  const auto c = test::RandomBytes(1 << 20, 213);   // new data after the index filled
+  const std::vector<uint8_t> zeros(1 << 20, 0);
+  const std::vector<uint8_t> before_c(1 << 20, 0);  // what c's range held before
+  const uint64_t b_off = 2 << 20, a_copy = 28 << 20, zero_off = 30 << 20, c_off = 26 << 20;
+  {
+    auto sys = OpenOrDie(o, Env::Default());
+    Volume* v = Vol(sys.get(), "vol1");
+    ASSERT_TRUE(v->Write(0, a.size(), a.data(), false).ok());
+    ASSERT_TRUE(sys->Sync().ok());
+    // Fill the index: B is acknowledged (the buffer holds it) but cannot all
+    // be stored.
+    for (uint64_t off = 0; off < b.size(); off += 1 << 20) {
+      if (!v->Write(b_off + off, 1 << 20, b.data() + off, false).ok()) break;
     }
+    Status s = sys->Sync();
+    ASSERT_TRUE(s.IsNoSpace()) << s.ToString();
+    EXPECT_TRUE(Contains(s, "chunk index full")) << s.ToString();
+
+    // Known data (A again, in place and at another offset) and zeros need no
+    // entry: written and synced.
+    ASSERT_TRUE(v->Write(0, a.size(), a.data(), false).ok());
+    ASSERT_TRUE(v->Write(a_copy, a.size(), a.data(), false).ok());
+    ASSERT_TRUE(v->Write(zero_off, zeros.size(), zeros.data(), false).ok());
+    s = sys->Sync();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(v->Write(zero_off, zeros.size(), zeros.data(), true).ok());  // FUA
+
+    // New data fails: refused at once, or by the sync that covers it.
+    s = v->Write(c_off, c.size(), c.data(), false);
+    if (s.ok()) s = sys->Sync();
+    EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+    EXPECT_TRUE(Contains(s, "chunk index full")) << s.ToString();
+    // Reported once: the next sync, after more known data, succeeds.
+    ASSERT_TRUE(v->Write(a_copy, a.size(), a.data(), false).ok());
+    s = sys->Sync();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(ReadsBack(v, c_off, before_c)) << "C was given up: its range reads what it held before";
+
+    EXPECT_TRUE(ReadsBack(v, 0, a));
+    EXPECT_TRUE(ReadsBack(v, a_copy, a));
+    EXPECT_TRUE(ReadsBack(v, zero_off, zeros));
+    EXPECT_EQ(v->buffer().dirty_bytes(), 0u);
+    EXPECT_TRUE(sys->Close().ok());
   }
+  auto sys = OpenOrDie(o, Env::Default());
+  Volume* v = Vol(sys.get(), "vol1");
+  EXPECT_TRUE(ReadsBack(v, 0, a));
+  EXPECT_TRUE(ReadsBack(v, a_copy, a));
+  EXPECT_TRUE(ReadsBack(v, zero_off, zeros));
 }
 
 struct ContainerFile {

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/dedup_system.h"
 
@@ -33,6 +34,28 @@ inline std::unique_ptr<DedupSystem> OpenSystemOrDie(const Options& o) {
   Status s = DedupSystem::Open(o, Env::Default(), &sys);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return sys;
+}
+
+// The volume named |name|; a failure is a test failure (and null).
+inline Volume* Vol(DedupSystem* sys, const std::string& name) {
+  Volume* v = nullptr;
+  Status s = sys->GetVolume(name, &v);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return v;
+}
+
+// Whether |v| reads |want| at |offset|: the read succeeds and every byte
+// matches (the message names the first that differs).
+inline ::testing::AssertionResult ReadsBack(Volume* v, uint64_t offset, const std::vector<uint8_t>& want) {
+  std::vector<uint8_t> got(want.size(), 0xEE);
+  Status s = v->Read(offset, got.size(), got.data());
+  if (!s.ok()) return ::testing::AssertionFailure() << "read of " << v->name() << " failed: " << s.ToString();
+  if (got != want) {
+    size_t i = 0;
+    while (got[i] == want[i]) i++;
+    return ::testing::AssertionFailure() << v->name() << " differs at byte " << offset + i;
+  }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace test

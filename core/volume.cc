@@ -134,12 +134,15 @@ Status Volume::Write(uint64_t offset, uint64_t length, const uint8_t* data, bool
   RequestTimer timer(&system_->stats_);
   DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "write"));
   // A store that cannot take data (e.g. the disk is full) refuses new writes
-  // with the reason instead of buffering what it cannot keep.
+  // with the reason instead of buffering what it cannot keep. A full chunk
+  // index is no such reason: known and zero data need no new entry, and a
+  // run that does need one is parked and fails the sync that covers it.
   DEDUPV1_RETURN_IF_ERROR(system_->PendingError());
   system_->budget_.WaitForSpace(&system_->refuse_waiting_writers_);
-  // Woken because the buffer cannot drain (e.g. the chunk index is full):
-  // refuse instead of waiting for ever.
-  DEDUPV1_RETURN_IF_ERROR(system_->PendingError());
+  // Woken because the buffer may never drain (a processing error, or the
+  // chunk index is full and parked runs keep the buffer full): refuse
+  // instead of waiting for ever.
+  DEDUPV1_RETURN_IF_ERROR(system_->WriteRefusal());
   system_->stats_.write_ops++;
   const uint64_t epoch = system_->epoch_.load();
   ForEachPiece(offset, length, [&](const Piece& p, bool*) {
@@ -230,19 +233,24 @@ uint64_t NanosSince(std::chrono::steady_clock::time_point t) {
 }
 }  // namespace
 
-bool Volume::ProcessOneRun(const WriteBuffer::ClaimPolicy& policy, Status* error) {
+bool Volume::ProcessOneRun(const WriteBuffer::ClaimPolicy& policy, RunOutcome* outcome) {
   // Reused per thread: a run copies up to several MiB.
   thread_local WriteBuffer::Run run;
   auto t0 = std::chrono::steady_clock::now();
   bool claimed = buffer_.ClaimRun(policy, WriteBuffer::Clock::now(), &run);
   system_->stats_.ns_claiming += NanosSince(t0);
   if (!claimed) return false;
-  *error = ProcessRun(&run);
-  buffer_.Unclaim(run);
+  *outcome = RunOutcome();
+  outcome->error = ProcessRun(&run, outcome);
+  if (outcome->parked) {
+    buffer_.Park(run);
+  } else {
+    buffer_.Unclaim(run);
+  }
   return true;
 }
 
-Status Volume::ProcessRun(WriteBuffer::Run* run) {
+Status Volume::ProcessRun(WriteBuffer::Run* run, RunOutcome* outcome) {
   DedupSystem* sys = system_;
   DEDUPV1_RETURN_IF_ERROR(sys->WaitForLogSpace());
   const FingerprintType fp_type = sys->options().fingerprint;
@@ -318,7 +326,13 @@ Status Volume::ProcessRun(WriteBuffer::Run* run) {
       }
     } else {
       DEDUPV1_RETURN_IF_ERROR(sys->chunk_store_->StoreChunk(c.fp, c.data, c.size, id_, &c.container));
-      DEDUPV1_RETURN_IF_ERROR(sys->filter_chain_.UpdateNew(c));
+      Status updated = sys->filter_chain_.UpdateNew(c);
+      // Only the chunk index refuses an insert for want of space ("chunk
+      // index full"): the run waits parked, the rest of the buffer goes on.
+      // The chunk just stored stays in its container as garbage.
+      outcome->parked = updated.IsNoSpace();
+      DEDUPV1_RETURN_IF_ERROR(updated);
+      outcome->new_chunks = true;
       sys->stats_.chunks_new++;
       sys->stats_.bytes_new += c.size;
     }

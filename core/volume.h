@@ -47,9 +47,17 @@ class Volume {
   // and the length of the run of blocks from |offset| in the same state.
   Status IsMapped(uint64_t offset, uint64_t length, bool* mapped, uint64_t* run);
 
+  // What processing one run came to.
+  struct RunOutcome {
+    Status error;             // why the run failed, OK if it did not
+    bool parked = false;      // it failed for want of chunk-index space: its bytes are parked
+    bool new_chunks = false;  // it stored new chunks (so the chunk index had room)
+  };
   // Dedup worker entry point: claims one ready run of this volume and
-  // processes it. Returns false if there was nothing to do.
-  bool ProcessOneRun(const WriteBuffer::ClaimPolicy& policy, Status* error);
+  // processes it. Returns false if there was nothing to do. A run that needs
+  // a new chunk-index entry while the index is full is parked in the write
+  // buffer (WriteBuffer::Park), so runs that need none go on.
+  bool ProcessOneRun(const WriteBuffer::ClaimPolicy& policy, RunOutcome* outcome);
 
   WriteBuffer& buffer() { return buffer_; }
 
@@ -75,7 +83,7 @@ class Volume {
   Status ForEachPiece(uint64_t offset, uint64_t length,
                       const std::function<Status(const Piece&, bool* stop)>& f) const;
   Status ReadBlockPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out);
-  Status ProcessRun(WriteBuffer::Run* run);
+  Status ProcessRun(WriteBuffer::Run* run, RunOutcome* outcome);
 
   DedupSystem* const system_;
   const uint32_t id_;

@@ -25,8 +25,11 @@ struct VolumeRecord {
   Id128 uid{};        // all zero: a line of an older build, none yet
 };
 
-// Reads the table at |path| in file order. A missing file is an empty table;
-// a malformed line is Corruption naming the file and line.
+// Reads the table at |path| in file order. A missing file is NotFound: it is
+// written when the store is created, and recreating it from the config could
+// give volumes each other's ids (core/data_dir.h). A malformed line is
+// Corruption naming the file and line; an id or name given twice, or id 0,
+// is Corruption naming the file and both entries.
 Status ReadVolumeTable(Env* env, const std::string& path, std::vector<VolumeRecord>* records);
 // Replaces the table at |path| atomically.
 Status WriteVolumeTable(Env* env, const std::string& path, const std::vector<VolumeRecord>& records);

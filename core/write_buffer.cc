@@ -85,11 +85,17 @@ bool WriteBuffer::BlockClaimedLocked(uint64_t block) const {
   return false;
 }
 
+IntervalSet WriteBuffer::DirtyBlock::Claimable() const {
+  IntervalSet out = dirty;
+  for (const auto& r : parked.ranges()) out.Remove(r.first, r.second);
+  return out;
+}
+
 bool WriteBuffer::IsDirtyLocked(uint64_t pos) const {
   auto it = blocks_.find(pos / block_size_);
   if (it == blocks_.end()) return false;
   const uint32_t off = static_cast<uint32_t>(pos % block_size_);
-  return it->second.dirty.Covers(off, off + 1);
+  return it->second.dirty.Covers(off, off + 1) && !it->second.parked.Covers(off, off + 1);
 }
 
 void WriteBuffer::Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len,
@@ -98,7 +104,9 @@ void WriteBuffer::Put(uint64_t block, uint32_t offset, const uint8_t* data, uint
   DirtyBlock* b = GetOrCreateLocked(block, epoch);
   std::memcpy(b->data.get() + offset, data, len);
   b->dirty.Add(offset, offset + len);
+  if (!b->parked.empty()) b->parked.Remove(offset, offset + len);  // new data may need no new entry
   b->seq++;
+  b->last_epoch = epoch;
   b->last_write = Clock::now();
 }
 
@@ -107,6 +115,7 @@ void WriteBuffer::Discard(uint64_t block, uint32_t offset, uint32_t len) {
   auto it = blocks_.find(block);
   if (it == blocks_.end()) return;
   it->second.dirty.Remove(offset, offset + len);
+  if (!it->second.parked.empty()) it->second.parked.Remove(offset, offset + len);
   it->second.seq++;
   FreeIfCleanLocked(it);
 }
@@ -134,8 +143,8 @@ bool WriteBuffer::ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run
   for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
     if (it->second.dirty.empty()) continue;
     const uint64_t base = it->first * block_size_;
-    // Candidates: dirty bytes no run has claimed.
-    IntervalSet candidates = it->second.dirty;
+    // Candidates: dirty bytes no run has claimed and none is parked.
+    IntervalSet candidates = it->second.parked.empty() ? it->second.dirty : it->second.Claimable();
     for (const auto& c : claims_) {
       if (c.start < base + block_size_ && c.end > base) {
         candidates.Remove(static_cast<uint32_t>(std::max(c.start, base) - base),
@@ -159,11 +168,14 @@ bool WriteBuffer::ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run
       while (pieces.back().end == block_size_ && len < policy.max_run_bytes) {
         auto next = std::next(last);
         const uint64_t next_base = (last->first + 1) * block_size_;
-        if (next == blocks_.end() || next->first != last->first + 1 || next->second.dirty.empty() ||
-            next->second.dirty.ranges().front().first != 0 || ClaimAtLocked(next_base) != nullptr) {
+        if (next == blocks_.end() || next->first != last->first + 1) break;
+        const IntervalSet next_claimable =
+            next->second.parked.empty() ? next->second.dirty : next->second.Claimable();
+        if (next_claimable.empty() || next_claimable.ranges().front().first != 0 ||
+            ClaimAtLocked(next_base) != nullptr) {
           break;
         }
-        uint32_t e = next->second.dirty.ranges().front().second;
+        uint32_t e = next_claimable.ranges().front().second;
         for (const auto& c : claims_) {  // stop where another run's claim begins
           if (c.start > next_base && c.start < next_base + e) e = static_cast<uint32_t>(c.start - next_base);
         }
@@ -215,6 +227,7 @@ bool WriteBuffer::ClearIfUnchanged(uint64_t block, uint64_t seq, uint32_t begin,
   // Clearing does not change the sequence: another run's copy of other bytes
   // of this block stays valid.
   it->second.dirty.Remove(begin, end);
+  if (!it->second.parked.empty()) it->second.parked.Remove(begin, end);
   return true;
 }
 
@@ -242,12 +255,83 @@ void WriteBuffer::Unclaim(const Run& run) {
   }
 }
 
+void WriteBuffer::Park(const Run& run) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (size_t i = 0; i < claims_.size(); i++) {
+    if (claims_[i].id != run.claim) continue;
+    const Claim c = claims_[i];
+    for (size_t k = 0; k < run.blocks.size(); k++) {
+      auto it = blocks_.find(run.blocks[k]);
+      if (it == blocks_.end() || it->second.seq != run.seqs[k]) continue;
+      const uint64_t base = run.blocks[k] * block_size_;
+      if (c.end <= base || c.start >= base + block_size_) continue;  // released by SealClaim
+      const uint32_t begin = static_cast<uint32_t>(std::max(c.start, base) - base);
+      const uint32_t end = static_cast<uint32_t>(std::min(c.end, base + block_size_) - base);
+      for (const auto& r : it->second.dirty.ranges()) {
+        it->second.parked.Add(std::max(r.first, begin), std::min(r.second, end));
+      }
+    }
+    claims_.erase(claims_.begin() + i);
+    break;
+  }
+  for (uint64_t block : run.blocks) {
+    auto it = blocks_.find(block);
+    if (it != blocks_.end()) FreeIfCleanLocked(it);
+  }
+}
+
+bool WriteBuffer::UnparkAll() {
+  std::lock_guard<std::mutex> l(mu_);
+  bool any = false;
+  for (auto& [block, b] : blocks_) {
+    any |= !b.parked.empty();
+    b.parked = IntervalSet();
+  }
+  return any;
+}
+
+std::vector<uint64_t> WriteBuffer::ParkedBlocksUpTo(uint64_t epoch) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<uint64_t> out;
+  for (const auto& [block, b] : blocks_) {
+    if (!b.parked.empty() && b.first_epoch <= epoch) out.push_back(block);
+  }
+  return out;
+}
+
+uint64_t WriteBuffer::DropParked(uint64_t block, uint64_t epoch) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = blocks_.find(block);
+  if (it == blocks_.end() || it->second.parked.empty() || it->second.last_epoch > epoch) return 0;
+  const uint64_t n = it->second.parked.bytes();
+  for (const auto& r : it->second.parked.ranges()) it->second.dirty.Remove(r.first, r.second);
+  it->second.parked = IntervalSet();
+  it->second.seq++;  // as an unmap: a run's copy of these bytes is stale
+  FreeIfCleanLocked(it);
+  return n;
+}
+
 bool WriteBuffer::HasDirtyUpTo(uint64_t epoch) const {
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& [block, b] : blocks_) {
     if (!b.dirty.empty() && b.first_epoch <= epoch) return true;
   }
   return false;
+}
+
+bool WriteBuffer::HasPendingUpTo(uint64_t epoch) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [block, b] : blocks_) {
+    if (b.first_epoch <= epoch && b.dirty.bytes() > b.parked.bytes()) return true;
+  }
+  return false;
+}
+
+uint64_t WriteBuffer::parked_bytes() const {
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t n = 0;
+  for (const auto& [block, b] : blocks_) n += b.parked.bytes();
+  return n;
 }
 
 uint64_t WriteBuffer::dirty_bytes() const {

@@ -18,8 +18,15 @@
 //    fingerprints and stores, so one sequential stream keeps several workers
 //    busy without ever starting a chunk anywhere but at a boundary.
 //  - Callers hold the block's lock (BlockLocks) around Put/Discard/
-//    ClearIfUnchanged (exclusive) and Overlay (shared); the buffer's own mutex
-//    only protects its map.
+//    ClearIfUnchanged/DropParked (exclusive) and Overlay (shared); the
+//    buffer's own mutex only protects its map.
+//  - Parked bytes (a subset of the dirty ones) belong to a run that failed
+//    because the chunk index is full (Park). They stay readable but no run
+//    claims them, and they count as clean for where runs start and end, so
+//    the rest of the buffer, data that needs no new index entry among it,
+//    goes on being deduplicated. A write over parked bytes unparks them;
+//    UnparkAll (a sync) lets them be tried again; DropParked gives them up
+//    once a sync has reported them lost.
 #pragma once
 
 #include <atomic>
@@ -108,9 +115,26 @@ class WriteBuffer {
   void SealClaim(const Run& run, uint64_t end);
   // Ends the run's claim and frees blocks with no dirty bytes left.
   void Unclaim(const Run& run);
+  // Instead of Unclaim, for a run that failed because the chunk index is
+  // full: parks the bytes it claimed, in blocks not written since it copied
+  // them (a block written meanwhile may now hold data that needs no new
+  // entry, so it is tried again).
+  void Park(const Run& run);
+  // Makes every parked byte claimable again. Returns whether any was parked.
+  bool UnparkAll();
+  // The blocks dirtied at or before |epoch| that hold parked bytes.
+  std::vector<uint64_t> ParkedBlocksUpTo(uint64_t epoch) const;
+  // Drops the parked bytes of |block| if nothing was written to it after
+  // |epoch| (a sync of that epoch reported them lost; later writes are for a
+  // later sync to report). Returns the bytes dropped.
+  uint64_t DropParked(uint64_t block, uint64_t epoch);
 
   // True if a block dirtied at or before |epoch| still has dirty bytes.
   bool HasDirtyUpTo(uint64_t epoch) const;
+  // Like HasDirtyUpTo, counting only bytes that are not parked (that a
+  // worker will process).
+  bool HasPendingUpTo(uint64_t epoch) const;
+  uint64_t parked_bytes() const;
   uint64_t dirty_bytes() const;
   size_t dirty_blocks() const;
 
@@ -118,9 +142,13 @@ class WriteBuffer {
   struct DirtyBlock {
     std::unique_ptr<uint8_t[]> data;
     IntervalSet dirty;
+    IntervalSet parked;  // part of |dirty| (Park)
     uint64_t seq = 0;
     uint64_t first_epoch = 0;
+    uint64_t last_epoch = 0;  // of the newest Put
     Clock::time_point last_write;
+    // Dirty bytes a run may claim: all but the parked ones.
+    IntervalSet Claimable() const;
   };
   struct Claim {
     uint64_t id;
@@ -130,6 +158,7 @@ class WriteBuffer {
   // The claim holding absolute byte |pos|, or null.
   const Claim* ClaimAtLocked(uint64_t pos) const;
   bool BlockClaimedLocked(uint64_t block) const;
+  // Byte |pos| is dirty and not parked.
   bool IsDirtyLocked(uint64_t pos) const;
   DirtyBlock* GetOrCreateLocked(uint64_t block, uint64_t epoch);
   void FreeIfCleanLocked(std::map<uint64_t, DirtyBlock>::iterator it);

@@ -75,6 +75,57 @@ TEST(WriteBufferTest, ShortRunWaitsUnlessAgedOrForced) {
   EXPECT_FALSE(buf.HasDirtyUpTo(4));
 }
 
+// A run that failed for want of chunk-index space is parked: readable, never
+// claimed again, and the bytes after it form runs of their own (before, the
+// failed run was claimed first every time and kept the rest waiting).
+TEST(WriteBufferTest, ParkedRunIsReadableButNotClaimedAndDoesNotBlockTheRest) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(4 * kBlock, 7);
+  for (uint64_t b = 0; b < 4; b++) buf.Put(b, 0, a.data() + b * kBlock, kBlock, 3);
+  auto p = Ready(0);
+  p.force_epoch = 3;
+  WriteBuffer::Run run;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  ASSERT_EQ(run.start, 0u);
+  ASSERT_EQ(run.data.size(), 4u * kBlock);
+  buf.SealClaim(run, 2 * kBlock);  // chunked up to the end of block 1, then failed
+  buf.Park(run);
+  EXPECT_EQ(buf.parked_bytes(), 2u * kBlock);
+  EXPECT_TRUE(buf.HasPendingUpTo(3));  // blocks 2 and 3
+  // Blocks 2-3 start a run although the bytes before them are dirty (parked).
+  WriteBuffer::Run rest;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &rest));
+  EXPECT_EQ(rest.start, 2u * kBlock);
+  EXPECT_EQ(rest.data.size(), 2u * kBlock);
+  for (size_t i = 0; i < rest.blocks.size(); i++) {
+    EXPECT_TRUE(buf.ClearIfUnchanged(rest.blocks[i], rest.seqs[i], 0, kBlock));
+  }
+  buf.Unclaim(rest);
+  EXPECT_FALSE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &rest));  // only parked bytes left
+  EXPECT_FALSE(buf.HasPendingUpTo(3));
+  EXPECT_TRUE(buf.HasDirtyUpTo(3));
+  std::vector<uint8_t> out(2 * kBlock);
+  EXPECT_TRUE(buf.Overlay(0, 0, kBlock, out.data()));
+  EXPECT_EQ(std::memcmp(out.data(), a.data(), kBlock), 0);
+
+  // New bytes over parked ones may need no new entry: unparked.
+  buf.Put(1, 0, a.data(), 100, 4);
+  EXPECT_EQ(buf.parked_bytes(), 2u * kBlock - 100);
+  // A sync of epoch 3 drops block 0 (not written since), not block 1 (written
+  // at epoch 4: a later sync reports it).
+  EXPECT_EQ(buf.ParkedBlocksUpTo(3), (std::vector<uint64_t>{0, 1}));
+  EXPECT_EQ(buf.DropParked(0, 3), uint64_t{kBlock});
+  EXPECT_EQ(buf.DropParked(1, 3), 0u);
+  EXPECT_FALSE(buf.Intersects(0, 0, kBlock));
+  EXPECT_TRUE(buf.UnparkAll());
+  EXPECT_EQ(buf.parked_bytes(), 0u);
+  p.force_epoch = 4;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.start, 1u * kBlock);
+  buf.Unclaim(run);
+}
+
 TEST(WriteBufferTest, RunSpansContiguousBlocksAndStartsAtTheStreamStart) {
   WriteBufferBudget budget(1 << 20);
   WriteBuffer buf(kBlock, &budget);

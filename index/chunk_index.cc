@@ -118,8 +118,11 @@ Status ChunkIndex::PutNew(const Fingerprint& fp, ContainerId container) {
   const uint64_t persistent = table_->entry_count();
   const uint64_t capacity = table_->capacity();
   if (persistent + aux_new_ + 1 > capacity) {
-    return Status::NoSpace("chunk index full: " + std::to_string(persistent + aux_new_) + " of " +
-                           std::to_string(capacity) + " entries");
+    Status full = Status::NoSpace("chunk index full: " + std::to_string(persistent + aux_new_) + " of " +
+                                  std::to_string(capacity) + " entries");
+    refused_puts_++;
+    last_error_ = full.ToString();  // the monitor's /index shows it
+    return full;
   }
   AuxEntry e;
   e.entry.container = container;
@@ -495,7 +498,9 @@ ChunkIndexStats ChunkIndex::stats() const {
     st.write_back_batches = write_back_batches_;
     st.write_back_errors = write_back_errors_;
     st.throttled_puts = throttled_puts_;
+    st.refused_puts = refused_puts_;
     st.last_error = last_error_;
+    st.new_entries = aux_new_;
   }
   st.persistent_entries = table_->entry_count();
   st.capacity = table_->capacity();

@@ -55,6 +55,10 @@ struct ChunkIndexStats {
   uint64_t aux_entries = 0;
   uint64_t aux_uncommitted = 0;
   uint64_t persistent_entries = 0;
+  // Auxiliary entries not in the table yet: they count against the capacity
+  // as much as persistent ones (until write-back they are the only count
+  // that grows, so a full index may show few persistent entries).
+  uint64_t new_entries = 0;
   uint64_t capacity = 0;
   uint64_t lookups = 0;
   uint64_t aux_hits = 0;
@@ -64,7 +68,17 @@ struct ChunkIndexStats {
   uint64_t write_back_batches = 0;
   uint64_t write_back_errors = 0;
   uint64_t throttled_puts = 0;  // PutNew calls that had to wait at the hard limit
-  std::string last_error;       // last write-back error, empty if none yet
+  uint64_t refused_puts = 0;    // PutNew calls refused because the index is full
+  // The last error: a failed write-back, or a new chunk refused because the
+  // index is full ("chunk index full: N of M entries"); empty if none yet.
+  std::string last_error;
+
+  // Entries counted against the capacity: what PutNew compares with it.
+  uint64_t used_entries() const { return persistent_entries + new_entries; }
+  // used_entries / capacity: 1.0 (or a hair below) means full.
+  double fill_ratio() const {
+    return capacity == 0 ? 0.0 : static_cast<double>(used_entries()) / static_cast<double>(capacity);
+  }
 };
 
 class ChunkIndex {
@@ -227,6 +241,7 @@ class ChunkIndex {
   uint64_t write_back_batches_ = 0;
   uint64_t write_back_errors_ = 0;
   uint64_t throttled_puts_ = 0;
+  uint64_t refused_puts_ = 0;
 
   std::atomic<uint64_t> lookups_{0};
   std::atomic<uint64_t> aux_hits_{0};

@@ -91,7 +91,7 @@ size_t DiskHashTable::SlotsPerPage(size_t page_size, size_t key_size) {
 }
 
 DiskHashTable::DiskHashTable(const DiskHashTableOptions& options, Env* env)
-    : options_(options), env_(env), journal_path_(options.path + ".journal") {
+    : options_(options), env_(env), journal_path_(JournalPath(options.path)) {
   bucket_count_ = options.size_bytes / options.page_size - 1;
   entry_size_ = options.key_size + kSlotBytesAfterKey;
   slots_per_page_ = SlotsPerPage(options.page_size, options.key_size);

@@ -79,6 +79,8 @@ class DiskHashTable {
   // Entries one bucket page holds (docs/formats.md: key, container, usage,
   // flags, last event id per slot). For sizing tables.
   static size_t SlotsPerPage(size_t page_size, size_t key_size);
+  // The journal of the table at |table_path| (docs/architecture.md 3.3).
+  static std::string JournalPath(const std::string& table_path) { return table_path + ".journal"; }
 
   // Finishes a batch whose in-place write failed earlier, if possible; if not,
   // the journal stays and the next Open redoes it.

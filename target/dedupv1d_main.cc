@@ -90,6 +90,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/data_dir.h"
 #include "core/env.h"
 #include "core/identity.h"
 #include "core/options.h"
@@ -769,9 +770,16 @@ std::string VolumeTablePath(const std::string& data_dir) { return JoinPath(data_
 // table; nothing is written here). Ids are never reused, so a volume keeps its
 // LUN when other volume lines are removed or reordered. Start checks after
 // the engine opened that it gave these ids (VerifyLuns).
+// A data dir without a store yet has no table (the engine creates it); one
+// holding a store must have every file its data depends on (InspectDataDir,
+// the engine's own rule), so a lost table is refused here, naming it.
 Status PlanLuns(Setup* setup) {
   std::vector<VolumeRecord> records;
-  DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(Env::Default(), VolumeTablePath(setup->data_dir), &records));
+  DataDirState state;
+  DEDUPV1_RETURN_IF_ERROR(InspectDataDir(Env::Default(), setup->options, &state));
+  if (state == DataDirState::kStore) {
+    DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(Env::Default(), VolumeTablePath(setup->data_dir), &records));
+  }
   bool changed = false;
   DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(setup->options.volumes, &records, &changed));
   for (auto& l : setup->luns) {

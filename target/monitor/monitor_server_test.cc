@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <thread>
 
 #include "target/monitor/monitor_test_util.h"
 
@@ -128,6 +129,47 @@ TEST(MonitorServerTest, EveryJsonEndpointAnswers) {
     }
   }
   EXPECT_TRUE(found_volume) << config.dump();
+}
+
+// While the chunk index is full /index shows it: the fill counts the entries
+// not written back yet (before, only persistent ones: 0.0 with a full index
+// whose entries all waited in memory), and the refusal is the last error.
+TEST(MonitorServerTest, IndexShowsAFullChunkIndex) {
+  MonitorHarness h("", std::chrono::milliseconds(200), [](Options* o) {
+    o->chunk_index.table.size_bytes = 64 << 10;  // 15 buckets of 4 KiB: ~1,000 entries
+    o->chunk_index.table.page_size = 4096;
+  });
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  Volume* v = h.volume("vol1");
+  ASSERT_NE(v, nullptr);
+  const auto data = test::RandomBytes(24 << 20, 31);  // ~3,000 chunks
+  for (uint64_t off = 0; off < data.size(); off += 1 << 20) {
+    if (!v->Write(off, 1 << 20, data.data() + off, false).ok()) break;
+  }
+  MonitorClient client("127.0.0.1", h.port());
+  // The runs that need new entries wait parked (bounded wait for the workers).
+  uint64_t parked = 0;
+  for (int i = 0; i < 600 && parked == 0; i++) {
+    parked = FetchJson(&client, "GET", "/volumes")["volumes"][0]["parked_bytes"].get<uint64_t>();
+    if (parked == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GT(parked, 0u);
+  Status s = h.system()->Sync();
+  ASSERT_TRUE(s.IsNoSpace()) << s.ToString();
+  // Reported by the sync and given up.
+  EXPECT_EQ(FetchJson(&client, "GET", "/volumes")["volumes"][0]["parked_bytes"].get<uint64_t>(), 0u);
+
+  long code = 0;
+  Json ci = FetchJson(&client, "GET", "/index", &code)["chunk_index"];
+  ASSERT_EQ(code, 200) << ci.dump();
+  const uint64_t capacity = ci["capacity_entries"].get<uint64_t>();
+  EXPECT_EQ(ci["used_entries"].get<uint64_t>(),
+            ci["persistent_entries"].get<uint64_t>() + ci["new_entries"].get<uint64_t>());
+  // A write-back in flight may count an entry in both for a moment.
+  EXPECT_GE(ci["used_entries"].get<uint64_t>(), capacity) << ci.dump();
+  EXPECT_GE(ci["fill_ratio"].get<double>(), 1.0) << ci.dump();
+  EXPECT_GT(ci["refused_puts"].get<uint64_t>(), 0u) << ci.dump();
+  EXPECT_NE(ci["last_error"].get<std::string>().find("chunk index full"), std::string::npos) << ci.dump();
 }
 
 TEST(MonitorServerTest, StatusPageIsSelfContained) {

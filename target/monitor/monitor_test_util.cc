@@ -30,9 +30,11 @@ Options SmallMonitorOptions(const std::string& dir) {
   return o;
 }
 
-MonitorHarness::MonitorHarness(const std::string& token,
-                               std::chrono::milliseconds sample_interval) {
-  status_ = DedupSystem::Open(SmallMonitorOptions(dir_.path()), Env::Default(), &system_);
+MonitorHarness::MonitorHarness(const std::string& token, std::chrono::milliseconds sample_interval,
+                               const std::function<void(Options*)>& adjust) {
+  Options options = SmallMonitorOptions(dir_.path());
+  if (adjust) adjust(&options);
+  status_ = DedupSystem::Open(options, Env::Default(), &system_);
   if (!status_.ok()) return;
   MonitorOptions mo;
   mo.port = 0;

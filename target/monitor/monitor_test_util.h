@@ -28,8 +28,10 @@ class MonitorHarness {
  public:
   // Opens the system and starts the monitor; check ok() (gtest ASSERTs in a
   // constructor would not stop the test).
+  // |adjust| (if set) changes the options before the system opens.
   explicit MonitorHarness(const std::string& token = "",
-                          std::chrono::milliseconds sample_interval = std::chrono::milliseconds(200));
+                          std::chrono::milliseconds sample_interval = std::chrono::milliseconds(200),
+                          const std::function<void(Options*)>& adjust = nullptr);
   ~MonitorHarness();  // stops the monitor, closes the system
 
   bool ok() const { return status_.ok(); }

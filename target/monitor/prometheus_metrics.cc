@@ -224,7 +224,9 @@ std::string RenderPrometheusMetrics(const Json& stats, uint64_t monitor_requests
   w.Gauge("dedupv1_chunk_index_entries", ci_entries, Num(ci, "aux_entries"), {{"area", "aux"}});
   w.Gauge("dedupv1_chunk_index_capacity_entries", "Entries the persistent chunk index can hold.",
           Num(ci, "capacity_entries"));
-  w.Gauge("dedupv1_chunk_index_fill_ratio", "Persistent chunk index entries per capacity.",
+  w.Gauge("dedupv1_chunk_index_fill_ratio",
+          "Chunk index entries counted against the capacity (persistent and not yet written back) per "
+          "capacity; 1 is full.",
           Num(ci, "fill_ratio"));
   w.Gauge("dedupv1_chunk_index_write_back_backlog_entries",
           "Committed auxiliary entries waiting for write-back.",
@@ -243,6 +245,8 @@ std::string RenderPrometheusMetrics(const Json& stats, uint64_t monitor_requests
             Num(ci, "write_back_errors"));
   w.Counter("dedupv1_chunk_index_throttled_puts_total",
             "Inserts that waited at the auxiliary index hard limit.", Num(ci, "throttled_puts"));
+  w.Counter("dedupv1_chunk_index_refused_puts_total", "New chunks refused because the chunk index is full.",
+            Num(ci, "refused_puts"));
 
   const Json& bi = Obj(stats, "block_index");
   const char* bi_mappings = "Block index mappings by where they are.";

@@ -154,6 +154,8 @@ Json StatusCollector::Volumes() const {
     j["size_bytes"] = v->size();
     j["dirty_bytes"] = v->buffer().dirty_bytes();
     j["dirty_blocks"] = v->buffer().dirty_blocks();
+    // Of the dirty bytes, those waiting for chunk-index space (a sync fails).
+    j["parked_bytes"] = v->buffer().parked_bytes();
     const Volume::Counters c = v->counters();
     j["written_bytes"] = c.bytes_written;
     j["read_bytes"] = c.bytes_read;
@@ -194,8 +196,11 @@ Json StatusCollector::ChunkIndexJson() const {
   const ChunkIndexOptions& o = system_->options().chunk_index;
   Json j;
   j["persistent_entries"] = st.persistent_entries;
+  j["new_entries"] = st.new_entries;
+  j["used_entries"] = st.used_entries();
   j["capacity_entries"] = st.capacity;
-  j["fill_ratio"] = Fraction(st.persistent_entries, st.capacity);
+  // Persistent and not yet written back alike: the count that fills the index.
+  j["fill_ratio"] = st.fill_ratio();
   j["aux_entries"] = st.aux_entries;
   j["aux_uncommitted_entries"] = st.aux_uncommitted;
   // Committed auxiliary entries wait only for the write-back thread.
@@ -212,6 +217,7 @@ Json StatusCollector::ChunkIndexJson() const {
   j["write_back_batches"] = st.write_back_batches;
   j["write_back_errors"] = st.write_back_errors;
   j["throttled_puts"] = st.throttled_puts;
+  j["refused_puts"] = st.refused_puts;
   j["last_error"] = st.last_error;
   return j;
 }

@@ -242,6 +242,7 @@ function render(s) {
   $("ci-fill-bar").style.width = Math.min(100, 100 * ci.fill_ratio).toFixed(1) + "%";
   fillList("chunk-index", [
     ["Entries (persistent)", count(ci.persistent_entries)],
+    ["Entries not written back yet", count(ci.new_entries)],
     ["Capacity", count(ci.capacity_entries)],
     ["Fill", pct(ci.fill_ratio)],
     ["Auxiliary entries", count(ci.aux_entries)],
@@ -251,8 +252,10 @@ function render(s) {
     ["Lookups", count(ci.lookups)],
     ["Hits aux / disk, misses", count(ci.aux_hits) + " / " + count(ci.disk_hits) + ", " + count(ci.misses)],
     ["Written back", count(ci.written_back_entries)],
-    ["Write-back errors", count(ci.write_back_errors) + (ci.last_error ? " (" + ci.last_error + ")" : "")],
+    ["Write-back errors", count(ci.write_back_errors)],
     ["Throttled inserts", count(ci.throttled_puts)],
+    ["Refused inserts (full)", count(ci.refused_puts)],
+    ["Last error", ci.last_error || "none"],
   ]);
   const bi = s.block_index;
   fillList("block-index", [

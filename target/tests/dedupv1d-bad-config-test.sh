@@ -8,6 +8,8 @@
 #    the data dir's volume table, are refused the same way (exit 2);
 #  - what only the engine can tell (a changed block size) fails the LUN
 #    creation: dedupv1d prints tgtd's reason, tears tgtd down (exit 1);
+#  - a store that lost its volume table is refused before tgtd starts too
+#    (exit 2, naming the file; it is not recreated);
 #  - a portal or control port already taken is refused before tgtd starts,
 #    and the instance holding it keeps running.
 #
@@ -107,6 +109,21 @@ check_output "changed block size: torn down" "nothing is running"
 check_fails "changed block size: no tgtd left" dd_tgtd_with_ctl "$CTL"
 check_fails "changed block size: no state file" test -e "$data/dedupv1d.state"
 check_fails "changed block size: no control socket left" test -e "/var/run/tgtd/socket.$CTL"
+
+# A store that lost its volume table (issue 19): refused before tgtd starts
+# (exit 2, InspectDataDir, the engine's own rule) naming the file, instead of
+# giving the volumes new ids in config order; the file is not recreated, and
+# dedupv1_check says the same.
+mv "$data/volumes" "$WORK/volumes.aside"
+rm -f "$data/tgtd.log"
+refused_early "volumes missing" "data dir refused, nothing started: .*$data/volumes is missing" "$WORK/good.conf"
+check_fails "volumes missing: not recreated" test -e "$data/volumes"
+check_dir="$(dirname "$DEDUPV1D")"
+"$check_dir/dedupv1_check" --config "$WORK/good.conf" >"$WORK/last.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] && ok "volumes missing: dedupv1_check refuses too (exit 1)" || fail "volumes missing: dedupv1_check exit $rc, not 1"
+check_output "volumes missing: dedupv1_check names the file" "$data/volumes is missing"
+mv "$WORK/volumes.aside" "$data/volumes"
 
 # Portal and control port taken by a running instance.
 check "start the first instance" dd_start "$WORK/good.conf"

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   Status s = LoadToolOptions(args.config, args.data_dir, &options);
   if (!s.ok()) {
     std::fprintf(stderr, "dedupv1_debug: cannot open: %s\n", s.ToString().c_str());
-    return kExitCannotOpen;
+    return ExitCodeForLoadError(s);
   }
   std::unique_ptr<DataDirLock> lock;
   s = DataDirLock::Acquire(options.data_dir, &lock);

@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   }
   Options options;
   Status s = LoadToolOptions(args.config, args.data_dir, &options);
-  if (!s.ok()) return Fail(kExitCannotOpen, "cannot open", s);
+  if (!s.ok()) return Fail(ExitCodeForLoadError(s), "cannot open", s);
   std::unique_ptr<DataDirLock> lock;
   s = DataDirLock::Acquire(options.data_dir, &lock);
   if (!s.ok()) return Fail(kExitCannotOpen, "cannot open", s);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/config.h"
+#include "core/data_dir.h"
 #include "core/env.h"
 
 namespace dedupv1 {
@@ -71,13 +72,22 @@ Status LoadToolOptions(const std::string& config_path, const std::string& data_d
   DEDUPV1_RETURN_IF_ERROR(Options::FromConfig(config, options));
   // Opening a directory without a store would create an empty one; a tool
   // must never do that (a typo in --data-dir would "check" a new empty store).
-  if (!Env::Default()->FileExists(JoinPath(options->data_dir, "system"))) {
-    return Status::NotFound(options->data_dir + " is not a dedupv1 data directory (it has no 'system' file)");
+  DataDirState state;
+  DEDUPV1_RETURN_IF_ERROR(InspectDataDir(Env::Default(), *options, &state));
+  if (state == DataDirState::kFresh) {
+    return Status::NotFound(options->data_dir + " is not a dedupv1 data directory (it holds no store)");
+  }
+  if (state == DataDirState::kCreating) {
+    return Status::NotFound(options->data_dir + " holds a store whose creation did not finish (" +
+                            JoinPath(options->data_dir, kCreatingFileName) +
+                            " exists): start the target once to finish it, or remove the directory");
   }
   return Status::OK();
 }
 
 bool ProgressWanted(bool forced) { return forced || ::isatty(STDERR_FILENO) == 1; }
+
+int ExitCodeForLoadError(const Status& s) { return s.IsCorruption() ? kExitProblems : kExitCannotOpen; }
 
 int ExitCodeForOpenError(const Status& s) {
   if (s.IsCorruption() || s.IsIOError()) return kExitProblems;

@@ -45,13 +45,20 @@ bool ParseToolArgs(int argc, char** argv, const std::vector<std::string>& allowe
                    std::string* error);
 
 // Loads and validates the config (Options::FromConfig) with the data-dir
-// override, and checks that the data directory holds a dedupv1 store (its
-// "system" file exists). Every failure means "cannot open" (kExitCannotOpen).
+// override, and checks that the data directory holds a complete dedupv1
+// store by the engine's rule (core/data_dir.h): NotFound if it holds none or
+// its creation did not finish, Corruption naming each file the store lacks.
 Status LoadToolOptions(const std::string& config_path, const std::string& data_dir_override,
                        Options* options);
 
 // Whether to draw progress bars: stderr is a terminal, or |forced|.
 bool ProgressWanted(bool forced);
+
+// Exit code for a LoadToolOptions failure: a store that lacks a file its
+// data depends on (Corruption) is a problem of the store (1); a bad or
+// unreadable config or a directory without a store means the store cannot
+// be opened (3).
+int ExitCodeForLoadError(const Status& s);
 
 // Exit code for a failure to open the store: Corruption and I/O errors are
 // problems of the store (1); everything else (locked, bad config, missing

@@ -628,6 +628,31 @@ TEST_F(ToolsTest, DebugShowsGarbageKeptInPlace) {
   EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
 }
 
+// The tools apply the engine's rule (core/data_dir.h): a store that lacks a
+// file its data depends on is a problem of the store (exit 1, the file
+// named), and none of them recreates it; a creation that did not finish is
+// not a store yet (exit 3).
+TEST_F(ToolsTest, StoreMissingAMetadataFileIsRefusedByEveryTool) {
+  WriteStore();
+  for (const std::string& name : {std::string("volumes"), std::string("system")}) {
+    SCOPED_TRACE(name);
+    const std::string path = JoinPath(data_, name);
+    ASSERT_TRUE(Env::Default()->RenameFile(path, path + ".aside").ok());
+    for (RunResult r : {Check(), Replay(), Debug({"volumes"}), Check({"--repair"})}) {
+      EXPECT_EQ(r.code, 1) << r.out << r.err;
+      EXPECT_NE(r.err.find(path + " is missing"), std::string::npos) << r.err;
+    }
+    EXPECT_FALSE(Env::Default()->FileExists(path));
+    ASSERT_TRUE(Env::Default()->RenameFile(path + ".aside", path).ok());
+  }
+  EXPECT_EQ(Check().code, 0);
+
+  std::ofstream(JoinPath(data_, "creating")) << "\n";
+  RunResult r = Check();
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("creation did not finish"), std::string::npos) << r.err;
+}
+
 TEST_F(ToolsTest, LockedStoreExitsThree) {
   WriteStore();
   std::unique_ptr<FileLock> lock;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/config.h"
+#include "core/data_dir.h"
 #include "core/volume_table.h"
 
 namespace dedupv1 {
@@ -11,7 +12,7 @@ namespace tools {
 Status ReadVolumeTable(Env* env, const Options& options, std::vector<VolumeEntry>* volumes) {
   volumes->clear();
   std::vector<VolumeRecord> records;
-  DEDUPV1_RETURN_IF_ERROR(dedupv1::ReadVolumeTable(env, JoinPath(options.data_dir, "volumes"), &records));
+  DEDUPV1_RETURN_IF_ERROR(dedupv1::ReadVolumeTable(env, JoinPath(options.data_dir, kVolumesFileName), &records));
   for (const auto& r : records) {
     VolumeEntry v;
     v.id = r.id;

@@ -24,8 +24,9 @@ struct VolumeEntry {
   std::string uid;          // 32 hex digits; "" for a line of an older build
 };
 
-// Reads options.data_dir/volumes, sorted by id. A missing file is an empty
-// table; a malformed line is Corruption naming file and line.
+// Reads options.data_dir/volumes, sorted by id. A missing file is NotFound
+// (LoadToolOptions has refused such a store already); a malformed line is
+// Corruption naming file and line.
 Status ReadVolumeTable(Env* env, const Options& options, std::vector<VolumeEntry>* volumes);
 
 // The volume named |name_or_id| (a name, or a decimal id). NotFound listing
