@@ -252,6 +252,11 @@ Status DedupSystem::BuildFilterChain() {
   if (env_->FileExists(bloom_path)) {
     Status s = BloomSet::Load(env_, bloom_path, &bloom_);
     bloom_ok = s.ok();
+    // A damaged filter is only a cache lost, but damage on the disk is news
+    // for the admin (and dedupv1_check shows it).
+    if (!bloom_ok) {
+      std::fprintf(stderr, "dedupv1: %s; rebuilding the bloom filter from the chunk index\n", s.ToString().c_str());
+    }
     env_->DeleteFile(bloom_path);
   }
   if (!bloom_ok) {
