@@ -159,6 +159,7 @@ Status DedupSystem::Init() {
   }
   checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
   LogRecord(LogEventType::kSystemRun, start.Encode());
+  opened_ = true;
   return Status::OK();
 }
 
@@ -782,7 +783,7 @@ Status DedupSystem::Close() {
   auto keep_first = [&result](const Status& s) {
     if (result.ok() && !s.ok()) result = s;
   };
-  if (log_) {
+  if (opened_ && log_) {
     for (auto& [_, vol] : volumes_) {
       VolumeEventData detached;
       detached.volume_id = vol->id();
@@ -792,14 +793,14 @@ Status DedupSystem::Close() {
     }
   }
   // A final checkpoint leaves the log empty, so the next start replays nothing.
-  if (log_ && chunk_store_ && chunk_index_ && block_index_) keep_first(Checkpoint());
+  if (opened_) keep_first(Checkpoint());
   if (chunk_index_) keep_first(chunk_index_->Close());
   if (block_index_) keep_first(block_index_->Close());
   if (chunk_store_) keep_first(chunk_store_->Close());
-  if (bloom_ && result.ok()) {
+  if (opened_ && bloom_ && result.ok()) {
     keep_first(bloom_->Save(env_, JoinPath(options_.data_dir, kBloomFile)));
   }
-  if (result.ok() && log_) {
+  if (opened_ && result.ok()) {
     // Only a stop that persisted everything is clean.
     keep_first(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCleanFile), "clean\n"));
   }

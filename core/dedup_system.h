@@ -217,6 +217,10 @@ class DedupSystem {
   uint64_t work_signals_ = 0;
   std::atomic<bool> stop_{false};
   bool closed_ = false;
+  // Init succeeded. Close after a failed open only releases what Init set
+  // up: no checkpoint (it would trim log events recovery never replayed),
+  // no saved bloom filter, no clean marker, so the store stays as it was.
+  bool opened_ = false;
   std::vector<std::thread> workers_;
 
   std::mutex persist_mu_;  // one Persist at a time
