@@ -31,7 +31,9 @@
 //
 // Cases that fail because of defects other branches of issue 19 are fixing
 // are listed in kAwaitingFixes and skipped with the defect named; set
-// DEDUPV1_CORRUPTION_ALL=1 to run them anyway.
+// DEDUPV1_CORRUPTION_ALL=1 to run them anyway. DEDUPV1_CORRUPTION_VERBOSE=1
+// prints what each case found; DEDUPV1_CORRUPTION_BASE=DIR keeps the base
+// stores in DIR.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -1590,6 +1592,15 @@ TEST_P(CorruptionTest, NeverSilent) {
       << "GC and read after repair: " << Describe(after) << "\n" << after.child.err;
   if (after.opened) {
     EXPECT_EQ(after.Count(kReadWrong), 0u) << "after repair and GC reads returned other data: " << Describe(after);
+  }
+  if (test::EnvKnob("DEDUPV1_CORRUPTION_VERBOSE", 0) != 0) {
+    std::string problems;
+    if (check.report.is_object()) {
+      for (const auto& p : check.report["problems"]) problems += " " + p["kind"].get<std::string>();
+    }
+    std::fprintf(stderr, "%s: %s\n  before: %s\n  check: exit %d,%s%s\n  after repair and GC: %s\n", c.name.c_str(),
+                 what.c_str(), Describe(before).c_str(), check.run.code, problems.empty() ? " no problems" : problems.c_str(),
+                 named ? ", names the file" : "", Describe(after).c_str());
   }
   size_t lost = 0;
   std::string lost_blocks;
