@@ -837,6 +837,12 @@ void ChunkStore::LoadSummaries(const std::vector<ContainerId>& committed) {
     if (!s.ok()) std::fprintf(stderr, "dedupv1: %s\n", s.ToString().c_str());
     return;
   }
+  if (skipped > 0) {
+    // Harmless (a summary is a hint; an append torn by a crash looks the
+    // same), but damage on disk is news for the admin.
+    std::fprintf(stderr, "dedupv1: %s: %llu damaged or cut-short records dropped; GC reads those containers' "
+                 "metadata instead\n", summary_file_.path().c_str(), static_cast<unsigned long long>(skipped));
+  }
   ContainerSummaryFile::Summaries kept;
   for (const auto& [id, summary] : read) {
     if (summary.dead_chunks == kSummaryWithdrawn) continue;

@@ -939,6 +939,36 @@ TEST(ChunkStoreGcTest, UnreadableMarksFileIsDeletedAtOpen) {
   EXPECT_EQ(cs->stats().dead_marks_loaded, 1u);
 }
 
+// A damaged summary record is dropped at open (GC reads the container's
+// metadata instead), and the open names the file and says how many records
+// it dropped (issue 19: damage on disk is never passed over in silence).
+TEST(ChunkStoreGcTest, DamagedSummaryRecordIsDroppedAndNamed) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::vector<Chunk> chunks;
+  {
+    std::unique_ptr<ChunkStore> cs;
+    ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+    chunks = StoreMany(cs.get(), 90000, 40);
+    ASSERT_TRUE(cs->Close().ok());
+  }
+  const std::string path = JoinPath(o.dir, kContainerSummaryFileName);
+  std::string data;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), path, &data).ok());
+  ASSERT_GE(data.size(), 2 * ContainerSummaryFile::kRecordSize);
+  data[ContainerSummaryFile::kRecordSize + 9] ^= 0x04;  // the second record's footprint
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, data).ok());
+
+  ::testing::internal::CaptureStderr();
+  std::unique_ptr<ChunkStore> cs;
+  Status s = ChunkStore::Open(o, Env::Default(), &cs);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_NE(err.find(path + ": 1 damaged or cut-short records dropped"), std::string::npos) << err;
+  EXPECT_EQ(cs->stats().summaries_loaded, data.size() / ContainerSummaryFile::kRecordSize - 1);
+  ExpectReadable(cs.get(), chunks);
+}
+
 // Committed and merged containers get summaries that match their metadata;
 // merged and deleted ones lose them, and the file forgets them at open.
 TEST(ChunkStoreGcTest, SummariesDescribeCommittedAndMergedContainers) {

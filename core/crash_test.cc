@@ -234,9 +234,8 @@ namespace {
 
 // Forks a child that opens the system at |o|, runs |body| on it and its
 // volume and kills itself with SIGKILL; |body| returns 0, or an exit code
-// that fails the test. Then opens the system again (an unclean start).
-void CrashAfter(const Options& o, const std::function<int(DedupSystem*, Volume*)>& body,
-                std::unique_ptr<DedupSystem>* reopened, Volume** volume) {
+// that fails the test.
+void KillAfter(const Options& o, const std::function<int(DedupSystem*, Volume*)>& body) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -251,6 +250,12 @@ void CrashAfter(const Options& o, const std::function<int(DedupSystem*, Volume*)
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with code " << WEXITSTATUS(status);
+}
+
+// KillAfter, then opens the system again (an unclean start).
+void CrashAfter(const Options& o, const std::function<int(DedupSystem*, Volume*)>& body,
+                std::unique_ptr<DedupSystem>* reopened, Volume** volume) {
+  ASSERT_NO_FATAL_FAILURE(KillAfter(o, body));
   Status s = DedupSystem::Open(o, Env::Default(), reopened);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE((*reopened)->recovery().dirty_start);
@@ -285,6 +290,37 @@ TEST(CrashTest, BloomFilterIsRebuiltAfterUncleanStop) {
   std::vector<uint8_t> out(data.size());
   ASSERT_TRUE(v->Read(0, out.size(), out.data()).ok());
   EXPECT_EQ(out, data);
+}
+
+// An open that fails after the log and the indexes are open (here: the
+// config shrinks a volume) must leave the store as it found it. It used to
+// close the half-open system like a running one: a final checkpoint trimmed
+// the log events it had not replayed and wrote the clean marker, so the next
+// open started clean and the synced writes read as zeros (issue 19, found by
+// the corruption suite).
+TEST(CrashTest, RefusedOpenAfterAnUncleanStopKeepsTheLog) {
+  test::TempDir dir;
+  Options o = CrashOptions(dir.path());
+  auto data = test::RandomBytes(1 << 20, 77);
+  ASSERT_NO_FATAL_FAILURE(KillAfter(o, [&](DedupSystem* cs, Volume* cv) {
+    cs->PauseReplay(true);  // the mappings stay in the log only
+    return cv->Write(0, data.size(), data.data(), false).ok() && cv->Sync().ok() ? 0 : 12;
+  }));
+  Options shrunk = o;
+  shrunk.volumes[0].size /= 2;
+  std::unique_ptr<DedupSystem> sys;
+  Status s = DedupSystem::Open(shrunk, Env::Default(), &sys);
+  ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_FALSE(Env::Default()->FileExists(JoinPath(o.data_dir, "clean")));
+
+  ASSERT_TRUE(DedupSystem::Open(o, Env::Default(), &sys).ok());
+  EXPECT_TRUE(sys->recovery().dirty_start);
+  EXPECT_GT(sys->recovery().mappings_applied, 0u);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("crash", &v).ok());
+  std::vector<uint8_t> got(data.size());
+  ASSERT_TRUE(v->Read(0, got.size(), got.data()).ok());
+  EXPECT_TRUE(got == data) << "the synced megabyte was lost";
 }
 
 // A block's synced mapping that is still only in memory when a newer

@@ -279,6 +279,11 @@ Status DedupSystem::BuildFilterChain() {
   if (env_->FileExists(bloom_path)) {
     Status s = BloomSet::Load(env_, bloom_path, &bloom_);
     bloom_ok = s.ok();
+    // A damaged filter is only a cache lost, but damage on the disk is news
+    // for the admin (and dedupv1_check shows it).
+    if (!bloom_ok) {
+      std::fprintf(stderr, "dedupv1: %s; rebuilding the bloom filter from the chunk index\n", s.ToString().c_str());
+    }
     env_->DeleteFile(bloom_path);
   }
   if (!bloom_ok) {
@@ -859,7 +864,7 @@ Status DedupSystem::Close() {
   auto keep_first = [&result](const Status& s) {
     if (result.ok() && !s.ok()) result = s;
   };
-  if (log_) {
+  if (open_complete_ && log_) {
     for (auto& [_, vol] : volumes_) {
       VolumeEventData detached;
       detached.volume_id = vol->id();

@@ -79,6 +79,46 @@ TEST(DedupSystemTest, WriteSyncReopenRead) {
   EXPECT_TRUE(IsAllZero(out.data() + 1000 + data.size(), 1000));
 }
 
+// The bloom filter saved at a clean stop is a cache: a damaged one is
+// rebuilt from the chunk index, and the open says so, naming the file
+// (issue 19: damage on disk is never passed over in silence). The rebuilt
+// filter knows every stored chunk, so the same data written again is not
+// stored again.
+TEST(DedupSystemTest, DamagedBloomFileIsNamedAndRebuilt) {
+  test::TempDir dir;
+  Options o = SmallOptions(dir.path());
+  auto data = test::RandomBytes(1 << 20, 8);
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  const std::string bloom = JoinPath(o.data_dir, "bloom");
+  std::string bytes;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), bloom, &bytes).ok());
+  ASSERT_GT(bytes.size(), 1000u);
+  bytes[bytes.size() / 2] ^= 0x10;  // a bit of the bit array
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), bloom, bytes).ok());
+
+  ::testing::internal::CaptureStderr();
+  std::unique_ptr<DedupSystem> sys;
+  Status s = DedupSystem::Open(o, Env::Default(), &sys);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_NE(err.find(bloom + ": bit array checksum mismatch; rebuilding the bloom filter"), std::string::npos)
+      << err;
+  uint64_t used = 0, used_after = 0;
+  ASSERT_TRUE(sys->chunk_store()->UsedBytes(&used).ok());
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol2", &v).ok());
+  ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+  ASSERT_TRUE(v->Sync().ok());
+  ASSERT_TRUE(sys->chunk_store()->UsedBytes(&used_after).ok());
+  EXPECT_LT(used_after - used, data.size() / 10);
+}
+
 TEST(DedupSystemTest, RefusesConfigChangesThatWouldMisreadData) {
   test::TempDir dir;
   Options o = SmallOptions(dir.path());

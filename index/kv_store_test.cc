@@ -5,6 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+#include <tcbdb.h>
+#include <tcutil.h>
+
 #include <cstdlib>
 #include <map>
 #include <random>
@@ -192,6 +196,88 @@ TEST(TcKvStoreTest, LeftoversOfAKilledCreationAreRemovedAndTheStoreKept) {
   ASSERT_TRUE(store->Get("key", &v).ok());
   EXPECT_EQ(v, "value");
   EXPECT_FALSE(Env::Default()->FileExists(path + ".creating"));
+}
+
+// Tokyo Cabinet checks nothing it reads back, so its pages carry a CRC: a
+// damaged value is Corruption naming the file, not a wrong value, and a
+// damaged record size in a leaf is Corruption too, where TC used to parse the
+// leaf on and end the process on an absurd allocation ("fatal error: out of
+// memory"; found by the corruption suite). The reads run in a forked child,
+// so such an exit fails the test instead of ending it.
+TEST(TcKvStoreTest, DamagedPageIsCorruptionNotWrongDataOrAnExit) {
+  test::TempDir dir;
+  const std::string path = dir.Sub("store");
+  const std::string key = "key031";
+  std::string value;
+  {
+    std::unique_ptr<KvStore> store;
+    ASSERT_TRUE(OpenKvStore(KvBackend::kTokyoCabinet, path, &store).ok());
+    std::vector<KvStore::WriteOp> ops;
+    for (int i = 0; i < 64; i++) {
+      auto bytes = test::RandomBytes(300, i);
+      ops.push_back(Put(fmt::format("key{:03d}", i), std::string(bytes.begin(), bytes.end())));
+    }
+    value = ops[31].value;
+    ASSERT_TRUE(store->Write(ops).ok());
+  }
+  std::string clean;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), path, &clean).ok());
+  const size_t at = clean.find(key + value);
+  ASSERT_NE(at, std::string::npos) << "the record's bytes are not in the file as written";
+  // In a leaf a record is: key size, value size (two bytes here), duplicate
+  // count as varints, then key and value.
+  for (size_t offset : {at + key.size() + 100, at - 3}) {
+    SCOPED_TRACE("byte " + std::to_string(offset));
+    std::string damaged = clean;
+    damaged[offset] ^= 0x01;
+    ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, damaged).ok());
+    int fd = -1;
+    const pid_t pid = test::ForkWithPipe(
+        [&](int wfd) {
+          std::unique_ptr<KvStore> store;
+          Status s = OpenKvStore(KvBackend::kTokyoCabinet, path, &store);
+          std::string got;
+          if (s.ok()) s = store->Get(key, &got);
+          const std::string line = s.ok() ? (got == value ? "intact" : "wrong value") : s.ToString();
+          if (write(wfd, line.data(), line.size()) < 0) _exit(3);
+          _exit(0);
+        },
+        &fd);
+    ASSERT_GE(pid, 0);
+    std::string out;
+    char buf[512];
+    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
+    close(fd);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the reader ended with status " << status;
+    EXPECT_NE(out.find("corruption: " + path), std::string::npos) << out;
+    EXPECT_NE(out.find("checksum"), std::string::npos) << out;
+  }
+}
+
+// A store created without page CRCs (by an earlier build) is read as before.
+TEST(TcKvStoreTest, StoreWithoutPageChecksumsIsReadAsBefore) {
+  test::TempDir dir;
+  const std::string path = dir.Sub("store");
+  {
+    TCBDB* db = tcbdbnew();
+    ASSERT_TRUE(tcbdbtune(db, 64, 256, 131071, 8, 10, BDBTLARGE));
+    ASSERT_TRUE(tcbdbopen(db, path.c_str(), BDBOWRITER | BDBOCREAT));
+    ASSERT_TRUE(tcbdbput(db, "key", 3, "value", 5));
+    ASSERT_TRUE(tcbdbclose(db));
+    tcbdbdel(db);
+  }
+  std::unique_ptr<KvStore> store;
+  ASSERT_TRUE(OpenKvStore(KvBackend::kTokyoCabinet, path, &store).ok());
+  std::string v;
+  ASSERT_TRUE(store->Get("key", &v).ok());
+  EXPECT_EQ(v, "value");
+  ASSERT_TRUE(store->Write({Put("key2", "value2")}).ok());
+  store.reset();
+  ASSERT_TRUE(OpenKvStore(KvBackend::kTokyoCabinet, path, &store).ok());
+  ASSERT_TRUE(store->Get("key2", &v).ok());
+  EXPECT_EQ(v, "value2");
 }
 
 // Runs in a child process started by WrittenBatchSurvivesExitWithoutClose

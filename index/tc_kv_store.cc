@@ -4,11 +4,14 @@
 #include <tcutil.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <utility>
 #include <vector>
 
+#include "core/coding.h"
 #include "core/env.h"
 
 namespace dedupv1 {
@@ -27,10 +30,67 @@ constexpr int8_t kFreePoolPow = 10;
 constexpr int32_t kCachedLeaves = 1024;
 constexpr int32_t kCachedNonLeaves = 512;
 
+// Tokyo Cabinet checks nothing it reads back: a damaged page is parsed as it
+// is, so it yields wrong records, or sizes so absurd that TC's allocation
+// fails and TC ends the process ("fatal error: out of memory"). So every page
+// of a store this build creates (B+tree leaves and inner nodes, each a record
+// of TC's hash layer) carries a CRC-32C, appended by TC's codec hook
+// (BDBTEXCODEC) when written and checked when read; a page that fails is
+// refused before TC parses it, and the call fails with Corruption naming the
+// file. A store created before has no CRCs (TC keeps the option in the file
+// header) and is read as before; a build without the hook refuses a store
+// that has them (TC will not open it without a codec).
+constexpr int kPageCrcBytes = 4;
+
+// Set by DecodePage on this thread, read by TcError: TC itself reports a
+// refused page only as "miscellaneous error".
+thread_local bool page_damaged = false;
+
+void* EncodePage(const void* ptr, int size, int* sp, void*) {
+  char* out = static_cast<char*>(std::malloc(static_cast<size_t>(size) + kPageCrcBytes));
+  if (out == nullptr) return nullptr;
+  std::memcpy(out, ptr, static_cast<size_t>(size));
+  EncodeFixed32(reinterpret_cast<uint8_t*>(out) + size, Crc32c(static_cast<const uint8_t*>(ptr), size));
+  *sp = size + kPageCrcBytes;
+  return out;
+}
+
+void* DecodePage(const void* ptr, int size, int* sp, void*) {
+  const auto* p = static_cast<const uint8_t*>(ptr);
+  if (size < kPageCrcBytes || Crc32c(p, size - kPageCrcBytes) != DecodeFixed32(p + size - kPageCrcBytes)) {
+    page_damaged = true;
+    return nullptr;
+  }
+  const size_t n = static_cast<size_t>(size - kPageCrcBytes);
+  char* out = static_cast<char*>(std::malloc(n + 1));
+  if (out == nullptr) return nullptr;
+  std::memcpy(out, p, n);
+  out[n] = '\0';  // as TC's own decoders leave it
+  *sp = static_cast<int>(n);
+  return out;
+}
+
+// The store TC's fatal errors are about (one per process: the block index).
+std::mutex fatal_mu;
+std::string fatal_path;
+
+// TC ends the process after this returns; the admin learns which file.
+void TcFatal(const char* message) {
+  std::fprintf(stderr,
+               "dedupv1: Tokyo Cabinet ends the process: %s (block index %s; a damaged file can make it read "
+               "absurd sizes: run dedupv1_check)\n",
+               message, fatal_path.c_str());
+}
+
 // IOError, or NoSpace if the failed call left ENOSPC in errno (TC reports
-// a failed write only as "write error").
+// a failed write only as "write error"), or Corruption if the call read a
+// page that failed its CRC.
 Status TcError(const std::string& path, const std::string& what, int ecode, int err) {
   std::string msg = path + ": " + what + ": " + tcbdberrmsg(ecode);
+  if (page_damaged) {
+    page_damaged = false;
+    return Status::Corruption(msg + " (a B+tree page fails its checksum: the file is damaged)");
+  }
   if (err == ENOSPC || err == EDQUOT) return Status::NoSpace(msg + " (no space left on device)");
   return Status::IOError(msg);
 }
@@ -62,9 +122,12 @@ class TcKvStore : public KvStore {
 Status NewTunedDb(const std::string& path, TCBDB** out) {
   TCBDB* db = tcbdbnew();
   if (db == nullptr) return Status::IOError(path + ": tcbdbnew failed");
+  // The options apply to a store being created; an existing one keeps those
+  // in its header (with or without page CRCs).
   if (!tcbdbsetmutex(db) ||
       !tcbdbtune(db, kLeafMembers, kNonLeafMembers, kBuckets, kAlignPow, kFreePoolPow,
-                 BDBTLARGE) ||
+                 BDBTLARGE | BDBTEXCODEC) ||
+      !tcbdbsetcodecfunc(db, EncodePage, nullptr, DecodePage, nullptr) ||
       !tcbdbsetcache(db, kCachedLeaves, kCachedNonLeaves)) {
     Status s = TcError(path, "setting up the B+tree", tcbdbecode(db), 0);
     tcbdbdel(db);
@@ -134,6 +197,11 @@ Status TcKvStore::Open(const std::string& path, std::unique_ptr<KvStore>* out) {
     // creation that lost to another one. Either way not needed.
     DEDUPV1_RETURN_IF_ERROR(Env::Default()->DeleteFile(path + ".creating"));
   }
+  {
+    std::lock_guard<std::mutex> l(fatal_mu);
+    fatal_path = path;
+    tcfatalfunc = TcFatal;
+  }
   TCBDB* db = nullptr;
   DEDUPV1_RETURN_IF_ERROR(NewTunedDb(path, &db));
   // BDBOTSYNC: every committed transaction is synced; BDBOLCKNB: a second
@@ -159,6 +227,7 @@ Status TcKvStore::Error(const std::string& what) const {
 }
 
 Status TcKvStore::Get(const std::string& key, std::string* value) {
+  page_damaged = false;
   int size = 0;
   void* v = tcbdbget(db_, key.data(), static_cast<int>(key.size()), &size);
   if (v == nullptr) {
@@ -171,6 +240,7 @@ Status TcKvStore::Get(const std::string& key, std::string* value) {
 }
 
 Status TcKvStore::Write(const std::vector<WriteOp>& ops) {
+  page_damaged = false;
   if (ops.empty()) return Status::OK();
   std::lock_guard<std::mutex> lock(write_mu_);
   errno = 0;
@@ -202,6 +272,7 @@ Status TcKvStore::Write(const std::vector<WriteOp>& ops) {
 
 Status TcKvStore::Scan(const std::string& begin, const std::string& end,
                        const std::function<bool(const std::string&, const std::string&)>& f) {
+  page_damaged = false;
   // A TC cursor's position is undefined once the database changes, so the
   // records are read in chunks with writers held off (write_mu_), and the
   // next chunk starts after the last key seen. f runs without any lock held.
