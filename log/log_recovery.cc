@@ -152,13 +152,14 @@ Status RecoverLogFile(LogSlotReader* reader, uint64_t data_slots, uint32_t paylo
     if (by_watermark == nullptr && s.has_watermark && s.watermark > x) by_watermark = &s;
     if (by_generation == nullptr && s.generation > start.generation) by_generation = &s;
   }
-  const IntactSlot* proof = by_watermark != nullptr ? by_watermark : by_generation;
+  // A newer generation names the cause (the superblock), so it is preferred.
+  const IntactSlot* proof = by_generation != nullptr ? by_generation : by_watermark;
   if (proof == nullptr) return Status::OK();  // a torn tail
   d.proof_seq = proof->seq;
   d.proof_id = proof->id;
   d.proof_watermark = proof->watermark;
   d.proof_generation = proof->generation;
-  d.proof_by_generation = proof == by_generation && by_watermark == nullptr;
+  d.proof_by_generation = proof == by_generation;
 
   // Damage: pick the chain up again after each damaged region. Slots of a
   // newer generation than the superblock's belong to the chain here (the
@@ -191,7 +192,9 @@ Status RecoverLogFile(LogSlotReader* reader, uint64_t data_slots, uint32_t paylo
     gap.end_seq = resume->seq;
     gap.resumed = true;
     gap.lost_ids = resume->id - expect;
-    for (uint64_t seq = gap_seq; seq < resume->seq; seq++) {
+    // The refused slot itself is listed even when the chain resumes right
+    // there (refused only for a generation newer than the superblock's).
+    for (uint64_t seq = gap_seq; seq < std::max(resume->seq, gap_seq + 1); seq++) {
       std::string why = gap_why;
       if (seq != gap_seq) DEDUPV1_RETURN_IF_ERROR(DescribeSlot(reader, payload_per_slot, seq, &why));
       gap.slots.push_back({seq, why});

@@ -59,8 +59,11 @@ struct LogDamage {
   };
   // A run of unusable slot sequence numbers [first_seq, end_seq), the events
   // it cost (ids [first_lost_id, first_lost_id + lost_ids)) and each slot's
-  // verdict. When nothing intact follows, end_seq is first_seq + 1 and
-  // lost_ids is 0 (unknown: what follows is lost like a torn tail).
+  // verdict (at least the first slot's). When the chain resumes at the
+  // refused slot itself (refused for a generation newer than a damaged
+  // superblock's), end_seq == first_seq. When nothing intact follows,
+  // end_seq is first_seq + 1 and lost_ids is 0 (unknown: what follows is
+  // lost like a torn tail).
   struct Gap {
     uint64_t first_seq = 0;
     uint64_t end_seq = 0;
