@@ -14,6 +14,7 @@ struct IntactSlot {
   uint32_t fragment_index = 0;
   bool has_watermark = false;
   uint64_t watermark = 0;
+  bool marker = false;  // a sync marker: proves, but holds no event
 };
 
 // A walk along the chain: each slot must be the next fragment (slot sequence,
@@ -42,7 +43,10 @@ Status WalkChain(LogSlotReader* reader, uint32_t payload_per_slot, uint32_t max_
     LogSlotHeader h;
     std::string why;
     if (!DecodeLogSlot(slot, payload_per_slot, &h, &why)) {
-      // An all-zero slot was never written (or was lost entirely).
+      // |why| says why (an all-zero slot: "bad slot magic").
+    } else if (h.marker) {
+      why = h.seq == w->seq ? "a sync marker (nothing was appended after the last sync)"
+                            : "a sync marker of slot sequence " + std::to_string(h.seq);
     } else if (h.seq != w->seq) {
       why = "holds slot sequence " + std::to_string(h.seq) + " instead";
     } else if (h.id != w->expect_id || h.fragment_index != next_fragment) {
@@ -87,6 +91,9 @@ Status DescribeSlot(LogSlotReader* reader, uint32_t payload_per_slot, uint64_t s
   std::string why;
   if (!DecodeLogSlot(slot, payload_per_slot, &h, &why)) {
     *out = why;
+  } else if (h.marker) {
+    *out = "sync marker of slot sequence " + std::to_string(h.seq) + " (watermark " + std::to_string(h.watermark) +
+           ", generation " + std::to_string(h.generation) + ")";
   } else {
     *out = (h.seq == seq ? "intact, " : "holds slot sequence " + std::to_string(h.seq) + ": ") + "event " +
            std::to_string(h.id) + " fragment " + std::to_string(h.fragment_index) + " of " +
@@ -138,7 +145,7 @@ Status RecoverLogFile(LogSlotReader* reader, uint64_t data_slots, uint32_t paylo
     LogSlotHeader h;
     std::string why;
     if (!DecodeLogSlot(slot, payload_per_slot, &h, &why) || h.seq % data_slots != seq % data_slots) continue;
-    intact.push_back({h.seq, h.id, h.generation, h.fragment_index, h.has_watermark, h.watermark});
+    intact.push_back({h.seq, h.id, h.generation, h.fragment_index, h.has_watermark, h.watermark, h.marker});
     d.max_seq = std::max(d.max_seq, h.seq);
     d.max_id = std::max(d.max_id, h.id);
     out->max_generation = std::max(out->max_generation, h.generation);
@@ -160,6 +167,7 @@ Status RecoverLogFile(LogSlotReader* reader, uint64_t data_slots, uint32_t paylo
   d.proof_watermark = proof->watermark;
   d.proof_generation = proof->generation;
   d.proof_by_generation = proof == by_generation;
+  d.proof_is_marker = proof->marker;
 
   // Damage: pick the chain up again after each damaged region. Slots of a
   // newer generation than the superblock's belong to the chain here (the
@@ -177,7 +185,7 @@ Status RecoverLogFile(LogSlotReader* reader, uint64_t data_slots, uint32_t paylo
     gap.first_lost_id = expect;
     const IntactSlot* resume = nullptr;
     for (const IntactSlot& s : intact) {
-      if (s.seq >= gap_seq && s.fragment_index == 0 && s.generation >= prev_gen && s.generation <= gen_bound &&
+      if (s.seq >= gap_seq && !s.marker && s.fragment_index == 0 && s.generation >= prev_gen && s.generation <= gen_bound &&
           s.id >= expect) {
         resume = &s;
         break;

@@ -8,7 +8,8 @@
 // damage when the file proves that slot X had been durable:
 //  - an intact slot at its own position whose durable watermark is above X
 //    (docs/formats.md "Data slot": it was appended after slot X had been
-//    fdatasync'ed), or
+//    fdatasync'ed), or a sync marker saying so (written after each
+//    fdatasync, for the last sync before a crash), or
 //  - an intact slot at its own position written by a newer generation than
 //    the superblock's (an open makes its superblock durable before it writes
 //    any slot, so the newer superblock copy is damaged).
@@ -29,7 +30,8 @@
 // the damage: dedupv1_replay --accept-log-damage).
 //
 // Known limit: damage to the slots of the last sync before a crash, when
-// nothing was appended after that sync, looks exactly like a torn tail.
+// nothing was appended after that sync and its sync marker did not reach
+// the disk (a power loss right after the sync), looks like a torn tail.
 #pragma once
 
 #include <cstdint>
@@ -87,6 +89,7 @@ struct LogDamage {
   uint64_t proof_watermark = 0;    // its durable watermark (> gaps[0].first_seq), if by watermark
   uint32_t proof_generation = 0;   // its generation
   bool proof_by_generation = false;  // newer than the superblock's generation
+  bool proof_is_marker = false;      // a sync marker (no event; proof_id is 0)
   std::vector<Event> salvaged;     // in id order
   // Highest slot sequence number, event id and generation of any intact slot
   // at its own position (chain or not): a log that continues after the

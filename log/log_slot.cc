@@ -7,7 +7,8 @@
 namespace dedupv1 {
 namespace {
 
-constexpr uint32_t kSlotMagic = 0x534c5644;  // "DVLS" little endian
+constexpr uint32_t kSlotMagic = 0x534c5644;    // "DVLS" little endian
+constexpr uint32_t kMarkerMagic = 0x4d4c5644;  // "DVLM" little endian
 constexpr size_t kReadAheadBytes = 1 << 20;
 
 // The slot CRC covers the fragment payload first, then header bytes 8..47.
@@ -18,17 +19,17 @@ uint32_t SlotCrc(const uint8_t* slot, uint32_t payload_crc) {
 }  // namespace
 
 void EncodeLogSlotHeader(uint8_t* slot, const LogSlotHeader& h, uint32_t payload_crc) {
-  EncodeFixed32(slot + 0, kSlotMagic);
+  EncodeFixed32(slot + 0, h.marker ? kMarkerMagic : kSlotMagic);
   EncodeFixed64(slot + 8, h.seq);
   EncodeFixed64(slot + 16, h.id);
   EncodeFixed32(slot + 24, h.generation);
   EncodeFixed16(slot + 28, h.type);
-  EncodeFixed16(slot + 30, h.has_watermark ? kLogSlotHasWatermark : 0);
+  EncodeFixed16(slot + 30, h.has_watermark || h.marker ? kLogSlotHasWatermark : 0);
   EncodeFixed32(slot + 32, h.fragment_index);
   EncodeFixed32(slot + 36, h.fragment_count);
   EncodeFixed32(slot + 40, h.payload_length);
   uint32_t distance = 0;
-  if (h.has_watermark) {
+  if (h.has_watermark || h.marker) {
     const uint64_t d = h.seq - std::min(h.watermark, h.seq);
     distance = static_cast<uint32_t>(std::min<uint64_t>(d, UINT32_MAX));
   }
@@ -37,10 +38,12 @@ void EncodeLogSlotHeader(uint8_t* slot, const LogSlotHeader& h, uint32_t payload
 }
 
 bool DecodeLogSlot(const uint8_t* slot, uint32_t payload_per_slot, LogSlotHeader* h, std::string* why) {
-  if (DecodeFixed32(slot) != kSlotMagic) {
+  const uint32_t magic = DecodeFixed32(slot);
+  if (magic != kSlotMagic && magic != kMarkerMagic) {
     *why = "bad slot magic";
     return false;
   }
+  h->marker = magic == kMarkerMagic;
   h->seq = DecodeFixed64(slot + 8);
   h->id = DecodeFixed64(slot + 16);
   h->generation = DecodeFixed32(slot + 24);
@@ -57,21 +60,27 @@ bool DecodeLogSlot(const uint8_t* slot, uint32_t payload_per_slot, LogSlotHeader
     *why = "checksum mismatch";
     return false;
   }
-  if (h->fragment_count == 0 || h->fragment_index >= h->fragment_count ||
+  if (h->marker) {
+    if (h->payload_length != 0 || h->fragment_count != 0 || h->id != 0) {
+      *why = "bad sync marker";
+      return false;
+    }
+  } else if (h->fragment_count == 0 || h->fragment_index >= h->fragment_count ||
       (h->fragment_index + 1 < h->fragment_count && h->payload_length != payload_per_slot)) {
     *why = "bad fragment " + std::to_string(h->fragment_index) + " of " + std::to_string(h->fragment_count) +
            " with " + std::to_string(h->payload_length) + " bytes";
     return false;
   }
   // Older builds wrote 0 into both fields (and do not check them).
-  h->has_watermark = (DecodeFixed16(slot + 30) & kLogSlotHasWatermark) != 0;
+  h->has_watermark = h->marker || (DecodeFixed16(slot + 30) & kLogSlotHasWatermark) != 0;
   const uint32_t distance = DecodeFixed32(slot + 44);
   h->watermark = h->has_watermark && distance <= h->seq ? h->seq - distance : 0;
   return true;
 }
 
 bool PeekLogSlotSequence(const uint8_t* slot, uint64_t* seq) {
-  if (DecodeFixed32(slot) != kSlotMagic) return false;
+  const uint32_t magic = DecodeFixed32(slot);
+  if (magic != kSlotMagic && magic != kMarkerMagic) return false;
   *seq = DecodeFixed64(slot + 8);
   return true;
 }

@@ -8,6 +8,13 @@
 // (since the damage check, flag kLogSlotHasWatermark) a durable watermark:
 // every slot with a lower sequence number had been fdatasync'ed when this
 // slot was appended. Slots of older builds have the flag clear.
+//
+// A sync marker is a slot of its own magic that holds no event: after every
+// fdatasync the log writes one (without syncing it) at the next slot
+// sequence number, carrying the new durable point as its watermark, so the
+// slots of the last sync before a crash are proven durable even when
+// nothing was appended after it. The next append overwrites it. Older
+// builds see a bad magic there, i.e. the end of the log.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +42,9 @@ struct LogSlotHeader {
   // Encoded as seq - W, clamped at UINT32_MAX (a lower W only claims less).
   bool has_watermark = false;
   uint64_t watermark = 0;
+  // A sync marker (no event: id, type and fragment fields are 0, no payload;
+  // it always has a watermark).
+  bool marker = false;
 };
 
 // Fills the header of |slot| (the payload must already be in place) with the
@@ -43,12 +53,13 @@ struct LogSlotHeader {
 void EncodeLogSlotHeader(uint8_t* slot, const LogSlotHeader& h, uint32_t payload_crc);
 
 // Checks what can be checked about one slot on its own (magic, field ranges,
-// CRC). Returns false with the reason in |why|.
+// CRC). Returns false with the reason in |why|. A sync marker decodes with
+// h->marker set: callers that want an event must check it.
 bool DecodeLogSlot(const uint8_t* slot, uint32_t payload_per_slot, LogSlotHeader* h, std::string* why);
 
 // The slot sequence number the header claims, unchecked (no CRC): for scans
 // that skip slots too old to matter without hashing them. False if the magic
-// is wrong.
+// is neither a data slot's nor a sync marker's.
 bool PeekLogSlotSequence(const uint8_t* slot, uint64_t* seq);
 
 // Where the slots of one log file are, and reads of them by slot sequence

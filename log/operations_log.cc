@@ -231,6 +231,13 @@ Status OperationsLog::Open(const OperationsLogOptions& options, Env* env,
           log->WriteSuperblock(sb.head_id, sb.head_seq, sb.head_min_generation));
     }
   }
+  // The recovered events are durable: say so behind them, once the
+  // superblock of this generation is (a marker of a generation whose
+  // superblock is not durable would look like a damaged superblock).
+  if (!log->damage_pending_ && log->next_seq_ < log->head_seq_ + log->data_slots_) {
+    std::lock_guard<std::mutex> io(log->io_mu_);
+    log->WriteSyncMarker(log->next_seq_, log->generation_);
+  }
   *out = std::move(log);
   return Status::OK();
 }
@@ -278,6 +285,9 @@ std::string OperationsLog::DescribeDamage(const LogDamage& d) const {
     out += "slot sequence " + std::to_string(d.proof_seq) + " (event " + std::to_string(d.proof_id) +
            ") is intact with generation " + std::to_string(d.proof_generation) +
            ", newer than the superblock's: the newer superblock copy is damaged";
+  } else if (d.proof_is_marker) {
+    out += "the sync marker at slot sequence " + std::to_string(d.proof_seq) + " after it says slots below " +
+           std::to_string(d.proof_watermark) + " were durable";
   } else {
     out += "slot sequence " + std::to_string(d.proof_seq) + " (event " + std::to_string(d.proof_id) +
            ") after it is intact and was written once slots below " + std::to_string(d.proof_watermark) +
@@ -479,7 +489,7 @@ Status OperationsLog::WriteAndSync(bool seal_active) {
     }
   }
   Status s = file_->Sync();
-  std::lock_guard<std::mutex> l(mu_);
+  std::unique_lock<std::mutex> l(mu_);
   if (!s.ok()) {
     // After a failed fdatasync the kernel may have dropped the dirty pages:
     // write everything since the last durable point again next time.
@@ -495,7 +505,28 @@ Status OperationsLog::WriteAndSync(bool seal_active) {
          sealed_.front()->start_seq + sealed_.front()->data.size() / slot_size_ <= durable_seq_) {
     sealed_.pop_front();
   }
+  // Not where a live slot is (a full ring): the marker would overwrite it.
+  const bool marker = seq < head_seq_ + data_slots_;
+  const uint32_t generation = generation_;
+  l.unlock();
+  if (marker) WriteSyncMarker(seq, generation);
   return Status::OK();
+}
+
+void OperationsLog::WriteSyncMarker(uint64_t seq, uint32_t generation) {
+  // Every slot below |seq| is durable. Slot |seq| is not written yet (the
+  // caller holds io_mu_); the append that takes it overwrites the marker.
+  // Not synced: after a kill the page cache writes it out, after a power
+  // loss it may be lost, which only weakens the damage check to what the
+  // watermarks of later slots prove. A failed write is of no consequence.
+  std::string slot(slot_size_, '\0');
+  LogSlotHeader h;
+  h.marker = true;
+  h.seq = seq;
+  h.generation = generation;
+  h.watermark = seq;
+  EncodeLogSlotHeader(reinterpret_cast<uint8_t*>(slot.data()), h, Crc32c(slot.data(), 0));
+  file_->Write(SlotOffset(seq), slot.data(), slot.size());
 }
 
 void OperationsLog::WriteBehind() {
@@ -586,7 +617,7 @@ Status OperationsLog::Replay(uint64_t from, const std::function<Status(const Log
       LogSlotHeader h;
       std::string why;
       bool ok = DecodeLogSlot(slot, payload_per_slot_, &h, &why);
-      if (ok && (h.seq != seq || h.id != id || h.fragment_index != seq - first ||
+      if (ok && (h.marker || h.seq != seq || h.id != id || h.fragment_index != seq - first ||
                  h.fragment_count != end - first ||
                  (seq > first && h.type != static_cast<uint16_t>(ev.type)))) {
         ok = false;
@@ -684,7 +715,7 @@ Status OperationsLog::ReplaySalvaged(const std::function<Status(const LogEvent&)
       LogSlotHeader h;
       std::string why;
       if (DecodeLogSlot(slot, payload_per_slot_, &h, &why) &&
-          (h.seq != seq || h.id != e.id || h.fragment_index != seq - e.first_seq || h.type != e.type)) {
+          (h.marker || h.seq != seq || h.id != e.id || h.fragment_index != seq - e.first_seq || h.type != e.type)) {
         why = "changed since the open";
       }
       if (!why.empty()) {

@@ -202,6 +202,10 @@ class OperationsLog {
   Status WriteAndSync(bool seal_active);
   // Writes out sealed chunks if no other thread is writing (called by Append).
   void WriteBehind();
+  // After an fdatasync made every slot below |seq| durable: writes a sync
+  // marker (log/log_slot.h) at |seq|, unsynced, so recovery can prove those
+  // slots durable even if nothing is appended after them.
+  void WriteSyncMarker(uint64_t seq, uint32_t generation);
 
   const OperationsLogOptions options_;
   Env* const env_;

@@ -100,6 +100,14 @@ class OperationsLogTest : public ::testing::Test {
     return out;
   }
 
+  // The sync marker (log/log_slot.h) a sync writes behind the last slot:
+  // dropped where a test models a crash before that sync by hand.
+  void DropSyncMarker(uint64_t offset) {
+    std::string slot = ReadFile(offset, 512);
+    ASSERT_EQ(0x4d4c5644u, DecodeFixed32(reinterpret_cast<const uint8_t*>(slot.data()))) << "no sync marker there";
+    PatchFile(offset, std::string(512, '\0'));
+  }
+
   void FlipByte(uint64_t offset) {
     std::string b = ReadFile(offset, 1);
     b[0] = static_cast<char>(b[0] ^ 0x5a);
@@ -279,7 +287,7 @@ TEST_F(OperationsLogTest, TornLastSlotIsIgnoredAndAppendContinues) {
 
 TEST_F(OperationsLogTest, LastSlotCorruptedByHandIsIgnored) {
   std::vector<Expected> want;
-  uint64_t last_offset;
+  uint64_t last_offset, marker_offset;
   {
     auto log = MustOpen(Options());
     for (int i = 0; i < 4; i++) {
@@ -287,7 +295,10 @@ TEST_F(OperationsLogTest, LastSlotCorruptedByHandIsIgnored) {
       want.push_back({MustAppend(log.get(), LogEventType::kSystemRun, p), LogEventType::kSystemRun, p});
     }
     last_offset = log->SlotOffset(3);  // one slot per event: event 4 is slot sequence 3
+    marker_offset = log->SlotOffset(4);
   }
+  // As a crash before the closing sync would leave it: no sync marker.
+  DropSyncMarker(marker_offset);
   FlipByte(last_offset + 48 + 200);
   want.pop_back();
   auto log = MustOpen(Options());
@@ -328,7 +339,7 @@ TEST_F(OperationsLogTest, IncompleteMultiSlotEventIsIgnored) {
 // an earlier generation and must not come back.
 TEST_F(OperationsLogTest, StaleSlotOfEarlierRunIsNotResurrected) {
   std::vector<Expected> want;
-  uint64_t offset4;
+  uint64_t offset4, marker_offset;
   {
     auto log = MustOpen(Options());
     for (int i = 0; i < 5; i++) {
@@ -336,7 +347,9 @@ TEST_F(OperationsLogTest, StaleSlotOfEarlierRunIsNotResurrected) {
       want.push_back({MustAppend(log.get(), LogEventType::kSystemRun, p), LogEventType::kSystemRun, p});
     }
     offset4 = log->SlotOffset(3);
+    marker_offset = log->SlotOffset(5);
   }
+  DropSyncMarker(marker_offset);  // as if the crash came before the closing sync
   FlipByte(offset4 + 48 + 10);
   want.resize(3);
   {
@@ -358,12 +371,14 @@ TEST_F(OperationsLogTest, StaleSlotOfEarlierRunIsNotResurrected) {
 }
 
 TEST_F(OperationsLogTest, TrimToUnsyncedHeadThenCrashDoesNotResurrectStaleSlots) {
-  uint64_t offset4;
+  uint64_t offset4, marker_offset;
   {
     auto log = MustOpen(Options());
     for (int i = 0; i < 5; i++) MustAppend(log.get(), LogEventType::kSystemRun, Payload(50, i));
     offset4 = log->SlotOffset(3);
+    marker_offset = log->SlotOffset(5);
   }
+  DropSyncMarker(marker_offset);  // as if the crash came before the closing sync
   FlipByte(offset4 + 48 + 10);  // events 1-3 recovered, stale event 5 at slot sequence 4
   auto log = MustOpen(Options());
   ASSERT_EQ(3u, log->last_id());
@@ -782,6 +797,35 @@ TEST_F(OperationsLogTest, DamagedSlotFollowedByDurableSlotsRefusesTheOpen) {
   ExpectEvents(log.get(), after);
 }
 
+// The sequence: many events, one sync for all of them, a crash,
+// damage in the middle. No slot was appended after the sync, so only the
+// sync marker written behind the last slot proves them durable.
+TEST_F(OperationsLogTest, DamageBeforeTheLastSyncIsProvenByItsMarker) {
+  std::vector<Expected> want;
+  uint64_t offset;
+  {
+    auto log = MustOpen(Options());
+    for (int i = 0; i < 20; i++) {
+      std::string p = Payload(300, 2000 + i);
+      want.push_back({MustAppend(log.get(), LogEventType::kBlockMappingWritten, p), LogEventType::kBlockMappingWritten, p});
+    }
+    ASSERT_TRUE(log->Sync().ok());
+    offset = log->SlotOffset(7);  // event 8
+    Crash(&log);
+  }
+  FlipByte(offset + 48 + 100);
+  std::unique_ptr<OperationsLog> log;
+  Status s = OperationsLog::Open(Options(), &env_, &log);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("the sync marker at slot sequence 20")) << s.ToString();
+  log = OpenAccepting(&env_, Options());
+  EXPECT_TRUE(log->damage().proof_is_marker);
+  std::vector<LogEvent> salvaged = ReplaySalvagedAll(log.get());
+  ASSERT_EQ(12u, salvaged.size());
+  EXPECT_EQ(9u, salvaged.front().id);
+  EXPECT_TRUE(salvaged.back().payload == want.back().payload);
+}
+
 TEST_F(OperationsLogTest, SeveralDamagedRegionsAreEachListed) {
   std::vector<Expected> want;
   uint64_t slot_offsets[3];
@@ -846,7 +890,9 @@ TEST_F(OperationsLogTest, UnsyncedSlotsLostInAnyOrderAreATornTail) {
       for (uint64_t seq = 5; seq < log->stats().used_slots; seq++) unsynced.push_back(seq);
       std::vector<uint64_t> offsets;
       for (uint64_t seq : unsynced) offsets.push_back(log->SlotOffset(seq));
+      const uint64_t marker_offset = log->SlotOffset(log->stats().used_slots);
       log.reset();
+      DropSyncMarker(marker_offset);  // the crash came before that sync
       // Lose 1..4 random unsynced slots.
       const size_t lose = 1 + rng() % 4;
       uint64_t first_lost = UINT64_MAX;
@@ -940,12 +986,14 @@ TEST_F(OperationsLogTest, DamagedNewerSuperblockAfterALapIsRefused) {
 // anything: recovery behaves as it did then, ending the chain at the damage.
 TEST_F(OperationsLogTest, SlotsWithoutWatermarkBehaveAsBefore) {
   std::vector<Expected> want;
-  uint64_t offsets[20];
+  uint64_t offsets[20], marker_offset;
   {
     auto log = MustOpen(Options());
     want = AppendSynced(log.get(), 20);
     for (int i = 0; i < 20; i++) offsets[i] = log->SlotOffset(i);
+    marker_offset = log->SlotOffset(20);
   }
+  DropSyncMarker(marker_offset);  // older builds wrote none
   // Rewrite every slot as an older build wrote it.
   for (uint64_t off : offsets) {
     std::string slot = ReadFile(off, 512);

@@ -27,6 +27,9 @@ Status PrintLogDamage(OperationsLog* log, std::ostream& out) {
     out << fmt::format("  proof:    slot sequence {} (event {}) is intact and of generation {}, newer than the "
                        "superblock's: the newer superblock copy is damaged\n",
                        d.proof_seq, d.proof_id, d.proof_generation);
+  } else if (d.proof_is_marker) {
+    out << fmt::format("  proof:    the sync marker at slot sequence {} says every slot below {} was durable\n",
+                       d.proof_seq, d.proof_watermark);
   } else {
     out << fmt::format("  proof:    slot sequence {} (event {}) is intact and was written once every slot below "
                        "{} was durable\n",
