@@ -90,7 +90,12 @@ Status DedupSystem::Init() {
   recovery_.dirty_start = !fresh && !env_->FileExists(JoinPath(options_.data_dir, kCleanFile));
   DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.log.path)));
   s = OperationsLog::Open(options_.log, env_, &log_);
-  if (!s.ok()) return s.WithContext("open operations log " + options_.log.path);
+  if (!s.ok()) {
+    // The log's own messages mostly name its file; a damage report must fit
+    // the 512 bytes tgtd's module logs (dedupv1d shows that line).
+    if (s.message().find(options_.log.path) != std::string::npos) return s;
+    return s.WithContext("open operations log " + options_.log.path);
+  }
   // Only once the log opened: a damaged log that refuses the open leaves
   // the clean marker (like the log itself) as it found it.
   if (env_->FileExists(JoinPath(options_.data_dir, kCleanFile))) {
