@@ -13,6 +13,13 @@ Status UsageRecount::Scan(const std::vector<uint32_t>& volumes) {
   references_.clear();
   entries_.clear();
   stats_ = UsageRecountStats();
+  // Every mapping must be in the store, so the volumes' mappings can be
+  // compared with the store's record count below.
+  const BlockIndexStats before = blocks_->stats();
+  if (before.aux_mappings != 0) {
+    return Status::InvalidArgument("recount usage: the block index still holds " +
+                                   std::to_string(before.aux_mappings) + " mappings in memory; flush it first");
+  }
   std::map<Fingerprint, ContainerId> referenced;
   for (uint32_t volume : volumes) {
     Status s = blocks_->ForEachBlock(volume, [&](uint64_t, const BlockMapping& mapping) {
@@ -28,6 +35,13 @@ Status UsageRecount::Scan(const std::vector<uint32_t>& volumes) {
     // A mapping that cannot be read may reference anything: no count may be
     // lowered without it.
     if (!s.ok()) return s.WithContext("recount usage: read the block mappings of volume " + std::to_string(volume));
+  }
+  // Mappings of a volume not named (a volume table that lost a line) would
+  // go uncounted, and their chunks to GC.
+  if (stats_.blocks != before.persistent_mappings) {
+    return Status::Corruption("recount usage: the block index holds " + std::to_string(before.persistent_mappings) +
+                              " mappings but the volumes named have " + std::to_string(stats_.blocks) +
+                              "; a volume is missing from the volume table, so usage cannot be recounted");
   }
   stats_.referenced_chunks = references_.size();
   Status s = chunks_->ForEachEntry([&](const Fingerprint& fp, const ChunkIndexEntry& entry) {

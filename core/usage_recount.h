@@ -8,13 +8,14 @@
 // delete live data).
 //
 // Two passes: Scan reads every block mapping of the given volumes and every
-// index entry and changes nothing; it fails if any mapping cannot be read,
-// so a count is never lowered from incomplete information. Apply then sets
+// index entry and changes nothing; it fails if any mapping cannot be read or
+// the store holds mappings of volumes not given, so a count is never lowered
+// from incomplete information. Apply then sets
 // the counts that differ. Each change is tagged with an event id above every
 // id any entry or mapping has seen, so no older event is counted on top.
-// The caller flushes the block index before Scan (ForEachBlock also sees the
-// auxiliary index, but a crash must find what the recount counted) and the
-// chunk index after Apply. Nothing else may change mappings or counts
+// The caller flushes the block index before Scan (Scan refuses mappings
+// still in memory: a crash must find what the recount counted, and the
+// store's record count must be comparable) and the chunk index after Apply. Nothing else may change mappings or counts
 // meanwhile (it runs inside DedupSystem::Open). Memory: one counter and
 // container id per referenced chunk, one entry per index entry.
 #pragma once
