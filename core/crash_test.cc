@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "core/dedup_system.h"
+#include "log/log_slot.h"
 #include "core/system_testutil.h"
 #include "core/testutil.h"
 
@@ -405,6 +406,171 @@ TEST(CrashTest, UnmapIsLoggedAndRecoveredAfterKill) {
   std::vector<uint8_t> got(want.size());
   ASSERT_TRUE(v->Read(0, got.size(), got.data()).ok());
   EXPECT_TRUE(got == want);
+}
+
+// Issue 19, defect 2: with replay paused, synced writes whose events are
+// still in the log, kill -9, then 8 payload bytes of a mapping slot in the
+// middle of the log flipped. The open must refuse, naming the log and the
+// slot (it used to succeed and read half the synced data back as zeros).
+// Accepting the damage (options.log.accept_damage, as dedupv1_replay
+// --accept-log-damage does) loses exactly the damaged event: its block reads
+// the data written there before, every other block its synced data; the
+// usage counts equal a recount, and a GC round makes nothing unreadable.
+TEST(CrashTest, DamagedLogSlotIsRefusedAndAcceptingItLosesOnlyItsEvent) {
+  test::TempDir dir;
+  Options o = CrashOptions(dir.path());
+  o.idle.period_ms = 3600 * 1000;  // no idle checkpoint
+  ASSERT_TRUE(o.Finish().ok());
+  const uint64_t block = o.block_size;
+  constexpr uint64_t kWrites = 64, kWriteBlocks = 2;
+  const uint64_t write_size = kWriteBlocks * block;
+  auto version = [&](uint64_t i, uint64_t v) { return test::RandomBytes(write_size, v * 1000 + i); };
+  {
+    // Version 1 of every block, checkpointed into the block index.
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("crash", &v).ok());
+    for (uint64_t i = 0; i < kWrites; i++) ASSERT_TRUE(v->Write(i * write_size, write_size, version(i, 1).data(), false).ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  int fd = -1;
+  const pid_t pid = test::ForkWithPipe(
+      [&](int report) {
+        std::unique_ptr<DedupSystem> sys;
+        if (!DedupSystem::Open(o, Env::Default(), &sys).ok()) _exit(10);
+        sys->PauseReplay(true);
+        Volume* v;
+        if (!sys->GetVolume("crash", &v).ok()) _exit(11);
+        for (uint64_t i = 0; i < kWrites; i++) {
+          if (!v->Write(i * write_size, write_size, version(i, 2).data(), false).ok() || !v->Sync().ok()) _exit(12);
+        }
+        if (write(report, "s", 1) != 1) _exit(13);
+        kill(getpid(), SIGKILL);
+      },
+      &fd);
+  ASSERT_GE(pid, 0);
+  char c = 0;
+  ASSERT_EQ(1, read(fd, &c, 1)) << "the child failed before its writes were synced";
+  close(fd);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  // The mapping events in the log, and the slot of the one in the middle.
+  std::vector<std::pair<uint64_t, BlockId>> mappings;  // event id, block
+  uint64_t damaged_offset = 0;
+  {
+    std::unique_ptr<OperationsLog> log;
+    ASSERT_TRUE(OperationsLog::Open(o.log, Env::Default(), &log).ok());
+    ASSERT_TRUE(log->Replay(0, [&](const LogEvent& e) {
+                     BlockMappingWrittenData data;
+                     if (e.type == LogEventType::kBlockMappingWritten &&
+                         BlockMappingWrittenData::Decode(e.payload, &data).ok()) {
+                       mappings.emplace_back(e.id, data.block);
+                     }
+                     return Status::OK();
+                   }).ok());
+    // At least one event per block (runs that end inside a block log it twice).
+    ASSERT_GE(mappings.size(), kWrites * kWriteBlocks) << "replay was not paused: the events were trimmed";
+    log.reset();
+  }
+  const auto [lost_id, lost_block] = mappings[mappings.size() / 2];
+  {
+    std::unique_ptr<File> f;
+    ASSERT_TRUE(Env::Default()->OpenFile(o.log.path, OpenMode::kReadWrite, &f).ok());
+    uint64_t size = 0;
+    ASSERT_TRUE(f->Size(&size).ok());
+    std::string slot(o.log.slot_size, '\0');
+    for (uint64_t off = 2 * o.log.slot_size; off < size && damaged_offset == 0; off += o.log.slot_size) {
+      ASSERT_TRUE(f->Read(off, slot.size(), slot.data()).ok());
+      LogSlotHeader h;
+      std::string why;
+      if (DecodeLogSlot(reinterpret_cast<const uint8_t*>(slot.data()), o.log.slot_size - kLogSlotHeaderBytes, &h,
+                        &why) &&
+          h.id == lost_id && h.fragment_index == 0) {
+        damaged_offset = off;
+      }
+    }
+    ASSERT_NE(0u, damaged_offset);
+    std::string bytes(8, '\0');
+    ASSERT_TRUE(f->Read(damaged_offset + kLogSlotHeaderBytes + 16, 8, bytes.data()).ok());
+    for (char& b : bytes) b = static_cast<char>(b ^ 0xff);
+    ASSERT_TRUE(f->Write(damaged_offset + kLogSlotHeaderBytes + 16, bytes.data(), 8).ok());
+    ASSERT_TRUE(f->Sync().ok());
+  }
+
+  std::unique_ptr<DedupSystem> sys;
+  Status s = DedupSystem::Open(o, Env::Default(), &sys);
+  ASSERT_TRUE(s.IsCorruption()) << "a damaged log was opened: " << s.ToString();
+  const std::string slot_name = "slot " + std::to_string(damaged_offset / o.log.slot_size) + " (";
+  EXPECT_NE(std::string::npos, s.message().find(o.log.path + " is damaged")) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find(slot_name)) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("offset " + std::to_string(damaged_offset))) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("events from " + std::to_string(lost_id) + " on")) << s.ToString();
+  // Refused again: the refusal changed nothing.
+  ASSERT_TRUE(DedupSystem::Open(o, Env::Default(), &sys).IsCorruption());
+
+  // What accepting would cost, as the tools list it: exactly that event.
+  {
+    OperationsLogOptions lo = o.log;
+    lo.accept_damage = true;
+    std::unique_ptr<OperationsLog> log;
+    ASSERT_TRUE(OperationsLog::Open(lo, Env::Default(), &log).ok());
+    const LogDamage& d = log->damage();
+    ASSERT_EQ(1u, d.gaps.size());
+    EXPECT_EQ(lost_id, d.gaps[0].first_lost_id);
+    EXPECT_EQ(1u, d.lost_events());
+    EXPECT_EQ(lost_id + 1, d.salvaged.front().id);
+  }
+
+  Options accept = o;
+  accept.log.accept_damage = true;
+  s = DedupSystem::Open(accept, Env::Default(), &sys);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const DedupSystem::RecoveryInfo& rec = sys->recovery();
+  EXPECT_TRUE(rec.log_damage_accepted);
+  EXPECT_EQ(1u, rec.events_lost);
+  EXPECT_GT(rec.events_salvaged, kWrites / 2);
+  EXPECT_GT(rec.log_restarted_at, mappings.back().first);
+  auto check_reads = [&](DedupSystem* system, const char* when) {
+    Volume* v;
+    ASSERT_TRUE(system->GetVolume("crash", &v).ok());
+    std::vector<uint8_t> got(block);
+    for (uint64_t i = 0; i < kWrites; i++) {
+      const auto v1 = version(i, 1), v2 = version(i, 2);
+      for (uint64_t b = 0; b < kWriteBlocks; b++) {
+        const uint64_t number = i * kWriteBlocks + b;
+        ASSERT_TRUE(v->Read(number * block, block, got.data()).ok()) << when << " block " << number;
+        if (number != lost_block.block) {
+          ASSERT_TRUE(std::equal(got.begin(), got.end(), v2.begin() + b * block)) << when << ": block " << number;
+          continue;
+        }
+        // The block whose event was lost: what was written there before
+        // (version 1, or an earlier event's part of version 2).
+        for (uint64_t k = 0; k < block; k++) {
+          ASSERT_TRUE(got[k] == v1[b * block + k] || got[k] == v2[b * block + k])
+              << when << ": block " << number << " (its event was lost) byte " << k;
+        }
+      }
+    }
+  };
+  check_reads(sys.get(), "after accepting the damage");
+  ExpectUsageMatchesRecount(sys.get(), /*expect_entries=*/true);
+  ASSERT_TRUE(sys->RunGc().ok());
+  check_reads(sys.get(), "after a GC round");
+  // New writes get versions above every recovered one.
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("crash", &v).ok());
+  ASSERT_TRUE(v->Write(0, write_size, version(0, 2).data(), false).ok());
+  ASSERT_TRUE(v->Sync().ok());
+  ASSERT_TRUE(sys->Close().ok());
+  sys.reset();
+  sys = test::OpenSystemOrDie(o);  // no damage left
+  ASSERT_NE(nullptr, sys);
+  EXPECT_FALSE(sys->recovery().dirty_start);
+  check_reads(sys.get(), "after a clean reopen");
+  ExpectUsageMatchesRecount(sys.get(), /*expect_entries=*/true);
+  ASSERT_TRUE(sys->Close().ok());
 }
 
 // A kill at any moment of the very first open (every file of the data

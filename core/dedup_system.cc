@@ -2,6 +2,7 @@
 
 #include "core/data_dir.h"
 #include "core/memory_tuning.h"
+#include "core/usage_recount.h"
 #include "core/volume_table.h"
 
 #include <algorithm>
@@ -94,12 +95,19 @@ Status DedupSystem::Init() {
   DEDUPV1_RETURN_IF_ERROR(LoadOrCreateInstanceId(env_, options_.data_dir, &instance_id_));
   DEDUPV1_RETURN_IF_ERROR(Chunker::Create(options_.chunking, &chunker_));
   recovery_.dirty_start = !creating_ && !env_->FileExists(JoinPath(options_.data_dir, kCleanFileName));
+  DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.log.path)));
+  s = OperationsLog::Open(options_.log, env_, &log_);
+  if (!s.ok()) {
+    // The log's own messages mostly name its file; a damage report must fit
+    // the 512 bytes tgtd's module logs (dedupv1d shows that line).
+    if (s.message().find(options_.log.path) != std::string::npos) return s;
+    return s.WithContext("open operations log " + options_.log.path);
+  }
+  // Only once the log opened: a damaged log that refuses the open leaves
+  // the clean marker (like the log itself) as it found it.
   if (env_->FileExists(JoinPath(options_.data_dir, kCleanFileName))) {
     DEDUPV1_RETURN_IF_ERROR(env_->DeleteFile(JoinPath(options_.data_dir, kCleanFileName)));
   }
-  DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.log.path)));
-  s = OperationsLog::Open(options_.log, env_, &log_);
-  if (!s.ok()) return s.WithContext("open operations log " + options_.log.path);
 
   DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(options_.chunk_store.dir));
   s = ChunkStore::Open(options_.chunk_store, env_, &chunk_store_);
@@ -758,35 +766,26 @@ Status DedupSystem::Recover() {
       recovery_.containers_imported++;
     }
   }
-  if (log_->last_id() < log_->head_id()) return Status::OK();
-  Status s = log_->Replay(log_->head_id(), [&](const LogEvent& e) -> Status {
-    recovery_.events_replayed++;
-    BlockId id;
-    BlockMapping mapping;
-    if (e.type == LogEventType::kBlockMappingDeleted) {
-      // An unmapped block: all zeros, nothing to wait for.
-      BlockMappingDeletedData deleted;
-      DEDUPV1_RETURN_IF_ERROR(BlockMappingDeletedData::Decode(e.payload, &deleted));
-      id = deleted.block;
-      mapping = BlockMapping(options_.block_size);
-    } else if (e.type == LogEventType::kBlockMappingWritten) {
-      DEDUPV1_RETURN_IF_ERROR(DecodeMappingEvent(e.payload, &id, &mapping));
-    } else {
-      return Status::OK();
-    }
-    if (!AllContainersCommitted(mapping, *chunk_store_)) {
-      recovery_.mappings_dropped++;
-      return Status::OK();
-    }
-    BlockMapping current;
-    Status g = block_index_->Get(id, &current);
-    if (g.ok() && current.version() >= e.id) return Status::OK();  // already persistent
-    if (!g.ok() && !g.IsNotFound()) return g;
-    mapping.set_version(e.id);
-    recovery_.mappings_applied++;
-    return block_index_->Put(id, mapping);
-  });
-  DEDUPV1_RETURN_IF_ERROR(s);
+  // A damaged log (opened with options.log.accept_damage) also holds intact
+  // events after the damage.
+  const bool damaged = log_->damage_pending();
+  if (!damaged && log_->last_id() < log_->head_id()) return Status::OK();
+  if (log_->last_id() >= log_->head_id()) {
+    Status s = log_->Replay(log_->head_id(), [&](const LogEvent& e) -> Status {
+      recovery_.events_replayed++;
+      return ApplyLoggedEvent(e);
+    });
+    DEDUPV1_RETURN_IF_ERROR(s);
+  }
+  if (damaged) {
+    Status s = log_->ReplaySalvaged([&](const LogEvent& e) -> Status {
+      recovery_.events_replayed++;
+      recovery_.events_salvaged++;
+      return ApplyLoggedEvent(e);
+    });
+    if (!s.ok()) return s.WithContext("replay the intact events after the log damage");
+    DEDUPV1_RETURN_IF_ERROR(AcceptLogDamage());
+  }
   if (recovery_.dirty_start) {
     std::fprintf(stderr,
                  "dedupv1: unclean stop of %s detected: replayed %llu log events, restored %llu block "
@@ -796,6 +795,77 @@ Status DedupSystem::Recover() {
                  (unsigned long long)recovery_.containers_imported);
   }
   return Checkpoint(recovery_.dirty_start ? ReplayMode::kDirtyStart : ReplayMode::kBackground);
+}
+
+Status DedupSystem::ApplyLoggedEvent(const LogEvent& e) {
+  BlockId id;
+  BlockMapping mapping;
+  if (e.type == LogEventType::kBlockMappingDeleted) {
+    // An unmapped block: all zeros, nothing to wait for.
+    BlockMappingDeletedData deleted;
+    DEDUPV1_RETURN_IF_ERROR(BlockMappingDeletedData::Decode(e.payload, &deleted));
+    id = deleted.block;
+    mapping = BlockMapping(options_.block_size);
+  } else if (e.type == LogEventType::kBlockMappingWritten) {
+    DEDUPV1_RETURN_IF_ERROR(DecodeMappingEvent(e.payload, &id, &mapping));
+  } else {
+    return Status::OK();
+  }
+  if (!AllContainersCommitted(mapping, *chunk_store_)) {
+    recovery_.mappings_dropped++;
+    return Status::OK();
+  }
+  BlockMapping current;
+  Status g = block_index_->Get(id, &current);
+  if (g.ok() && current.version() >= e.id) return Status::OK();  // already persistent
+  if (!g.ok() && !g.IsNotFound()) return g;
+  mapping.set_version(e.id);
+  recovery_.mappings_applied++;
+  return block_index_->Put(id, mapping);
+}
+
+Status DedupSystem::AcceptLogDamage() {
+  const LogDamage& damage = log_->damage();
+  recovery_.log_damage_accepted = true;
+  recovery_.events_lost = damage.lost_events();
+  // What the replays restored goes to the stores first: the recount reads
+  // it, and the damaged log is discarded only once everything it held is
+  // persistent elsewhere. A crash before the discard finds the same damage
+  // at the next open and repeats all of this (replaying is idempotent).
+  DEDUPV1_RETURN_IF_ERROR(chunk_index_->Flush().WithContext("accept log damage: flush the chunk index"));
+  DEDUPV1_RETURN_IF_ERROR(block_index_->Flush().WithContext("accept log damage: flush the block index"));
+  // Lost events make the usage counts unreliable: recount every one from the
+  // block mappings of every volume ever created (not only the served ones).
+  std::vector<VolumeRecord> records;
+  DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, JoinPath(options_.data_dir, kVolumesFileName), &records));
+  std::vector<uint32_t> volume_ids;
+  for (const auto& r : records) volume_ids.push_back(r.id);
+  UsageRecount recount(block_index_.get(), chunk_index_.get(), chunk_store_.get());
+  DEDUPV1_RETURN_IF_ERROR(recount.Scan(volume_ids));
+  // One id above everything the file, the mappings and the counts have seen:
+  // the recount's changes carry it, and the restarted log continues above it
+  // (new mapping versions must beat every stored one).
+  const uint64_t tag = std::max({recount.stats().newest_id, damage.max_id, log_->last_id()}) + 1;
+  DEDUPV1_RETURN_IF_ERROR(recount.Apply(tag));
+  DEDUPV1_RETURN_IF_ERROR(chunk_index_->Flush().WithContext("accept log damage: write the recounted usage counts"));
+  DEDUPV1_RETURN_IF_ERROR(log_->DiscardDamaged(tag + 1));
+  // Everything before the new head is counted (by the recount).
+  usage_ = std::make_unique<UsageCounter>(log_.get(), chunk_index_.get(), chunk_store_.get(), log_->head_id());
+  const UsageRecountStats& st = recount.stats();
+  recovery_.usage_counts_raised = st.counts_raised;
+  recovery_.usage_counts_lowered = st.counts_lowered;
+  recovery_.usage_entries_restored = st.entries_restored;
+  recovery_.usage_unresolved = st.unresolved;
+  recovery_.log_restarted_at = log_->head_id();
+  std::fprintf(stderr,
+               "dedupv1: accepted the damage of operations log %s: %llu events lost, %llu intact events after "
+               "the damage replayed; usage counts recounted from %llu block mappings (%llu raised, %llu "
+               "lowered, %llu entries re-added); the log restarts at event %llu\n",
+               options_.log.path.c_str(), (unsigned long long)recovery_.events_lost,
+               (unsigned long long)recovery_.events_salvaged, (unsigned long long)st.blocks,
+               (unsigned long long)st.counts_raised, (unsigned long long)st.counts_lowered,
+               (unsigned long long)st.entries_restored, (unsigned long long)recovery_.log_restarted_at);
+  return Status::OK();
 }
 
 Status DedupSystem::Sync() {

@@ -87,6 +87,17 @@ class DedupSystem {
     uint64_t mappings_applied = 0;     // block mappings restored from the log
     uint64_t mappings_dropped = 0;     // mappings of containers that never committed (unsynced data)
     uint64_t containers_imported = 0;  // committed containers re-imported into the chunk index
+    // A damaged operations log opened with options.log.accept_damage
+    // (dedupv1_replay --accept-log-damage): what the damage cost and what the
+    // recovery from it did (docs/durability.md "Damage").
+    bool log_damage_accepted = false;
+    uint64_t events_lost = 0;           // event ids the damage made unreadable
+    uint64_t events_salvaged = 0;       // intact events after the damage, replayed
+    uint64_t usage_counts_raised = 0;   // by the recount from the block index
+    uint64_t usage_counts_lowered = 0;
+    uint64_t usage_entries_restored = 0;   // referenced chunks whose index entry was re-added
+    uint64_t usage_unresolved = 0;         // referenced chunks with neither entry nor committed container
+    uint64_t log_restarted_at = 0;         // the log's new head event id
   };
   const RecoveryInfo& recovery() const { return recovery_; }
   const FilterChain& filter_chain() const { return filter_chain_; }
@@ -142,6 +153,12 @@ class DedupSystem {
   Status LoadVolumes();
   Status BuildFilterChain();
   Status Recover();
+  // Applies one replayed log event to the block index (Recover's rule).
+  Status ApplyLoggedEvent(const LogEvent& e);
+  // After a damaged log's events were applied: persists the indexes,
+  // recounts every usage count from the block index and only then discards
+  // the log, so a crash in between finds the damage again and repeats this.
+  Status AcceptLogDamage();
   void CheckpointLoop();
   // Checkpoint, logged as a replay of |mode| (kReplayStarted/kReplayStopped
   // around counting the events into usage counts and writing the indexes back).

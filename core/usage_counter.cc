@@ -8,16 +8,6 @@
 namespace dedupv1 {
 namespace {
 
-// Distinct fingerprints |mapping| references, with the container of their
-// first item (zero items excluded).
-void ReferencedChunks(const BlockMapping& mapping, std::map<Fingerprint, ContainerId>* out) {
-  out->clear();
-  for (const BlockMappingItem& item : mapping.items()) {
-    if (item.IsZero()) continue;
-    out->emplace(item.fp, item.container);
-  }
-}
-
 // The same for a serialized mapping; empty input: no mapping.
 Status ReferencedChunks(const std::string& serialized, const BlockId& id,
                         std::map<Fingerprint, ContainerId>* out) {
@@ -30,6 +20,14 @@ Status ReferencedChunks(const std::string& serialized, const BlockId& id,
 }
 
 }  // namespace
+
+void ReferencedChunks(const BlockMapping& mapping, std::map<Fingerprint, ContainerId>* out) {
+  out->clear();
+  for (const BlockMappingItem& item : mapping.items()) {
+    if (item.IsZero()) continue;
+    out->emplace(item.fp, item.container);
+  }
+}
 
 bool AllContainersCommitted(const BlockMapping& mapping, const ChunkStore& store) {
   for (const BlockMappingItem& item : mapping.items()) {

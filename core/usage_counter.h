@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -41,6 +42,10 @@
 #include "log/operations_log.h"
 
 namespace dedupv1 {
+
+// The fingerprints |mapping| counts for (the counting rule above: each once,
+// zero items not at all), each with the container of its first item.
+void ReferencedChunks(const BlockMapping& mapping, std::map<Fingerprint, ContainerId>* out);
 
 // Whether every container |mapping| references (zero items aside) is
 // committed. Recovery drops a logged mapping that fails this (it describes

@@ -6,89 +6,24 @@
 #include <vector>
 
 #include "core/coding.h"
+#include "log/log_recovery.h"
 
 namespace dedupv1 {
 namespace {
 
 // File layout constants; see docs/formats.md "Operations log".
 constexpr uint64_t kSuperblockMagic = 0x474f4c504f315644ULL;  // "DV1OPLOG" little endian
-constexpr uint32_t kSlotMagic = 0x534c5644;                    // "DVLS" little endian
 constexpr uint32_t kFormatVersion = 1;
 constexpr uint32_t kSuperblockBytes = 64;
-constexpr uint32_t kSlotHeaderBytes = 48;
-constexpr uint64_t kSuperblockSlots = 2;
+constexpr uint32_t kSlotHeaderBytes = kLogSlotHeaderBytes;
+constexpr uint64_t kSuperblockSlots = kLogSuperblockSlots;
 constexpr uint64_t kMinDataSlots = 8;
 constexpr uint32_t kMinSlotSize = 512;
 constexpr uint32_t kMaxSlotSize = 64 << 10;
 
-// Write-behind and read-ahead sizes.
+// Write-behind size.
 constexpr size_t kMaxChunkBytes = 1 << 20;
 constexpr size_t kMaxUnsyncedBytes = 8 << 20;
-constexpr size_t kReadAheadBytes = 1 << 20;
-
-struct SlotHeader {
-  uint64_t seq = 0;
-  uint64_t id = 0;
-  uint32_t generation = 0;
-  uint16_t type = 0;
-  uint32_t fragment_index = 0;
-  uint32_t fragment_count = 0;
-  uint32_t payload_length = 0;
-};
-
-// The slot CRC covers the fragment payload first, then header bytes 8..47, so
-// the payload part can be computed before the appender takes the log lock.
-uint32_t SlotCrc(const uint8_t* slot, uint32_t payload_crc) {
-  return Crc32c(slot + 8, kSlotHeaderBytes - 8, payload_crc);
-}
-
-// Fills the header of |slot|; the payload must already be in place.
-void EncodeSlotHeader(uint8_t* slot, const SlotHeader& h, uint32_t payload_crc) {
-  EncodeFixed32(slot + 0, kSlotMagic);
-  EncodeFixed64(slot + 8, h.seq);
-  EncodeFixed64(slot + 16, h.id);
-  EncodeFixed32(slot + 24, h.generation);
-  EncodeFixed16(slot + 28, h.type);
-  EncodeFixed16(slot + 30, 0);
-  EncodeFixed32(slot + 32, h.fragment_index);
-  EncodeFixed32(slot + 36, h.fragment_count);
-  EncodeFixed32(slot + 40, h.payload_length);
-  EncodeFixed32(slot + 44, 0);
-  EncodeFixed32(slot + 4, SlotCrc(slot, payload_crc));
-}
-
-// Checks what can be checked about one slot on its own (magic, field ranges,
-// CRC). Returns false with the reason in |why|.
-bool DecodeSlot(const uint8_t* slot, uint32_t payload_per_slot, SlotHeader* h, std::string* why) {
-  if (DecodeFixed32(slot) != kSlotMagic) {
-    *why = "bad slot magic";
-    return false;
-  }
-  h->seq = DecodeFixed64(slot + 8);
-  h->id = DecodeFixed64(slot + 16);
-  h->generation = DecodeFixed32(slot + 24);
-  h->type = DecodeFixed16(slot + 28);
-  h->fragment_index = DecodeFixed32(slot + 32);
-  h->fragment_count = DecodeFixed32(slot + 36);
-  h->payload_length = DecodeFixed32(slot + 40);
-  if (h->payload_length > payload_per_slot) {
-    *why = "payload length " + std::to_string(h->payload_length) + " exceeds the slot";
-    return false;
-  }
-  uint32_t crc = SlotCrc(slot, Crc32c(slot + kSlotHeaderBytes, h->payload_length));
-  if (crc != DecodeFixed32(slot + 4)) {
-    *why = "checksum mismatch";
-    return false;
-  }
-  if (h->fragment_count == 0 || h->fragment_index >= h->fragment_count ||
-      (h->fragment_index + 1 < h->fragment_count && h->payload_length != payload_per_slot)) {
-    *why = "bad fragment " + std::to_string(h->fragment_index) + " of " +
-           std::to_string(h->fragment_count) + " with " + std::to_string(h->payload_length) +
-           " bytes";
-    return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -143,13 +78,6 @@ struct OperationsLog::Superblock {
     }
     return true;
   }
-};
-
-// A window of slots read from the file in one go.
-struct OperationsLog::ReadAhead {
-  uint64_t first_seq = 0;
-  uint64_t count = 0;
-  std::string buf;
 };
 
 OperationsLog::OperationsLog(const OperationsLogOptions& options, Env* env,
@@ -296,71 +224,77 @@ Status OperationsLog::Open(const OperationsLogOptions& options, Env* env,
   {
     std::lock_guard<std::mutex> sl(log->sb_mu_);
     log->sb_sequence_ = sb.sequence;
-    {
-      std::lock_guard<std::mutex> l(log->mu_);
-      log->generation_ = sb.generation + 1;
+    // While damage is pending nothing is written: the file stays as it was
+    // found until DiscardDamaged writes this open's superblock.
+    if (!log->damage_pending_) {
+      DEDUPV1_RETURN_IF_ERROR(
+          log->WriteSuperblock(sb.head_id, sb.head_seq, sb.head_min_generation));
     }
-    DEDUPV1_RETURN_IF_ERROR(
-        log->WriteSuperblock(sb.head_id, sb.head_seq, sb.head_min_generation));
+  }
+  // The recovered events are durable: say so behind them, once the
+  // superblock of this generation is (a marker of a generation whose
+  // superblock is not durable would look like a damaged superblock).
+  if (!log->damage_pending_ && log->next_seq_ < log->head_seq_ + log->data_slots_) {
+    std::lock_guard<std::mutex> io(log->io_mu_);
+    log->WriteSyncMarker(log->next_seq_, log->generation_);
   }
   *out = std::move(log);
   return Status::OK();
 }
 
 Status OperationsLog::Recover(const Superblock& sb) {
-  // Walk slot sequence numbers from the head. Each slot must be the expected
-  // next fragment (sequence, event id, fragment index; type and count as in
-  // fragment 0) with a generation no older than its predecessor. The first
-  // slot that is not ends the log; a partly found event is dropped.
-  ReadAhead ra;
-  const uint64_t limit = sb.head_seq + data_slots_;
-  uint64_t seq = sb.head_seq;
-  uint64_t expect_id = sb.head_id;
-  uint64_t end_seq = seq;  // after the last complete event
-  uint32_t prev_gen = sb.head_min_generation;
-  uint64_t first = 0;
-  uint32_t count = 0, next_fragment = 0;
-  uint16_t type = 0;
-  std::deque<uint64_t> firsts;
-  while (seq < limit) {
-    const uint8_t* slot = nullptr;
-    DEDUPV1_RETURN_IF_ERROR(ReadSlotAhead(&ra, seq, limit, &slot));
-    SlotHeader h;
-    std::string why;
-    if (!DecodeSlot(slot, payload_per_slot_, &h, &why)) break;
-    if (h.seq != seq || h.id != expect_id || h.fragment_index != next_fragment ||
-        h.generation < prev_gen || h.generation > sb.generation) {
-      break;
-    }
-    if (next_fragment == 0) {
-      first = seq;
-      count = h.fragment_count;
-      type = h.type;
-    } else if (h.fragment_count != count || h.type != type) {
-      break;
-    }
-    prev_gen = h.generation;
-    seq++;
-    next_fragment++;
-    if (next_fragment == count) {
-      firsts.push_back(first);
-      expect_id++;
-      next_fragment = 0;
-      end_seq = seq;
-    }
+  LogRecoveryStart start;
+  start.head_id = sb.head_id;
+  start.head_seq = sb.head_seq;
+  start.head_min_generation = sb.head_min_generation;
+  start.generation = sb.generation;
+  LogSlotReader reader(file_.get(), slot_size_, data_slots_);
+  LogRecoveryResult r;
+  DEDUPV1_RETURN_IF_ERROR(RecoverLogFile(&reader, data_slots_, payload_per_slot_, start, &r));
+  if (r.damage.damaged() && !options_.accept_damage) {
+    return Status::Corruption(DescribeDamage(r.damage));
   }
 
   std::lock_guard<std::mutex> l(mu_);
   head_id_ = sb.head_id;
   head_seq_ = sb.head_seq;
-  last_id_ = expect_id - 1;
-  next_seq_ = end_seq;
-  recovered_events_ = firsts.size();
-  event_first_seq_ = std::move(firsts);
+  last_id_ = r.last_id;
+  next_seq_ = r.end_seq;
+  recovered_events_ = r.event_first_seq.size();
+  event_first_seq_ = std::move(r.event_first_seq);
   session_first_id_ = last_id_ + 1;
   active_start_seq_ = written_seq_ = durable_seq_ = next_seq_;
   written_id_ = durable_id_ = last_id_;
+  // Above every generation in the file: with a damaged newer superblock
+  // copy, slots of a newer generation than the superblock's may exist.
+  generation_ = std::max(sb.generation, r.max_generation) + 1;
+  damage_ = std::move(r.damage);
+  damage_pending_ = damage_.damaged();
   return Status::OK();
+}
+
+std::string OperationsLog::DescribeDamage(const LogDamage& d) const {
+  const LogDamage::Gap& gap = d.gaps.front();
+  const LogDamage::Slot& bad = gap.slots.front();
+  std::string out = "operations log " + path() + " is damaged: slot " +
+                    std::to_string(kSuperblockSlots + bad.seq % data_slots_) + " (slot sequence " +
+                    std::to_string(bad.seq) + ", offset " + std::to_string(SlotOffset(bad.seq)) +
+                    "): " + bad.why + "; events from " + std::to_string(gap.first_lost_id) +
+                    " on were not recovered, but ";
+  if (d.proof_by_generation) {
+    out += "slot sequence " + std::to_string(d.proof_seq) + " (event " + std::to_string(d.proof_id) +
+           ") is intact with generation " + std::to_string(d.proof_generation) +
+           ", newer than the superblock's: the newer superblock copy is damaged";
+  } else if (d.proof_is_marker) {
+    out += "the sync marker at slot sequence " + std::to_string(d.proof_seq) + " after it says slots below " +
+           std::to_string(d.proof_watermark) + " were durable";
+  } else {
+    out += "slot sequence " + std::to_string(d.proof_seq) + " (event " + std::to_string(d.proof_id) +
+           ") after it is intact and was written once slots below " + std::to_string(d.proof_watermark) +
+           " were durable";
+  }
+  out += ". Not started; dedupv1_replay --accept-log-damage lists what is lost and recovers the rest";
+  return out;
 }
 
 Status OperationsLog::WriteSuperblock(uint64_t head_id, uint64_t head_seq,
@@ -389,34 +323,6 @@ Status OperationsLog::WriteSuperblock(uint64_t head_id, uint64_t head_seq,
     return s.WithContext("operations log " + path() + ": superblock");
   }
   sb_sequence_ = sb.sequence;
-  return Status::OK();
-}
-
-Status OperationsLog::ReadSlots(uint64_t seq, uint64_t n, std::string* out) {
-  out->resize(n * slot_size_);
-  char* p = out->data();
-  while (n > 0) {
-    uint64_t k = std::min(n, data_slots_ - seq % data_slots_);
-    DEDUPV1_RETURN_IF_ERROR(file_->Read(SlotOffset(seq), k * slot_size_, p)
-                                .WithContext("operations log"));
-    seq += k;
-    n -= k;
-    p += k * slot_size_;
-  }
-  return Status::OK();
-}
-
-Status OperationsLog::ReadSlotAhead(ReadAhead* ra, uint64_t seq, uint64_t limit_seq,
-                                    const uint8_t** slot) {
-  if (ra->count == 0 || seq < ra->first_seq || seq >= ra->first_seq + ra->count) {
-    uint64_t n = std::min<uint64_t>(kReadAheadBytes / slot_size_, limit_seq - seq);
-    n = std::max<uint64_t>(n, 1);
-    ra->count = 0;
-    DEDUPV1_RETURN_IF_ERROR(ReadSlots(seq, n, &ra->buf));
-    ra->first_seq = seq;
-    ra->count = n;
-  }
-  *slot = reinterpret_cast<const uint8_t*>(ra->buf.data()) + (seq - ra->first_seq) * slot_size_;
   return Status::OK();
 }
 
@@ -473,6 +379,7 @@ Status OperationsLog::Append(LogEventType type, const std::string& payload, uint
 
   std::unique_lock<std::mutex> l(mu_);
   if (closed_) return Status::Aborted("operations log " + path() + " is closed");
+  if (damage_pending_) return DamagePendingError();
   auto fits = [&] { return next_seq_ - head_seq_ + fragments <= hard_slots_; };
   if (!fits()) {
     throttled_appends_++;
@@ -498,15 +405,19 @@ Status OperationsLog::Append(LogEventType type, const std::string& payload, uint
     active_.resize(pos + slot_size_);  // zero padding after the payload
     uint8_t* slot = reinterpret_cast<uint8_t*>(active_.data()) + pos;
     if (len > 0) std::memcpy(slot + kSlotHeaderBytes, payload.data() + off, len);
-    SlotHeader h;
+    LogSlotHeader h;
     h.seq = next_seq_;
     h.id = event_id;
     h.generation = generation_;
+    // Every slot below durable_seq_ is durable now: recovery uses this to
+    // tell damage to an earlier slot from a torn tail.
+    h.has_watermark = true;
+    h.watermark = durable_seq_;
     h.type = static_cast<uint16_t>(type);
     h.fragment_index = static_cast<uint32_t>(i);
     h.fragment_count = static_cast<uint32_t>(fragments);
     h.payload_length = static_cast<uint32_t>(len);
-    EncodeSlotHeader(slot, h, crcs[i]);
+    EncodeLogSlotHeader(slot, h, crcs[i]);
     next_seq_++;
     if (active_.size() >= chunk_bytes_) {
       SealActiveLocked(i + 1 == fragments ? event_id : event_id - 1);
@@ -578,7 +489,7 @@ Status OperationsLog::WriteAndSync(bool seal_active) {
     }
   }
   Status s = file_->Sync();
-  std::lock_guard<std::mutex> l(mu_);
+  std::unique_lock<std::mutex> l(mu_);
   if (!s.ok()) {
     // After a failed fdatasync the kernel may have dropped the dirty pages:
     // write everything since the last durable point again next time.
@@ -594,7 +505,28 @@ Status OperationsLog::WriteAndSync(bool seal_active) {
          sealed_.front()->start_seq + sealed_.front()->data.size() / slot_size_ <= durable_seq_) {
     sealed_.pop_front();
   }
+  // Not where a live slot is (a full ring): the marker would overwrite it.
+  const bool marker = seq < head_seq_ + data_slots_;
+  const uint32_t generation = generation_;
+  l.unlock();
+  if (marker) WriteSyncMarker(seq, generation);
   return Status::OK();
+}
+
+void OperationsLog::WriteSyncMarker(uint64_t seq, uint32_t generation) {
+  // Every slot below |seq| is durable. Slot |seq| is not written yet (the
+  // caller holds io_mu_); the append that takes it overwrites the marker.
+  // Not synced: after a kill the page cache writes it out, after a power
+  // loss it may be lost, which only weakens the damage check to what the
+  // watermarks of later slots prove. A failed write is of no consequence.
+  std::string slot(slot_size_, '\0');
+  LogSlotHeader h;
+  h.marker = true;
+  h.seq = seq;
+  h.generation = generation;
+  h.watermark = seq;
+  EncodeLogSlotHeader(reinterpret_cast<uint8_t*>(slot.data()), h, Crc32c(slot.data(), 0));
+  file_->Write(SlotOffset(seq), slot.data(), slot.size());
 }
 
 void OperationsLog::WriteBehind() {
@@ -649,7 +581,7 @@ Status OperationsLog::Replay(uint64_t from, const std::function<Status(const Log
     last = last_id_;
     start = std::max(from, head_id_);
   }
-  ReadAhead ra;
+  LogSlotReader reader(file_.get(), slot_size_, data_slots_);
   std::string mem_slot;
   for (uint64_t id = start; id <= last; id++) {
     uint64_t first, end;
@@ -680,12 +612,12 @@ Status OperationsLog::Replay(uint64_t from, const std::function<Status(const Log
       if (in_memory) {
         slot = reinterpret_cast<const uint8_t*>(mem_slot.data());
       } else {
-        DEDUPV1_RETURN_IF_ERROR(ReadSlotAhead(&ra, seq, std::max(front, seq + 1), &slot));
+        DEDUPV1_RETURN_IF_ERROR(reader.Get(seq, std::max(front, seq + 1), &slot));
       }
-      SlotHeader h;
+      LogSlotHeader h;
       std::string why;
-      bool ok = DecodeSlot(slot, payload_per_slot_, &h, &why);
-      if (ok && (h.seq != seq || h.id != id || h.fragment_index != seq - first ||
+      bool ok = DecodeLogSlot(slot, payload_per_slot_, &h, &why);
+      if (ok && (h.marker || h.seq != seq || h.id != id || h.fragment_index != seq - first ||
                  h.fragment_count != end - first ||
                  (seq > first && h.type != static_cast<uint16_t>(ev.type)))) {
         ok = false;
@@ -720,6 +652,7 @@ Status OperationsLog::Trim(uint64_t new_head) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (closed_) return Status::Aborted("operations log " + path() + " is closed");
+    if (damage_pending_) return DamagePendingError();
     if (new_head <= head_id_) return Status::OK();
     if (new_head > last_id_ + 1) {
       return Status::InvalidArgument("operations log " + path() + ": cannot trim to " +
@@ -739,6 +672,92 @@ Status OperationsLog::Trim(uint64_t new_head) {
                            event_first_seq_.begin() + static_cast<ptrdiff_t>(new_head - head_id_));
     head_id_ = new_head;
     head_seq_ = head_seq;
+  }
+  space_cv_.notify_all();
+  return Status::OK();
+}
+
+Status OperationsLog::DamagePendingError() const {
+  return Status::Corruption("operations log " + path() +
+                            " is damaged: nothing is appended or trimmed until the damage is accepted");
+}
+
+const LogDamage& OperationsLog::damage() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return damage_;
+}
+
+bool OperationsLog::damage_pending() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return damage_pending_;
+}
+
+Status OperationsLog::ReplaySalvaged(const std::function<Status(const LogEvent&)>& f) {
+  std::vector<LogDamage::Event> events;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!damage_pending_) {
+      return Status::InvalidArgument("operations log " + path() + ": no damage pending, nothing salvaged");
+    }
+    events = damage_.salvaged;
+  }
+  // Nothing is written while damage is pending: the slots are as recovery
+  // found them. They are checked again all the same.
+  LogSlotReader reader(file_.get(), slot_size_, data_slots_);
+  for (const LogDamage::Event& e : events) {
+    LogEvent ev;
+    ev.id = e.id;
+    ev.type = static_cast<LogEventType>(e.type);
+    const uint64_t limit = e.first_seq + e.slots;
+    for (uint64_t seq = e.first_seq; seq < limit; seq++) {
+      const uint8_t* slot = nullptr;
+      DEDUPV1_RETURN_IF_ERROR(reader.Get(seq, limit, &slot));
+      LogSlotHeader h;
+      std::string why;
+      if (DecodeLogSlot(slot, payload_per_slot_, &h, &why) &&
+          (h.marker || h.seq != seq || h.id != e.id || h.fragment_index != seq - e.first_seq || h.type != e.type)) {
+        why = "changed since the open";
+      }
+      if (!why.empty()) {
+        return Status::Corruption("operations log " + path() + ": slot sequence " + std::to_string(seq) +
+                                  " of salvaged event " + std::to_string(e.id) + ": " + why);
+      }
+      ev.payload.append(reinterpret_cast<const char*>(slot) + kSlotHeaderBytes, h.payload_length);
+    }
+    DEDUPV1_RETURN_IF_ERROR(f(ev));
+  }
+  return Status::OK();
+}
+
+Status OperationsLog::DiscardDamaged(uint64_t min_next_id) {
+  std::lock_guard<std::mutex> sl(sb_mu_);
+  uint64_t head_id, head_seq;
+  uint32_t generation;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (closed_) return Status::Aborted("operations log " + path() + " is closed");
+    if (!damage_pending_) {
+      return Status::InvalidArgument("operations log " + path() + ": no damage pending, nothing to discard");
+    }
+    // Above every id and slot sequence in the file: no slot of the damaged
+    // log can be taken for one of the new chain, nor prove it damaged
+    // (a watermark never exceeds its slot's sequence number).
+    head_id = std::max({min_next_id, last_id_ + 1, damage_.max_id + 1});
+    head_seq = std::max(next_seq_, damage_.max_seq + 1);
+    generation = generation_;
+  }
+  // The head is the empty position after the last event: the current
+  // generation, so no stale slot there is taken for a new event.
+  DEDUPV1_RETURN_IF_ERROR(WriteSuperblock(head_id, head_seq, generation));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    head_id_ = head_id;
+    last_id_ = head_id - 1;
+    head_seq_ = next_seq_ = active_start_seq_ = written_seq_ = durable_seq_ = head_seq;
+    written_id_ = durable_id_ = last_id_;
+    session_first_id_ = head_id;
+    event_first_seq_.clear();
+    damage_pending_ = false;
   }
   space_cv_.notify_all();
   return Status::OK();

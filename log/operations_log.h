@@ -9,7 +9,10 @@
 // slot s % data_slots; an event larger than a slot spans consecutive slot
 // sequence numbers (fragments). The superblock names the head event and its
 // first slot sequence; recovery walks slot sequence numbers from there and
-// stops at the first slot that is not the expected continuation.
+// stops at the first slot that is not the expected continuation. Every slot
+// also carries a durable watermark (all slots below it were fdatasync'ed
+// when it was appended), so recovery tells a torn tail from damage to a
+// durable slot (log/log_recovery.h): damage refuses the open.
 //
 // Invariants:
 //  - event ids are consecutive and follow append order; one id per event;
@@ -23,7 +26,14 @@
 //    the chain, so stale slots of an earlier run that happen to carry the
 //    right sequence number cannot be mistaken for a continuation;
 //  - an event is durable once Sync() returned after its Append; Trim is
-//    durable when it returns.
+//    durable when it returns; the in-memory head moves only once the
+//    superblock naming it is durable, so a slot is overwritten by a later
+//    lap only after a durable superblock's head is past it;
+//  - a damaged log (a durable slot lost while later slots prove it was
+//    durable, or a damaged newer superblock copy) does not open, unless
+//    accept_damage is set: then nothing is appended, trimmed or written
+//    until DiscardDamaged, so the damaged file stays as found until its
+//    intact events have been applied elsewhere.
 //
 // Buffering: Append encodes slots into memory; chunks of ~1 MiB are written
 // out by the appending thread (write-behind) and everything is written and
@@ -47,6 +57,7 @@
 #include "core/env.h"
 #include "core/status.h"
 #include "log/log_event.h"
+#include "log/log_recovery.h"
 
 namespace dedupv1 {
 
@@ -57,6 +68,12 @@ struct OperationsLogOptions {
   double soft_limit = 0.5;           // fill at which IsAboveSoftLimit() turns true
   double hard_limit = 0.9;           // Append waits above this fill, then fails Busy "log full"
   uint64_t append_wait_ms = 30000;
+  // Open a damaged log instead of failing with Corruption (docs/durability.md
+  // "Damage"): the chain before the damage is replayed as usual, the intact
+  // events after it through ReplaySalvaged, and DiscardDamaged restarts the
+  // log. Set only by dedupv1_replay --accept-log-damage and the tools that
+  // inspect a log; never from the config file.
+  bool accept_damage = false;
 };
 
 struct OperationsLogStats {
@@ -80,6 +97,10 @@ class OperationsLog {
   // place) if it is missing; else recovers head and tail as described above.
   // Options that do not match the file (slot size, size) are refused with
   // InvalidArgument naming both values; no valid superblock is Corruption.
+  // A damaged log is Corruption naming the file, the damaged slot (its
+  // number, slot sequence, offset and why it was refused) and the intact
+  // slot that proves it was durable, unless options.accept_damage: then the
+  // open succeeds with damage_pending() and writes nothing.
   static Status Open(const OperationsLogOptions& options, Env* env,
                      std::unique_ptr<OperationsLog>* out);
   // Close(), ignoring its error.
@@ -123,6 +144,23 @@ class OperationsLog {
   // waiting appenders. Returns the Sync error, if any. Idempotent.
   Status Close();
 
+  // What recovery found wrong at Open (empty unless options.accept_damage
+  // let a damaged log open). Stays after DiscardDamaged, for reports.
+  const LogDamage& damage() const;
+  // True from an accepted damaged open until DiscardDamaged: Append and
+  // Trim fail with Corruption meanwhile.
+  bool damage_pending() const;
+  // Calls f for every intact event after the damage (damage().salvaged), in
+  // id order, read from the file; their ids are not consecutive. Stops at
+  // f's first error. InvalidArgument without pending damage.
+  Status ReplaySalvaged(const std::function<Status(const LogEvent&)>& f);
+  // Ends pending damage: drops every event, recovered or salvaged (the caller
+  // has applied them and made the result persistent), and restarts the log
+  // empty with head id max(min_next_id, every id in the file + 1) at a slot
+  // sequence above every slot in the file, in this open's generation.
+  // Durable when it returns; appends work again.
+  Status DiscardDamaged(uint64_t min_next_id);
+
   const std::string& path() const { return options_.path; }
   uint64_t data_slots() const { return data_slots_; }
   // Payload bytes one slot carries (slot size minus the slot header).
@@ -139,7 +177,6 @@ class OperationsLog {
     uint64_t complete_id = 0;  // newest event whose last slot is in or before this chunk
   };
   struct Superblock;
-  struct ReadAhead;
 
   OperationsLog(const OperationsLogOptions& options, Env* env, std::unique_ptr<File> file);
 
@@ -147,14 +184,12 @@ class OperationsLog {
   static Status CreateFile(const OperationsLogOptions& options, Env* env);
   Status ReadSuperblock(Superblock* sb);
   Status Recover(const Superblock& sb);
+  // The Corruption message for damage found at Open.
+  std::string DescribeDamage(const LogDamage& d) const;
+  Status DamagePendingError() const;
   // Writes the next superblock copy and syncs. Caller holds sb_mu_.
   Status WriteSuperblock(uint64_t head_id, uint64_t head_seq, uint32_t head_min_generation);
 
-  // Reads |n| slots starting at sequence |seq| from the file.
-  Status ReadSlots(uint64_t seq, uint64_t n, std::string* out);
-  // Returns in |*slot| the slot with sequence |seq| from the file, reading
-  // ahead at most up to |limit_seq|.
-  Status ReadSlotAhead(ReadAhead* ra, uint64_t seq, uint64_t limit_seq, const uint8_t** slot);
 
   void SealActiveLocked(uint64_t complete_id);
   uint64_t MemoryFrontSeqLocked() const;
@@ -167,6 +202,10 @@ class OperationsLog {
   Status WriteAndSync(bool seal_active);
   // Writes out sealed chunks if no other thread is writing (called by Append).
   void WriteBehind();
+  // After an fdatasync made every slot below |seq| durable: writes a sync
+  // marker (log/log_slot.h) at |seq|, unsynced, so recovery can prove those
+  // slots durable even if nothing is appended after them.
+  void WriteSyncMarker(uint64_t seq, uint32_t generation);
 
   const OperationsLogOptions options_;
   Env* const env_;
@@ -211,6 +250,8 @@ class OperationsLog {
   uint64_t throttled_appends_ = 0;
   uint64_t recovered_events_ = 0;
   std::string last_error_;
+  LogDamage damage_;
+  bool damage_pending_ = false;
 };
 
 }  // namespace dedupv1

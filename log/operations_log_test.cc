@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/coding.h"
 #include "core/fault_injection_env.h"
 #include "core/testutil.h"
 
@@ -97,6 +98,14 @@ class OperationsLogTest : public ::testing::Test {
     std::string out(n, '\0');
     EXPECT_TRUE(f->Read(offset, n, out.data()).ok());
     return out;
+  }
+
+  // The sync marker (log/log_slot.h) a sync writes behind the last slot:
+  // dropped where a test models a crash before that sync by hand.
+  void DropSyncMarker(uint64_t offset) {
+    std::string slot = ReadFile(offset, 512);
+    ASSERT_EQ(0x4d4c5644u, DecodeFixed32(reinterpret_cast<const uint8_t*>(slot.data()))) << "no sync marker there";
+    PatchFile(offset, std::string(512, '\0'));
   }
 
   void FlipByte(uint64_t offset) {
@@ -278,7 +287,7 @@ TEST_F(OperationsLogTest, TornLastSlotIsIgnoredAndAppendContinues) {
 
 TEST_F(OperationsLogTest, LastSlotCorruptedByHandIsIgnored) {
   std::vector<Expected> want;
-  uint64_t last_offset;
+  uint64_t last_offset, marker_offset;
   {
     auto log = MustOpen(Options());
     for (int i = 0; i < 4; i++) {
@@ -286,7 +295,10 @@ TEST_F(OperationsLogTest, LastSlotCorruptedByHandIsIgnored) {
       want.push_back({MustAppend(log.get(), LogEventType::kSystemRun, p), LogEventType::kSystemRun, p});
     }
     last_offset = log->SlotOffset(3);  // one slot per event: event 4 is slot sequence 3
+    marker_offset = log->SlotOffset(4);
   }
+  // As a crash before the closing sync would leave it: no sync marker.
+  DropSyncMarker(marker_offset);
   FlipByte(last_offset + 48 + 200);
   want.pop_back();
   auto log = MustOpen(Options());
@@ -327,7 +339,7 @@ TEST_F(OperationsLogTest, IncompleteMultiSlotEventIsIgnored) {
 // an earlier generation and must not come back.
 TEST_F(OperationsLogTest, StaleSlotOfEarlierRunIsNotResurrected) {
   std::vector<Expected> want;
-  uint64_t offset4;
+  uint64_t offset4, marker_offset;
   {
     auto log = MustOpen(Options());
     for (int i = 0; i < 5; i++) {
@@ -335,7 +347,9 @@ TEST_F(OperationsLogTest, StaleSlotOfEarlierRunIsNotResurrected) {
       want.push_back({MustAppend(log.get(), LogEventType::kSystemRun, p), LogEventType::kSystemRun, p});
     }
     offset4 = log->SlotOffset(3);
+    marker_offset = log->SlotOffset(5);
   }
+  DropSyncMarker(marker_offset);  // as if the crash came before the closing sync
   FlipByte(offset4 + 48 + 10);
   want.resize(3);
   {
@@ -357,12 +371,14 @@ TEST_F(OperationsLogTest, StaleSlotOfEarlierRunIsNotResurrected) {
 }
 
 TEST_F(OperationsLogTest, TrimToUnsyncedHeadThenCrashDoesNotResurrectStaleSlots) {
-  uint64_t offset4;
+  uint64_t offset4, marker_offset;
   {
     auto log = MustOpen(Options());
     for (int i = 0; i < 5; i++) MustAppend(log.get(), LogEventType::kSystemRun, Payload(50, i));
     offset4 = log->SlotOffset(3);
+    marker_offset = log->SlotOffset(5);
   }
+  DropSyncMarker(marker_offset);  // as if the crash came before the closing sync
   FlipByte(offset4 + 48 + 10);  // events 1-3 recovered, stale event 5 at slot sequence 4
   auto log = MustOpen(Options());
   ASSERT_EQ(3u, log->last_id());
@@ -674,6 +690,346 @@ TEST_F(OperationsLogTest, ClosedLogRefusesAppends) {
   log.reset();
   log = MustOpen(Options());
   EXPECT_EQ(1u, log->last_id());
+}
+
+
+// --- Damage versus torn tail (docs/formats.md "Recovery") ---
+
+// Opens with accept_damage, as dedupv1_replay --accept-log-damage does.
+std::unique_ptr<OperationsLog> OpenAccepting(FaultInjectionEnv* env, OperationsLogOptions o) {
+  o.accept_damage = true;
+  std::unique_ptr<OperationsLog> log;
+  Status s = OperationsLog::Open(o, env, &log);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return log;
+}
+
+std::vector<LogEvent> ReplaySalvagedAll(OperationsLog* log) {
+  std::vector<LogEvent> out;
+  Status s = log->ReplaySalvaged([&](const LogEvent& e) {
+    out.push_back(e);
+    return Status::OK();
+  });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return out;
+}
+
+// 20 one-slot events, each synced on its own (event i is slot sequence i - 1).
+std::vector<Expected> AppendSynced(OperationsLog* log, int n, size_t size = 300) {
+  std::vector<Expected> want;
+  for (int i = 0; i < n; i++) {
+    std::string p = Payload(size, 1000 + i);
+    uint64_t id = 0;
+    EXPECT_TRUE(log->Append(LogEventType::kBlockMappingWritten, p, &id).ok());
+    EXPECT_TRUE(log->Sync().ok());
+    want.push_back({id, LogEventType::kBlockMappingWritten, p});
+  }
+  return want;
+}
+
+TEST_F(OperationsLogTest, DamagedSlotFollowedByDurableSlotsRefusesTheOpen) {
+  std::vector<Expected> want;
+  uint64_t offset;
+  {
+    auto log = MustOpen(Options());
+    want = AppendSynced(log.get(), 20);
+    offset = log->SlotOffset(7);  // event 8
+    Crash(&log);
+  }
+  FlipByte(offset + 48 + 100);
+  std::unique_ptr<OperationsLog> log;
+  Status s = OperationsLog::Open(Options(), &env_, &log);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find(dir_.Sub("ops.log"))) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("slot 9 (slot sequence 7, offset " + std::to_string(offset) + ")"))
+      << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("checksum mismatch")) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("events from 8 on")) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("slot sequence 8 (event 9)")) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("--accept-log-damage")) << s.ToString();
+  // The refused open wrote nothing: the same damage is found again.
+  s = OperationsLog::Open(Options(), &env_, &log);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+
+  // Accepting: the chain before the damage, the intact events after it.
+  log = OpenAccepting(&env_, Options());
+  ASSERT_NE(nullptr, log);
+  EXPECT_TRUE(log->damage_pending());
+  EXPECT_EQ(7u, log->last_id());
+  ExpectEvents(log.get(), std::vector<Expected>(want.begin(), want.begin() + 7));
+  const LogDamage& d = log->damage();
+  ASSERT_EQ(1u, d.gaps.size());
+  EXPECT_EQ(7u, d.gaps[0].first_seq);
+  EXPECT_EQ(8u, d.gaps[0].end_seq);
+  EXPECT_EQ(8u, d.gaps[0].first_lost_id);
+  EXPECT_EQ(1u, d.gaps[0].lost_ids);
+  ASSERT_EQ(1u, d.gaps[0].slots.size());
+  EXPECT_EQ("checksum mismatch", d.gaps[0].slots[0].why);
+  EXPECT_EQ(8u, d.proof_seq);
+  EXPECT_FALSE(d.proof_by_generation);
+  std::vector<LogEvent> salvaged = ReplaySalvagedAll(log.get());
+  ASSERT_EQ(12u, salvaged.size());
+  for (size_t i = 0; i < salvaged.size(); i++) {
+    EXPECT_EQ(want[8 + i].id, salvaged[i].id);
+    EXPECT_TRUE(want[8 + i].payload == salvaged[i].payload) << i;
+  }
+  // Nothing is appended or trimmed while the damage is pending.
+  uint64_t id = 0;
+  EXPECT_TRUE(log->Append(LogEventType::kSystemRun, "x", &id).IsCorruption());
+  EXPECT_TRUE(log->Trim(5).IsCorruption());
+  log.reset();
+  EXPECT_TRUE(OperationsLog::Open(Options(), &env_, &log).IsCorruption());
+
+  // Discarding restarts the log above every id and slot in the file.
+  log = OpenAccepting(&env_, Options());
+  ASSERT_TRUE(log->DiscardDamaged(5).ok());
+  EXPECT_FALSE(log->damage_pending());
+  EXPECT_EQ(21u, log->head_id());
+  EXPECT_TRUE(ReplayAll(log.get()).empty());
+  std::vector<Expected> after = AppendSynced(log.get(), 3);
+  EXPECT_EQ(21u, after[0].id);
+  // A crash with a torn tail after the restart is no damage.
+  MustAppend(log.get(), LogEventType::kSystemRun, Payload(300, 5));
+  Crash(&log);
+  log = MustOpen(Options());
+  ASSERT_NE(nullptr, log);
+  EXPECT_EQ(21u, log->head_id());
+  ExpectEvents(log.get(), after);
+}
+
+// The sequence: many events, one sync for all of them, a crash,
+// damage in the middle. No slot was appended after the sync, so only the
+// sync marker written behind the last slot proves them durable.
+TEST_F(OperationsLogTest, DamageBeforeTheLastSyncIsProvenByItsMarker) {
+  std::vector<Expected> want;
+  uint64_t offset;
+  {
+    auto log = MustOpen(Options());
+    for (int i = 0; i < 20; i++) {
+      std::string p = Payload(300, 2000 + i);
+      want.push_back({MustAppend(log.get(), LogEventType::kBlockMappingWritten, p), LogEventType::kBlockMappingWritten, p});
+    }
+    ASSERT_TRUE(log->Sync().ok());
+    offset = log->SlotOffset(7);  // event 8
+    Crash(&log);
+  }
+  FlipByte(offset + 48 + 100);
+  std::unique_ptr<OperationsLog> log;
+  Status s = OperationsLog::Open(Options(), &env_, &log);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("the sync marker at slot sequence 20")) << s.ToString();
+  log = OpenAccepting(&env_, Options());
+  EXPECT_TRUE(log->damage().proof_is_marker);
+  std::vector<LogEvent> salvaged = ReplaySalvagedAll(log.get());
+  ASSERT_EQ(12u, salvaged.size());
+  EXPECT_EQ(9u, salvaged.front().id);
+  EXPECT_TRUE(salvaged.back().payload == want.back().payload);
+}
+
+TEST_F(OperationsLogTest, SeveralDamagedRegionsAreEachListed) {
+  std::vector<Expected> want;
+  uint64_t slot_offsets[3];
+  {
+    auto log = MustOpen(Options());
+    want = AppendSynced(log.get(), 6);
+    want.push_back({MustAppend(log.get(), LogEventType::kBlockMappingWritten, Payload(1200, 7)),
+                    LogEventType::kBlockMappingWritten, Payload(1200, 7)});  // event 7: slots 6..8
+    ASSERT_TRUE(log->Sync().ok());
+    std::vector<Expected> more = AppendSynced(log.get(), 10);  // events 8..17: slots 9..18
+    want.insert(want.end(), more.begin(), more.end());
+    slot_offsets[0] = log->SlotOffset(2);   // event 3
+    slot_offsets[1] = log->SlotOffset(7);   // event 7, its second fragment
+    slot_offsets[2] = log->SlotOffset(13);  // event 12
+  }
+  for (uint64_t o : slot_offsets) FlipByte(o + 48 + 9);
+  std::unique_ptr<OperationsLog> log;
+  ASSERT_TRUE(OperationsLog::Open(Options(), &env_, &log).IsCorruption());
+  log = OpenAccepting(&env_, Options());
+  EXPECT_EQ(2u, log->last_id());
+  const LogDamage& d = log->damage();
+  ASSERT_EQ(3u, d.gaps.size());
+  EXPECT_EQ(3u, d.gaps[0].first_lost_id);
+  EXPECT_EQ(1u, d.gaps[0].lost_ids);
+  EXPECT_EQ(7u, d.gaps[1].first_lost_id);
+  EXPECT_EQ(1u, d.gaps[1].lost_ids);
+  EXPECT_EQ(7u, d.gaps[1].first_seq);   // the damaged fragment
+  EXPECT_EQ(9u, d.gaps[1].end_seq);     // picked up at event 8
+  ASSERT_EQ(2u, d.gaps[1].slots.size());
+  EXPECT_NE(std::string::npos, d.gaps[1].slots[1].why.find("event 7 fragment 2 of 3")) << d.gaps[1].slots[1].why;
+  EXPECT_EQ(12u, d.gaps[2].first_lost_id);
+  EXPECT_EQ(3u, d.lost_events());
+  std::vector<uint64_t> ids;
+  for (const LogEvent& e : ReplaySalvagedAll(log.get())) {
+    ids.push_back(e.id);
+    EXPECT_TRUE(want[e.id - 1].payload == e.payload) << e.id;
+  }
+  EXPECT_EQ((std::vector<uint64_t>{4, 5, 6, 8, 9, 10, 11, 13, 14, 15, 16, 17}), ids);
+}
+
+// After a crash the slots appended since the last fdatasync may be lost in
+// any order (here: unsynced slots vanish, i.e. read as never written). That
+// is a torn tail, never damage, however many slots after a lost one survive.
+TEST_F(OperationsLogTest, UnsyncedSlotsLostInAnyOrderAreATornTail) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 20; trial++) {
+    SCOPED_TRACE(trial);
+    Env::Default()->DeleteFile(dir_.Sub("ops.log"));
+    std::vector<Expected> want;
+    std::vector<uint64_t> unsynced;
+    {
+      auto log = MustOpen(Options());
+      want = AppendSynced(log.get(), 5);
+      for (int i = 0; i < 12; i++) {
+        const size_t n = rng() % 1100;  // up to 3 slots
+        std::string p = Payload(n, 50 + i);
+        const uint64_t id = MustAppend(log.get(), LogEventType::kBlockMappingWritten, p);
+        want.push_back({id, LogEventType::kBlockMappingWritten, p});
+      }
+      // Written (a clean close syncs them), but their watermarks say what a
+      // crash before that sync could have lost.
+      for (uint64_t seq = 5; seq < log->stats().used_slots; seq++) unsynced.push_back(seq);
+      std::vector<uint64_t> offsets;
+      for (uint64_t seq : unsynced) offsets.push_back(log->SlotOffset(seq));
+      const uint64_t marker_offset = log->SlotOffset(log->stats().used_slots);
+      log.reset();
+      DropSyncMarker(marker_offset);  // the crash came before that sync
+      // Lose 1..4 random unsynced slots.
+      const size_t lose = 1 + rng() % 4;
+      uint64_t first_lost = UINT64_MAX;
+      for (size_t k = 0; k < lose; k++) {
+        const size_t i = rng() % unsynced.size();
+        PatchFile(offsets[i], std::string(512, '\0'));
+        first_lost = std::min(first_lost, unsynced[i]);
+      }
+      // Events wholly before the first lost slot survive.
+      uint64_t seq = 0;
+      size_t keep = 0;
+      for (const Expected& e : want) {
+        const uint64_t slots = e.payload.empty() ? 1 : (e.payload.size() + 463) / 464;
+        if (seq + slots > first_lost) break;
+        seq += slots;
+        keep++;
+      }
+      want.resize(keep);
+    }
+    auto log = MustOpen(Options());
+    ASSERT_NE(nullptr, log);
+    ExpectEvents(log.get(), want);
+  }
+}
+
+// The case: the newer superblock copy (written by the last open) is
+// damaged; the older copy has an older generation, which makes every slot
+// of the last run look too new.
+TEST_F(OperationsLogTest, DamagedNewerSuperblockCopyIsRefusedNotSilent) {
+  std::vector<Expected> want;
+  {
+    auto log = MustOpen(Options());  // generation 1, superblock sequence 3 (copy B)
+    want = AppendSynced(log.get(), 3);
+  }
+  {
+    auto log = MustOpen(Options());  // generation 2, superblock sequence 4 (copy A)
+    std::vector<Expected> more = AppendSynced(log.get(), 4);
+    want.insert(want.end(), more.begin(), more.end());
+    Crash(&log);
+  }
+  FlipByte(20);  // copy A
+  std::unique_ptr<OperationsLog> log;
+  Status s = OperationsLog::Open(Options(), &env_, &log);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("newer superblock copy is damaged")) << s.ToString();
+  // Even with a single sync after the last open (no watermark proof).
+  {
+    Env::Default()->DeleteFile(dir_.Sub("ops.log"));
+    auto a = MustOpen(Options());
+    AppendSynced(a.get(), 2);
+    a.reset();
+    auto b = MustOpen(Options());
+    MustAppend(b.get(), LogEventType::kSystemRun, "only");
+    ASSERT_TRUE(b->Sync().ok());
+    Crash(&b);
+    FlipByte(20);
+    s = OperationsLog::Open(Options(), &env_, &log);
+    ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+    log = OpenAccepting(&env_, Options());
+    EXPECT_TRUE(log->damage().proof_by_generation);
+    std::vector<LogEvent> salvaged = ReplaySalvagedAll(log.get());
+    ASSERT_EQ(1u, salvaged.size());
+    EXPECT_EQ("only", salvaged[0].payload);
+    EXPECT_EQ(0u, log->damage().lost_events());
+  }
+}
+
+// The newer copy came from a Trim and is damaged; the older copy's head is
+// older. Slots of that older head not yet overwritten: recovered (events the
+// trim dropped come back and are replayed again, which is harmless). Slots
+// already overwritten by a later lap: refused.
+TEST_F(OperationsLogTest, DamagedNewerSuperblockAfterALapIsRefused) {
+  OperationsLogOptions o = Options(32 << 10);  // 62 data slots
+  {
+    auto log = MustOpen(o);
+    AppendSynced(log.get(), 50);      // slot sequences 0..49
+    ASSERT_TRUE(log->Trim(10).ok());  // superblock sequence 4, copy A: head 10 at slot sequence 9
+    ASSERT_TRUE(log->Trim(50).ok());  // sequence 5, copy B: head 50 at slot sequence 49
+    AppendSynced(log.get(), 30);      // slot sequences 50..79: 62..71 overwrite 0..9
+    Crash(&log);
+  }
+  FlipByte(512 + 20);  // copy B: copy A names head 10, whose slot now holds slot sequence 71
+  std::unique_ptr<OperationsLog> log;
+  Status s = OperationsLog::Open(o, &env_, &log);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("slot sequence 9,")) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("holds slot sequence 71 instead")) << s.ToString();
+}
+
+// Slots written by builds before the watermark (flag clear) cannot prove
+// anything: recovery behaves as it did then, ending the chain at the damage.
+TEST_F(OperationsLogTest, SlotsWithoutWatermarkBehaveAsBefore) {
+  std::vector<Expected> want;
+  uint64_t offsets[20], marker_offset;
+  {
+    auto log = MustOpen(Options());
+    want = AppendSynced(log.get(), 20);
+    for (int i = 0; i < 20; i++) offsets[i] = log->SlotOffset(i);
+    marker_offset = log->SlotOffset(20);
+  }
+  DropSyncMarker(marker_offset);  // older builds wrote none
+  // Rewrite every slot as an older build wrote it.
+  for (uint64_t off : offsets) {
+    std::string slot = ReadFile(off, 512);
+    uint8_t* p = reinterpret_cast<uint8_t*>(slot.data());
+    LogSlotHeader h;
+    std::string why;
+    ASSERT_TRUE(DecodeLogSlot(p, 464, &h, &why)) << why;
+    EXPECT_TRUE(h.has_watermark);
+    EXPECT_EQ(h.seq, h.watermark);  // each event synced before the next
+    h.has_watermark = false;
+    EncodeLogSlotHeader(p, h, Crc32c(p + 48, h.payload_length));
+    EXPECT_EQ(0, DecodeFixed16(p + 30));
+    EXPECT_EQ(0u, DecodeFixed32(p + 44));
+    PatchFile(off, slot);
+  }
+  FlipByte(offsets[7] + 48 + 100);
+  auto log = MustOpen(Options());
+  ASSERT_NE(nullptr, log);
+  ExpectEvents(log.get(), std::vector<Expected>(want.begin(), want.begin() + 7));
+}
+
+TEST_F(OperationsLogTest, WatermarkDistanceIsClampedToClaimLess) {
+  uint8_t slot[512] = {};
+  LogSlotHeader h;
+  h.seq = (1ULL << 40);
+  h.id = 3;
+  h.fragment_count = 1;
+  h.has_watermark = true;
+  h.watermark = 5;  // distance beyond u32
+  EncodeLogSlotHeader(slot, h, Crc32c(slot + 48, 0));
+  LogSlotHeader got;
+  std::string why;
+  ASSERT_TRUE(DecodeLogSlot(slot, 464, &got, &why)) << why;
+  EXPECT_TRUE(got.has_watermark);
+  EXPECT_EQ(h.seq - UINT32_MAX, got.watermark);
+  EXPECT_LE(got.watermark, h.seq);
 }
 
 }  // namespace

@@ -119,7 +119,6 @@ constexpr char kStateFile[] = "dedupv1d.state";
 constexpr char kLockFile[] = "dedupv1d.lock";
 constexpr char kLogFile[] = "tgtd.log";
 constexpr char kEngineLockFile[] = "LOCK";  // the engine's (core/dedup_system.cc)
-constexpr char kCleanFile[] = "clean";      // written by the engine's clean close
 constexpr int kTid = 1;
 constexpr int kTgtdStartSeconds = 30;  // until tgtadm answers
 constexpr int kTgtdExitSeconds = 30;   // after "delete system", before SIGKILL
@@ -993,8 +992,8 @@ bool StopTgtd(const State& st, const Tgtadm& adm, bool quiet = false) {
     clean = false;
   }
   RemoveStaleSocket(st.control_port);
-  if (engine_open && !Env::Default()->FileExists(JoinPath(st.data_dir, kCleanFile))) {
-    Complain("the engine did not close cleanly (no " + JoinPath(st.data_dir, kCleanFile) +
+  if (engine_open && !Env::Default()->FileExists(JoinPath(st.data_dir, kCleanFileName))) {
+    Complain("the engine did not close cleanly (no " + JoinPath(st.data_dir, kCleanFileName) +
              "): what was not synced before may be lost or is replayed from the log at the next start; tgtd said:");
     std::string why = LogSince(log, log_start);
     std::fprintf(stderr, "%s", why.empty() ? "  (nothing in tgtd.log)\n" : why.c_str());

@@ -5,17 +5,25 @@
 // what the log held before, what was replayed, and the log afterwards.
 // See docs/tools.md.
 //
-//   dedupv1_replay --config FILE [--data-dir DIR] [--progress]
+//   dedupv1_replay --config FILE [--data-dir DIR] [--progress] [--accept-log-damage]
+//
+// A damaged operations log (docs/durability.md "Damage") makes it fail
+// naming the damage; with --accept-log-damage it lists what the damage cost
+// (damaged slots, lost event ids, the intact events after the damage), then
+// opens the store accepting it: the intact events are replayed, every usage
+// count is recounted from the block index, and only then is the log restarted.
 //
 // Exit codes: 0 done, 1 failed, 2 usage error, 3 cannot open.
 #include <cstdio>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "core/dedup_system.h"
 #include "log/operations_log.h"
 #include "target/tools/data_dir_lock.h"
+#include "target/tools/log_damage_report.h"
 #include "target/tools/log_summary.h"
 #include "target/tools/progress.h"
 #include "target/tools/tool_util.h"
@@ -26,12 +34,15 @@ using namespace dedupv1::tools;
 namespace {
 
 const char kUsage[] =
-    "usage: dedupv1_replay --config FILE [--data-dir DIR] [--progress]\n"
+    "usage: dedupv1_replay --config FILE [--data-dir DIR] [--progress] [--accept-log-damage]\n"
     "Opens a stopped dedupv1 store (replaying the operations log after an unclean stop),\n"
     "runs a full checkpoint (indexes persistent, log empty) and closes it cleanly.\n"
-    "  --config FILE     the dedupv1 config (as for dedupv1d)\n"
-    "  --data-dir DIR    overrides the config's data-dir\n"
-    "  --progress        progress bars on stderr even if it is not a terminal\n"
+    "  --config FILE          the dedupv1 config (as for dedupv1d)\n"
+    "  --data-dir DIR         overrides the config's data-dir\n"
+    "  --progress             progress bars on stderr even if it is not a terminal\n"
+    "  --accept-log-damage    if the operations log is damaged: list the damaged slots, the\n"
+    "                         events lost and the intact events after the damage, replay\n"
+    "                         those, recount every usage count and restart the log\n"
     "exit codes: 0 done, 1 failed, 2 usage, 3 cannot open (in use, bad config, not a data directory)\n";
 
 int Fail(int code, const std::string& what, const Status& s) {
@@ -40,18 +51,29 @@ int Fail(int code, const std::string& what, const Status& s) {
 }
 
 // Reads the log as it is on disk (OperationsLog::Open recovers its chain but
-// replays nothing into the indexes) and describes it in one line.
-Status DescribeLog(const Options& options, Env* env, bool progress, std::string* out) {
+// replays nothing into the indexes) and describes it in one line; with
+// |accept_damage| a damaged log opens (writing nothing) and |*damage| gets
+// its report (empty if the log is not damaged).
+Status DescribeLog(const Options& options, Env* env, bool progress, bool accept_damage, std::string* out,
+                   std::string* damage = nullptr) {
   if (!env->FileExists(options.log.path)) {
     *out = "no log file (" + options.log.path + ")";
     return Status::OK();
   }
+  OperationsLogOptions log_options = options.log;
+  log_options.accept_damage = accept_damage;
   std::unique_ptr<OperationsLog> log;
-  Status s = OperationsLog::Open(options.log, env, &log);
+  Status s = OperationsLog::Open(log_options, env, &log);
   if (!s.ok()) return s.WithContext("open operations log " + options.log.path);
+  if (damage != nullptr && log->damage_pending()) {
+    std::ostringstream report;
+    DEDUPV1_RETURN_IF_ERROR(PrintLogDamage(log.get(), report));
+    *damage = report.str();
+  }
   const OperationsLogStats st = log->stats();
   if (st.last_id < st.head_id) {
-    *out = fmt::format("empty (next event id {})", st.head_id);
+    *out = fmt::format("{}empty (next event id {})", damage != nullptr && !damage->empty() ? "before the damage: " : "",
+                       st.head_id);
     return log->Close();
   }
   LogEventCounts counts;
@@ -63,7 +85,8 @@ Status DescribeLog(const Options& options, Env* env, bool progress, std::string*
   });
   bar.Finish();
   DEDUPV1_RETURN_IF_ERROR(s);
-  *out = fmt::format("events {}..{} ({} live), {} of {} slots used ({:.1f}%): {}", st.head_id, st.last_id,
+  *out = fmt::format("{}events {}..{} ({} live), {} of {} slots used ({:.1f}%): {}",
+                     damage != nullptr && !damage->empty() ? "before the damage: " : "", st.head_id, st.last_id,
                      st.last_id - st.head_id + 1, st.used_slots, st.slots, st.fill * 100,
                      FormatLogEventCounts(counts));
   return log->Close();
@@ -74,7 +97,7 @@ Status DescribeLog(const Options& options, Env* env, bool progress, std::string*
 int main(int argc, char** argv) {
   ToolArgs args;
   std::string error;
-  if (!ParseToolArgs(argc, argv, {"--progress"}, &args, &error)) {
+  if (!ParseToolArgs(argc, argv, {"--progress", "--accept-log-damage"}, &args, &error)) {
     std::fprintf(stderr, "dedupv1_replay: %s\n%s", error.c_str(), kUsage);
     return kExitUsage;
   }
@@ -98,11 +121,13 @@ int main(int argc, char** argv) {
   std::printf("dedupv1_replay %s\n", options.data_dir.c_str());
   const bool clean_before = env->FileExists(JoinPath(options.data_dir, "clean"));
   std::printf("  previous stop:  %s\n", clean_before ? "clean" : "unclean (no 'clean' marker)");
-  std::string before;
-  s = DescribeLog(options, env, progress, &before);
+  std::string before, damage;
+  s = DescribeLog(options, env, progress, args.accept_log_damage, &before, &damage);
   if (!s.ok()) return Fail(ExitCodeForOpenError(s), "cannot read the operations log", s);
+  if (!damage.empty()) std::printf("  log damage:     %s", damage.c_str());
   std::printf("  log before:     %s\n", before.c_str());
   std::fflush(stdout);
+  options.log.accept_damage = !damage.empty();
 
   std::unique_ptr<DedupSystem> system;
   s = DedupSystem::Open(options, env, &system);
@@ -117,6 +142,16 @@ int main(int argc, char** argv) {
                 (unsigned long long)rec.mappings_applied, (unsigned long long)rec.mappings_dropped,
                 (unsigned long long)rec.containers_imported);
   }
+  if (rec.log_damage_accepted) {
+    std::printf("  damage:         accepted: %llu events lost, %llu intact events after the damage replayed; usage "
+                "counts recounted from the block index (%llu raised, %llu lowered, the replayed events' changes "
+                "included; %llu index entries re-added, %llu "
+                "referenced chunks without a stored container); log restarted at event %llu\n",
+                (unsigned long long)rec.events_lost, (unsigned long long)rec.events_salvaged,
+                (unsigned long long)rec.usage_counts_raised, (unsigned long long)rec.usage_counts_lowered,
+                (unsigned long long)rec.usage_entries_restored, (unsigned long long)rec.usage_unresolved,
+                (unsigned long long)rec.log_restarted_at);
+  }
   s = system->Checkpoint();
   if (!s.ok()) {
     system->Close();
@@ -130,7 +165,7 @@ int main(int argc, char** argv) {
   if (!s.ok()) return Fail(kExitProblems, "close failed (the stop is not clean)", s);
   std::printf("  close:          clean\n");
   std::string after;
-  s = DescribeLog(options, env, progress, &after);
+  s = DescribeLog(options, env, progress, /*accept_damage=*/false, &after);
   if (!s.ok()) return Fail(kExitProblems, "cannot read the operations log after closing", s);
   std::printf("  log after:      %s\n", after.c_str());
   return kExitOk;

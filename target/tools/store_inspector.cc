@@ -12,6 +12,7 @@
 #include "index/disk_hash_table.h"
 #include "log/operations_log.h"
 #include "target/tools/container_dump.h"
+#include "target/tools/log_damage_report.h"
 #include "target/tools/log_summary.h"
 #include "target/tools/progress.h"
 #include "target/tools/volume_table.h"
@@ -28,9 +29,12 @@ Status OpenContainers(const Options& options, Env* env, std::unique_ptr<LocalCon
   return LocalContainerStore::Open(env, options.chunk_store.dir, store);
 }
 
+// A damaged log opens too (and then writes nothing): it is shown as found.
 Status OpenLog(const Options& options, Env* env, std::unique_ptr<OperationsLog>* log) {
   if (!env->FileExists(options.log.path)) return Status::NotFound("no operations log " + options.log.path);
-  Status s = OperationsLog::Open(options.log, env, log);
+  OperationsLogOptions log_options = options.log;
+  log_options.accept_damage = true;
+  Status s = OperationsLog::Open(log_options, env, log);
   if (!s.ok()) return s.WithContext("open operations log " + options.log.path);
   return Status::OK();
 }
@@ -200,14 +204,19 @@ Status StoreInspector::PrintBlock(const std::string& volume_name, uint64_t block
     return s.IsNotFound() ? Status::OK() : s;
   }
   std::vector<std::string> lines;
-  if (log->last_id() >= log->head_id()) {
-    l = log->Replay(log->head_id(), [&](const LogEvent& e) {
-      BlockId b;
-      if (LogEventBlock(e, &b) && b == id) {
-        lines.push_back(fmt::format("    #{} {} {}", e.id, LogEventTypeName(e.type), DescribeLogEvent(e)));
-      }
-      return Status::OK();
-    });
+  const char* note = "";
+  auto collect = [&](const LogEvent& e) {
+    BlockId b;
+    if (LogEventBlock(e, &b) && b == id) {
+      lines.push_back(fmt::format("    #{} {} {}{}", e.id, LogEventTypeName(e.type), DescribeLogEvent(e), note));
+    }
+    return Status::OK();
+  };
+  if (log->last_id() >= log->head_id()) l = log->Replay(log->head_id(), collect);
+  if (l.ok() && log->damage_pending()) {
+    out_ << "  operations log: DAMAGED (dedupv1_debug log shows where); events after the damage are marked\n";
+    note = " (intact, after the damage)";
+    l = log->ReplaySalvaged(collect);
   }
   log->Close();
   if (!l.ok()) {
@@ -229,10 +238,21 @@ Status StoreInspector::PrintLog(uint64_t from, uint64_t to) {
   out_ << fmt::format("operations log {}\n", log->path());
   out_ << fmt::format("  slots:    {} of {} used ({:.1f}%), {} payload bytes per slot\n", st.used_slots, st.slots,
                       st.fill * 100, log->payload_per_slot());
+  Status damage;
+  if (log->damage_pending()) {
+    // Slot by slot where and why, the lost ids and the intact events after
+    // the damage; the chain before it follows as usual.
+    damage = PrintLogDamage(log.get(), out_);
+    if (damage.ok()) {
+      damage = Status::Corruption("operations log " + log->path() +
+                                  " is damaged (shown above); dedupv1_replay --accept-log-damage recovers what is intact");
+    }
+    out_ << "events before the damage:\n";
+  }
   if (st.last_id < st.head_id) {
     out_ << fmt::format("  events:   none (empty; the next event gets id {})\n", st.head_id);
     log->Close();
-    return Status::OK();
+    return damage;
   }
   out_ << fmt::format("  events:   {}..{} ({} live)\n", st.head_id, st.last_id, st.last_id - st.head_id + 1);
   if (from < st.head_id) {
@@ -254,7 +274,7 @@ Status StoreInspector::PrintLog(uint64_t from, uint64_t to) {
   }
   log->Close();
   out_ << fmt::format("shown: events {}..{}: {}\n", from, to, FormatLogEventCounts(counts));
-  return s;
+  return s.ok() ? damage : s;
 }
 
 Status StoreInspector::PrintVolumes() {

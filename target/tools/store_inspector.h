@@ -4,7 +4,8 @@
 // DedupSystem: nothing is replayed, trimmed, checkpointed or re-imported, so
 // a store left by a crash is shown as it is. (Opening still does each
 // component's own crash repair: the log's new generation superblock, the
-// hash table's journal redo, removal of half-written *.tmp container files.)
+// hash table's journal redo, removal of half-written *.tmp container files.
+// A damaged log is opened accepting the damage, which writes nothing.)
 // The caller holds the data directory lock (DataDirLock).
 #pragma once
 

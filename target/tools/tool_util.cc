@@ -56,6 +56,7 @@ bool ParseToolArgs(int argc, char** argv, const std::vector<std::string>& allowe
     if (name == "--progress") args->progress = true;
     else if (name == "--json") args->json = true;
     else if (name == "--repair") args->repair = true;
+    else if (name == "--accept-log-damage") args->accept_log_damage = true;
   }
   if (args->config.empty() && !args->help) {
     *error = "--config FILE is required";

@@ -31,14 +31,15 @@ struct ToolArgs {
   bool progress = false; // --progress: draw progress bars even if stderr is not a terminal
   bool json = false;     // --json
   bool repair = false;   // --repair
+  bool accept_log_damage = false;  // --accept-log-damage (dedupv1_replay)
   bool help = false;     // --help / -h
   std::vector<std::string> positional;
 };
 
 // Parses argv[1..]. Accepts "--config FILE", "--config=FILE", "--data-dir
 // DIR" (and "=" form) and the flags named in |allowed_flags| (a subset of
-// "--progress", "--json", "--repair"). Options may appear anywhere;
-// everything else that does not start with "--" is positional. Returns false
+// "--progress", "--json", "--repair", "--accept-log-damage"). Options may
+// appear anywhere; everything else that does not start with "--" is positional. Returns false
 // with a message in |*error| for an unknown option, a missing value or a
 // missing --config (unless --help was given).
 bool ParseToolArgs(int argc, char** argv, const std::vector<std::string>& allowed_flags, ToolArgs* args,

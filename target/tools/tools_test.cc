@@ -23,6 +23,7 @@
 #include "core/dedup_system.h"
 #include "core/testutil.h"
 #include "index/disk_hash_table.h"
+#include "log/log_slot.h"
 #include "target/tools/store_checker.h"
 #include "target/tools/volume_table.h"
 
@@ -537,6 +538,128 @@ TEST_F(ToolsTest, ReplayAfterKillNineEmptiesTheLog) {
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("block index:  version"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("operations log: no events for this block"), std::string::npos) << r.out;
+}
+
+// Issue 19, defect 2, through the tools: a store killed with synced writes
+// whose events are still in the log (replay paused), and 8 payload bytes of
+// a mapping slot in the middle of the log flipped. dedupv1_check and a plain
+// dedupv1_replay refuse it naming the damage and change nothing;
+// dedupv1_debug log shows the damaged slot, the lost event and the intact
+// events after it; dedupv1_replay --accept-log-damage lists the same,
+// recovers, and the store checks clean, also after a GC round.
+TEST_F(ToolsTest, DamagedLogIsRefusedListedAndAccepted) {
+  constexpr uint64_t kWrites = 16, kWriteSize = 256 << 10;
+  {
+    std::unique_ptr<DedupSystem> sys;
+    ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    auto a = test::RandomBytes(kWrites * kWriteSize, 1);
+    ASSERT_TRUE(v->Write(0, a.size(), a.data(), false).ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  int synced_fd = -1;
+  const pid_t pid = test::ForkWithPipe(
+      [&](int fd) {
+        std::unique_ptr<DedupSystem> sys;
+        if (!DedupSystem::Open(options_, Env::Default(), &sys).ok()) _exit(10);
+        sys->PauseReplay(true);
+        Volume* v;
+        if (!sys->GetVolume("vol1", &v).ok()) _exit(11);
+        for (uint64_t i = 0; i < kWrites; i++) {
+          auto b = test::RandomBytes(kWriteSize, 100 + i);
+          if (!v->Write(i * kWriteSize, kWriteSize, b.data(), false).ok() || !v->Sync().ok()) _exit(12);
+        }
+        if (write(fd, "S", 1) != 1) _exit(13);
+        for (;;) pause();
+      },
+      &synced_fd);
+  ASSERT_GE(pid, 0);
+  char c = 0;
+  ASSERT_EQ(read(synced_fd, &c, 1), 1) << "child failed before syncing";
+  close(synced_fd);
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  // The first slot of the mapping event in the middle of the log.
+  std::vector<uint64_t> mapping_events;
+  {
+    std::unique_ptr<OperationsLog> log;
+    ASSERT_TRUE(OperationsLog::Open(options_.log, Env::Default(), &log).ok());
+    ASSERT_TRUE(log->Replay(0, [&](const LogEvent& e) {
+                     if (e.type == LogEventType::kBlockMappingWritten) mapping_events.push_back(e.id);
+                     return Status::OK();
+                   }).ok());
+  }
+  ASSERT_GE(mapping_events.size(), kWrites);
+  const uint64_t lost = mapping_events[mapping_events.size() / 2];
+  uint64_t offset = 0;
+  std::string slot(options_.log.slot_size, '\0');
+  {
+    std::unique_ptr<File> f;
+    ASSERT_TRUE(Env::Default()->OpenFile(options_.log.path, OpenMode::kReadWrite, &f).ok());
+    for (uint64_t off = 2 * slot.size(); off < options_.log.size_bytes && offset == 0; off += slot.size()) {
+      ASSERT_TRUE(f->Read(off, slot.size(), slot.data()).ok());
+      LogSlotHeader h;
+      std::string why;
+      if (DecodeLogSlot(reinterpret_cast<const uint8_t*>(slot.data()), slot.size() - kLogSlotHeaderBytes, &h, &why) &&
+          h.id == lost && h.fragment_index == 0) {
+        offset = off;
+      }
+    }
+    ASSERT_NE(offset, 0u);
+    for (int i = 0; i < 8; i++) slot[kLogSlotHeaderBytes + 20 + i] ^= 0x55;
+    ASSERT_TRUE(f->Write(offset, slot.data(), slot.size()).ok());
+  }
+  const std::string log_bytes = ReadAll(options_.log.path);
+  const std::string slot_name = "slot " + std::to_string(offset / slot.size()) + " (";
+  const std::string lost_line = "region 1: event " + std::to_string(lost) + " lost";
+
+  RunResult r = Check();
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find(options_.log.path + " is damaged: " + slot_name), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--accept-log-damage"), std::string::npos) << r.err;
+  r = Replay();
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find(" is damaged: " + slot_name), std::string::npos) << r.err;
+  r = Debug({"log"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("DAMAGED: 1 damaged region, 1 event lost"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(lost_line), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(slot_name), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("checksum mismatch"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("intact events after the damage: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#" + std::to_string(lost + 1) + " "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BLOCK_MAPPING_WRITTEN volume 1 block"), std::string::npos) << r.out;
+  // None of them changed the log or marked the stop clean.
+  EXPECT_TRUE(ReadAll(options_.log.path) == log_bytes);
+  EXPECT_FALSE(Env::Default()->FileExists(JoinPath(options_.data_dir, "clean")));
+
+  r = Run(DEDUPV1_REPLAY_BINARY, {"--accept-log-damage"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("log damage:     DAMAGED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(lost_line), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("damage:         accepted: 1 events lost"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("log after:      empty"), std::string::npos) << r.out;
+
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
+  {
+    std::unique_ptr<DedupSystem> sys;
+    ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
+    ASSERT_TRUE(sys->RunGc().ok());
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    std::vector<uint8_t> back(kWriteSize);
+    for (uint64_t i = 0; i < kWrites; i++) ASSERT_TRUE(v->Read(i * kWriteSize, kWriteSize, back.data()).ok()) << i;
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
 }
 
 TEST_F(ToolsTest, DebugPrintsContainerBlockAndVolumes) {
