@@ -7,6 +7,7 @@
 
 #include "chunkstore/local_container_store.h"
 #include "core/coding.h"
+#include "core/crc_text.h"
 
 namespace dedupv1 {
 namespace {
@@ -684,10 +685,7 @@ Status ChunkStore::WriteAliasFile(const std::vector<AliasRecord>& records) {
     for (ContainerId src : r.sources) text += " " + std::to_string(src);
     text += "\n";
   }
-  char crc[32];
-  std::snprintf(crc, sizeof(crc), "crc %08x\n", Crc32c(text.data(), text.size()));
-  text += crc;
-  Status s = WriteFileAtomically(env_, alias_path_, text);
+  Status s = WriteFileAtomically(env_, alias_path_, AppendCrcLine(std::move(text)));
   if (!s.ok()) return s.WithContext("write container alias file " + alias_path_);
   return Status::OK();
 }
@@ -698,17 +696,15 @@ Status ChunkStore::LoadAliases(std::vector<ContainerId>* ids) {
   if (!env_->FileExists(alias_path_)) return WriteAliasFile({});
   std::string text;
   DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, alias_path_, &text));
-  const size_t crc_pos = text.rfind("crc ");
-  if (crc_pos == std::string::npos ||
-      std::strtoul(text.c_str() + crc_pos + 4, nullptr, 16) != Crc32c(text.data(), crc_pos)) {
-    return Status::Corruption("container alias file " + alias_path_ + " is corrupt (checksum)");
-  }
+  std::string body;
+  bool had_crc = false;
+  DEDUPV1_RETURN_IF_ERROR(StripCrcLine("container alias file " + alias_path_, text, true, &body, &had_crc));
   std::vector<AliasRecord> records;
   size_t pos = 0;
-  while (pos < crc_pos) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string::npos || eol > crc_pos) eol = crc_pos;
-    std::string line = text.substr(pos, eol - pos);
+  while (pos < body.size()) {
+    size_t eol = body.find('\n', pos);
+    if (eol == std::string::npos) eol = body.size();
+    std::string line = body.substr(pos, eol - pos);
     pos = eol + 1;
     if (line.empty() || line[0] == '#') continue;
     if (line.compare(0, 6, "merge ") != 0) {

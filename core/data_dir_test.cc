@@ -283,7 +283,7 @@ TEST(DataDirTest, DamagedVolumeTableIsRefusedNamingTheEntries) {
       {"1 vol1 16777216\n1 vol2 16777216\n", ": id 1 is given twice ('1 vol1' and '1 vol2')"},
       {"1 vol1 16777216\n2 vol1 16777216\n", ": volume vol1 is listed twice"},
       {"0 vol1 16777216\n2 vol2 16777216\n", ": volume vol1 has id 0"},
-      {"1 vol1 16777216\n2 vol2\n", ":2: expected 'id name size'"},
+      {"1 vol1 16777216\n2 vol2\n", ":2: expected 'id name size uid'"},
   }, "");
 }
 

@@ -265,10 +265,11 @@ Status DedupSystem::LoadVolumes() {
   // Written at creation even without volumes, so that its absence always
   // means it was lost (InspectDataDir refuses the directory then).
   const bool create = creating_ && !env_->FileExists(path);
-  if (!create) DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, path, &records));
+  bool legacy = false;  // written by an older build: no header and checksum yet
+  if (!create) DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, path, &records, &legacy));
   bool changed = false;
   DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(options_.volumes, &records, &changed));
-  if (changed || create) DEDUPV1_RETURN_IF_ERROR(WriteVolumeTable(env_, path, records));
+  if (changed || create || legacy) DEDUPV1_RETURN_IF_ERROR(WriteVolumeTable(env_, path, records));
   // Only volumes named in the config are served; others keep their data.
   for (const auto& v : options_.volumes) {
     for (const auto& r : records) {

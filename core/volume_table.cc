@@ -4,8 +4,12 @@
 #include <map>
 #include <sstream>
 
+#include "core/crc_text.h"
+
 namespace dedupv1 {
 namespace {
+
+constexpr char kHeader[] = "# dedupv1 volume table: id name size uid\n";
 
 // Ids key the block index: two volumes sharing one would share data.
 Status CheckVolumeTable(const std::string& path, const std::vector<VolumeRecord>& records) {
@@ -30,17 +34,25 @@ Status CheckVolumeTable(const std::string& path, const std::vector<VolumeRecord>
 
 }  // namespace
 
-Status ReadVolumeTable(Env* env, const std::string& path, std::vector<VolumeRecord>* records) {
+Status ReadVolumeTable(Env* env, const std::string& path, std::vector<VolumeRecord>* records,
+                       bool* needs_rewrite) {
   records->clear();
   if (!env->FileExists(path)) return Status::NotFound("volume table " + path + " does not exist");
   std::string text;
   DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env, path, &text));
-  std::istringstream in(text);
+  // A table with the header has its checksum line; one without either was
+  // written by an older build and is rewritten with both at the next open.
+  std::string body;
+  bool had_crc = false;
+  const bool has_header = text.compare(0, sizeof(kHeader) - 1, kHeader) == 0;
+  DEDUPV1_RETURN_IF_ERROR(StripCrcLine(path, text, has_header, &body, &had_crc));
+  if (needs_rewrite != nullptr) *needs_rewrite = !had_crc;
+  std::istringstream in(body);
   std::string line;
   int line_no = 0;
   while (std::getline(in, line)) {
     line_no++;
-    if (line.empty()) continue;
+    if (line.empty() || (line_no == 1 && has_header)) continue;
     std::istringstream fields(line);
     VolumeRecord r;
     std::string uid, extra;
@@ -58,12 +70,13 @@ Status ReadVolumeTable(Env* env, const std::string& path, std::vector<VolumeReco
 
 Status WriteVolumeTable(Env* env, const std::string& path, const std::vector<VolumeRecord>& records) {
   std::ostringstream out;
+  out << kHeader;
   for (const auto& r : records) {
     out << r.id << " " << r.name << " " << r.size;
     if (!IsZero(r.uid)) out << " " << Id128ToHex(r.uid);
     out << "\n";
   }
-  return WriteFileAtomically(env, path, out.str());
+  return WriteFileAtomically(env, path, AppendCrcLine(out.str()));
 }
 
 Status ApplyConfiguredVolumes(const std::vector<VolumeOptions>& configured, std::vector<VolumeRecord>* records,

@@ -1,5 +1,5 @@
-// The volume table of a data directory: DATA-DIR/volumes, one
-// "id name size uid" line per volume ever created. Ids key the block index and
+// The volume table of a data directory: DATA-DIR/volumes, a header line, one
+// "id name size uid" line per volume ever created, and a checksum line. Ids key the block index and
 // are never reused; a volume no longer in the config keeps its line (and its
 // data). The uid is the volume's random 128-bit identity (the SCSI serial and
 // device id of its LUN), made with its line and never changed; a line written
@@ -30,7 +30,12 @@ struct VolumeRecord {
 // give volumes each other's ids (core/data_dir.h). A malformed line is
 // Corruption naming the file and line; an id or name given twice, or id 0,
 // is Corruption naming the file and both entries.
-Status ReadVolumeTable(Env* env, const std::string& path, std::vector<VolumeRecord>* records);
+// The file starts with a header line and ends with a checksum line
+// (core/crc_text.h), so a flipped byte is Corruption instead of another valid
+// table; a file of an older build has neither and is read as it is, with
+// |*needs_rewrite| (if given) set so the caller writes it anew.
+Status ReadVolumeTable(Env* env, const std::string& path, std::vector<VolumeRecord>* records,
+                       bool* needs_rewrite = nullptr);
 // Replaces the table at |path| atomically.
 Status WriteVolumeTable(Env* env, const std::string& path, const std::vector<VolumeRecord>& records);
 
