@@ -457,16 +457,25 @@ Status DedupSystem::WriteRefusal() const {
 }
 
 Status DedupSystem::ReportParked(uint64_t epoch) {
+  Status lost;
+  {
+    std::lock_guard<std::mutex> l(error_mu_);
+    const std::string why = index_full_.ok() ? "chunk index full" : index_full_.message();
+    lost = Status::NoSpace(why + ": data written before this sync needed new chunk-index entries and was "
+                                 "not stored; those blocks keep what they held before");
+  }
   for (auto& [_, vol] : volumes_) {
-    for (uint64_t block : vol->buffer().ParkedBlocksUpTo(epoch)) {
+    const std::vector<uint64_t> blocks = vol->buffer().ParkedBlocksUpTo(epoch);
+    if (blocks.empty()) continue;
+    // Noted before the bytes go, so no Sync of the volume can miss it.
+    vol->NoteLostWrites(Status::NoSpace("volume " + vol->name() + ": " + lost.message()));
+    for (uint64_t block : blocks) {
       std::unique_lock<std::shared_mutex> lock(block_locks_.For(BlockId{vol->id(), block}));
       vol->buffer().DropParked(block, epoch);
     }
   }
   std::lock_guard<std::mutex> l(error_mu_);
-  const std::string why = index_full_.ok() ? "chunk index full" : index_full_.message();
-  lost_error_ = Status::NoSpace(why + ": data written before this sync needed new chunk-index entries and was "
-                                     "not stored; those blocks keep what they held before");
+  lost_error_ = lost;
   lost_before_epoch_ = std::max(lost_before_epoch_, epoch_.load());
   return lost_error_;
 }

@@ -335,7 +335,7 @@ TEST(DedupSystemFaultTest, FullChunkIndexFailsOnlyWritesThatNeedANewEntry) {
     for (uint64_t off = 0; off < b.size(); off += 1 << 20) {
       if (!v->Write(b_off + off, 1 << 20, b.data() + off, false).ok()) break;
     }
-    Status s = sys->Sync();
+    Status s = v->Sync();  // the initiator's SYNCHRONIZE CACHE
     ASSERT_TRUE(s.IsNoSpace()) << s.ToString();
     EXPECT_TRUE(Contains(s, "chunk index full")) << s.ToString();
 
@@ -350,12 +350,12 @@ TEST(DedupSystemFaultTest, FullChunkIndexFailsOnlyWritesThatNeedANewEntry) {
 
     // New data fails: refused at once, or by the sync that covers it.
     s = v->Write(c_off, c.size(), c.data(), false);
-    if (s.ok()) s = sys->Sync();
+    if (s.ok()) s = v->Sync();
     EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
     EXPECT_TRUE(Contains(s, "chunk index full")) << s.ToString();
     // Reported once: the next sync, after more known data, succeeds.
     ASSERT_TRUE(v->Write(a_copy, a.size(), a.data(), false).ok());
-    s = sys->Sync();
+    s = v->Sync();
     EXPECT_TRUE(s.ok()) << s.ToString();
     EXPECT_TRUE(ReadsBack(v, c_off, before_c)) << "C was given up: its range reads what it held before";
 
@@ -370,6 +370,40 @@ TEST(DedupSystemFaultTest, FullChunkIndexFailsOnlyWritesThatNeedANewEntry) {
   EXPECT_TRUE(ReadsBack(v, 0, a));
   EXPECT_TRUE(ReadsBack(v, a_copy, a));
   EXPECT_TRUE(ReadsBack(v, zero_off, zeros));
+}
+
+// Data given up for want of chunk-index space is reported to the initiator
+// of the volume that wrote it, even when another volume's sync gave it up:
+// that initiator's next SYNCHRONIZE CACHE must not succeed as if its writes
+// were durable.
+TEST(DedupSystemFaultTest, GivenUpWritesFailTheNextSyncOfTheirVolume) {
+  test::TempDir dir;
+  Options o = FaultOptions(dir.path());
+  o.chunk_index.table.size_bytes = 64 << 10;  // ~1,000 entries
+  o.chunk_index.table.page_size = 4096;
+  o = Finished(o);
+  const auto b = test::RandomBytes(24 << 20, 214);  // ~3,000 chunks: does not fit
+  auto sys = OpenOrDie(o, Env::Default());
+  Volume* v1 = Vol(sys.get(), "vol1");
+  Volume* v2 = Vol(sys.get(), "vol2");
+  for (uint64_t off = 0; off < b.size(); off += 1 << 20) {
+    if (!v1->Write(off, 1 << 20, b.data() + off, false).ok()) break;
+  }
+  // vol2's initiator syncs first: the sync gives vol1's parked bytes up (it
+  // covers every volume) and fails.
+  Status s = v2->Sync();
+  ASSERT_TRUE(s.IsNoSpace()) << s.ToString();
+  // vol1's initiator syncs after that: it is told, once.
+  s = v1->Sync();
+  EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+  EXPECT_TRUE(Contains(s, "volume vol1")) << s.ToString();
+  EXPECT_TRUE(Contains(s, "chunk index full")) << s.ToString();
+  s = v1->Sync();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  // vol2 lost nothing: its next sync has nothing to report.
+  s = v2->Sync();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(sys->Close().ok());
 }
 
 struct ContainerFile {

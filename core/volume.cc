@@ -191,7 +191,20 @@ Status Volume::Unmap(uint64_t offset, uint64_t length) {
 
 Status Volume::Sync() {
   system_->stats_.sync_ops++;
-  return system_->Sync();
+  Status s = system_->Sync();
+  // After the system sync: a sync that gives this volume's bytes up notes it
+  // first, so it is reported here (or by the next Sync, if it was another's).
+  std::lock_guard<std::mutex> l(lost_mu_);
+  if (!lost_.ok()) {
+    if (s.ok()) s = lost_;
+    lost_ = Status::OK();
+  }
+  return s;
+}
+
+void Volume::NoteLostWrites(const Status& why) {
+  std::lock_guard<std::mutex> l(lost_mu_);
+  lost_ = why;
 }
 
 Status Volume::IsMapped(uint64_t offset, uint64_t length, bool* mapped, uint64_t* run) {

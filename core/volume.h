@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -61,6 +62,12 @@ class Volume {
 
   WriteBuffer& buffer() { return buffer_; }
 
+  // Acknowledged bytes of this volume were given up (parked for want of
+  // chunk-index space when a sync came, DedupSystem::ReportParked). The next
+  // Sync of this volume fails with |why| even if the sync that dropped them
+  // was another volume's: every initiator that wrote them hears of it once.
+  void NoteLostWrites(const Status& why);
+
   // What initiators did to this volume since the system opened (for the
   // monitor); plain counters, never locks.
   struct Counters {
@@ -92,6 +99,8 @@ class Volume {
   const Id128 uid_;
   const uint32_t block_size_;
   WriteBuffer buffer_;
+  std::mutex lost_mu_;
+  Status lost_;  // given-up writes not yet reported by a Sync of this volume
   std::atomic<uint64_t> bytes_written_{0}, bytes_read_{0}, bytes_unmapped_{0};
   std::atomic<uint64_t> write_ops_{0}, read_ops_{0}, unmap_ops_{0};
 };
