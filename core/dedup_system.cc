@@ -29,12 +29,13 @@ const char kCleanFile[] = "clean";            // present only after a clean stop
 const char kCheckpointFile[] = "checkpoint";  // what the last checkpoint made persistent
 
 // Payload of a block-mapping event (log/log_event.h): the block, the new
-// mapping and the one it replaced (empty if none), each with its own CRC.
+// mapping and the one it replaced (empty if none), each with its own CRC
+// and the block's id (checked against the event's block when decoded).
 std::string EncodeMappingEvent(const BlockId& id, const BlockMapping& mapping, const BlockMapping* old) {
   BlockMappingWrittenData data;
   data.block = id;
-  mapping.Serialize(&data.new_mapping);
-  if (old != nullptr) old->Serialize(&data.old_mapping);
+  mapping.Serialize(id, &data.new_mapping);
+  if (old != nullptr) old->Serialize(id, &data.old_mapping);
   return data.Encode();
 }
 
@@ -47,8 +48,12 @@ Status DecodeMappingEvent(const std::string& payload, BlockId* id, BlockMapping*
 // 2: GC's dead-chunk marks persist (containers/dead-chunks). A build that
 // reads format 1 would ignore them, hand a marked chunk out again and leave
 // the mark to drop it at a later merge, so it must refuse the directory.
-// Format 1 directories are upgraded in place (nothing else changed).
-constexpr int kFormatVersion = 2;
+// 3: block mappings (block index store and log events) are written in
+// mapping format 2, which carries the block's id inside its checksum; a
+// build that reads format 2 would fail every such read with "unknown
+// format". Older directories are upgraded in place: the system file first,
+// then the block index rewrites its old records at open (ScanBlockStore).
+constexpr int kFormatVersion = 3;
 constexpr int kOldestFormatRead = 1;
 
 }  // namespace
@@ -104,6 +109,9 @@ Status DedupSystem::Init() {
   if (!s.ok()) return s.WithContext("open chunk index " + options_.chunk_index.table.path);
   DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.block_index.path)));
   BlockIndexOptions block_index_options = options_.block_index;
+  // CheckSystemMetadata has recorded format 3, so old builds refuse the
+  // directory before any record is rewritten.
+  block_index_options.upgrade_old_records = true;
   OperationsLog* log = log_.get();
   block_index_options.before_write_back = [log] { return log->Sync(); };
   s = BlockIndex::Open(block_index_options, is_committed, &block_index_);
@@ -423,7 +431,7 @@ Status DedupSystem::InstallMapping(const BlockId& id, const BlockMapping* old, B
     // The block index keeps the all-zero mapping (the block reads zeros).
     BlockMappingDeletedData deleted;
     deleted.block = id;
-    if (old != nullptr) old->Serialize(&deleted.old_mapping);
+    if (old != nullptr) old->Serialize(id, &deleted.old_mapping);
     type = LogEventType::kBlockMappingDeleted;
     payload = deleted.Encode();
   } else {
@@ -694,7 +702,12 @@ Status DedupSystem::Recover() {
     BlockMapping current;
     Status g = block_index_->Get(id, &current);
     if (g.ok() && current.version() >= e.id) return Status::OK();  // already persistent
-    if (!g.ok() && !g.IsNotFound()) return g;
+    // A stored record that cannot be read (or one the block index refuses:
+    // under a damaged key) is replaced by the logged mapping: every later
+    // event of the block is still in the log (it is trimmed in order) and
+    // follows, so the block ends up with its newest logged mapping, which is
+    // at least as new as anything the store held.
+    if (!g.ok() && !g.IsNotFound() && !g.IsCorruption()) return g;
     mapping.set_version(e.id);
     recovery_.mappings_applied++;
     return block_index_->Put(id, mapping);
