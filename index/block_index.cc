@@ -92,12 +92,18 @@ Status BlockIndex::LoadWrittenBlocks() {
   std::lock_guard<std::mutex> lock(mu_);
   BlockStoreScanOptions scan_options;
   scan_options.upgrade_old_records = options_.upgrade_old_records;
-  scan_options.upgrade_batch = options_.write_back_batch;
+  // As large as a flush's transactions: one synced TC transaction per 512
+  // records made the upgrade of 200 K records take 138 s instead of 11 s.
+  scan_options.upgrade_batch = std::max<size_t>(options_.write_back_batch, kFlushBatch);
   scan_options.on_key = [this](const BlockId& id) { written_.Mark(id); };
   BlockStoreScan scan;
   DEDUPV1_RETURN_IF_ERROR(ScanBlockStore(store_.get(), scan_options, &scan));
   upgraded_at_open_ = scan.upgraded;
   old_format_records_ = scan.old_format;
+  if (scan.upgraded > 0) {
+    std::fprintf(stderr, "dedupv1: %s: rewrote %llu block mappings of older builds with their block id\n",
+                 StoreName().c_str(), static_cast<unsigned long long>(scan.upgraded));
+  }
   ApplyScanLocked(scan);
   if (!scan.problems.empty()) {
     // Never silent: tgtd's log names what is damaged (dedupv1_check lists

@@ -791,7 +791,6 @@ TEST_P(BlockIndexTest, ListedBlockWhoseLookupFindsNothingIsCorruption) {
 // format 2 at Open when the engine asks for it.
 TEST_P(BlockIndexTest, OldFormatRecordsAreReadAndUpgradedAtOpen) {
   BlockIndexOptions o = Options();
-  o.write_back_batch = 7;  // several upgrade batches
   std::vector<std::pair<BlockId, std::string>> records;
   for (uint64_t b = 0; b < 50; b++) {
     records.push_back({BlockId{1, b}, test::SerializeFormatOne(Mapping(1, b, static_cast<uint32_t>(b)))});
