@@ -171,6 +171,49 @@ class ToolsTest : public ::testing::Test {
     return found;
   }
 
+  // Flips a byte 100 bytes before the end of container |id|'s file: inside
+  // the data of its last chunk.
+  void FlipContainerByte(ContainerId id) {
+    std::fstream f(ContainerPath(id), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-100, std::ios::end);
+    char c;
+    f.read(&c, 1);
+    c ^= 0x5a;
+    f.seekp(-100, std::ios::end);
+    f.write(&c, 1);
+  }
+
+  // Writes |a| to vol1, forgets every chunk, writes it to vol2: two copies of
+  // the data; *old_ids are the containers of vol1's copy.
+  void WriteTwoCopies(const std::vector<uint8_t>& a, std::vector<ContainerId>* old_ids) {
+    {
+      std::unique_ptr<DedupSystem> sys;
+      ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
+      Volume* v1;
+      ASSERT_TRUE(sys->GetVolume("vol1", &v1).ok());
+      ASSERT_TRUE(v1->Write(0, a.size(), a.data(), false).ok());
+      ASSERT_TRUE(sys->Close().ok());
+    }
+    *old_ids = Containers();
+    ASSERT_FALSE(old_ids->empty());
+    // Forget every chunk, so writing the same data again stores a second copy.
+    {
+      std::unique_ptr<DiskHashTable> table;
+      ASSERT_TRUE(DiskHashTable::Open(options_.chunk_index.table, Env::Default(), &table).ok());
+      std::vector<DiskHashTable::Op> ops;
+      for (ContainerId id : *old_ids) {
+        for (const auto& fp : ContainerFingerprints(id)) ops.push_back({fp, {}, true});
+      }
+      ASSERT_TRUE(table->Apply(ops).ok());
+    }
+    std::unique_ptr<DedupSystem> sys;
+    ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
+    Volume* v2;
+    ASSERT_TRUE(sys->GetVolume("vol2", &v2).ok());
+    ASSERT_TRUE(v2->Write(0, a.size(), a.data(), false).ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+
   // Switches the test's config to another block index backend.
   void UseBackend(const std::string& backend) {
     const std::string text = ConfigText(data_) + "block-index.backend = " + backend + "\n";
@@ -187,7 +230,9 @@ class ToolsTest : public ::testing::Test {
     Status s = DedupSystem::Open(options_, Env::Default(), &sys);
     EXPECT_TRUE(s.ok()) << s.ToString();
     if (!s.ok()) return {};
-    if (gc_first) EXPECT_TRUE(sys->RunGc().ok());
+    if (gc_first) {
+      EXPECT_TRUE(sys->RunGc().ok());
+    }
     Volume* v;
     EXPECT_TRUE(sys->GetVolume(volume, &v).ok());
     const uint64_t bs = options_.block_size;
@@ -198,6 +243,16 @@ class ToolsTest : public ::testing::Test {
     }
     EXPECT_TRUE(sys->Close().ok());
     return blocks;
+  }
+
+  // Every block of |volume| that |data| covers reads back |data|.
+  void ExpectReadsBack(const std::string& volume, const std::vector<uint8_t>& data, bool gc_first = false) {
+    const auto blocks = ReadBlocks(volume, gc_first);
+    const uint64_t bs = options_.block_size;
+    for (uint64_t b = 0; b < blocks.size() && (b + 1) * bs <= data.size(); b++) {
+      ASSERT_TRUE(blocks[b].has_value()) << volume << " block " << b;
+      EXPECT_TRUE(std::equal(blocks[b]->begin(), blocks[b]->end(), data.begin() + b * bs)) << b;
+    }
   }
 
   // Writes |size| bytes of unique data to vol1 and closes cleanly.
@@ -343,16 +398,7 @@ TEST_F(ToolsTest, CorruptContainerByteIsNamed) {
   const auto ids = Containers();
   ASSERT_GE(ids.size(), 2u);
   const ContainerId victim = ids[1];
-  const std::string path = ContainerPath(victim);
-  {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(-100, std::ios::end);
-    char c;
-    f.read(&c, 1);
-    c ^= 0x5a;
-    f.seekp(-100, std::ios::end);
-    f.write(&c, 1);
-  }
+  FlipContainerByte(victim);
   // Only the chunk the byte belongs to is lost: the check verifies each
   // chunk against its fingerprint when the container's data checksum fails.
   RunResult r = Check({"--json"});
@@ -483,34 +529,8 @@ TEST_F(ToolsTest, RemovedIndexEntriesAreReAddedByRepair) {
 
 TEST_F(ToolsTest, RepairPointsMappingsAtASurvivingCopy) {
   auto a = test::RandomBytes(1 << 20, 11);
-  {
-    std::unique_ptr<DedupSystem> sys;
-    ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
-    Volume* v1;
-    ASSERT_TRUE(sys->GetVolume("vol1", &v1).ok());
-    ASSERT_TRUE(v1->Write(0, a.size(), a.data(), false).ok());
-    ASSERT_TRUE(sys->Close().ok());
-  }
-  const auto old_ids = Containers();
-  ASSERT_FALSE(old_ids.empty());
-  // Forget every chunk, so writing the same data again stores a second copy.
-  {
-    std::unique_ptr<DiskHashTable> table;
-    ASSERT_TRUE(DiskHashTable::Open(options_.chunk_index.table, Env::Default(), &table).ok());
-    std::vector<DiskHashTable::Op> ops;
-    for (ContainerId id : old_ids) {
-      for (const auto& fp : ContainerFingerprints(id)) ops.push_back({fp, {}, true});
-    }
-    ASSERT_TRUE(table->Apply(ops).ok());
-  }
-  {
-    std::unique_ptr<DedupSystem> sys;
-    ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
-    Volume* v2;
-    ASSERT_TRUE(sys->GetVolume("vol2", &v2).ok());
-    ASSERT_TRUE(v2->Write(0, a.size(), a.data(), false).ok());
-    ASSERT_TRUE(sys->Close().ok());
-  }
+  std::vector<ContainerId> old_ids;
+  ASSERT_NO_FATAL_FAILURE(WriteTwoCopies(a, &old_ids));
   ASSERT_GT(Containers().size(), old_ids.size());
   // Which blocks' chunks went to which container depends on timing (open
   // containers, commit timeout): ask the block index.
@@ -530,14 +550,7 @@ TEST_F(ToolsTest, RepairPointsMappingsAtASurvivingCopy) {
   r = Check();
   EXPECT_EQ(r.code, 0) << r.out << r.err;
 
-  std::unique_ptr<DedupSystem> sys;
-  ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
-  Volume* v1;
-  ASSERT_TRUE(sys->GetVolume("vol1", &v1).ok());
-  std::vector<uint8_t> back(a.size());
-  ASSERT_TRUE(v1->Read(0, back.size(), back.data()).ok());
-  EXPECT_TRUE(back == a);
-  ASSERT_TRUE(sys->Close().ok());
+  ExpectReadsBack("vol1", a);
 }
 
 // Issue 19 defect 1: four bytes flipped inside one block mapping's stored
@@ -629,13 +642,7 @@ TEST_F(ToolsTest, FlippedBlockIndexKeyIsFoundAndRepaired) {
     EXPECT_NE(r.out.find("[repaired] block-record-displaced"), std::string::npos) << r.out;
     r = Check();
     EXPECT_EQ(r.code, 0) << r.out << r.err;
-    for (bool gc : {false, true}) {
-      const auto repaired = ReadBlocks("vol1", gc);
-      for (uint64_t b = 0; b < repaired.size(); b++) {
-        ASSERT_TRUE(repaired[b].has_value()) << b;
-        EXPECT_TRUE(std::equal(repaired[b]->begin(), repaired[b]->end(), data.begin() + b * bs)) << b;
-      }
-    }
+    for (bool gc : {false, true}) ASSERT_NO_FATAL_FAILURE(ExpectReadsBack("vol1", data, gc));
   }
 }
 
@@ -644,7 +651,6 @@ TEST_F(ToolsTest, FlippedBlockIndexKeyIsFoundAndRepaired) {
 // would leave it) is refused, reported and put back the same way.
 TEST_F(ToolsTest, RecordUnderAnotherKeyIsRepairedWithLevelDb) {
   ASSERT_NO_FATAL_FAILURE(UseBackend("leveldb"));
-  const uint64_t bs = options_.block_size;
   const auto data = WriteUnique(8 << 20, 23);
   {
     std::unique_ptr<KvStore> store;
@@ -662,11 +668,7 @@ TEST_F(ToolsTest, RecordUnderAnotherKeyIsRepairedWithLevelDb) {
   EXPECT_NE(r.out.find("key 1/300 holds the record of block 1/10"), std::string::npos) << r.out;
   r = Check({"--repair"});
   EXPECT_EQ(r.code, 0) << r.out << r.err;
-  blocks = ReadBlocks("vol1", /*gc_first=*/true);
-  for (uint64_t b = 0; b < blocks.size(); b++) {
-    ASSERT_TRUE(blocks[b].has_value()) << b;
-    EXPECT_TRUE(std::equal(blocks[b]->begin(), blocks[b]->end(), data.begin() + b * bs)) << b;
-  }
+  ExpectReadsBack("vol1", data, /*gc_first=*/true);
 }
 
 // A damaged chunk of a container that has a good copy elsewhere: only the
@@ -674,46 +676,12 @@ TEST_F(ToolsTest, RecordUnderAnotherKeyIsRepairedWithLevelDb) {
 // in use where they are.
 TEST_F(ToolsTest, RepairRelocatesOnlyTheDamagedChunksOfAContainer) {
   auto a = test::RandomBytes(1 << 20, 12);
-  {
-    std::unique_ptr<DedupSystem> sys;
-    ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
-    Volume* v1;
-    ASSERT_TRUE(sys->GetVolume("vol1", &v1).ok());
-    ASSERT_TRUE(v1->Write(0, a.size(), a.data(), false).ok());
-    ASSERT_TRUE(sys->Close().ok());
-  }
-  const auto old_ids = Containers();
-  ASSERT_FALSE(old_ids.empty());
-  // Forget every chunk, so writing the same data again stores a second copy.
-  {
-    std::unique_ptr<DiskHashTable> table;
-    ASSERT_TRUE(DiskHashTable::Open(options_.chunk_index.table, Env::Default(), &table).ok());
-    std::vector<DiskHashTable::Op> ops;
-    for (ContainerId id : old_ids) {
-      for (const auto& fp : ContainerFingerprints(id)) ops.push_back({fp, {}, true});
-    }
-    ASSERT_TRUE(table->Apply(ops).ok());
-  }
-  {
-    std::unique_ptr<DedupSystem> sys;
-    ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
-    Volume* v2;
-    ASSERT_TRUE(sys->GetVolume("vol2", &v2).ok());
-    ASSERT_TRUE(v2->Write(0, a.size(), a.data(), false).ok());
-    ASSERT_TRUE(sys->Close().ok());
-  }
+  std::vector<ContainerId> old_ids;
+  ASSERT_NO_FATAL_FAILURE(WriteTwoCopies(a, &old_ids));
   // One byte near the end of the old container's data: one chunk damaged.
   const ContainerId victim = old_ids[0];
   ASSERT_GT(ContainerFingerprints(victim).size(), 2u);
-  {
-    std::fstream f(ContainerPath(victim), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(-100, std::ios::end);
-    char c;
-    f.read(&c, 1);
-    c ^= 0x5a;
-    f.seekp(-100, std::ios::end);
-    f.write(&c, 1);
-  }
+  FlipContainerByte(victim);
   RunResult r = Check({"--json"});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   auto j = nlohmann::json::parse(r.out);
@@ -731,14 +699,7 @@ TEST_F(ToolsTest, RepairRelocatesOnlyTheDamagedChunksOfAContainer) {
   EXPECT_NE(r.out.find("[repaired] mapping-relocatable"), std::string::npos) << r.out;
   // The undamaged chunks of the container are still what vol1 uses.
   EXPECT_GE(BlockReferencing(victim), 0);
-  std::unique_ptr<DedupSystem> sys;
-  ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
-  Volume* v1;
-  ASSERT_TRUE(sys->GetVolume("vol1", &v1).ok());
-  std::vector<uint8_t> back(a.size());
-  ASSERT_TRUE(v1->Read(0, back.size(), back.data()).ok());
-  EXPECT_TRUE(back == a);
-  ASSERT_TRUE(sys->Close().ok());
+  ExpectReadsBack("vol1", a);
 }
 
 // The child writes and syncs, writes more without syncing, and is killed.
