@@ -194,7 +194,10 @@ class BlockIndex {
   // not the readable mapping of the block its key names in key order (it
   // cannot be read, carries another block's id, repeats or breaks the key
   // order), and every stored record of a block Get refuses, is not passed
-  // to f but to |skipped| (if set) with the reason; the walk goes on.
+  // to f but to |skipped| (if set) with the reason; the walk goes on. The
+  // volume's key range ends at the first key of a later volume, so in a
+  // store whose key order is broken this may stop early: checks use the walk
+  // of the whole store below.
   using SkippedRecord = std::function<void(const std::string& key, const Status& why)>;
   Status ForEachBlock(uint32_t volume,
                       const std::function<bool(uint64_t block, const BlockMapping& mapping)>& f,
