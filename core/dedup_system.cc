@@ -1,5 +1,6 @@
 #include "core/dedup_system.h"
 
+#include "core/crc_text.h"
 #include "core/data_dir.h"
 #include "core/memory_tuning.h"
 #include "core/usage_recount.h"
@@ -26,12 +27,13 @@ namespace {
 const char kLockFile[] = "LOCK";
 
 // Payload of a block-mapping event (log/log_event.h): the block, the new
-// mapping and the one it replaced (empty if none), each with its own CRC.
+// mapping and the one it replaced (empty if none), each with its own CRC
+// and the block's id (checked against the event's block when decoded).
 std::string EncodeMappingEvent(const BlockId& id, const BlockMapping& mapping, const BlockMapping* old) {
   BlockMappingWrittenData data;
   data.block = id;
-  mapping.Serialize(&data.new_mapping);
-  if (old != nullptr) old->Serialize(&data.old_mapping);
+  mapping.Serialize(id, &data.new_mapping);
+  if (old != nullptr) old->Serialize(id, &data.old_mapping);
   return data.Encode();
 }
 
@@ -44,8 +46,15 @@ Status DecodeMappingEvent(const std::string& payload, BlockId* id, BlockMapping*
 // 2: GC's dead-chunk marks persist (containers/dead-chunks). A build that
 // reads format 1 would ignore them, hand a marked chunk out again and leave
 // the mark to drop it at a later merge, so it must refuse the directory.
-// Format 1 directories are upgraded in place (nothing else changed).
-constexpr int kFormatVersion = 2;
+// 3: block mappings (block index store and log events) are written in
+// mapping format 2, which carries the block's id inside its checksum; a
+// build that reads format 2 would fail every such read with "unknown
+// format". Older directories are upgraded in place: the system file first,
+// then the block index rewrites its old records at open (ScanBlockStore).
+// Format 3 also brought checksum lines to `system` and `volumes`, and Tokyo
+// Cabinet page checksums to block index stores created from then on (a
+// build without them cannot open such a store).
+constexpr int kFormatVersion = 3;
 constexpr int kOldestFormatRead = 1;
 
 }  // namespace
@@ -119,6 +128,9 @@ Status DedupSystem::Init() {
   if (!s.ok()) return s.WithContext("open chunk index " + options_.chunk_index.table.path);
   DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.block_index.path)));
   BlockIndexOptions block_index_options = options_.block_index;
+  // CheckSystemMetadata has recorded format 3, so old builds refuse the
+  // directory before any record is rewritten.
+  block_index_options.upgrade_old_records = true;
   OperationsLog* log = log_.get();
   block_index_options.before_write_back = [log] { return log->Sync(); };
   s = BlockIndex::Open(block_index_options, is_committed, &block_index_);
@@ -198,9 +210,13 @@ Status DedupSystem::CheckSystemMetadata() {
        << "fingerprint = " << FingerprintTypeName(options_.fingerprint) << "\n";
   // Nothing is stored while a store is created: a file left by a creation
   // that failed is rewritten (the config may have been corrected since).
-  if (creating_) return WriteFileAtomically(env_, path, want.str());
-  std::string have;
-  DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, path, &have));
+  // The file ends with a checksum line (core/crc_text.h), so a flipped byte
+  // is refused instead of read as another block size or format.
+  if (creating_) return WriteFileAtomically(env_, path, AppendCrcLine(want.str()));
+  std::string text, have;
+  DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, path, &text));
+  bool had_crc = false;
+  DEDUPV1_RETURN_IF_ERROR(StripCrcLine(path, text, false, &have, &had_crc));
   const std::string damaged = "; " + path + " is damaged: restore it from a backup of the data directory";
   Config stored;
   Status parsed = Config::Parse(have, path, &stored);
@@ -253,9 +269,12 @@ Status DedupSystem::CheckSystemMetadata() {
   for (const auto& [key, line] : line_of) {
     if (line == 0) return Status::Corruption(path + ": no " + key + " line" + damaged);
   }
+  // Format 3 files are written with their checksum line; only an older
+  // format's file (upgraded now) may lack it.
+  if (!had_crc && !upgrade) return Status::Corruption(path + ": no checksum line" + damaged);
   // Before anything of the newer format is written, so a build that only
   // reads the older one refuses the directory from now on.
-  if (upgrade) return WriteFileAtomically(env_, path, want.str());
+  if (upgrade) return WriteFileAtomically(env_, path, AppendCrcLine(want.str()));
   return Status::OK();
 }
 
@@ -538,7 +557,7 @@ Status DedupSystem::InstallMapping(const BlockId& id, const BlockMapping* old, B
     // The block index keeps the all-zero mapping (the block reads zeros).
     BlockMappingDeletedData deleted;
     deleted.block = id;
-    if (old != nullptr) old->Serialize(&deleted.old_mapping);
+    if (old != nullptr) old->Serialize(id, &deleted.old_mapping);
     type = LogEventType::kBlockMappingDeleted;
     payload = deleted.Encode();
   } else {
@@ -828,7 +847,12 @@ Status DedupSystem::ApplyLoggedEvent(const LogEvent& e) {
   BlockMapping current;
   Status g = block_index_->Get(id, &current);
   if (g.ok() && current.version() >= e.id) return Status::OK();  // already persistent
-  if (!g.ok() && !g.IsNotFound()) return g;
+  // A stored record that cannot be read (or one the block index refuses:
+  // under a damaged key) is replaced by the logged mapping: every later
+  // event of the block is still in the log (it is trimmed in order) and
+  // follows, so the block ends up with its newest logged mapping, which is
+  // at least as new as anything the store held.
+  if (!g.ok() && !g.IsNotFound() && !g.IsCorruption()) return g;
   mapping.set_version(e.id);
   recovery_.mappings_applied++;
   return block_index_->Put(id, mapping);

@@ -6,14 +6,18 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <random>
 #include <thread>
 
+#include "core/crc_text.h"
 #include "core/system_testutil.h"
 #include "core/testutil.h"
+#include "index/block_index.h"
+#include "index/block_mapping_testutil.h"
 
 namespace dedupv1 {
 namespace {
@@ -170,6 +174,44 @@ TEST(DedupSystemTest, VolumesKeepIdsAndUidsAndTheDirectoryItsInstanceId) {
 // A format 1 directory (before persisted dead marks) opens and is marked
 // format 2, so older builds refuse it from then on; an unknown newer format is
 // refused with the formats this build reads.
+// Rewrites every record of the closed block index store in mapping format 1
+// (as builds before data directory format 3 wrote them); returns how many.
+size_t RewriteBlockIndexInFormatOne(const Options& o) {
+  std::unique_ptr<KvStore> store;
+  EXPECT_TRUE(OpenKvStore(o.block_index.backend, o.block_index.path, &store).ok());
+  std::vector<KvStore::WriteOp> ops;
+  EXPECT_TRUE(store
+                  ->Scan("", "",
+                         [&](const std::string& key, const std::string& value) {
+                           BlockId id;
+                           BlockMapping m;
+                           EXPECT_TRUE(DecodeBlockKey(key, &id));
+                           EXPECT_TRUE(BlockMapping::Parse(value, id, &m).ok());
+                           ops.push_back({key, test::SerializeFormatOne(m), false});
+                           return true;
+                         })
+                  .ok());
+  EXPECT_TRUE(store->Write(ops).ok());
+  return ops.size();
+}
+
+// Formats of every record of the closed block index store.
+std::map<uint8_t, size_t> BlockIndexFormats(const Options& o) {
+  std::unique_ptr<KvStore> store;
+  EXPECT_TRUE(OpenKvStore(o.block_index.backend, o.block_index.path, &store).ok());
+  std::map<uint8_t, size_t> formats;
+  EXPECT_TRUE(store
+                  ->Scan("", "",
+                         [&](const std::string&, const std::string& value) {
+                           BlockMapping::RecordHeader h;
+                           EXPECT_TRUE(BlockMapping::ParseHeader(value, &h).ok());
+                           formats[h.format]++;
+                           return true;
+                         })
+                  .ok());
+  return formats;
+}
+
 TEST(DedupSystemTest, OlderFormatIsUpgradedNewerOneRefused) {
   test::TempDir dir;
   Options o = SmallOptions(dir.path());
@@ -184,31 +226,43 @@ TEST(DedupSystemTest, OlderFormatIsUpgradedNewerOneRefused) {
   const std::string path = JoinPath(dir.path(), "system");
   std::string text;
   ASSERT_TRUE(ReadFileToString(Env::Default(), path, &text).ok());
-  ASSERT_NE(text.find("format = 2\n"), std::string::npos) << text;
+  ASSERT_NE(text.find("format = 3\n"), std::string::npos) << text;
+  // The file as a build of format |f| wrote it: older ones without the
+  // checksum line (format 3 brought it), others with one that fits.
+  const std::string body = text.substr(0, text.rfind("crc "));
   auto with_format = [&](const std::string& f) {
-    std::string t = text;
-    t.replace(t.find("format = 2"), 10, "format = " + f);
-    return t;
+    std::string t = body;
+    t.replace(t.find("format = 3"), 10, "format = " + f);
+    return f == "1" || f == "2" ? t : AppendCrcLine(t);
   };
-  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, with_format("1")).ok());
-  {
-    auto sys = test::OpenSystemOrDie(o);
-    Volume* v;
-    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
-    std::vector<uint8_t> out(data.size());
-    ASSERT_TRUE(v->Read(0, out.size(), out.data()).ok());
-    EXPECT_EQ(out, data);
+  // Formats 1 and 2 wrote block mappings without their block id: the
+  // directory is upgraded at open, the system file first, then the records.
+  for (const std::string older : {"1", "2"}) {
+    ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, with_format(older)).ok());
+    const size_t records = RewriteBlockIndexInFormatOne(o);
+    ASSERT_GE(records, 2u);
+    ASSERT_EQ(BlockIndexFormats(o), (std::map<uint8_t, size_t>{{1, records}}));
+    {
+      auto sys = test::OpenSystemOrDie(o);
+      EXPECT_EQ(sys->block_index()->stats().upgraded_at_open, records);
+      Volume* v;
+      ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+      std::vector<uint8_t> out(data.size());
+      ASSERT_TRUE(v->Read(0, out.size(), out.data()).ok());
+      EXPECT_EQ(out, data);
+    }
+    std::string upgraded;
+    ASSERT_TRUE(ReadFileToString(Env::Default(), path, &upgraded).ok());
+    EXPECT_EQ(upgraded, text);
+    EXPECT_EQ(BlockIndexFormats(o), (std::map<uint8_t, size_t>{{2, records}}));
   }
-  std::string upgraded;
-  ASSERT_TRUE(ReadFileToString(Env::Default(), path, &upgraded).ok());
-  EXPECT_EQ(upgraded, text);
-  for (const std::string f : {"3", "0", "x"}) {
+  for (const std::string f : {"4", "0", "x"}) {
     ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, with_format(f)).ok());
     std::unique_ptr<DedupSystem> sys;
     Status s = DedupSystem::Open(o, Env::Default(), &sys);
     EXPECT_TRUE(s.IsInvalidArgument()) << f << ": " << s.ToString();
     EXPECT_NE(s.message().find("has format " + f), std::string::npos) << s.ToString();
-    EXPECT_NE(s.message().find("reads formats 1 to 2"), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("reads formats 1 to 3"), std::string::npos) << s.ToString();
   }
 }
 

@@ -56,13 +56,14 @@ class UsageCounterTest : public ::testing::Test {
     OpenAll();
   }
 
-  std::string Mapping(const std::vector<std::pair<Fingerprint, ContainerId>>& chunks) {
+  // The serialized mapping of volume 1's |block| made of |chunks|.
+  std::string Mapping(uint64_t block, const std::vector<std::pair<Fingerprint, ContainerId>>& chunks) {
     BlockMapping m(kBlockSize);
     std::vector<BlockMappingItem> items;
     for (const auto& [fp, c] : chunks) items.push_back({fp, c, 0, 1000});
     EXPECT_TRUE(m.Overlay(0, items).ok());
     std::string s;
-    m.Serialize(&s);
+    m.Serialize(BlockId{1, block}, &s);
     return s;
   }
 
@@ -93,10 +94,10 @@ class UsageCounterTest : public ::testing::Test {
 TEST_F(UsageCounterTest, CountsOncePerBlockAndEventEvenWhenReplayedAfterACrash) {
   const auto x = std::make_pair(fps_[0], containers_[0]);
   const auto y = std::make_pair(fps_[1], containers_[1]);
-  Log(1, "", Mapping({x}));
-  Log(2, "", Mapping({x, y, x}));  // x twice in one block: counts once
-  Log(1, Mapping({x}), Mapping({y}));
-  Log(3, "", Mapping({y}));
+  Log(1, "", Mapping(1, {x}));
+  Log(2, "", Mapping(2, {x, y, x}));  // x twice in one block: counts once
+  Log(1, Mapping(1, {x}), Mapping(1, {y}));
+  Log(3, "", Mapping(3, {y}));
   ASSERT_TRUE(log_->Sync().ok());
   const uint64_t head = log_->head_id();
   {
@@ -119,7 +120,7 @@ TEST_F(UsageCounterTest, CountsOncePerBlockAndEventEvenWhenReplayedAfterACrash) 
   EXPECT_GT(counter.stats().changes_skipped, 0u);
   // Nothing is at 0 yet; unmapping block 2 makes x a candidate.
   EXPECT_EQ(counter.TakeCandidates().size(), 0u);
-  Log(2, Mapping({x, y, x}), Mapping({}));
+  Log(2, Mapping(2, {x, y, x}), Mapping(2, {}));
   ASSERT_TRUE(log_->Sync().ok());
   ASSERT_TRUE(counter.CountUpTo(log_->last_id()).ok());
   EXPECT_EQ(Usage(0), 0u);
@@ -136,9 +137,9 @@ TEST_F(UsageCounterTest, DroppedEventsAreNotCountedAndTheirBlockKeepsItsOldMappi
   Fingerprint lost_fp = fps_[0];
   lost_fp.bytes[0] ^= 0xff;
   const auto lost = std::make_pair(lost_fp, ContainerId{999});  // never committed
-  Log(1, "", Mapping({x}));
-  Log(1, Mapping({x}), Mapping({y, lost}));  // dropped
-  Log(1, Mapping({y, lost}), Mapping({y}));  // replaces x in truth
+  Log(1, "", Mapping(1, {x}));
+  Log(1, Mapping(1, {x}), Mapping(1, {y, lost}));  // dropped
+  Log(1, Mapping(1, {y, lost}), Mapping(1, {y}));  // replaces x in truth
   ASSERT_TRUE(log_->Sync().ok());
   UsageCounter counter(log_.get(), index_.get(), store_.get(), log_->head_id());
   ASSERT_TRUE(counter.CountUpTo(log_->last_id()).ok());
@@ -151,12 +152,28 @@ TEST_F(UsageCounterTest, DroppedEventsAreNotCountedAndTheirBlockKeepsItsOldMappi
 TEST_F(UsageCounterTest, ReferenceToAnErasedChunkRestoresItsEntry) {
   const auto x = std::make_pair(fps_[0], containers_[0]);
   ASSERT_TRUE(index_->Erase(fps_[0]).ok());
-  Log(1, "", Mapping({x}));
+  Log(1, "", Mapping(1, {x}));
   ASSERT_TRUE(log_->Sync().ok());
   UsageCounter counter(log_.get(), index_.get(), store_.get(), log_->head_id());
   ASSERT_TRUE(counter.CountUpTo(log_->last_id()).ok());
   EXPECT_EQ(Usage(0), 1u);
   EXPECT_EQ(counter.stats().entries_restored, 1u);
+}
+
+// A logged mapping carries its block's id: an event whose mapping belongs to
+// another block (the event's block field or the mapping bytes damaged, yet
+// both CRCs fine) is Corruption naming both, never counted against the
+// wrong block.
+TEST_F(UsageCounterTest, EventWhoseMappingBelongsToAnotherBlockIsCorruption) {
+  const auto x = std::make_pair(fps_[0], containers_[0]);
+  Log(1, "", Mapping(2, {x}));
+  ASSERT_TRUE(log_->Sync().ok());
+  UsageCounter counter(log_.get(), index_.get(), store_.get(), log_->head_id());
+  Status s = counter.CountUpTo(log_->last_id());
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("block mapping of block 1/1"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("belongs to block 1/2"), std::string::npos) << s.ToString();
+  EXPECT_EQ(Usage(0), 0u);  // not counted
 }
 
 }  // namespace

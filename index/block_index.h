@@ -25,7 +25,19 @@
 //    replaced in memory before they were written back (a block whose newest
 //    mapping waits for a commit keeps its store copy from before them);
 //  - every block with a mapping (auxiliary or stored) is marked in written_,
-//    so Get answers NotFound for a never-written block without the store.
+//    so Get answers NotFound for a never-written block without the store;
+//    a marked block whose lookup finds no record is Corruption (the store
+//    lost track of it), never "never written";
+//  - Get never returns another block's record: a format-2 record carries
+//    its block's id inside its checksum (BlockMapping::Parse checks it),
+//    and the scan of the whole store at Open (ScanBlockStore) finds the
+//    blocks whose record sits under another key (a damaged key) or whose key
+//    holds other records too. Get refuses those with Corruption until a new
+//    mapping replaces a displaced record, or dedupv1_check --repair
+//    (RepairStore) puts the records back; mappings of blocks under such an
+//    ambiguous key stay in memory (held, their log events kept) instead of
+//    being written back, because an update there could replace another
+//    block's only copy.
 //
 // Thread-safety: all methods may be called concurrently, except Close (and
 // the destructor), which must not run concurrently with other calls; Puts
@@ -50,6 +62,7 @@
 #include "core/status.h"
 #include "core/types.h"
 #include "index/block_mapping.h"
+#include "index/block_store_scan.h"
 #include "index/kv_store.h"
 #include "index/written_blocks.h"
 
@@ -73,6 +86,11 @@ struct BlockIndexOptions {
   // lock. The system makes the operations log durable here, so a mapping
   // never reaches the store before the log event that describes it.
   std::function<Status()> before_write_back;
+  // At Open, rewrite records of format 1 (written by older builds, without
+  // the block id) in format 2 (ScanBlockStoreOptions). The engine sets it
+  // once the data directory's format says so; a tool that only inspects
+  // the store does not.
+  bool upgrade_old_records = false;
 };
 
 struct BlockIndexStats {
@@ -88,6 +106,10 @@ struct BlockIndexStats {
   uint64_t written_back = 0;            // mappings written to the store
   uint64_t write_back_batches = 0;      // successful store writes
   std::string last_error;               // last failed write-back, "" if none
+  uint64_t damaged_blocks = 0;          // blocks Get refuses (BlockIndex::Get, damaged store)
+  uint64_t aux_held = 0;                // mappings held in memory under a damaged key
+  uint64_t upgraded_at_open = 0;        // format-1 records rewritten in format 2 at Open
+  uint64_t old_format_records = 0;      // format-1 records left after Open
 };
 
 class BlockIndex {
@@ -168,9 +190,33 @@ class BlockIndex {
   // order, auxiliary mappings taking precedence over stored ones, until f
   // returns false. Meant for checks and tools: a snapshot of the auxiliary
   // index is taken first, so blocks written while it runs may show either
-  // version. f may call other methods of the index.
+  // version. f may call other methods of the index. A stored record that is
+  // not the readable mapping of the block its key names in key order (it
+  // cannot be read, carries another block's id, repeats or breaks the key
+  // order), and every stored record of a block Get refuses, is not passed
+  // to f but to |skipped| (if set) with the reason; the walk goes on. The
+  // volume's key range ends at the first key of a later volume, so in a
+  // store whose key order is broken this may stop early: checks use the walk
+  // of the whole store below.
+  using SkippedRecord = std::function<void(const std::string& key, const Status& why)>;
   Status ForEachBlock(uint32_t volume,
-                      const std::function<bool(uint64_t block, const BlockMapping& mapping)>& f);
+                      const std::function<bool(uint64_t block, const BlockMapping& mapping)>& f,
+                      const SkippedRecord& skipped = nullptr);
+  // The same for every volume, in one walk of the whole store in its own
+  // order (so also records a damaged store keeps out of key order).
+  Status ForEachBlock(const std::function<bool(const BlockId& id, const BlockMapping& mapping)>& f,
+                      const SkippedRecord& skipped = nullptr);
+
+  // Scans the whole store now (ScanBlockStore, no upgrade) and refuses, from
+  // now on, the blocks it finds damaged; *scan receives the findings. For
+  // dedupv1_check, on an otherwise idle index.
+  Status VerifyStore(BlockStoreScan* scan);
+  // dedupv1_check --repair: scans the store (with write-back held off),
+  // puts every repairable block's newest record back under its own key
+  // (RepairBlockStore) and scans again; blocks repaired are served again
+  // and their held mappings written back. *repaired: the blocks repaired;
+  // *after: the scan after the repair.
+  Status RepairStore(std::vector<BlockId>* repaired, BlockStoreScan* after);
 
  private:
   struct AuxEntry {
@@ -188,6 +234,13 @@ class BlockIndex {
     std::optional<BlockMapping> stable;
     uint64_t stable_seq = 0;
     uint64_t after_stable = 0;
+    // Its key in the store is ambiguous (damaged_): not written back.
+    bool held = false;
+  };
+  // Why Get refuses a block the store scan found damaged.
+  struct Damage {
+    bool ambiguous_key = false;  // held: a write-back under this key is unsafe
+    std::string why;
   };
 
   BlockIndex(const BlockIndexOptions& options, std::unique_ptr<KvStore> store,
@@ -200,8 +253,22 @@ class BlockIndex {
   void Unregister(const BlockId& id, const AuxEntry& entry);
   // Forgets |entry|'s stable mapping (a newer one is persistable). Requires mu_.
   void DropStable(AuxEntry* entry);
-  // Marks every block the store holds in written_ (at Open).
+  // Scans the store at Open: marks every block it holds in written_, notes
+  // the damaged blocks, upgrades old-format records.
   Status LoadWrittenBlocks();
+  // Takes |scan|'s damaged blocks as the ones Get refuses, and holds (or
+  // releases) the auxiliary mappings under ambiguous keys. Requires mu_.
+  void ApplyScanLocked(const BlockStoreScan& scan);
+  // Registers |entry|'s current mapping in persistable_ or waiting_ (none
+  // while held). Requires mu_.
+  void Register(const BlockId& id, const AuxEntry& entry);
+  // Corruption naming the block, the store and |why|.
+  Status DamagedError(const BlockId& id, const std::string& why) const;
+  // "block index <path>" (or "block index store" without a path).
+  std::string StoreName() const;
+  Status ForEachBlockIn(const std::string& begin, const std::string& end, std::map<BlockId, BlockMapping> aux,
+                        const std::function<bool(const BlockId&, const BlockMapping&)>& f,
+                        const SkippedRecord& skipped);
   // Writes back up to |limit| of the oldest persistable mappings with a
   // sequence number <= max_seq in one store write; *written is the number
   // written (0: nothing to do).
@@ -228,8 +295,13 @@ class BlockIndex {
   // written back first.
   std::map<uint64_t, BlockId> persistable_;
   uint64_t stable_count_ = 0;  // entries with a stable mapping
-  // Blocks that may have a mapping; filled from the store at Open.
+  // Blocks that have a mapping; filled from the store at Open.
   WrittenBlocks written_;
+  // Blocks Get refuses (found by the store scan at Open or VerifyStore).
+  std::unordered_map<BlockId, Damage, BlockIdHasher> damaged_;
+  uint64_t held_count_ = 0;  // aux entries with held set
+  uint64_t upgraded_at_open_ = 0;
+  uint64_t old_format_records_ = 0;
   uint64_t next_seq_ = 0;
   uint64_t put_waiters_ = 0;
   bool idle_ = false;

@@ -11,10 +11,15 @@ namespace dedupv1 {
 
 namespace {
 
-constexpr uint8_t kFormat = 1;
+// Format 1 (older builds): no block id. Format 2 carries the id inside the
+// checksum, so a record under the wrong key is detected.
+constexpr uint8_t kFormatWithoutId = 1;
+constexpr uint8_t kFormat = 2;
 constexpr uint8_t kZeroFpFlag = 0x80;
 // format + version + block size + item count + crc
-constexpr size_t kFixedBytes = 1 + 8 + 4 + 4 + 4;
+constexpr size_t kFixedBytesWithoutId = 1 + 8 + 4 + 4 + 4;
+// ... + volume + block
+constexpr size_t kFixedBytes = kFixedBytesWithoutId + 4 + 8;
 // fp size byte + container + chunk offset + size (with an omitted fingerprint)
 constexpr size_t kMinItemBytes = 1 + 8 + 4 + 4;
 constexpr uint64_t kMaxChunkEnd = std::numeric_limits<uint32_t>::max();
@@ -146,10 +151,12 @@ void BlockMapping::ForEachPiece(
   }
 }
 
-void BlockMapping::Serialize(std::string* out) const {
+void BlockMapping::Serialize(const BlockId& id, std::string* out) const {
   out->clear();
   out->reserve(kFixedBytes + items_.size() * (kMinItemBytes + Fingerprint::kMaxSize));
   out->push_back(static_cast<char>(kFormat));
+  PutFixed32(out, id.volume);
+  PutFixed64(out, id.block);
   PutFixed64(out, version_);
   PutFixed32(out, block_size_);
   PutFixed32(out, static_cast<uint32_t>(items_.size()));
@@ -167,20 +174,17 @@ void BlockMapping::Serialize(std::string* out) const {
   PutFixed32(out, Crc32c(out->data(), out->size()));
 }
 
-Status BlockMapping::Parse(const std::string& data, BlockMapping* out) {
-  return ParseNamed(data, "block mapping", out);
+Status BlockMapping::ParseHeader(const std::string& data, RecordHeader* out) {
+  size_t items_at = 0;
+  return ParseHeaderNamed(data, "block mapping", out, &items_at);
 }
 
-Status BlockMapping::Parse(const std::string& data, const BlockId& id, BlockMapping* out) {
-  return ParseNamed(data, fmt::format("block mapping of block {}/{}", id.volume, id.block), out);
-}
-
-Status BlockMapping::ParseNamed(const std::string& data, const std::string& name,
-                                BlockMapping* out) {
+Status BlockMapping::ParseHeaderNamed(const std::string& data, const std::string& name, RecordHeader* header,
+                                      size_t* items_at) {
   auto corrupt = [&name](const std::string& what) {
     return Status::Corruption(name + ": " + what);
   };
-  if (data.size() < kFixedBytes) {
+  if (data.size() < kFixedBytesWithoutId) {
     return corrupt(fmt::format("too short ({} bytes)", data.size()));
   }
   const uint8_t* p = reinterpret_cast<const uint8_t*>(data.data());
@@ -190,11 +194,40 @@ Status BlockMapping::ParseNamed(const std::string& data, const std::string& name
   if (stored_crc != crc) {
     return corrupt(fmt::format("checksum mismatch (stored {:08x}, computed {:08x})", stored_crc, crc));
   }
-  if (p[0] != kFormat) return corrupt(fmt::format("unknown format {}", p[0]));
+  RecordHeader h;
+  h.format = p[0];
   size_t pos = 1;
+  if (h.format == kFormat) {
+    if (data.size() < kFixedBytes) return corrupt(fmt::format("too short ({} bytes)", data.size()));
+    h.has_owner = true;
+    h.owner.volume = DecodeFixed32(p + pos);
+    h.owner.block = DecodeFixed64(p + pos + 4);
+    pos += 12;
+  } else if (h.format != kFormatWithoutId) {
+    return corrupt(fmt::format("unknown format {}", h.format));
+  }
+  h.version = DecodeFixed64(p + pos);
+  *header = h;
+  *items_at = pos + 8;
+  return Status::OK();
+}
+
+Status BlockMapping::Parse(const std::string& data, const BlockId& id, BlockMapping* out) {
+  const std::string name = fmt::format("block mapping of block {}/{}", id.volume, id.block);
+  auto corrupt = [&name](const std::string& what) {
+    return Status::Corruption(name + ": " + what);
+  };
+  RecordHeader header;
+  size_t pos = 0;
+  DEDUPV1_RETURN_IF_ERROR(ParseHeaderNamed(data, name, &header, &pos));
+  if (header.has_owner && !(header.owner == id)) {
+    return corrupt(fmt::format("the record belongs to block {}/{} (a damaged key or a record in the wrong place)",
+                               header.owner.volume, header.owner.block));
+  }
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(data.data());
+  const size_t body = data.size() - 4;
   BlockMapping m;
-  m.version_ = DecodeFixed64(p + pos);
-  pos += 8;
+  m.version_ = header.version;
   m.block_size_ = DecodeFixed32(p + pos);
   pos += 4;
   const uint32_t count = DecodeFixed32(p + pos);

@@ -77,17 +77,33 @@ class BlockMapping {
                     const std::function<void(const BlockMappingItem& item, uint32_t block_offset,
                                              uint32_t chunk_offset, uint32_t size)>& f) const;
 
-  // Compact binary form (little endian): format byte, version u64, block size
+  // Compact binary form (little endian, docs/formats.md), format 2: format
+  // byte 2, the block's id (volume u32, block u64), version u64, block size
   // u32, item count u32, then per item: fp size u8 (bit 7 set = all-zero
   // fingerprint, bytes omitted) + fp bytes, container u64, chunk offset u32,
-  // size u32; finally CRC32C u32 of everything before it.
-  void Serialize(std::string* out) const;
-  // Parses Serialize output. Any mismatch (checksum, format, length, broken
-  // invariant) is Corruption("block mapping: ...") and leaves |out| unchanged.
-  static Status Parse(const std::string& data, BlockMapping* out);
-  // Same, naming the block in the error: Corruption("block mapping of block
-  // <volume>/<block>: ...").
+  // size u32; finally CRC32C u32 of everything before it. The id is inside
+  // the checksum, so a record stored (or logged) under another block's key
+  // is caught by Parse: the store's key and the record's id must agree.
+  void Serialize(const BlockId& id, std::string* out) const;
+  // Parses the Serialize output of block |id|. Any mismatch (checksum,
+  // format, length, broken invariant, or a record that carries another
+  // block's id) is Corruption("block mapping of block <volume>/<block>:
+  // ...") and leaves |out| unchanged. Format 1 (written by older builds:
+  // no id, otherwise the same fields) is still read; it cannot be checked
+  // against |id|.
   static Status Parse(const std::string& data, const BlockId& id, BlockMapping* out);
+
+  // What a scan needs to know of a stored record without parsing its items:
+  // its format, the block it belongs to (format 2) and its version.
+  struct RecordHeader {
+    uint8_t format = 0;
+    bool has_owner = false;  // format 2: |owner| is the block id it carries
+    BlockId owner;
+    uint64_t version = 0;
+  };
+  // Verifies the checksum and the format byte of a serialized mapping and
+  // reads its header; Corruption("block mapping: ...") if either fails.
+  static Status ParseHeader(const std::string& data, RecordHeader* out);
 
   // OK, or Corruption("block mapping: ...") naming the broken invariant.
   Status CheckInvariants() const;
@@ -100,7 +116,9 @@ class BlockMapping {
   bool operator!=(const BlockMapping& o) const { return !(*this == o); }
 
  private:
-  static Status ParseNamed(const std::string& data, const std::string& name, BlockMapping* out);
+  // Checks the checksum and format and reads the header; |name| prefixes errors.
+  static Status ParseHeaderNamed(const std::string& data, const std::string& name, RecordHeader* header,
+                                 size_t* items_at);
   Status CheckInvariantsNamed(const std::string& name) const;
 
   uint32_t block_size_ = 0;

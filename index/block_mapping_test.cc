@@ -7,9 +7,12 @@
 #include <vector>
 
 #include "core/coding.h"
+#include "index/block_mapping_testutil.h"
 
 namespace dedupv1 {
 namespace {
+
+const BlockId kBlock1{1, 1};
 
 // Chunk |id| (>= 0) has a distinct non-zero fingerprint and lives in
 // container id + 1.
@@ -259,9 +262,9 @@ TEST(BlockMappingTest, RandomOverlaysMatchAByteModel) {
 
     if (round % 100 == 0) {
       std::string data;
-      m.Serialize(&data);
+      m.Serialize(kBlock1, &data);
       BlockMapping parsed;
-      ASSERT_TRUE(BlockMapping::Parse(data, &parsed).ok());
+      ASSERT_TRUE(BlockMapping::Parse(data, kBlock1, &parsed).ok());
       ASSERT_EQ(parsed, m);
     }
   }
@@ -275,9 +278,9 @@ TEST(BlockMappingTest, SerializeRoundTrip) {
   BlockMappingItem zero256 = TypedZero(500, FingerprintType::kSha256);
   ASSERT_TRUE(m.Overlay(100, Items({Chunk(1, 0, 4000), sha256, zero256, Chunk(2, 5, 9)})).ok());
   std::string data;
-  m.Serialize(&data);
+  m.Serialize(kBlock1, &data);
   BlockMapping parsed;
-  ASSERT_TRUE(BlockMapping::Parse(data, &parsed).ok());
+  ASSERT_TRUE(BlockMapping::Parse(data, kBlock1, &parsed).ok());
   EXPECT_EQ(parsed, m);
   EXPECT_EQ(parsed.version(), 77u);
   EXPECT_EQ(parsed.items()[2].fp.size, 32u);
@@ -285,29 +288,86 @@ TEST(BlockMappingTest, SerializeRoundTrip) {
 
   // A fresh block round-trips too, and zero fingerprints cost no bytes.
   BlockMapping fresh(4096);
-  fresh.Serialize(&data);
-  EXPECT_EQ(data.size(), 21u + 17u);
-  ASSERT_TRUE(BlockMapping::Parse(data, &parsed).ok());
+  fresh.Serialize(kBlock1, &data);
+  EXPECT_EQ(data.size(), 33u + 17u);
+  ASSERT_TRUE(BlockMapping::Parse(data, kBlock1, &parsed).ok());
   EXPECT_EQ(parsed, fresh);
+  BlockMapping::RecordHeader header;
+  ASSERT_TRUE(BlockMapping::ParseHeader(data, &header).ok());
+  EXPECT_EQ(header.format, 2u);
+  EXPECT_TRUE(header.has_owner);
+  EXPECT_EQ(header.owner, kBlock1);
+  EXPECT_EQ(header.version, 0u);
+}
+
+// The record carries its block's id inside the checksum: read under another
+// block's id (a damaged key, or a record logged for another block) it is
+// Corruption naming both blocks, never that block's data.
+TEST(BlockMappingTest, RecordOfAnotherBlockIsCorruption) {
+  BlockMapping m(4096);
+  m.set_version(5);
+  ASSERT_TRUE(m.Overlay(0, Items({Chunk(1, 0, 100)})).ok());
+  std::string data;
+  m.Serialize(BlockId{1, 100}, &data);
+  BlockMapping out(8);
+  const BlockMapping untouched = out;
+  for (const BlockId& other : {BlockId{1, 101}, BlockId{1, 356}, BlockId{0, 100}, BlockId{2, 100}}) {
+    Status s = BlockMapping::Parse(data, other, &out);
+    ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_NE(s.message().find("block mapping of block " + std::to_string(other.volume) + "/" +
+                               std::to_string(other.block)),
+              std::string::npos)
+        << s.ToString();
+    EXPECT_NE(s.message().find("belongs to block 1/100"), std::string::npos) << s.ToString();
+    EXPECT_EQ(out, untouched);
+  }
+  ASSERT_TRUE(BlockMapping::Parse(data, BlockId{1, 100}, &out).ok());
+  EXPECT_EQ(out, m);
+  BlockMapping::RecordHeader header;
+  ASSERT_TRUE(BlockMapping::ParseHeader(data, &header).ok());
+  EXPECT_EQ(header.owner, (BlockId{1, 100}));
+  EXPECT_EQ(header.version, 5u);
+}
+
+// Format 1 (older builds: the same fields without the block id) is still
+// read, under any id; its header says it carries none.
+TEST(BlockMappingTest, FormatOneIsStillRead) {
+  BlockMapping m(4096);
+  m.set_version(9);
+  ASSERT_TRUE(m.Overlay(0, Items({Chunk(1, 0, 100), Chunk(2, 10, 200)})).ok());
+  const std::string v1 = test::SerializeFormatOne(m);
+  BlockMapping out;
+  ASSERT_TRUE(BlockMapping::Parse(v1, BlockId{3, 4}, &out).ok());
+  EXPECT_EQ(out, m);
+  BlockMapping::RecordHeader header;
+  ASSERT_TRUE(BlockMapping::ParseHeader(v1, &header).ok());
+  EXPECT_EQ(header.format, 1u);
+  EXPECT_FALSE(header.has_owner);
+  EXPECT_EQ(header.version, 9u);
+  // A flipped byte is still caught by its checksum.
+  std::string bad = v1;
+  bad[5] ^= 0x01;
+  EXPECT_TRUE(BlockMapping::Parse(bad, BlockId{3, 4}, &out).IsCorruption());
+  EXPECT_TRUE(BlockMapping::ParseHeader(bad, &header).IsCorruption());
 }
 
 TEST(BlockMappingTest, ParseDetectsEveryFlippedByteAndTruncation) {
   BlockMapping m(4096);
   ASSERT_TRUE(m.Overlay(0, Items({Chunk(1, 0, 100), Chunk(2, 10, 200)})).ok());
   std::string data;
-  m.Serialize(&data);
+  m.Serialize(kBlock1, &data);
   const BlockMapping untouched(8);
   for (size_t i = 0; i < data.size(); i++) {
     std::string bad = data;
     bad[i] = static_cast<char>(bad[i] ^ 0x10);
     BlockMapping out = untouched;
-    Status s = BlockMapping::Parse(bad, &out);
+    Status s = BlockMapping::Parse(bad, kBlock1, &out);
     ASSERT_TRUE(s.IsCorruption()) << "byte " << i << ": " << s.ToString();
     ASSERT_EQ(out, untouched);
   }
   for (size_t n = 0; n < data.size(); n++) {
     BlockMapping out;
-    ASSERT_TRUE(BlockMapping::Parse(data.substr(0, n), &out).IsCorruption()) << n;
+    ASSERT_TRUE(BlockMapping::Parse(data.substr(0, n), kBlock1, &out).IsCorruption()) << n;
   }
   BlockMapping out;
   Status s = BlockMapping::Parse(data + "x", BlockId{3, 17}, &out);
@@ -320,28 +380,28 @@ TEST(BlockMappingTest, ParseChecksInvariants) {
   BlockMapping m(4096);
   ASSERT_TRUE(m.Overlay(0, Items({Chunk(1, 0, 100)})).ok());
   std::string data;
-  m.Serialize(&data);
+  m.Serialize(BlockId{1, 2}, &data);
   auto reseal = [](std::string d) {
     d.resize(d.size() - 4);
     PutFixed32(&d, Crc32c(d.data(), d.size()));
     return d;
   };
-  // Block size field (after format byte and version) claims more bytes than covered.
+  // Block size field (after format byte, id and version) claims more bytes than covered.
   std::string wrong_size = data;
-  EncodeFixed32(reinterpret_cast<uint8_t*>(&wrong_size[9]), 8192);
+  EncodeFixed32(reinterpret_cast<uint8_t*>(&wrong_size[21]), 8192);
   BlockMapping out;
   Status s = BlockMapping::Parse(reseal(wrong_size), BlockId{1, 2}, &out);
   ASSERT_TRUE(s.IsCorruption());
   EXPECT_NE(s.message().find("cover"), std::string::npos) << s.ToString();
   std::string bad_format = data;
   bad_format[0] = 9;
-  EXPECT_TRUE(BlockMapping::Parse(reseal(bad_format), &out).IsCorruption());
+  EXPECT_TRUE(BlockMapping::Parse(reseal(bad_format), BlockId{1, 2}, &out).IsCorruption());
   std::string huge_count = data;
-  EncodeFixed32(reinterpret_cast<uint8_t*>(&huge_count[13]), 0xFFFFFFFF);
-  EXPECT_TRUE(BlockMapping::Parse(reseal(huge_count), &out).IsCorruption());
+  EncodeFixed32(reinterpret_cast<uint8_t*>(&huge_count[25]), 0xFFFFFFFF);
+  EXPECT_TRUE(BlockMapping::Parse(reseal(huge_count), BlockId{1, 2}, &out).IsCorruption());
 }
 
-// A hand-made blob of a 100-byte block made of |n| zero items of 100/n bytes
+// A hand-made format-1 blob of a 100-byte block made of |n| zero items of 100/n bytes
 // each, with fingerprint byte |fp_byte|.
 std::string ZeroItemsBlob(int n, uint8_t fp_byte) {
   std::string d;
@@ -361,12 +421,12 @@ std::string ZeroItemsBlob(int n, uint8_t fp_byte) {
 
 TEST(BlockMappingTest, ParseInsistsOnCanonicalZeroItems) {
   BlockMapping out;
-  ASSERT_TRUE(BlockMapping::Parse(ZeroItemsBlob(1, 0x80), &out).ok());
+  ASSERT_TRUE(BlockMapping::Parse(ZeroItemsBlob(1, 0x80), kBlock1, &out).ok());
   EXPECT_EQ(out, BlockMapping(100));
-  Status s = BlockMapping::Parse(ZeroItemsBlob(2, 0x80), &out);
+  Status s = BlockMapping::Parse(ZeroItemsBlob(2, 0x80), kBlock1, &out);
   ASSERT_TRUE(s.IsCorruption());
   EXPECT_NE(s.message().find("merged"), std::string::npos) << s.ToString();
-  s = BlockMapping::Parse(ZeroItemsBlob(1, 0x80 | 20), &out);
+  s = BlockMapping::Parse(ZeroItemsBlob(1, 0x80 | 20), kBlock1, &out);
   ASSERT_TRUE(s.IsCorruption());
   EXPECT_NE(s.message().find("fingerprint size 20"), std::string::npos) << s.ToString();
 }

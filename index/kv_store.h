@@ -43,10 +43,29 @@ class KvStore {
   // Calls f(key, value) for the keys in [begin, end) in key order until f
   // returns false. An empty |end| means "to the last key". Records written
   // while the scan runs may or may not be seen, but none is seen twice; f may
-  // call other methods of the store.
+  // call other methods of the store. Without concurrent writes the scan
+  // visits the records exactly in the store's own order, also where that
+  // order is broken (a damaged page: a key out of order, two records under
+  // one key): each record once, none skipped (until a key at or past |end|).
   virtual Status Scan(const std::string& begin, const std::string& end,
                       const std::function<bool(const std::string& key,
                                                const std::string& value)>& f) = 0;
+
+  struct Record {
+    std::string key;
+    std::string value;
+  };
+  // Removes every record equal to one of |records| (key and value alike)
+  // wherever the store's own order has it, then applies |ops| as Write does;
+  // all in one atomic, durable write. A store whose B+tree page was damaged
+  // can hold two records under one key, or a record out of key order, where
+  // a lookup by key finds the wrong one or none; this walks the whole store
+  // instead, so it removes exactly the records meant (a repair tool's
+  // operation, not for the request path). *removed: how many were removed.
+  // If one of |records| is not in the store (it changed since the caller
+  // read it), nothing is written and the result is Aborted.
+  virtual Status RemoveExactThenWrite(const std::vector<Record>& records, const std::vector<WriteOp>& ops,
+                                      uint64_t* removed) = 0;
 
   // Makes everything written so far durable.
   virtual Status Sync() = 0;

@@ -162,6 +162,37 @@ TEST_P(KvStoreTest, ScanToleratesWritesFromTheCallback) {
   EXPECT_GT(seen, 600);
 }
 
+// A repair's removal: exactly the records named (key and value), then the
+// writes, atomically; a record that is not there (the store changed) aborts
+// the whole write.
+TEST_P(KvStoreTest, RemoveExactThenWrite) {
+  std::vector<KvStore::WriteOp> ops;
+  for (int i = 0; i < 600; i++) ops.push_back(Put("k" + std::to_string(1000 + i), "v" + std::to_string(i)));
+  ASSERT_TRUE(store_->Write(ops).ok());
+  uint64_t removed = 0;
+  ASSERT_TRUE(store_->RemoveExactThenWrite({{"k1003", "v3"}, {"k1500", "v500"}}, {Put("k1003", "new"), Put("zz", "z")},
+                                           &removed)
+                  .ok());
+  EXPECT_EQ(removed, 2u);
+  std::string v;
+  ASSERT_TRUE(store_->Get("k1003", &v).ok());
+  EXPECT_EQ(v, "new");
+  EXPECT_TRUE(store_->Get("k1500", &v).IsNotFound());
+  ASSERT_TRUE(store_->Get("zz", &v).ok());
+  EXPECT_EQ(store_->Count(), 600u);
+  // The value differs: nothing is written.
+  Status s = store_->RemoveExactThenWrite({{"k1004", "v3"}}, {Put("k1005", "changed")}, &removed);
+  EXPECT_TRUE(s.IsAborted()) << s.ToString();
+  ASSERT_TRUE(store_->Get("k1004", &v).ok());
+  EXPECT_EQ(v, "v4");
+  ASSERT_TRUE(store_->Get("k1005", &v).ok());
+  EXPECT_EQ(v, "v5");
+  EXPECT_EQ(store_->Count(), 600u);
+  Reopen();
+  EXPECT_EQ(store_->Count(), 600u);
+  EXPECT_TRUE(store_->Get("k1500", &v).IsNotFound());
+}
+
 TEST_P(KvStoreTest, ReopenKeepsData) {
   std::vector<KvStore::WriteOp> ops;
   for (int i = 0; i < 300; i++) ops.push_back(Put("key" + std::to_string(i), std::string(i, 'v')));

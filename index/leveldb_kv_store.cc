@@ -49,12 +49,19 @@ class LevelDbKvStore : public KvStore {
   Status Write(const std::vector<WriteOp>& ops) override;
   Status Scan(const std::string& begin, const std::string& end,
               const std::function<bool(const std::string&, const std::string&)>& f) override;
+  Status RemoveExactThenWrite(const std::vector<Record>& records, const std::vector<WriteOp>& ops,
+                              uint64_t* removed) override;
   Status Sync() override;
   uint64_t Count() override;
   uint64_t SizeBytes() override;
 
  private:
   explicit LevelDbKvStore(std::string path);
+  // Adds |ops| to |batch|; *delta is the change in the record count.
+  // |exists| says whether a key exists after the ops so far (filled from
+  // the database on first use). Requires write_mu_.
+  Status AddOps(const std::vector<WriteOp>& ops, std::unordered_map<std::string, bool>* exists,
+                leveldb::WriteBatch* batch, int64_t* delta);
 
   const std::string path_;
   std::unique_ptr<leveldb::Cache> cache_;
@@ -109,17 +116,12 @@ Status LevelDbKvStore::Get(const std::string& key, std::string* value) {
   return FromLevelDb(s, path_, "get");
 }
 
-Status LevelDbKvStore::Write(const std::vector<WriteOp>& ops) {
-  if (ops.empty()) return Status::OK();
-  std::lock_guard<std::mutex> lock(write_mu_);
-  // Whether each key exists after the ops so far, for the record count.
-  std::unordered_map<std::string, bool> exists;
-  int64_t delta = 0;
-  leveldb::WriteBatch batch;
+Status LevelDbKvStore::AddOps(const std::vector<WriteOp>& ops, std::unordered_map<std::string, bool>* exists,
+                              leveldb::WriteBatch* batch, int64_t* delta) {
   for (const WriteOp& op : ops) {
-    auto it = exists.find(op.key);
+    auto it = exists->find(op.key);
     bool existed;
-    if (it != exists.end()) {
+    if (it != exists->end()) {
       existed = it->second;
     } else {
       std::string ignored;
@@ -128,18 +130,61 @@ Status LevelDbKvStore::Write(const std::vector<WriteOp>& ops) {
       existed = s.ok();
     }
     if (op.erase) {
-      batch.Delete(op.key);
-      if (existed) delta--;
+      batch->Delete(op.key);
+      if (existed) (*delta)--;
     } else {
-      batch.Put(op.key, op.value);
-      if (!existed) delta++;
+      batch->Put(op.key, op.value);
+      if (!existed) (*delta)++;
     }
-    exists[op.key] = !op.erase;
+    (*exists)[op.key] = !op.erase;
   }
+  return Status::OK();
+}
+
+Status LevelDbKvStore::Write(const std::vector<WriteOp>& ops) {
+  if (ops.empty()) return Status::OK();
+  std::lock_guard<std::mutex> lock(write_mu_);
+  std::unordered_map<std::string, bool> exists;
+  int64_t delta = 0;
+  leveldb::WriteBatch batch;
+  DEDUPV1_RETURN_IF_ERROR(AddOps(ops, &exists, &batch, &delta));
   leveldb::WriteOptions options;
   options.sync = true;
   DEDUPV1_RETURN_IF_ERROR(FromLevelDb(db_->Write(options, &batch), path_, "write"));
   count_ += static_cast<uint64_t>(delta);  // wraps correctly for negative deltas
+  return Status::OK();
+}
+
+Status LevelDbKvStore::RemoveExactThenWrite(const std::vector<Record>& records, const std::vector<WriteOp>& ops,
+                                            uint64_t* removed) {
+  *removed = 0;
+  std::lock_guard<std::mutex> lock(write_mu_);
+  // LevelDB keeps one value per key in key order (its blocks carry their
+  // own checksums), so the record meant is the one a lookup finds.
+  std::unordered_map<std::string, bool> exists;
+  int64_t delta = 0;
+  uint64_t n = 0;
+  leveldb::WriteBatch batch;
+  for (const Record& r : records) {
+    auto it = exists.find(r.key);
+    if (it != exists.end() && !it->second) continue;  // removed already
+    std::string value;
+    leveldb::Status s = db_->Get(CheckedRead(), r.key, &value);
+    if (!s.ok() && !s.IsNotFound()) return FromLevelDb(s, path_, "get before removal");
+    if (!s.ok() || value != r.value) {
+      return Status::Aborted(path_ + ": a record to remove is not in the store (it changed)");
+    }
+    batch.Delete(r.key);
+    exists[r.key] = false;
+    delta--;
+    n++;
+  }
+  DEDUPV1_RETURN_IF_ERROR(AddOps(ops, &exists, &batch, &delta));
+  leveldb::WriteOptions options;
+  options.sync = true;
+  DEDUPV1_RETURN_IF_ERROR(FromLevelDb(db_->Write(options, &batch), path_, "write"));
+  count_ += static_cast<uint64_t>(delta);
+  *removed = n;
   return Status::OK();
 }
 

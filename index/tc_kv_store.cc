@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -104,6 +105,8 @@ class TcKvStore : public KvStore {
   Status Write(const std::vector<WriteOp>& ops) override;
   Status Scan(const std::string& begin, const std::string& end,
               const std::function<bool(const std::string&, const std::string&)>& f) override;
+  Status RemoveExactThenWrite(const std::vector<Record>& records, const std::vector<WriteOp>& ops,
+                              uint64_t* removed) override;
   Status Sync() override;
   uint64_t Count() override;
   uint64_t SizeBytes() override;
@@ -112,10 +115,17 @@ class TcKvStore : public KvStore {
   TcKvStore(TCBDB* db, std::string path) : db_(db), path_(std::move(path)) {}
   // IOError (NoSpace on ENOSPC) "<path>: <what>: <tcbdberrmsg>".
   Status Error(const std::string& what) const;
+  // Applies |ops| inside the open transaction. Requires write_mu_.
+  Status ApplyOps(const std::vector<WriteOp>& ops);
+  // Commits the open transaction (aborts it on failure). Requires write_mu_.
+  Status Commit();
 
   TCBDB* const db_;
   const std::string path_;
   std::mutex write_mu_;  // one transaction at a time; scans read chunks under it
+  // Counts transactions begun (guarded by write_mu_): a scan's cursor stays
+  // valid between its chunks only while this is unchanged.
+  uint64_t write_generation_ = 0;
 };
 
 // A tuned, unopened database handle.
@@ -239,12 +249,7 @@ Status TcKvStore::Get(const std::string& key, std::string* value) {
   return Status::OK();
 }
 
-Status TcKvStore::Write(const std::vector<WriteOp>& ops) {
-  page_damaged = false;
-  if (ops.empty()) return Status::OK();
-  std::lock_guard<std::mutex> lock(write_mu_);
-  errno = 0;
-  if (!tcbdbtranbegin(db_)) return Error("beginning a transaction");
+Status TcKvStore::ApplyOps(const std::vector<WriteOp>& ops) {
   for (const WriteOp& op : ops) {
     bool ok;
     errno = 0;
@@ -255,12 +260,12 @@ Status TcKvStore::Write(const std::vector<WriteOp>& ops) {
       ok = tcbdbput(db_, op.key.data(), static_cast<int>(op.key.size()), op.value.data(),
                     static_cast<int>(op.value.size()));
     }
-    if (!ok) {
-      Status s = Error(op.erase ? "erase" : "put");
-      tcbdbtranabort(db_);
-      return s;
-    }
+    if (!ok) return Error(op.erase ? "erase" : "put");
   }
+  return Status::OK();
+}
+
+Status TcKvStore::Commit() {
   errno = 0;
   if (!tcbdbtrancommit(db_)) {
     Status s = Error("committing a transaction");
@@ -270,32 +275,133 @@ Status TcKvStore::Write(const std::vector<WriteOp>& ops) {
   return Status::OK();
 }
 
+Status TcKvStore::Write(const std::vector<WriteOp>& ops) {
+  page_damaged = false;
+  if (ops.empty()) return Status::OK();
+  std::lock_guard<std::mutex> lock(write_mu_);
+  errno = 0;
+  if (!tcbdbtranbegin(db_)) return Error("beginning a transaction");
+  write_generation_++;
+  Status s = ApplyOps(ops);
+  if (!s.ok()) {
+    tcbdbtranabort(db_);
+    return s;
+  }
+  return Commit();
+}
+
+Status TcKvStore::RemoveExactThenWrite(const std::vector<Record>& records, const std::vector<WriteOp>& ops,
+                                       uint64_t* removed) {
+  page_damaged = false;
+  *removed = 0;
+  std::set<std::pair<std::string, std::string>> wanted;
+  for (const Record& r : records) wanted.emplace(r.key, r.value);
+  std::lock_guard<std::mutex> lock(write_mu_);
+  errno = 0;
+  if (!tcbdbtranbegin(db_)) return Error("beginning a transaction");
+  write_generation_++;
+  // A cursor walks the leaves in their chained order and removes the record
+  // it stands on, so the record meant is removed even where a lookup by key
+  // would find another one or none.
+  Status s;
+  uint64_t n = 0;
+  std::set<std::pair<std::string, std::string>> found;
+  if (!wanted.empty()) {
+    BDBCUR* cur = tcbdbcurnew(db_);
+    if (cur == nullptr) {
+      s = Error("creating a cursor");
+    } else {
+      TCXSTR* kx = tcxstrnew();
+      TCXSTR* vx = tcxstrnew();
+      bool positioned = tcbdbcurfirst(cur);
+      if (!positioned && tcbdbecode(db_) != TCENOREC) s = Error("positioning a cursor");
+      while (s.ok() && positioned) {
+        tcxstrclear(kx);
+        tcxstrclear(vx);
+        if (!tcbdbcurrec(cur, kx, vx)) {
+          if (tcbdbecode(db_) != TCENOREC) s = Error("reading at a cursor");
+          break;
+        }
+        std::pair<std::string, std::string> record(
+            std::string(static_cast<const char*>(tcxstrptr(kx)), tcxstrsize(kx)),
+            std::string(static_cast<const char*>(tcxstrptr(vx)), tcxstrsize(vx)));
+        if (wanted.count(record) != 0) {
+          // Moves the cursor to the next record, if there is one.
+          if (!tcbdbcurout(cur)) {
+            s = Error("removing a record at a cursor");
+            break;
+          }
+          found.insert(std::move(record));
+          n++;
+          continue;
+        }
+        positioned = tcbdbcurnext(cur);
+        if (!positioned && tcbdbecode(db_) != TCENOREC) s = Error("moving a cursor");
+      }
+      tcxstrdel(vx);
+      tcxstrdel(kx);
+      tcbdbcurdel(cur);
+    }
+  }
+  if (s.ok() && found.size() != wanted.size()) {
+    s = Status::Aborted(path_ + ": " + std::to_string(wanted.size() - found.size()) + " of " +
+                        std::to_string(wanted.size()) + " records to remove are not in the store (it changed)");
+  }
+  if (s.ok()) s = ApplyOps(ops);
+  if (!s.ok()) {
+    tcbdbtranabort(db_);
+    return s;
+  }
+  DEDUPV1_RETURN_IF_ERROR(Commit());
+  *removed = n;
+  return Status::OK();
+}
+
 Status TcKvStore::Scan(const std::string& begin, const std::string& end,
                        const std::function<bool(const std::string&, const std::string&)>& f) {
   page_damaged = false;
-  // A TC cursor's position is undefined once the database changes, so the
-  // records are read in chunks with writers held off (write_mu_), and the
-  // next chunk starts after the last key seen. f runs without any lock held.
+  // The records are read in chunks under write_mu_ and f runs without any
+  // lock held. A TC cursor's position is undefined once the database
+  // changes: while no write came in between, the next chunk continues with
+  // the same cursor (so a damaged store, whose keys are not in order, is
+  // still walked record by record); after a write it jumps past the last
+  // key seen.
   constexpr size_t kChunk = 256;
+  BDBCUR* cur = tcbdbcurnew(db_);
+  if (cur == nullptr) return Error("creating a cursor");
+  TCXSTR* kx = tcxstrnew();
+  TCXSTR* vx = tcxstrnew();
+  struct Cleanup {
+    BDBCUR* cur;
+    TCXSTR* kx;
+    TCXSTR* vx;
+    ~Cleanup() {
+      tcxstrdel(vx);
+      tcxstrdel(kx);
+      tcbdbcurdel(cur);
+    }
+  } cleanup{cur, kx, vx};
   std::string from = begin;
+  bool first = true;
+  uint64_t generation = 0;
   std::vector<std::pair<std::string, std::string>> records;
   for (;;) {
     records.clear();
     bool at_end = false;
     {
       std::lock_guard<std::mutex> lock(write_mu_);
-      BDBCUR* cur = tcbdbcurnew(db_);
-      if (cur == nullptr) return Error("creating a cursor");
-      TCXSTR* kx = tcxstrnew();
-      TCXSTR* vx = tcxstrnew();
-      Status status;
-      bool positioned = tcbdbcurjump(cur, from.data(), static_cast<int>(from.size()));
-      if (!positioned && tcbdbecode(db_) != TCENOREC) status = Error("positioning a cursor");
-      while (status.ok() && positioned && records.size() < kChunk) {
+      bool positioned = true;
+      if (first || generation != write_generation_) {
+        positioned = tcbdbcurjump(cur, from.data(), static_cast<int>(from.size()));
+        if (!positioned && tcbdbecode(db_) != TCENOREC) return Error("positioning a cursor");
+      }
+      first = false;
+      generation = write_generation_;
+      while (positioned && records.size() < kChunk) {
         tcxstrclear(kx);
         tcxstrclear(vx);
         if (!tcbdbcurrec(cur, kx, vx)) {
-          if (tcbdbecode(db_) != TCENOREC) status = Error("reading at a cursor");
+          if (tcbdbecode(db_) != TCENOREC) return Error("reading at a cursor");
           positioned = false;
           break;
         }
@@ -307,19 +413,15 @@ Status TcKvStore::Scan(const std::string& begin, const std::string& end,
         records.emplace_back(std::move(key), std::string(static_cast<const char*>(tcxstrptr(vx)),
                                                          tcxstrsize(vx)));
         positioned = tcbdbcurnext(cur);
-        if (!positioned && tcbdbecode(db_) != TCENOREC) status = Error("moving a cursor");
+        if (!positioned && tcbdbecode(db_) != TCENOREC) return Error("moving a cursor");
       }
       at_end = !positioned;
-      tcxstrdel(vx);
-      tcxstrdel(kx);
-      tcbdbcurdel(cur);
-      DEDUPV1_RETURN_IF_ERROR(status);
     }
     for (const auto& [key, value] : records) {
       if (!f(key, value)) return Status::OK();
     }
     if (at_end || records.empty()) return Status::OK();
-    // The smallest key greater than the last one seen.
+    // Where to jump if a write invalidates the cursor: past the last key seen.
     from = records.back().first;
     from.push_back('\0');
   }

@@ -10,8 +10,10 @@
 // 8 GiB of volume at 256 KiB blocks).
 //
 // Invariant (kept by BlockIndex): every block with a mapping in the store or
-// the auxiliary index is marked. The converse need not hold: a block stays
-// marked after its mapping is removed, which only costs a lookup.
+// the auxiliary index is marked, and a marked block has one: the engine
+// never removes a mapping from the store, and a repair that removes a
+// block's only record unmarks it. So a marked block whose lookup finds no
+// record shows a damaged store (BlockIndex::Get reports it).
 //
 // Not thread-safe: the BlockIndex guards it with its own lock.
 #pragma once
@@ -29,6 +31,7 @@ class WrittenBlocks {
   static constexpr uint64_t kBlocksPerPage = 1 << 15;
 
   void Mark(const BlockId& id);
+  void Unmark(const BlockId& id);
   // False only if |id| was never marked.
   bool MayBeWritten(const BlockId& id) const;
   // Bytes of bitmap pages allocated.

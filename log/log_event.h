@@ -128,6 +128,9 @@ struct ContainerMergedData {
 // kBlockMappingWritten: the block's mapping before and after a write, both in
 // BlockMapping::Serialize form (the log does not parse them). An empty
 // |old_mapping| means the block had no stored mapping (it read as zeros).
+// Each serialized mapping carries |block|'s id inside its own checksum, so
+// decoders parse them with BlockMapping::Parse(mapping, block, ...), which
+// refuses a mapping of another block with Corruption.
 struct BlockMappingWrittenData {
   BlockId block;
   std::string old_mapping;

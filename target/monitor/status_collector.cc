@@ -230,8 +230,13 @@ Json StatusCollector::BlockIndexJson() const {
   j["persistent_mappings"] = st.persistent_mappings;
   j["aux_mappings"] = st.aux_mappings;
   j["aux_waiting_for_commit"] = st.aux_waiting_for_commit;
-  j["write_back_backlog_mappings"] =
-      st.aux_mappings > st.aux_waiting_for_commit ? st.aux_mappings - st.aux_waiting_for_commit : 0;
+  const uint64_t not_ready = st.aux_waiting_for_commit + st.aux_held;
+  j["write_back_backlog_mappings"] = st.aux_mappings > not_ready ? st.aux_mappings - not_ready : 0;
+  // A damaged store (found by the scan at open): blocks whose reads fail
+  // until dedupv1_check --repair, and mappings kept in memory meanwhile.
+  j["damaged_blocks"] = st.damaged_blocks;
+  j["aux_held_mappings"] = st.aux_held;
+  j["old_format_records"] = st.old_format_records;
   j["aux_soft_limit_mappings"] = o.aux_soft_limit;
   j["aux_hard_limit_mappings"] = o.aux_hard_limit;
   j["reads"] = st.reads;

@@ -33,8 +33,18 @@ std::string FormatReportText(const CheckReport& r, size_t max_per_kind) {
   out += fmt::format("  chunk index:   {} pages {}, {} entries; {} chunks also stored in another container\n",
                      r.index_pages, r.index_pages_verified ? "verified" : "NOT all verified", r.index_entries,
                      r.duplicate_copies);
-  out += fmt::format("  block index:   {} volume{}, {} blocks mapped, {} chunk references, {} zero ranges\n",
-                     r.volumes, r.volumes == 1 ? "" : "s", r.blocks_mapped, r.chunk_references, r.zero_ranges);
+  out += fmt::format("  block index:   {} volume{}, {} blocks mapped, {} chunk references, {} zero ranges; {} store "
+                     "records{}\n",
+                     r.volumes, r.volumes == 1 ? "" : "s", r.blocks_mapped, r.chunk_references, r.zero_ranges,
+                     r.block_records,
+                     r.old_format_records > 0 ? fmt::format(", {} of them without a block id (old format)",
+                                                            r.old_format_records)
+                                              : "");
+  if (r.unreadable_records > 0) {
+    out += fmt::format("                 {} record{} could not be read (or not told apart): the recount below is incomplete, so no "
+                       "usage count is lowered and no index entry erased\n",
+                       r.unreadable_records, r.unreadable_records == 1 ? "" : "s");
+  }
   if (r.usage_checked) {
     out += fmt::format("  usage counts:  checked: {} entries match the recount from the block mappings, {} do not\n",
                        r.usage_matching, r.usage_mismatches);
@@ -65,8 +75,10 @@ std::string FormatReportText(const CheckReport& r, size_t max_per_kind) {
       continue;
     }
     listed[p.kind]++;
-    const char* tag = p.repaired ? "repaired" : p.repairable ? (r.repair_requested ? "NOT repaired" : "repairable")
-                                                             : "unrecoverable";
+    const char* tag = p.repaired     ? "repaired"
+                      : p.repairable ? (r.repair_requested ? "NOT repaired" : "repairable")
+                      : p.held_back  ? "kept"
+                                     : "unrecoverable";
     out += fmt::format("  [{}] {}: {}", tag, p.kind, p.message);
     if (!p.repair.empty()) out += fmt::format(" ({})", p.repair);
     out += "\n";
@@ -107,7 +119,10 @@ std::string FormatReportJson(const CheckReport& r) {
   j["block_index"] = {{"volumes", r.volumes},
                       {"blocks_mapped", r.blocks_mapped},
                       {"chunk_references", r.chunk_references},
-                      {"zero_ranges", r.zero_ranges}};
+                      {"zero_ranges", r.zero_ranges},
+                      {"records", r.block_records},
+                      {"old_format_records", r.old_format_records},
+                      {"unreadable_records", r.unreadable_records}};
   j["usage_counts"] = {{"maintained", true},
                        {"checked", r.usage_checked},
                        {"matching", r.usage_matching},
@@ -116,11 +131,13 @@ std::string FormatReportJson(const CheckReport& r) {
                        {"referenced_chunks", r.referenced_chunks},
                        {"references", r.chunk_references},
                        {"unreferenced_chunks", r.unreferenced_chunks},
-                       {"entries_with_nonzero_count", r.index_usage_nonzero}};
+                       {"entries_with_nonzero_count", r.index_usage_nonzero},
+                       {"recount_complete", r.unreadable_records == 0}};
   json problems = json::array();
   for (const auto& p : r.problems) {
     json jp = {{"kind", p.kind}, {"message", p.message}, {"repairable", p.repairable}, {"repaired", p.repaired}};
     if (!p.repair.empty()) jp["repair"] = p.repair;
+    if (p.held_back) jp["held_back"] = true;
     if (p.container != kNoContainer) jp["container"] = p.container;
     if (!p.fingerprint.empty()) jp["fingerprint"] = p.fingerprint;
     if (!p.fingerprints.empty()) jp["fingerprints"] = p.fingerprints;

@@ -17,11 +17,17 @@ namespace tools {
 struct CheckProblem {
   // container-corrupt, container-unreadable, chunk-corrupt, index-corrupt,
   // index-entry-missing, index-entry-dangling, block-index-corrupt,
-  // mapping-relocatable, mapping-unrecoverable, usage-count-mismatch.
+  // block-record-displaced, block-key-duplicate, block-key-out-of-order,
+  // block-key-malformed, mapping-relocatable, mapping-unrecoverable,
+  // usage-count-mismatch.
   std::string kind;
   std::string message;      // one sentence naming the object
   bool repairable = false;  // --repair knows a fix
   bool repaired = false;    // --repair applied the fix
+  // A fix exists but is not made: it would lower a usage count or erase an
+  // index entry, and some block mappings could not be read (they may
+  // reference the chunk), so the recount is incomplete.
+  bool held_back = false;
   std::string repair;       // what the fix is / was, or why there is none
   // Details for --json; unset fields are omitted.
   ContainerId container = kNoContainer;
@@ -60,6 +66,11 @@ struct CheckReport {
   uint64_t blocks_mapped = 0;
   uint64_t chunk_references = 0;  // non-zero mapping items
   uint64_t zero_ranges = 0;       // zero mapping items
+  uint64_t block_records = 0;     // records in the block index store
+  uint64_t old_format_records = 0;  // ... of mapping format 1 (no block id)
+  // Records whose mapping could not be read (so their chunks are unknown);
+  // if any, the recount is incomplete and repairs only raise counts.
+  uint64_t unreadable_records = 0;
 
   // Usage counts: recount from the block mappings, compared with the entries.
   uint64_t referenced_chunks = 0;    // distinct fingerprints referenced by block mappings

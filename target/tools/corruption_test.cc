@@ -29,11 +29,8 @@
 // never opens a store itself (LevelDB's background thread would not survive
 // a fork).
 //
-// Cases that fail because of defects other branches of issue 19 are fixing
-// are listed in kAwaitingFixes and skipped with the defect named; set
-// DEDUPV1_CORRUPTION_ALL=1 to run them anyway. DEDUPV1_CORRUPTION_VERBOSE=1
-// prints what each case found; DEDUPV1_CORRUPTION_BASE=DIR keeps the base
-// stores in DIR.
+// DEDUPV1_CORRUPTION_VERBOSE=1 prints what each case found;
+// DEDUPV1_CORRUPTION_BASE=DIR keeps the base stores in DIR.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -1401,53 +1398,6 @@ std::vector<Case> Cases() {
   return c;
 }
 
-// Cases that fail because of defects other branches of issue 19 fix (the
-// issue's numbering). The lead empties this list as the fixes land.
-// The defects, as the issue numbers them.
-const char kDefect2[] = "defect 2 (branch log): a damaged log slot or superblock silently drops synced events";
-const char kDefect6[] =
-    "defect 6 (branch meta): a damaged volumes or system file is used silently, or refused without naming the file";
-const char kWholeContainer[] =
-    "branch bidx (issue 19, 'also found'): the check calls the whole container lost for one damaged chunk, --repair erases the index entries of its good chunks and GC drops them";
-
-const std::map<std::string, std::string> kAwaitingFixes = {
-    {"ContainerData0", kWholeContainer},
-    {"ContainerData2", kWholeContainer},
-    {"LogNewerSuperblockMagic", kDefect2},
-    {"LogNewerSuperblockCrc", kDefect2},
-    {"LogNewerSuperblockSequence", kDefect2},
-    {"LogNewerSuperblockGeneration", kDefect2},
-    {"LogNewerSuperblockHeadId", kDefect2},
-    {"LogNewerSuperblockHeadSlot", kDefect2},
-    {"LogNewerSuperblockVersion", kDefect2},
-    {"LogNewerSuperblockSlotSize", kDefect2},
-    {"LogNewerSuperblockSlotCount", kDefect2},
-    {"LogNewerSuperblockHeadGeneration", kDefect2},
-    {"LogNewerSuperblockReserved", kDefect2},
-    {"LogSlotMagic", kDefect2},
-    {"LogSlotCrc", kDefect2},
-    {"LogSlotSequence", kDefect2},
-    {"LogSlotEventId", kDefect2},
-    {"LogSlotGeneration", kDefect2},
-    {"LogSlotType", kDefect2},
-    {"LogSlotFragmentIndex", kDefect2},
-    {"LogSlotFragmentCount", kDefect2},
-    {"LogSlotLength", kDefect2},
-    {"LogSlotPayload", kDefect2},
-    {"LogFirstSlotPayload", kDefect2},
-    {"LogLastMappingSlotPayload", kDefect2},
-    {"LogRecordSlotPayload", kDefect2},
-    {"VolumesIdOfAnother", kDefect6},
-    {"VolumesIdNew", kDefect6},
-    {"VolumesName", kDefect6},
-    {"VolumesSizeSmaller", kDefect6},
-    {"VolumesSeparator", kDefect6},
-    {"SystemFormatOlder", kDefect6},
-    {"SystemBlockSize", kDefect6},
-    {"SystemFingerprint", kDefect6},
-    {"SystemKey", kDefect6},
-};
-
 // ---------------------------------------------------------------------------
 // The test.
 
@@ -1513,10 +1463,6 @@ bool Mentions(const std::string& text, const Damage& d) { return text.find(d.nam
 
 TEST_P(CorruptionTest, NeverSilent) {
   const Case& c = GetParam();
-  auto awaiting = kAwaitingFixes.find(c.name);
-  if (awaiting != kAwaitingFixes.end() && test::EnvKnob("DEDUPV1_CORRUPTION_ALL", 0) == 0) {
-    GTEST_SKIP() << "awaiting " << awaiting->second;
-  }
   ASSERT_NE(bases, nullptr);
   ASSERT_EQ(bases->failure, "");
   const std::string backend = BaseStores::Backend(c.base);

@@ -28,7 +28,8 @@ const char kUsage[] =
     "  --config FILE     the dedupv1 config (as for dedupv1d)\n"
     "  --data-dir DIR    overrides the config's data-dir\n"
     "  --repair          fix what can be fixed (chunk index entries, mappings with a good\n"
-    "                    copy elsewhere); report what cannot\n"
+    "                    copy elsewhere, block index records under the wrong key); report\n"
+    "                    what cannot\n"
     "  --json            print the report as JSON\n"
     "  --progress        progress bars on stderr even if it is not a terminal\n"
     "exit codes: 0 clean (or all repaired), 1 problems remain or failure, 2 usage,\n"
@@ -84,6 +85,9 @@ int main(int argc, char** argv) {
     return Fail(kExitProblems, "check failed", s);
   }
   if (args.repair) {
+    // The store's records first: a relocation reads the block's mapping.
+    s = checker.RepairBlockIndex(&report);
+    if (!s.ok()) std::fprintf(stderr, "dedupv1_check: repairing the block index store: %s\n", s.ToString().c_str());
     s = checker.RepairMappings(&report);
     if (!s.ok()) std::fprintf(stderr, "dedupv1_check: repairing block mappings: %s\n", s.ToString().c_str());
   }

@@ -1,6 +1,7 @@
 #include "target/tools/store_checker.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -28,7 +29,32 @@ Status StoreChecker::Check(CheckReport* report) {
   DEDUPV1_RETURN_IF_ERROR(CheckBlockMappings(report));
   Recount(report);
   CheckUsage(report);
+  if (report->unreadable_records > 0) HoldBackErasures(report);
   return Status::OK();
+}
+
+std::string StoreChecker::HeldBackReason(const CheckReport& report) const {
+  return fmt::format("kept: {} block index record{} could not be read and may reference the chunk, so the recount "
+                     "is incomplete and nothing is lowered or erased from it",
+                     report.unreadable_records, report.unreadable_records == 1 ? "" : "s");
+}
+
+void StoreChecker::HoldBackErasures(CheckReport* report) {
+  std::set<size_t> held;
+  for (const IndexRepair& r : index_repairs_) {
+    if (r.op.erase) held.insert(r.problem);
+  }
+  if (held.empty()) return;
+  // A problem is repaired whole or not at all: its other repairs wait too.
+  index_repairs_.erase(std::remove_if(index_repairs_.begin(), index_repairs_.end(),
+                                      [&](const IndexRepair& r) { return held.count(r.problem) != 0; }),
+                       index_repairs_.end());
+  for (size_t i : held) {
+    CheckProblem& p = report->problems[i];
+    p.repairable = false;
+    p.held_back = true;
+    p.repair = HeldBackReason(*report) + " (would " + p.repair + ")";
+  }
 }
 
 Status StoreChecker::CheckContainers(CheckReport* report) {
@@ -43,6 +69,16 @@ Status StoreChecker::CheckContainers(CheckReport* report) {
   for (ContainerId id : ids) {
     ContainerInfo info;
     s = store->GetFingerprintsVerified(id, &info.fps);
+    if (s.IsCorruption()) {
+      // The whole container did not verify; if its metadata did, each chunk
+      // is checked on its own and only the damaged ones are lost.
+      Status per_chunk = CheckChunksOneByOne(id, s, &info, report);
+      if (per_chunk.ok()) {
+        containers_[id] = std::move(info);
+        progress.Add();
+        continue;
+      }
+    }
     if (!s.ok()) {
       info.state = s.IsCorruption() ? ContainerState::kCorrupt : ContainerState::kUnreadable;
       info.error = s.ToString();
@@ -85,6 +121,52 @@ Status StoreChecker::CheckContainers(CheckReport* report) {
     }
     containers_[id] = std::move(info);
     progress.Add();
+  }
+  return Status::OK();
+}
+
+Status StoreChecker::CheckChunksOneByOne(ContainerId id, const Status& container_error, ContainerInfo* info,
+                                         CheckReport* report) {
+  ChunkStore* store = system_->chunk_store();
+  // The metadata alone, verified by its own checksum.
+  std::vector<Fingerprint> fps;
+  DEDUPV1_RETURN_IF_ERROR(store->GetFingerprints(id, &fps));
+  std::sort(fps.begin(), fps.end());
+  info->state = ContainerState::kOk;
+  info->fps = fps;
+  report->containers_ok++;
+  report->chunks += fps.size();
+  // Each chunk is read alone and checked against its fingerprint
+  // (ChunkStore::ReadChunk does both when the container is not cached whole).
+  for (const Fingerprint& fp : fps) {
+    std::string data;
+    Status r = store->ReadChunk(id, fp, &data);
+    if (r.ok()) {
+      report->chunk_bytes_raw += data.size();
+      continue;
+    }
+    info->bad_fps.push_back(fp);
+    CheckProblem p;
+    p.kind = "chunk-corrupt";
+    p.message = fmt::format("chunk {} in container {} is damaged: {} ({}; its other chunks match their "
+                            "fingerprints)",
+                            fp.ToHex(), id, r.ToString(), container_error.message());
+    p.container = id;
+    p.fingerprint = fp.ToHex();
+    p.repair = "chunk data is never repaired; mappings naming the chunk are relocated if a good copy exists";
+    report->problems.push_back(std::move(p));
+  }
+  if (info->bad_fps.empty()) {
+    // The damage lies outside every chunk (e.g. in the checksum itself): no
+    // data is lost, but the container cannot be read whole (GC merges do).
+    CheckProblem p;
+    p.kind = "container-corrupt";
+    p.message = fmt::format("container {}: {}; every one of its {} chunks matches its fingerprint, so no data is "
+                            "lost",
+                            id, container_error.ToString(), fps.size());
+    p.container = id;
+    p.repair = "chunk data is never repaired";
+    report->problems.push_back(std::move(p));
   }
   return Status::OK();
 }
@@ -273,59 +355,192 @@ Status StoreChecker::CheckChunkIndex(CheckReport* report) {
 
 Status StoreChecker::CheckBlockMappings(CheckReport* report) {
   BlockIndex* index = system_->block_index();
-  struct BadBlock {
-    const VolumeEntry* volume;
-    uint64_t block;
-    std::vector<BadPiece> pieces;
-  };
-  std::vector<BadBlock> bad_blocks;
-  for (const VolumeEntry& volume : volumes_) {
-    const uint64_t blocks = (volume.size + block_size_ - 1) / block_size_;
-    Progress progress("volume " + volume.name, blocks, "blocks", options_.progress);
-    Status s = index->ForEachBlock(volume.id, [&](uint64_t block, const BlockMapping& mapping) {
-      report->blocks_mapped++;
-      std::vector<BadPiece> pieces;
-      uint32_t pos = 0;
-      for (size_t i = 0; i < mapping.items().size(); i++) {
-        const BlockMappingItem& item = mapping.items()[i];
-        if (item.IsZero()) {
-          report->zero_ranges++;
-        } else {
-          report->chunk_references++;
-          // The usage rule: a block counts each fingerprint once.
-          bool first_in_block = true;
-          for (size_t k = 0; k < i; k++) {
-            if (!mapping.items()[k].IsZero() && mapping.items()[k].fp == item.fp) first_in_block = false;
-          }
-          if (first_in_block) references_[item.fp]++;
-          std::string why;
-          if (!ChunkReadable(item.container, item.fp, &why)) {
-            pieces.push_back({pos, item.size, i, item.fp, item.container, why});
-          }
-        }
-        pos += item.size;
-      }
-      if (!pieces.empty()) bad_blocks.push_back({&volume, block, std::move(pieces)});
-      progress.Set(std::min(block + 1, blocks));
-      return true;
-    });
-    progress.Finish();
-    if (!s.ok()) {
+  BlockStoreScan scan;
+  Status s = index->VerifyStore(&scan);
+  if (!s.ok()) return s.WithContext("scan the block index store");
+  report->block_records = scan.records;
+  report->old_format_records = scan.old_format;
+  ReportStoreProblems(scan, report);
+
+  std::map<uint32_t, const VolumeEntry*> volumes;
+  for (const VolumeEntry& v : volumes_) volumes[v.id] = &v;
+  // Blocks a store problem concerns are skipped by the walk (unless a newer
+  // mapping is in memory) and checked below from their newest record.
+  std::set<BlockId> seen_concerned;
+  std::set<std::string> reported_keys;
+  for (const BlockStoreProblem& p : scan.problems) reported_keys.insert(p.key);
+  Progress progress("block index", scan.records, "records", options_.progress);
+  s = index->ForEachBlock(
+      [&](const BlockId& id, const BlockMapping& mapping) {
+        progress.Add();
+        if (scan.blocks.count(id) != 0) seen_concerned.insert(id);
+        auto v = volumes.find(id.volume);
+        if (v != volumes.end()) CheckMapping(*v->second, id.block, mapping, report);
+        return true;
+      },
+      [&](const std::string& key, const Status& why) {
+        progress.Add();
+        BlockId id;
+        const bool well_formed = DecodeBlockKey(key, &id);
+        if (reported_keys.count(key) != 0 || (well_formed && scan.blocks.count(id) != 0)) return;
+        // Damaged since the scan, or a record whose items do not parse.
+        report->unreadable_records++;
+        CheckProblem p;
+        p.kind = "block-index-corrupt";
+        p.message = well_formed ? fmt::format("block {}: {}", BlockIdString(id), why.ToString()) : why.ToString();
+        p.repair = "cannot be repaired: the block's mapping is unknown and its reads fail";
+        report->problems.push_back(std::move(p));
+      });
+  progress.Finish();
+  if (!s.ok()) return s.WithContext("walk the block index");
+  for (const auto& [id, r] : scan.blocks) {
+    if (seen_concerned.count(id) != 0 || !r.has_newest) continue;
+    BlockMapping mapping;
+    Status parsed = BlockMapping::Parse(r.newest, id, &mapping);
+    if (!parsed.ok()) {
+      report->unreadable_records++;
       CheckProblem p;
       p.kind = "block-index-corrupt";
-      p.message = fmt::format("block mappings of volume {} (id {}) cannot all be read: {}", volume.name, volume.id,
-                              s.ToString());
-      p.repair = "not repairable by dedupv1_check; blocks after the damaged record were not checked";
+      p.message = parsed.ToString();
+      p.repair = "cannot be repaired: the block's mapping is unknown and its reads fail";
       report->problems.push_back(std::move(p));
+      continue;
     }
+    auto v = volumes.find(id.volume);
+    if (v != volumes.end()) CheckMapping(*v->second, id.block, mapping, report);
   }
   std::unordered_set<Fingerprint, FingerprintHasher> wanted;
-  for (const auto& b : bad_blocks) {
+  for (const auto& b : bad_blocks_) {
     for (const auto& piece : b.pieces) wanted.insert(piece.fp);
   }
   const auto copies = FindGoodCopies(wanted);
-  for (const auto& b : bad_blocks) ReportBadPieces(*b.volume, b.block, b.pieces, copies, report);
+  for (const auto& b : bad_blocks_) ReportBadPieces(*b.volume, b.block, b.pieces, copies, report);
   return Status::OK();
+}
+
+void StoreChecker::CheckMapping(const VolumeEntry& volume, uint64_t block, const BlockMapping& mapping,
+                                CheckReport* report) {
+  report->blocks_mapped++;
+  std::vector<BadPiece> pieces;
+  uint32_t pos = 0;
+  for (size_t i = 0; i < mapping.items().size(); i++) {
+    const BlockMappingItem& item = mapping.items()[i];
+    if (item.IsZero()) {
+      report->zero_ranges++;
+    } else {
+      report->chunk_references++;
+      // The usage rule: a block counts each fingerprint once.
+      bool first_in_block = true;
+      for (size_t k = 0; k < i; k++) {
+        if (!mapping.items()[k].IsZero() && mapping.items()[k].fp == item.fp) first_in_block = false;
+      }
+      if (first_in_block) references_[item.fp]++;
+      std::string why;
+      if (!ChunkReadable(item.container, item.fp, &why)) {
+        pieces.push_back({pos, item.size, i, item.fp, item.container, why});
+      }
+    }
+    pos += item.size;
+  }
+  if (!pieces.empty()) bad_blocks_.push_back({&volume, block, std::move(pieces)});
+}
+
+void StoreChecker::ReportStoreProblems(const BlockStoreScan& scan, CheckReport* report) {
+  const std::string store = "block index " + system_->options().block_index.path;
+  for (const BlockStoreProblem& sp : scan.problems) {
+    CheckProblem p;
+    std::vector<BlockId> concerned;
+    std::string repair;
+    switch (sp.kind) {
+      case BlockStoreProblem::Kind::kUnreadable:
+        report->unreadable_records++;
+        p.kind = "block-index-corrupt";
+        p.message = fmt::format("{}: {}", store, DescribeBlockStoreProblem(sp));
+        p.repair = "cannot be repaired: the block's mapping is unknown and its reads fail; the usage counts of the "
+                   "chunks it may reference are not lowered";
+        break;
+      case BlockStoreProblem::Kind::kMalformedKey:
+        p.kind = "block-key-malformed";
+        p.message = fmt::format("{}: {}", store, DescribeBlockStoreProblem(sp));
+        if (sp.has_owner) {
+          concerned = {sp.owner};
+          repair = fmt::format("remove the record; block {} gets its newest record back", BlockIdString(sp.owner));
+        } else {
+          report->unreadable_records++;
+          p.repair = "cannot be repaired: the record's block is unknown";
+        }
+        break;
+      case BlockStoreProblem::Kind::kDisplaced:
+        p.kind = "block-record-displaced";
+        p.message = fmt::format("{}: {} (a damaged key: block {} reads fail and so do those of block {})", store,
+                                DescribeBlockStoreProblem(sp), BlockIdString(sp.owner), BlockIdString(sp.block));
+        concerned = {sp.block, sp.owner};
+        repair = fmt::format("put block {}'s newest record back under its key, remove the stray one from key {}",
+                             BlockIdString(sp.owner), BlockIdString(sp.block));
+        break;
+      case BlockStoreProblem::Kind::kDuplicateKey:
+        p.kind = "block-key-duplicate";
+        p.message = fmt::format("{}: {}", store, DescribeBlockStoreProblem(sp));
+        concerned = {sp.block};
+        repair = "keep the newest record of the block, remove the others";
+        break;
+      case BlockStoreProblem::Kind::kOutOfOrder:
+        p.kind = "block-key-out-of-order";
+        p.message = fmt::format("{}: {}", store, DescribeBlockStoreProblem(sp));
+        concerned = {sp.block, sp.previous};
+        repair = "store the records of both keys again, in key order";
+        break;
+    }
+    if (sp.kind != BlockStoreProblem::Kind::kMalformedKey) {
+      p.has_block = true;
+      p.volume_id = sp.block.volume;
+      p.block = sp.block.block;
+      p.length = block_size_;
+      p.volume_offset = sp.block.block * block_size_;
+      for (const VolumeEntry& v : volumes_) {
+        if (v.id == sp.block.volume) p.volume = v.name;
+      }
+    }
+    if (!concerned.empty()) {
+      std::string unrepairable;
+      for (const BlockId& id : concerned) {
+        auto r = scan.blocks.find(id);
+        if (r != scan.blocks.end() && !r->second.unrepairable.empty()) {
+          unrepairable = fmt::format("block {}: {}", BlockIdString(id), r->second.unrepairable);
+        }
+      }
+      if (unrepairable.empty()) {
+        p.repairable = true;
+        p.repair = repair;
+      } else {
+        report->unreadable_records++;  // which record is the block's is unknown
+        p.repair = "cannot be repaired: " + unrepairable;
+      }
+      store_problems_.emplace_back(report->problems.size(), std::move(concerned));
+    }
+    report->problems.push_back(std::move(p));
+  }
+}
+
+Status StoreChecker::RepairBlockIndex(CheckReport* report) {
+  if (store_problems_.empty()) return Status::OK();
+  std::vector<BlockId> repaired;
+  BlockStoreScan after;
+  Status s = system_->block_index()->RepairStore(&repaired, &after);
+  std::set<BlockId> done(repaired.begin(), repaired.end());
+  for (const auto& [problem, blocks] : store_problems_) {
+    CheckProblem& p = report->problems[problem];
+    if (!p.repairable) continue;
+    bool all = true;
+    for (const BlockId& id : blocks) all = all && done.count(id) != 0;
+    if (all) {
+      p.repaired = true;
+    } else {
+      p.repair += s.ok() ? "; repair failed: the store changed or the block could not be repaired"
+                         : "; repair failed: " + s.ToString();
+    }
+  }
+  return s;
 }
 
 void StoreChecker::ReportBadPieces(const VolumeEntry& volume, uint64_t block, const std::vector<BadPiece>& pieces,
@@ -448,6 +663,14 @@ void StoreChecker::CheckUsage(CheckReport* report) {
                             entry.usage_count, recount, recount == 1 ? "" : "s");
     p.container = entry.container;
     p.fingerprint = fp.ToHex();
+    if (recount < entry.usage_count && report->unreadable_records > 0) {
+      // The unread records may be the missing references: lowering the
+      // count would let GC delete a chunk they still need.
+      p.held_back = true;
+      p.repair = HeldBackReason(*report);
+      report->problems.push_back(std::move(p));
+      continue;
+    }
     p.repairable = true;
     p.repair = fmt::format("set the usage count to {}", recount);
     report->problems.push_back(std::move(p));

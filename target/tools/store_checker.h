@@ -5,8 +5,15 @@
 //  2. every chunk-index page checks out (ChunkIndex::Verify), every index
 //     entry's container exists and holds the chunk, and every chunk of a good
 //     container has an index entry;
-//  3. every block mapping item of every volume in the volume table (zero items
-//     excepted) names a container that exists, is good and holds the chunk;
+//  3. the block index store, walked whole in its own order
+//     (BlockIndex::VerifyStore): every record must be readable, carry the id
+//     of the block its key names (mapping format 2), and the keys must be
+//     well formed and strictly increasing; then every block mapping item of
+//     every volume in the volume table (zero items excepted) must name a
+//     container that exists, is good and holds the chunk. A record that
+//     cannot be read is reported and skipped: the walk goes on. A block
+//     whose newest record sits under another key is checked (and counted)
+//     from that record;
 //  4. it recounts chunk references from the block mappings (a block counts a
 //     fingerprint once, zero items not at all: core/usage_counter.h) and
 //     compares every index entry's usage count with the recount. A stored
@@ -16,7 +23,20 @@
 // proceed. Memory: the sorted fingerprint list of every container (about 40
 // bytes per stored chunk) plus one counter per referenced chunk.
 //
+// When any record could not be read, the recount is incomplete (those
+// records may reference chunks): then no usage count is lowered and no
+// index entry erased (the problems are reported as kept); counts are only
+// raised and missing entries re-added. Lowering a count from incomplete
+// information let the next GC round delete live data.
+//
+// A container whose data checksum fails but whose metadata is intact has
+// each chunk verified against its fingerprint: only the damaged chunks are
+// reported (chunk-corrupt) and treated as lost.
+//
 // Repairs (--repair) never touch chunk data:
+//  - block index store records (RepairBlockIndex, system still open): each
+//    block's newest readable record is put back under its own key and the
+//    stray records removed (BlockIndex::RepairStore);
 //  - a block-mapping item whose container is missing or damaged, or lacks the
 //    chunk, is pointed at another good container holding the same
 //    fingerprint if there is one (RepairMappings, system still open); without
@@ -38,6 +58,8 @@
 #include "core/dedup_system.h"
 #include "core/env.h"
 #include "core/options.h"
+#include "index/block_index.h"
+#include "index/block_store_scan.h"
 #include "index/disk_hash_table.h"
 #include "target/tools/check_report.h"
 #include "target/tools/volume_table.h"
@@ -63,6 +85,11 @@ class StoreChecker {
 
   // Runs every check; fills |report| (counts and problems).
   Status Check(CheckReport* report);
+
+  // With the system open, after Check and before RepairMappings: puts the
+  // block index store's displaced, repeated and out-of-order records right
+  // and marks those problems repaired.
+  Status RepairBlockIndex(CheckReport* report);
 
   // With the system open, after Check: rewrites the block mappings whose
   // items can be pointed at a good copy of their chunk, and marks those
@@ -96,8 +123,19 @@ class StoreChecker {
   };
 
   Status CheckContainers(CheckReport* report);
+  // Verifies every chunk of container |id| (whose data checksum failed)
+  // against its fingerprint; fills |info|.
+  Status CheckChunksOneByOne(ContainerId id, const Status& container_error, ContainerInfo* info,
+                             CheckReport* report);
   Status CheckChunkIndex(CheckReport* report);
   Status CheckBlockMappings(CheckReport* report);
+  // Reports what the scan of the block index store found.
+  void ReportStoreProblems(const BlockStoreScan& scan, CheckReport* report);
+  // Checks one block's mapping and counts its references.
+  void CheckMapping(const VolumeEntry& volume, uint64_t block, const BlockMapping& mapping, CheckReport* report);
+  // With an incomplete recount: drops the index repairs that erase entries
+  // and marks their problems held back.
+  void HoldBackErasures(CheckReport* report);
   void Recount(CheckReport* report);
   void CheckUsage(CheckReport* report);
 
@@ -106,6 +144,8 @@ class StoreChecker {
   // For each wanted fingerprint, the first good container holding it.
   std::unordered_map<Fingerprint, ContainerId, FingerprintHasher> FindGoodCopies(
       const std::unordered_set<Fingerprint, FingerprintHasher>& wanted) const;
+  // The incomplete-recount explanation for held-back repairs.
+  std::string HeldBackReason(const CheckReport& report) const;
   void ReportBadPieces(const VolumeEntry& volume, uint64_t block, const std::vector<BadPiece>& pieces,
                        const std::unordered_map<Fingerprint, ContainerId, FingerprintHasher>& copies,
                        CheckReport* report);
@@ -121,6 +161,15 @@ class StoreChecker {
   std::vector<std::pair<Fingerprint, ContainerId>> missing_;  // stored chunks without an entry
   std::vector<IndexRepair> index_repairs_;
   std::vector<Relocation> relocations_;
+  struct BadBlock {
+    const VolumeEntry* volume;
+    uint64_t block;
+    std::vector<BadPiece> pieces;
+  };
+  std::vector<BadBlock> bad_blocks_;
+  // Block index store problems: the report's problem and the blocks that
+  // must all be repaired for it to be.
+  std::vector<std::pair<size_t, std::vector<BlockId>>> store_problems_;
 };
 
 // After DedupSystem::Close (the caller still holding the data directory

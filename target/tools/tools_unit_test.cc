@@ -133,7 +133,7 @@ TEST(LogSummaryTest, DescribesEvents) {
   m.set_version(3);
   BlockMappingWrittenData w;
   w.block = BlockId{2, 9};
-  m.Serialize(&w.new_mapping);
+  m.Serialize(w.block, &w.new_mapping);
   LogEvent e;
   e.id = 5;
   e.type = LogEventType::kBlockMappingWritten;

@@ -1,0 +1,20 @@
+// Test support: turns a Tokyo Cabinet block index store into the form a
+// build before page checksums (index/tc_kv_store.cc) left it in, so tests can
+// damage bytes of such a store the way a store in the field may be damaged
+// (without page checksums TC reads a damaged page as it is; the block index's
+// own record checks are then all that stands between it and wrong data).
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+
+namespace dedupv1 {
+namespace test {
+
+// Rewrites the store at |path| (every record, same keys and values) as a
+// Tokyo Cabinet B+tree without page checksums.
+Status RewriteTcStoreWithoutPageChecksums(const std::string& path);
+
+}  // namespace test
+}  // namespace dedupv1
