@@ -24,6 +24,8 @@
 #include "core/fault_injection_env.h"
 #include "core/system_testutil.h"
 #include "core/testutil.h"
+#include "index/block_index.h"
+#include "index/kv_store.h"
 
 namespace dedupv1 {
 namespace {
@@ -404,6 +406,61 @@ TEST(DedupSystemFaultTest, GivenUpWritesFailTheNextSyncOfTheirVolume) {
   s = v2->Sync();
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(sys->Close().ok());
+}
+
+// A block whose stored mapping cannot be read (its record damaged) reads as
+// an I/O error; a write covering the whole block replaces it (the backup
+// case: whole blocks written in order), so one damaged record does not stop
+// every write of the target. A partial write needs the old mapping: it fails
+// naming the block, and the other blocks stay writable once it is given up.
+TEST(DedupSystemFaultTest, WholeBlockWriteReplacesAnUnreadableStoredMapping) {
+  test::TempDir dir;
+  const Options o = Finished(FaultOptions(dir.path()));
+  const uint64_t bs = o.block_size;
+  const auto data = test::RandomBytes(4 * bs, 301);
+  const auto fresh = test::RandomBytes(bs, 302);
+  uint32_t vol_id = 0;
+  {
+    auto sys = OpenOrDie(o, Env::Default());
+    Volume* v = Vol(sys.get(), "vol1");
+    vol_id = v->id();
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(sys->Sync().ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  {
+    // Block 1's record damaged (the bytes a flipped value would leave).
+    std::unique_ptr<KvStore> store;
+    ASSERT_TRUE(OpenKvStore(o.block_index.backend, o.block_index.path, &store).ok());
+    std::string value;
+    ASSERT_TRUE(store->Get(EncodeBlockKey({vol_id, 1}), &value).ok());
+    value[value.size() / 2] = static_cast<char>(value[value.size() / 2] ^ 0x5a);
+    ASSERT_TRUE(store->Write({{EncodeBlockKey({vol_id, 1}), value, false}}).ok());
+  }
+  auto sys = OpenOrDie(o, Env::Default());
+  Volume* v = Vol(sys.get(), "vol1");
+  std::vector<uint8_t> out(bs);
+  Status s = v->Read(bs, bs, out.data());
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  ASSERT_TRUE(v->Write(bs, bs, fresh.data(), false).ok());
+  s = v->Sync();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(sys->stats().damaged_mappings_overwritten.load(), 1u);
+  ASSERT_TRUE(v->Read(bs, bs, out.data()).ok());
+  EXPECT_TRUE(out == fresh);
+  // Other blocks stay as they were, and new writes go on.
+  std::vector<uint8_t> all(data.size());
+  ASSERT_TRUE(v->Read(0, all.size(), all.data()).ok());
+  EXPECT_TRUE(std::equal(all.begin(), all.begin() + bs, data.begin()));
+  EXPECT_TRUE(std::equal(all.begin() + 2 * bs, all.end(), data.begin() + 2 * bs));
+  ASSERT_TRUE(v->Write(8 * bs, bs, fresh.data(), false).ok());
+  ASSERT_TRUE(v->Sync().ok());
+  // The replacement is persistent.
+  ASSERT_TRUE(sys->Close().ok());
+  sys = OpenOrDie(o, Env::Default());
+  v = Vol(sys.get(), "vol1");
+  ASSERT_TRUE(v->Read(bs, bs, out.data()).ok());
+  EXPECT_TRUE(out == fresh);
 }
 
 struct ContainerFile {

@@ -19,6 +19,7 @@ struct SystemStats {
   std::atomic<uint64_t> bytes_new{0};       // raw bytes of new chunks (before compression)
   std::atomic<uint64_t> bytes_zero{0};
   std::atomic<uint64_t> mappings_skipped{0};  // a newer write raced a worker; redone later
+  std::atomic<uint64_t> damaged_mappings_overwritten{0};  // whole-block writes over an unreadable stored mapping
   std::atomic<uint64_t> errors{0};
   // Where dedup workers spend their time (nanoseconds, summed over workers).
   std::atomic<uint64_t> ns_chunking{0}, ns_fingerprinting{0}, ns_filtering{0}, ns_installing{0};

@@ -389,7 +389,15 @@ Status Volume::ProcessRun(WriteBuffer::Run* run, RunOutcome* outcome) {
     // makes it durable. If the install fails, they simply stay dirty.
     BlockMapping old(block_size_);
     Status s = sys->block_index_->Get(id, &old);
-    if (!s.ok() && !s.IsNotFound()) return s;
+    // A block whose stored mapping cannot be read (Corruption: a damaged
+    // record) can still be overwritten whole: the new mapping needs nothing
+    // of the old one. It is logged without an old mapping, so the old
+    // chunks keep their references (too high a count only keeps garbage
+    // until dedupv1_check --repair recounts). A partial write needs the old
+    // mapping and fails, naming the block.
+    const bool whole_block = in_begin == 0 && in_end == block_size_;
+    if (!s.ok() && !s.IsNotFound() && !(s.IsCorruption() && whole_block)) return s;
+    if (s.IsCorruption()) sys->stats_.damaged_mappings_overwritten++;
     const bool had_old = s.ok();
     if (!had_old) old = BlockMapping(block_size_);
     BlockMapping mapping = old;

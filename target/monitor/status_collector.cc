@@ -92,6 +92,7 @@ Json StatusCollector::Dedup() const {
   j["chunks_zero"] = st.chunks_zero.load();
   j["runs"] = st.runs.load();
   j["mappings_skipped"] = st.mappings_skipped.load();
+  j["damaged_mappings_overwritten"] = st.damaged_mappings_overwritten.load();
   return j;
 }
 
