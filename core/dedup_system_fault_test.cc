@@ -411,8 +411,8 @@ TEST(DedupSystemFaultTest, GivenUpWritesFailTheNextSyncOfTheirVolume) {
 // A block whose stored mapping cannot be read (its record damaged) reads as
 // an I/O error; a write covering the whole block replaces it (the backup
 // case: whole blocks written in order), so one damaged record does not stop
-// every write of the target. A partial write needs the old mapping: it fails
-// naming the block, and the other blocks stay writable once it is given up.
+// every write of the target. (A partial write needs the old mapping and
+// fails naming the block.)
 TEST(DedupSystemFaultTest, WholeBlockWriteReplacesAnUnreadableStoredMapping) {
   test::TempDir dir;
   const Options o = Finished(FaultOptions(dir.path()));
