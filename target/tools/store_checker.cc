@@ -698,7 +698,11 @@ Status StoreChecker::RepairMappings(CheckReport* report) {
       }
       BlockMapping repaired(mapping.block_size());
       s = repaired.Overlay(0, items);
-      repaired.set_version(mapping.version() + 1);
+      // Not logged: the version must order it after every event already in
+      // the log and before every later one (recovery applies an event only
+      // if it is newer than the stored mapping). The newest logged id does
+      // both; old version + 1 could equal a later event's id.
+      repaired.set_version(std::max(mapping.version(), system_->log()->last_id()));
       if (s.ok()) s = index->Put(r.block, repaired);
     }
     if (s.ok()) {
