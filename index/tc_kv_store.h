@@ -13,12 +13,14 @@
 // File access: Tokyo Cabinet opens, reads, writes, maps and syncs the
 // database file and its write-ahead log (<path>.wal) itself, with its own
 // system calls; its API takes a path and offers no hook for file I/O (the
-// codec hook below sees page contents only, never a file). So those reads and
-// writes cannot go through our Env, and FaultInjectionEnv cannot reach them;
-// tests of TC's own I/O faults use real conditions (a full file system, a
-// damaged file). Everything this file does around the library goes through
-// the Env it is given: the existence check, the removal of leftovers, the
-// sync and link of a newly created database, the directory sync.
+// page codec hook in tc_kv_store.cc sees page contents only, never a file).
+// So those reads and writes cannot go through our Env, and FaultInjectionEnv
+// cannot reach them; tests meet TC's reads and writes under real conditions
+// instead (damaged files in the index tests and the corruption suite; a full
+// file system under the whole engine in target/tests/dedupv1d-full-disk-test.sh).
+// Everything this file does around the library goes through the Env it is
+// given: the existence check, the removal of leftovers, the sync and link of
+// a newly created database, the directory sync.
 #pragma once
 
 #include <memory>
