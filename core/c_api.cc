@@ -64,7 +64,7 @@ int dedupv1_open(const char* config_path, const char* data_dir, dedupv1_system**
     if (config_path == nullptr || sys == nullptr) return Status::InvalidArgument("no config file given");
     std::unique_ptr<dedupv1::DedupSystem> s;
     DEDUPV1_RETURN_IF_ERROR(
-        dedupv1::DedupSystem::OpenConfigFile(config_path, data_dir ? data_dir : "", &s));
+        dedupv1::DedupSystem::OpenConfigFile(config_path, data_dir ? data_dir : "", dedupv1::Env::Default(), &s));
     *sys = new dedupv1_system{std::move(s)};
     return Status::OK();
   });

@@ -73,9 +73,9 @@ Status Config::Parse(std::string_view text, const std::string& source, Config* c
   return Status::OK();
 }
 
-Status Config::Load(const std::string& path, Config* config) {
+Status Config::Load(Env* env, const std::string& path, Config* config) {
   std::string text;
-  Status s = ReadFileToString(Env::Default(), path, &text);
+  Status s = ReadFileToString(env, path, &text);
   if (!s.ok()) return s.WithContext("cannot read config file");
   DEDUPV1_RETURN_IF_ERROR(Parse(text, path, config));
   std::error_code ec;

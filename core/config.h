@@ -15,6 +15,8 @@
 
 namespace dedupv1 {
 
+class Env;
+
 struct ConfigEntry {
   std::string key;
   std::string value;
@@ -25,8 +27,9 @@ class Config {
  public:
   // Parses |text|; |source| names the file in error messages.
   static Status Parse(std::string_view text, const std::string& source, Config* config);
-  // Reads and parses the file at |path|; dir() becomes its directory.
-  static Status Load(const std::string& path, Config* config);
+  // Reads (through |env|) and parses the file at |path|; dir() becomes its
+  // directory.
+  static Status Load(Env* env, const std::string& path, Config* config);
 
   const std::vector<ConfigEntry>& entries() const { return entries_; }
   const std::string& source() const { return source_; }

@@ -2,7 +2,32 @@
 
 #include <gtest/gtest.h>
 
+#include "core/env.h"
+#include "core/fault_injection_env.h"
+#include "core/testutil.h"
+
 namespace dedupv1 {
+
+// Config::Load reads through the Env it is given, so a fault injected there
+// reaches it and is reported with the file's name.
+TEST(ConfigTest, LoadReadsThroughTheGivenEnv) {
+  test::TempDir dir;
+  const std::string path = dir.Sub("dedupv1.conf");
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, "block-size = 64K\n").ok());
+  FaultInjectionEnv env(Env::Default());
+  Config c;
+  ASSERT_TRUE(Config::Load(&env, path, &c).ok());
+  ASSERT_EQ(c.entries().size(), 1u);
+  EXPECT_EQ(c.entries()[0].value, "64K");
+  EXPECT_EQ(c.dir(), dir.path());
+
+  env.AddRule({FaultInjectionEnv::Op::kRead, "dedupv1.conf", FaultInjectionEnv::Fault::kEIO});
+  Config failed;
+  Status s = Config::Load(&env, path, &failed);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.ToString().find("cannot read config file"), std::string::npos) << s.ToString();
+  EXPECT_GE(env.faults_fired(), 1);
+}
 
 TEST(ConfigTest, ParsesKeysValuesCommentsAndLines) {
   Config c;

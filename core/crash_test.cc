@@ -352,7 +352,7 @@ TEST(CrashTest, DirtyStartReplacesAnUnreadableStoredMappingWithTheLoggedOne) {
       [&] {
         // A store as a build before Tokyo Cabinet page checksums left it: in
         // one this build created, the flipped page refuses the whole open.
-        ASSERT_TRUE(test::RewriteTcStoreWithoutPageChecksums(o.block_index.path).ok());
+        ASSERT_TRUE(test::RewriteTcStoreWithoutPageChecksums(Env::Default(), o.block_index.path).ok());
         std::string bytes;
         ASSERT_TRUE(ReadFileToString(Env::Default(), o.block_index.path, &bytes).ok());
         // The volume's first block: key volume id (big endian) + block 0,

@@ -64,13 +64,13 @@ DedupSystem::DedupSystem(const Options& options, Env* env)
       hash_pool_(1) {}
 
 Status DedupSystem::OpenConfigFile(const std::string& config_path, const std::string& data_dir_override,
-                                   std::unique_ptr<DedupSystem>* out) {
+                                   Env* env, std::unique_ptr<DedupSystem>* out) {
   Config config;
-  DEDUPV1_RETURN_IF_ERROR(Config::Load(config_path, &config));
+  DEDUPV1_RETURN_IF_ERROR(Config::Load(env, config_path, &config));
   if (!data_dir_override.empty()) config.Set("data-dir", data_dir_override);
   Options options;
   DEDUPV1_RETURN_IF_ERROR(Options::FromConfig(config, &options));
-  return Open(options, Env::Default(), out);
+  return Open(options, env, out);
 }
 
 Status DedupSystem::Open(const Options& options, Env* env, std::unique_ptr<DedupSystem>* out) {
@@ -133,7 +133,7 @@ Status DedupSystem::Init() {
   block_index_options.upgrade_old_records = true;
   OperationsLog* log = log_.get();
   block_index_options.before_write_back = [log] { return log->Sync(); };
-  s = BlockIndex::Open(block_index_options, is_committed, &block_index_);
+  s = BlockIndex::Open(block_index_options, env_, is_committed, &block_index_);
   if (!s.ok()) return s.WithContext("open block index " + options_.block_index.path);
   ChunkIndex* ci = chunk_index_.get();
   BlockIndex* bi = block_index_.get();

@@ -50,8 +50,9 @@ class ContainerCacheFilter;
 class DedupSystem {
  public:
   static Status Open(const Options& options, Env* env, std::unique_ptr<DedupSystem>* out);
-  // Loads |config_path|; |data_dir_override| (if not empty) replaces data-dir.
-  static Status OpenConfigFile(const std::string& config_path, const std::string& data_dir_override,
+  // Loads |config_path| through |env|; |data_dir_override| (if not empty)
+  // replaces data-dir.
+  static Status OpenConfigFile(const std::string& config_path, const std::string& data_dir_override, Env* env,
                                std::unique_ptr<DedupSystem>* out);
   ~DedupSystem();
 

@@ -431,7 +431,7 @@ TEST(DedupSystemFaultTest, WholeBlockWriteReplacesAnUnreadableStoredMapping) {
   {
     // Block 1's record damaged (the bytes a flipped value would leave).
     std::unique_ptr<KvStore> store;
-    ASSERT_TRUE(OpenKvStore(o.block_index.backend, o.block_index.path, &store).ok());
+    ASSERT_TRUE(OpenKvStore(o.block_index.backend, o.block_index.path, Env::Default(), &store).ok());
     std::string value;
     ASSERT_TRUE(store->Get(EncodeBlockKey({vol_id, 1}), &value).ok());
     value[value.size() / 2] = static_cast<char>(value[value.size() / 2] ^ 0x5a);

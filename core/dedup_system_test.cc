@@ -178,7 +178,7 @@ TEST(DedupSystemTest, VolumesKeepIdsAndUidsAndTheDirectoryItsInstanceId) {
 // (as builds before data directory format 3 wrote them); returns how many.
 size_t RewriteBlockIndexInFormatOne(const Options& o) {
   std::unique_ptr<KvStore> store;
-  EXPECT_TRUE(OpenKvStore(o.block_index.backend, o.block_index.path, &store).ok());
+  EXPECT_TRUE(OpenKvStore(o.block_index.backend, o.block_index.path, Env::Default(), &store).ok());
   std::vector<KvStore::WriteOp> ops;
   EXPECT_TRUE(store
                   ->Scan("", "",
@@ -198,7 +198,7 @@ size_t RewriteBlockIndexInFormatOne(const Options& o) {
 // Formats of every record of the closed block index store.
 std::map<uint8_t, size_t> BlockIndexFormats(const Options& o) {
   std::unique_ptr<KvStore> store;
-  EXPECT_TRUE(OpenKvStore(o.block_index.backend, o.block_index.path, &store).ok());
+  EXPECT_TRUE(OpenKvStore(o.block_index.backend, o.block_index.path, Env::Default(), &store).ok());
   std::map<uint8_t, size_t> formats;
   EXPECT_TRUE(store
                   ->Scan("", "",

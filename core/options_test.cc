@@ -13,6 +13,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/env.h"
+
 namespace dedupv1 {
 namespace {
 
@@ -184,7 +186,7 @@ TEST(OptionsTest, RelativeDataDirIsRelativeToTheConfigFile) {
   const std::filesystem::path old_cwd = std::filesystem::current_path();
   std::filesystem::current_path("/");
   Config c;
-  Status s = Config::Load(file, &c);
+  Status s = Config::Load(Env::Default(), file, &c);
   std::filesystem::current_path(old_cwd);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(c.dir(), (dir / "etc").string());

@@ -42,12 +42,12 @@ BlockIndex::BlockIndex(const BlockIndexOptions& options, std::unique_ptr<KvStore
                        std::function<bool(ContainerId)> is_committed)
     : options_(options), is_committed_(std::move(is_committed)), store_(std::move(store)) {}
 
-Status BlockIndex::Open(const BlockIndexOptions& options,
+Status BlockIndex::Open(const BlockIndexOptions& options, Env* env,
                         std::function<bool(ContainerId)> is_committed,
                         std::unique_ptr<BlockIndex>* out) {
   if (options.path.empty()) return Status::InvalidArgument("block index: path is empty");
   std::unique_ptr<KvStore> store;
-  Status s = OpenKvStore(options.backend, options.path, &store);
+  Status s = OpenKvStore(options.backend, options.path, env, &store);
   if (!s.ok()) return s.WithContext("block index");
   return Open(options, std::move(store), std::move(is_committed), out);
 }

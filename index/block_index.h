@@ -117,7 +117,9 @@ class BlockIndex {
   // |is_committed| tells whether a container is durably committed (the chunk
   // store's IsCommitted); it is called with the index's lock held, so it must
   // not call back into the index. A null function means "all committed".
-  static Status Open(const BlockIndexOptions& options, std::function<bool(ContainerId)> is_committed,
+  // The store's files are reached through |env| (as far as its backend
+  // allows: index/kv_store.h); |env| must outlive the index.
+  static Status Open(const BlockIndexOptions& options, Env* env, std::function<bool(ContainerId)> is_committed,
                      std::unique_ptr<BlockIndex>* out);
   // Same on a store the caller opened (tests use this to inject store faults).
   // options.backend and options.path are ignored.

@@ -165,14 +165,14 @@ class BlockIndexTest : public ::testing::TestWithParam<KvBackend> {
   }
   void Open(const BlockIndexOptions& options) {
     index_.reset();
-    Status s = BlockIndex::Open(options, commits_.Fn(), &index_);
+    Status s = BlockIndex::Open(options, Env::Default(), commits_.Fn(), &index_);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
   // Opens on a FaultyKvStore controlled by faults_.
   void OpenFaulty(const BlockIndexOptions& options) {
     index_.reset();
     std::unique_ptr<KvStore> base;
-    ASSERT_TRUE(OpenKvStore(options.backend, options.path, &base).ok());
+    ASSERT_TRUE(OpenKvStore(options.backend, options.path, Env::Default(), &base).ok());
     std::unique_ptr<KvStore> store(new FaultyKvStore(std::move(base), faults_));
     Status s = BlockIndex::Open(options, std::move(store), commits_.Fn(), &index_);
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -195,13 +195,13 @@ TEST_P(BlockIndexTest, RejectsBadOptionsAndMappings) {
   o.aux_soft_limit = 10;
   o.aux_hard_limit = 5;
   std::unique_ptr<BlockIndex> index;
-  EXPECT_TRUE(BlockIndex::Open(o, nullptr, &index).IsInvalidArgument());
+  EXPECT_TRUE(BlockIndex::Open(o, Env::Default(), nullptr, &index).IsInvalidArgument());
   o = Options();
   o.block_size = 0;
-  EXPECT_TRUE(BlockIndex::Open(o, nullptr, &index).IsInvalidArgument());
+  EXPECT_TRUE(BlockIndex::Open(o, Env::Default(), nullptr, &index).IsInvalidArgument());
   o = Options();
   o.path = "";
-  EXPECT_TRUE(BlockIndex::Open(o, nullptr, &index).IsInvalidArgument());
+  EXPECT_TRUE(BlockIndex::Open(o, Env::Default(), nullptr, &index).IsInvalidArgument());
 
   Open(Options());
   EXPECT_TRUE(index_->Put({1, 1}, BlockMapping(kBlock * 2)).IsInvalidArgument());
@@ -590,7 +590,7 @@ TEST_P(BlockIndexTest, ForEachBlockMergesAuxOverPersistent) {
 // Writes |value| under |key| straight into the closed index's store.
 void WriteRaw(const BlockIndexOptions& o, const std::vector<std::pair<BlockId, std::string>>& records) {
   std::unique_ptr<KvStore> store;
-  ASSERT_TRUE(OpenKvStore(o.backend, o.path, &store).ok());
+  ASSERT_TRUE(OpenKvStore(o.backend, o.path, Env::Default(), &store).ok());
   std::vector<KvStore::WriteOp> ops;
   for (const auto& [key, value] : records) {
     KvStore::WriteOp op;
@@ -644,7 +644,7 @@ TEST_P(BlockIndexTest, ForeignKeyIsReportedAndTheRestServed) {
   BlockIndexOptions o = Options();
   {
     std::unique_ptr<KvStore> store;
-    ASSERT_TRUE(OpenKvStore(o.backend, o.path, &store).ok());
+    ASSERT_TRUE(OpenKvStore(o.backend, o.path, Env::Default(), &store).ok());
     KvStore::WriteOp op;
     op.key = "not-a-block";
     op.value = "x";
@@ -808,7 +808,7 @@ TEST_P(BlockIndexTest, OldFormatRecordsAreReadAndUpgradedAtOpen) {
   for (uint64_t b = 0; b < 50; b++) EXPECT_EQ(MustGet({1, b}), Mapping(1, b, static_cast<uint32_t>(b)));
   index_.reset();
   std::unique_ptr<KvStore> store;
-  ASSERT_TRUE(OpenKvStore(o.backend, o.path, &store).ok());
+  ASSERT_TRUE(OpenKvStore(o.backend, o.path, Env::Default(), &store).ok());
   size_t n = 0;
   ASSERT_TRUE(store
                   ->Scan("", "",
@@ -969,12 +969,12 @@ BlockIndexOptions TcOptions(const test::TempDir& dir) {
 // whose damaged pages TC reads as they are (stores in the field).
 void WriteBlocks(const BlockIndexOptions& o, uint64_t n, std::string* bytes, bool page_checksums = false) {
   std::unique_ptr<BlockIndex> index;
-  ASSERT_TRUE(BlockIndex::Open(o, nullptr, &index).ok());
+  ASSERT_TRUE(BlockIndex::Open(o, Env::Default(), nullptr, &index).ok());
   for (uint64_t b = 0; b < n; b++) {
     ASSERT_TRUE(index->Put({1, b}, Mapping(1, b, static_cast<uint32_t>(b + 1))).ok());
   }
   ASSERT_TRUE(index->Close().ok());
-  if (!page_checksums) ASSERT_TRUE(test::RewriteTcStoreWithoutPageChecksums(o.path).ok());
+  if (!page_checksums) ASSERT_TRUE(test::RewriteTcStoreWithoutPageChecksums(Env::Default(), o.path).ok());
   ASSERT_TRUE(ReadFileToString(Env::Default(), o.path, bytes).ok());
 }
 
@@ -992,7 +992,7 @@ TEST(BlockIndexDamageTest, FlippedKeyBitInAStoreWithPageChecksumsRefusesTheOpen)
   bytes[at + 11] = static_cast<char>(bytes[at + 11] ^ 1);
   ASSERT_TRUE(WriteFileAtomically(Env::Default(), o.path, bytes).ok());
   std::unique_ptr<BlockIndex> index;
-  Status s = BlockIndex::Open(o, nullptr, &index);
+  Status s = BlockIndex::Open(o, Env::Default(), nullptr, &index);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_NE(s.message().find(o.path), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("checksum"), std::string::npos) << s.ToString();
@@ -1033,7 +1033,7 @@ TEST(BlockIndexDamageTest, FlippedKeyBitInATokyoCabinetFileIsFoundAndRepaired) {
     ASSERT_TRUE(DecodeBlockKey(bytes.substr(at, 12), &flipped));
 
     std::unique_ptr<BlockIndex> index;
-    ASSERT_TRUE(BlockIndex::Open(o, nullptr, &index).ok());
+    ASSERT_TRUE(BlockIndex::Open(o, Env::Default(), nullptr, &index).ok());
     for (uint64_t b = 0; b < kBlocks; b++) {
       BlockMapping m;
       Status s = index->Get({1, b}, &m);
@@ -1079,7 +1079,7 @@ TEST(BlockIndexDamageTest, FlippedKeyBitInATokyoCabinetFileIsFoundAndRepaired) {
       const uint64_t extra = flipped.volume != 1 || flipped.block >= kBlocks ? 1 : 0;
       EXPECT_EQ(index->stats().persistent_mappings, kBlocks + extra);
       index.reset();
-      ASSERT_TRUE(BlockIndex::Open(o, nullptr, &index).ok());  // and after a reopen
+      ASSERT_TRUE(BlockIndex::Open(o, Env::Default(), nullptr, &index).ok());  // and after a reopen
     }
   }
 }
@@ -1116,7 +1116,7 @@ TEST(BlockIndexDamageTest, FlippedSeparatorKeyNeverReadsAsZeros) {
       bytes[at + 10] = static_cast<char>(bytes[at + 10] ^ mask);
       ASSERT_TRUE(WriteFileAtomically(Env::Default(), o.path, bytes).ok());
       std::unique_ptr<BlockIndex> index;
-      ASSERT_TRUE(BlockIndex::Open(o, nullptr, &index).ok());
+      ASSERT_TRUE(BlockIndex::Open(o, Env::Default(), nullptr, &index).ok());
       for (uint64_t b = 0; b < kBlocks; b++) {
         BlockMapping m;
         Status s = index->Get({1, b}, &m);

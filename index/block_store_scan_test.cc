@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "core/testutil.h"
 #include "index/block_index.h"
 #include "index/block_mapping.h"
@@ -36,7 +37,7 @@ std::string Value(const BlockId& owner, uint64_t version) {
 
 class BlockStoreScanTest : public ::testing::TestWithParam<KvBackend> {
  protected:
-  void SetUp() override { ASSERT_TRUE(OpenKvStore(GetParam(), dir_.Sub("store"), &store_).ok()); }
+  void SetUp() override { ASSERT_TRUE(OpenKvStore(GetParam(), dir_.Sub("store"), Env::Default(), &store_).ok()); }
   void Put(const std::string& key, const std::string& value) {
     ASSERT_TRUE(store_->Write({{key, value, false}}).ok());
   }

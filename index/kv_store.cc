@@ -28,12 +28,12 @@ const char* KvBackendName(KvBackend backend) {
   return "unknown";
 }
 
-Status OpenKvStore(KvBackend backend, const std::string& path, std::unique_ptr<KvStore>* out) {
+Status OpenKvStore(KvBackend backend, const std::string& path, Env* env, std::unique_ptr<KvStore>* out) {
   if (path.empty()) return Status::InvalidArgument("key-value store path is empty");
-  DEDUPV1_RETURN_IF_ERROR(Env::Default()->CreateDirs(DirName(path)));
+  DEDUPV1_RETURN_IF_ERROR(env->CreateDirs(DirName(path)));
   switch (backend) {
-    case KvBackend::kTokyoCabinet: return OpenTcKvStore(path, out);
-    case KvBackend::kLevelDb: return OpenLevelDbKvStore(path, out);
+    case KvBackend::kTokyoCabinet: return OpenTcKvStore(path, env, out);
+    case KvBackend::kLevelDb: return OpenLevelDbKvStore(path, env, out);
   }
   return Status::InvalidArgument("unknown key-value store backend");
 }

@@ -7,8 +7,11 @@
 // Keys compare as unsigned byte strings (memcmp order, shorter first on a
 // common prefix). All methods are thread-safe.
 //
-// Note: the backends do their own file I/O and cannot go through our Env, so
-// FaultInjectionEnv cannot reach them; accepted for these third-party stores.
+// File access: LevelDB's file I/O goes through our Env (a leveldb::Env
+// adapter, index/leveldb_env_adapter.h), so FaultInjectionEnv reaches it.
+// Tokyo Cabinet offers no such hook: its own reads and writes of the database
+// file bypass our Env (see index/tc_kv_store.h); everything our code does
+// around it (existence checks, creation, removal, links) goes through Env.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,8 @@
 #include "core/status.h"
 
 namespace dedupv1 {
+
+class Env;
 
 class KvStore {
  public:
@@ -83,7 +88,9 @@ const char* KvBackendName(KvBackend backend);
 
 // Opens (creating if missing) the store at |path|: a single file for Tokyo
 // Cabinet, a directory for LevelDB. Missing parent directories are created.
-// Only one process may hold a store open (both backends lock it).
-Status OpenKvStore(KvBackend backend, const std::string& path, std::unique_ptr<KvStore>* out);
+// Only one process may hold a store open (both backends lock it). Files are
+// reached through |env| as far as the backend allows (see above); |env| must
+// outlive the store.
+Status OpenKvStore(KvBackend backend, const std::string& path, Env* env, std::unique_ptr<KvStore>* out);
 
 }  // namespace dedupv1

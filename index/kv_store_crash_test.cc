@@ -20,6 +20,7 @@
 #include <random>
 #include <thread>
 
+#include "core/env.h"
 #include "core/testutil.h"
 #include "index/kv_store.h"
 
@@ -57,7 +58,7 @@ void Report(int fd, char kind, uint64_t version, const std::vector<int32_t>& key
 [[noreturn]] void ChildMain(KvBackend backend, const std::string& path, int fd, uint64_t first_version,
                             uint64_t seed) {
   std::unique_ptr<KvStore> store;
-  if (!OpenKvStore(backend, path, &store).ok()) _exit(10);
+  if (!OpenKvStore(backend, path, Env::Default(), &store).ok()) _exit(10);
   std::atomic<bool> stop{false};
   std::vector<std::thread> readers;
   for (int t = 0; t < 2; t++) {
@@ -167,7 +168,7 @@ void KillNineKeepsCommittedBatches(KvBackend backend) {
     }
 
     std::unique_ptr<KvStore> store;
-    Status s = OpenKvStore(backend, path, &store);
+    Status s = OpenKvStore(backend, path, Env::Default(), &store);
     ASSERT_TRUE(s.ok()) << "cycle " << cycle << ": " << s.ToString();
     std::vector<uint64_t> have(kKeys, 0);
     for (int k = 0; k < kKeys; k++) {
@@ -220,7 +221,7 @@ void KillDuringCreationLeavesAUsableStore(KvBackend backend) {
     const pid_t pid = test::ForkWithPipe(
         [&](int fd) {
           std::unique_ptr<KvStore> store;
-          if (!OpenKvStore(backend, path, &store).ok()) _exit(10);
+          if (!OpenKvStore(backend, path, Env::Default(), &store).ok()) _exit(10);
           if (write(fd, "o", 1) != 1) _exit(14);
           for (;;) pause();
         },
@@ -236,7 +237,7 @@ void KillDuringCreationLeavesAUsableStore(KvBackend backend) {
     close(report_fd);
     ASSERT_TRUE(WIFSIGNALED(status)) << "child exited early with code " << WEXITSTATUS(status);
     std::unique_ptr<KvStore> store;
-    Status s = OpenKvStore(backend, path, &store);
+    Status s = OpenKvStore(backend, path, Env::Default(), &store);
     ASSERT_TRUE(s.ok()) << "cycle " << cycle << ": " << s.ToString();
     ASSERT_TRUE(store->Write({{Key(1), Value(1, 1), false}}).ok());
     std::string v;

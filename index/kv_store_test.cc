@@ -56,7 +56,7 @@ TEST(KvBackendTest, ParsesNames) {
   EXPECT_TRUE(ParseKvBackend("sqlite", &b).IsInvalidArgument());
   EXPECT_STREQ(KvBackendName(KvBackend::kLevelDb), "leveldb");
   std::unique_ptr<KvStore> store;
-  EXPECT_TRUE(OpenKvStore(KvBackend::kLevelDb, "", &store).IsInvalidArgument());
+  EXPECT_TRUE(OpenKvStore(KvBackend::kLevelDb, "", Env::Default(), &store).IsInvalidArgument());
 }
 
 class KvStoreTest : public ::testing::TestWithParam<KvBackend> {
@@ -64,7 +64,7 @@ class KvStoreTest : public ::testing::TestWithParam<KvBackend> {
   void SetUp() override { Reopen(); }
   void Reopen() {
     store_.reset();
-    Status s = OpenKvStore(GetParam(), path_, &store_);
+    Status s = OpenKvStore(GetParam(), path_, Env::Default(), &store_);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
 
@@ -215,13 +215,13 @@ TEST(TcKvStoreTest, LeftoversOfAKilledCreationAreRemovedAndTheStoreKept) {
   const std::string path = dir.Sub("store");
   {
     std::unique_ptr<KvStore> store;
-    ASSERT_TRUE(OpenKvStore(KvBackend::kTokyoCabinet, path, &store).ok());
+    ASSERT_TRUE(OpenKvStore(KvBackend::kTokyoCabinet, path, Env::Default(), &store).ok());
     ASSERT_TRUE(store->Write({{"key", "value", false}}).ok());
   }
   EXPECT_FALSE(Env::Default()->FileExists(path + ".creating")) << "the temporary name outlived the creation";
   ASSERT_TRUE(WriteFileAtomically(Env::Default(), path + ".creating", "half a database").ok());
   std::unique_ptr<KvStore> store;
-  Status s = OpenKvStore(KvBackend::kTokyoCabinet, path, &store);
+  Status s = OpenKvStore(KvBackend::kTokyoCabinet, path, Env::Default(), &store);
   ASSERT_TRUE(s.ok()) << s.ToString();
   std::string v;
   ASSERT_TRUE(store->Get("key", &v).ok());
@@ -242,7 +242,7 @@ TEST(TcKvStoreTest, DamagedPageIsCorruptionNotWrongDataOrAnExit) {
   std::string value;
   {
     std::unique_ptr<KvStore> store;
-    ASSERT_TRUE(OpenKvStore(KvBackend::kTokyoCabinet, path, &store).ok());
+    ASSERT_TRUE(OpenKvStore(KvBackend::kTokyoCabinet, path, Env::Default(), &store).ok());
     std::vector<KvStore::WriteOp> ops;
     for (int i = 0; i < 64; i++) {
       auto bytes = test::RandomBytes(300, i);
@@ -266,7 +266,7 @@ TEST(TcKvStoreTest, DamagedPageIsCorruptionNotWrongDataOrAnExit) {
     const pid_t pid = test::ForkWithPipe(
         [&](int wfd) {
           std::unique_ptr<KvStore> store;
-          Status s = OpenKvStore(KvBackend::kTokyoCabinet, path, &store);
+          Status s = OpenKvStore(KvBackend::kTokyoCabinet, path, Env::Default(), &store);
           std::string got;
           if (s.ok()) s = store->Get(key, &got);
           const std::string line = s.ok() ? (got == value ? "intact" : "wrong value") : s.ToString();
@@ -300,13 +300,13 @@ TEST(TcKvStoreTest, StoreWithoutPageChecksumsIsReadAsBefore) {
     tcbdbdel(db);
   }
   std::unique_ptr<KvStore> store;
-  ASSERT_TRUE(OpenKvStore(KvBackend::kTokyoCabinet, path, &store).ok());
+  ASSERT_TRUE(OpenKvStore(KvBackend::kTokyoCabinet, path, Env::Default(), &store).ok());
   std::string v;
   ASSERT_TRUE(store->Get("key", &v).ok());
   EXPECT_EQ(v, "value");
   ASSERT_TRUE(store->Write({Put("key2", "value2")}).ok());
   store.reset();
-  ASSERT_TRUE(OpenKvStore(KvBackend::kTokyoCabinet, path, &store).ok());
+  ASSERT_TRUE(OpenKvStore(KvBackend::kTokyoCabinet, path, Env::Default(), &store).ok());
   ASSERT_TRUE(store->Get("key2", &v).ok());
   EXPECT_EQ(v, "value2");
 }
@@ -320,7 +320,7 @@ TEST(KvStoreChild, WriteAndExitWithoutClose) {
   KvBackend backend;
   if (!ParseKvBackend(backend_name, &backend).ok()) _exit(2);
   std::unique_ptr<KvStore> store;
-  if (!OpenKvStore(backend, path, &store).ok()) _exit(3);
+  if (!OpenKvStore(backend, path, Env::Default(), &store).ok()) _exit(3);
   std::vector<KvStore::WriteOp> ops;
   for (int i = 0; i < 100; i++) ops.push_back(Put("key" + std::to_string(i), "value"));
   if (!store->Write(ops).ok()) _exit(4);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/env.h"
+#include "index/leveldb_env_adapter.h"
 
 namespace dedupv1 {
 
@@ -42,7 +43,7 @@ leveldb::ReadOptions CheckedRead() {
 
 class LevelDbKvStore : public KvStore {
  public:
-  static Status Open(const std::string& path, std::unique_ptr<KvStore>* out);
+  static Status Open(const std::string& path, Env* env, std::unique_ptr<KvStore>* out);
   ~LevelDbKvStore() override;
 
   Status Get(const std::string& key, std::string* value) override;
@@ -56,7 +57,7 @@ class LevelDbKvStore : public KvStore {
   uint64_t SizeBytes() override;
 
  private:
-  explicit LevelDbKvStore(std::string path);
+  LevelDbKvStore(std::string path, Env* env);
   // Adds |ops| to |batch|; *delta is the change in the record count.
   // |exists| says whether a key exists after the ops so far (filled from
   // the database on first use). Requires write_mu_.
@@ -64,6 +65,8 @@ class LevelDbKvStore : public KvStore {
                 leveldb::WriteBatch* batch, int64_t* delta);
 
   const std::string path_;
+  Env* const env_;
+  std::unique_ptr<leveldb::Env> leveldb_env_;  // our Env, as LevelDB sees it
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
   std::unique_ptr<leveldb::DB> db_;  // declared last: closed first
@@ -73,17 +76,19 @@ class LevelDbKvStore : public KvStore {
 
 }  // namespace
 
-Status OpenLevelDbKvStore(const std::string& path, std::unique_ptr<KvStore>* out) {
-  return LevelDbKvStore::Open(path, out);
+Status OpenLevelDbKvStore(const std::string& path, Env* env, std::unique_ptr<KvStore>* out) {
+  return LevelDbKvStore::Open(path, env, out);
 }
 
-LevelDbKvStore::LevelDbKvStore(std::string path) : path_(std::move(path)) {}
+LevelDbKvStore::LevelDbKvStore(std::string path, Env* env)
+    : path_(std::move(path)), env_(env), leveldb_env_(NewLevelDbEnvAdapter(env)) {}
 
-Status LevelDbKvStore::Open(const std::string& path, std::unique_ptr<KvStore>* out) {
-  std::unique_ptr<LevelDbKvStore> store(new LevelDbKvStore(path));
+Status LevelDbKvStore::Open(const std::string& path, Env* env, std::unique_ptr<KvStore>* out) {
+  std::unique_ptr<LevelDbKvStore> store(new LevelDbKvStore(path, env));
   store->cache_.reset(leveldb::NewLRUCache(kBlockCacheBytes));
   store->filter_.reset(leveldb::NewBloomFilterPolicy(kBloomBitsPerKey));
   leveldb::Options options;
+  options.env = store->leveldb_env_.get();
   options.create_if_missing = true;
   options.paranoid_checks = true;
   options.block_cache = store->cache_.get();
@@ -107,7 +112,7 @@ Status LevelDbKvStore::Open(const std::string& path, std::unique_ptr<KvStore>* o
 }
 
 LevelDbKvStore::~LevelDbKvStore() {
-  db_.reset();  // before the cache and filter policy it uses
+  db_.reset();  // before the cache, filter policy and Env it uses
 }
 
 Status LevelDbKvStore::Get(const std::string& key, std::string* value) {
@@ -213,12 +218,11 @@ uint64_t LevelDbKvStore::Count() { return count_.load(); }
 
 uint64_t LevelDbKvStore::SizeBytes() {
   std::vector<std::string> names;
-  Env* env = Env::Default();
-  if (!env->GetChildren(path_, &names).ok()) return 0;
+  if (!env_->GetChildren(path_, &names).ok()) return 0;
   uint64_t total = 0;
   for (const std::string& name : names) {
     uint64_t size = 0;
-    if (env->GetFileSize(JoinPath(path_, name), &size).ok()) total += size;
+    if (env_->GetFileSize(JoinPath(path_, name), &size).ok()) total += size;
   }
   return total;
 }

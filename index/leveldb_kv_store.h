@@ -6,6 +6,9 @@
 // keeps the count exact by checking in Write whether each key exists; Write
 // calls are serialised for that. A bloom filter makes the checks for new keys
 // cheap.
+//
+// Every file LevelDB touches goes through our Env by way of a leveldb::Env
+// adapter, so FaultInjectionEnv reaches the store's tables and logs.
 #pragma once
 
 #include <memory>
@@ -15,9 +18,10 @@
 
 namespace dedupv1 {
 
-// Opens or creates the LevelDB database directory |path|. The class itself is
-// private to leveldb_kv_store.cc, so LevelDB's headers stay out of everything
-// else.
-Status OpenLevelDbKvStore(const std::string& path, std::unique_ptr<KvStore>* out);
+// Opens or creates the LevelDB database directory |path|; LevelDB reaches
+// every file through |env| (index/leveldb_env_adapter.h), which must outlive
+// the store. The class itself is private to leveldb_kv_store.cc, so LevelDB's
+// headers stay out of everything else.
+Status OpenLevelDbKvStore(const std::string& path, Env* env, std::unique_ptr<KvStore>* out);
 
 }  // namespace dedupv1

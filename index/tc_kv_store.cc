@@ -98,7 +98,7 @@ Status TcError(const std::string& path, const std::string& what, int ecode, int 
 
 class TcKvStore : public KvStore {
  public:
-  static Status Open(const std::string& path, std::unique_ptr<KvStore>* out);
+  static Status Open(const std::string& path, Env* env, std::unique_ptr<KvStore>* out);
   ~TcKvStore() override;
 
   Status Get(const std::string& key, std::string* value) override;
@@ -155,8 +155,7 @@ Status NewTunedDb(const std::string& path, TCBDB** out) {
 // existing file (a store created meanwhile by someone else is kept and used);
 // a kill leaves either no database or a whole one, and perhaps a temporary
 // file the next creation removes.
-Status CreateDbAtomically(const std::string& path) {
-  Env* env = Env::Default();
+Status CreateDbAtomically(Env* env, const std::string& path) {
   const std::string creating = path + ".creating";
   // A write-ahead log without its database (deleted by hand) must not be
   // replayed into the new one.
@@ -189,23 +188,23 @@ Status CreateDbAtomically(const std::string& path) {
 }
 }  // namespace
 
-Status OpenTcKvStore(const std::string& path, std::unique_ptr<KvStore>* out) {
-  return TcKvStore::Open(path, out);
+Status OpenTcKvStore(const std::string& path, Env* env, std::unique_ptr<KvStore>* out) {
+  return TcKvStore::Open(path, env, out);
 }
 
-Status TcKvStore::Open(const std::string& path, std::unique_ptr<KvStore>* out) {
+Status TcKvStore::Open(const std::string& path, Env* env, std::unique_ptr<KvStore>* out) {
   // Only a store that is certainly missing is created (an error other than
   // ENOENT, say EIO, is reported, not taken for "missing").
   uint64_t size;
-  Status exists = Env::Default()->GetFileSize(path, &size);
+  Status exists = env->GetFileSize(path, &size);
   if (exists.IsNotFound()) {
-    DEDUPV1_RETURN_IF_ERROR(CreateDbAtomically(path));
+    DEDUPV1_RETURN_IF_ERROR(CreateDbAtomically(env, path));
   } else if (!exists.ok()) {
     return exists.WithContext("block index store");
-  } else if (Env::Default()->FileExists(path + ".creating")) {
+  } else if (env->FileExists(path + ".creating")) {
     // A creation killed after the link: a second name of this store, or a
     // creation that lost to another one. Either way not needed.
-    DEDUPV1_RETURN_IF_ERROR(Env::Default()->DeleteFile(path + ".creating"));
+    DEDUPV1_RETURN_IF_ERROR(env->DeleteFile(path + ".creating"));
   }
   {
     std::lock_guard<std::mutex> l(fatal_mu);

@@ -9,6 +9,18 @@
 // cursor's position is undefined after a change. Point reads during a
 // transaction may see its records before the commit; the block index never
 // reads keys it is writing back, so it does not care.
+//
+// File access: Tokyo Cabinet opens, reads, writes, maps and syncs the
+// database file and its write-ahead log (<path>.wal) itself, with its own
+// system calls; its API takes a path and offers no hook for file I/O (the
+// page codec hook in tc_kv_store.cc sees page contents only, never a file).
+// So those reads and writes cannot go through our Env, and FaultInjectionEnv
+// cannot reach them; tests meet TC's reads and writes under real conditions
+// instead (damaged files in the index tests and the corruption suite; a full
+// file system under the whole engine in target/tests/dedupv1d-full-disk-test.sh).
+// Everything this file does around the library goes through the Env it is
+// given: the existence check, the removal of leftovers, the sync and link of
+// a newly created database, the directory sync.
 #pragma once
 
 #include <memory>
@@ -19,8 +31,9 @@
 namespace dedupv1 {
 
 // Opens or creates the Tokyo Cabinet B+tree file |path| (its directory must
-// exist). The class itself is private to tc_kv_store.cc, so TC's headers stay
-// out of everything else.
-Status OpenTcKvStore(const std::string& path, std::unique_ptr<KvStore>* out);
+// exist); the file handling around TC goes through |env| (see above). The
+// class itself is private to tc_kv_store.cc, so TC's headers stay out of
+// everything else.
+Status OpenTcKvStore(const std::string& path, Env* env, std::unique_ptr<KvStore>* out);
 
 }  // namespace dedupv1

@@ -12,11 +12,11 @@
 namespace dedupv1 {
 namespace test {
 
-Status RewriteTcStoreWithoutPageChecksums(const std::string& path) {
+Status RewriteTcStoreWithoutPageChecksums(Env* env, const std::string& path) {
   std::vector<std::pair<std::string, std::string>> records;
   {
     std::unique_ptr<KvStore> store;
-    DEDUPV1_RETURN_IF_ERROR(OpenKvStore(KvBackend::kTokyoCabinet, path, &store));
+    DEDUPV1_RETURN_IF_ERROR(OpenKvStore(KvBackend::kTokyoCabinet, path, env, &store));
     DEDUPV1_RETURN_IF_ERROR(store->Scan("", "", [&](const std::string& k, const std::string& v) {
       records.emplace_back(k, v);
       return true;
@@ -34,7 +34,7 @@ Status RewriteTcStoreWithoutPageChecksums(const std::string& path) {
   ok = tcbdbclose(db) && ok;
   tcbdbdel(db);
   if (!ok) return Status::IOError(tmp + ": " + why);
-  return Env::Default()->RenameFile(tmp, path);
+  return env->RenameFile(tmp, path);
 }
 
 }  // namespace test

@@ -10,11 +10,15 @@
 #include "core/status.h"
 
 namespace dedupv1 {
+
+class Env;
+
 namespace test {
 
 // Rewrites the store at |path| (every record, same keys and values) as a
-// Tokyo Cabinet B+tree without page checksums.
-Status RewriteTcStoreWithoutPageChecksums(const std::string& path);
+// Tokyo Cabinet B+tree without page checksums. The rename into place goes
+// through |env|; TC writes the new file itself.
+Status RewriteTcStoreWithoutPageChecksums(Env* env, const std::string& path);
 
 }  // namespace test
 }  // namespace dedupv1

@@ -102,6 +102,119 @@ Status DescribeSlot(LogSlotReader* reader, uint32_t payload_per_slot, uint64_t s
   return Status::OK();
 }
 
+// Step 2 of recovery: every intact slot at its own position in the rest of
+// the ring, [x, limit), that claims a sequence number >= x (a watermark never
+// exceeds its slot's own sequence number, so older laps prove nothing and are
+// not hashed). Sorted by sequence number. Raises the damage's max_seq/max_id
+// and out->max_generation to cover them.
+Status CollectIntactSlotsPastChain(LogSlotReader* reader, uint64_t data_slots, uint32_t payload_per_slot,
+                                   uint64_t x, uint64_t limit, LogRecoveryResult* out,
+                                   std::vector<IntactSlot>* intact) {
+  LogDamage& d = out->damage;
+  for (uint64_t seq = x; seq < limit; seq++) {
+    const uint8_t* slot = nullptr;
+    DEDUPV1_RETURN_IF_ERROR(reader->Get(seq, limit, &slot));
+    uint64_t claimed = 0;
+    if (!PeekLogSlotSequence(slot, &claimed) || claimed < x) continue;
+    LogSlotHeader h;
+    std::string why;
+    if (!DecodeLogSlot(slot, payload_per_slot, &h, &why) || h.seq % data_slots != seq % data_slots) continue;
+    intact->push_back({h.seq, h.id, h.generation, h.fragment_index, h.has_watermark, h.watermark, h.marker});
+    d.max_seq = std::max(d.max_seq, h.seq);
+    d.max_id = std::max(d.max_id, h.id);
+    out->max_generation = std::max(out->max_generation, h.generation);
+  }
+  std::sort(intact->begin(), intact->end(), [](const IntactSlot& a, const IntactSlot& b) { return a.seq < b.seq; });
+  return Status::OK();
+}
+
+// Step 3: the slot that proves slot x was durable (so the walk's stop is
+// damage, not a torn tail), or nullptr. A newer generation than the
+// superblock's names the cause (the superblock), so it is preferred over a
+// watermark above x.
+const IntactSlot* FindDamageProof(const std::vector<IntactSlot>& intact, uint64_t x, uint32_t generation,
+                                  bool* by_generation_out) {
+  const IntactSlot* by_watermark = nullptr;
+  const IntactSlot* by_generation = nullptr;
+  for (const IntactSlot& s : intact) {
+    if (by_watermark == nullptr && s.has_watermark && s.watermark > x) by_watermark = &s;
+    if (by_generation == nullptr && s.generation > generation) by_generation = &s;
+  }
+  *by_generation_out = by_generation != nullptr;
+  return by_generation != nullptr ? by_generation : by_watermark;
+}
+
+// Where the chain can be picked up after a damaged region starting at
+// |gap_seq|: the first intact first fragment at or after it, of a generation
+// in [prev_gen, gen_bound] and an id not below |expect|; nullptr if none.
+const IntactSlot* FindResumePoint(const std::vector<IntactSlot>& intact, uint64_t gap_seq, uint32_t prev_gen,
+                                  uint32_t gen_bound, uint64_t expect) {
+  for (const IntactSlot& s : intact) {
+    if (s.seq >= gap_seq && !s.marker && s.fragment_index == 0 && s.generation >= prev_gen && s.generation <= gen_bound &&
+        s.id >= expect) {
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
+// Step 4: the damaged regions and what survived after them. Starts at the
+// slot the first walk refused (|first|) and picks the chain up again after
+// each damaged region; a further unusable slot is damage only if proven like
+// the first. Slots of a newer generation than the superblock's belong to the
+// chain here (the newer superblock copy is what is damaged), and the walk may
+// go past the ring's end as seen from this superblock's head (a later lap it
+// missed).
+Status SalvagePastDamage(LogSlotReader* reader, uint32_t payload_per_slot, const std::vector<IntactSlot>& intact,
+                         uint32_t gen_bound, uint64_t salvage_limit, const Walk& first, LogDamage* d) {
+  uint64_t gap_seq = first.seq;
+  std::string gap_why = first.why;
+  uint64_t expect = first.expect_id;
+  uint32_t prev_gen = first.prev_gen;
+  for (;;) {
+    LogDamage::Gap gap;
+    gap.first_seq = gap_seq;
+    gap.first_lost_id = expect;
+    const IntactSlot* resume = FindResumePoint(intact, gap_seq, prev_gen, gen_bound, expect);
+    if (resume == nullptr) {
+      gap.end_seq = gap_seq + 1;
+      gap.slots.push_back({gap_seq, gap_why});
+      d->gaps.push_back(std::move(gap));
+      break;
+    }
+    gap.end_seq = resume->seq;
+    gap.resumed = true;
+    gap.lost_ids = resume->id - expect;
+    // The refused slot itself is listed even when the chain resumes right
+    // there (refused only for a generation newer than the superblock's).
+    for (uint64_t seq = gap_seq; seq < std::max(resume->seq, gap_seq + 1); seq++) {
+      std::string why = gap_why;
+      if (seq != gap_seq) DEDUPV1_RETURN_IF_ERROR(DescribeSlot(reader, payload_per_slot, seq, &why));
+      gap.slots.push_back({seq, why});
+    }
+    d->gaps.push_back(std::move(gap));
+
+    Walk rest;
+    rest.seq = resume->seq;
+    rest.expect_id = resume->id;
+    rest.prev_gen = resume->generation;
+    DEDUPV1_RETURN_IF_ERROR(WalkChain(reader, payload_per_slot, gen_bound, salvage_limit, &rest,
+                                      [d](uint64_t first_seq, uint64_t slots, uint64_t id, uint16_t type) {
+                                        d->salvaged.push_back({id, type, first_seq, slots});
+                                      }));
+    if (rest.seq >= salvage_limit) break;
+    const bool proven = std::any_of(intact.begin(), intact.end(), [&rest](const IntactSlot& s) {
+      return s.has_watermark && s.watermark > rest.seq;
+    });
+    if (!proven) break;
+    gap_seq = rest.seq;
+    gap_why = rest.why;
+    expect = rest.expect_id;
+    prev_gen = rest.prev_gen;
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 uint64_t LogDamage::lost_events() const {
@@ -112,6 +225,7 @@ uint64_t LogDamage::lost_events() const {
 
 Status RecoverLogFile(LogSlotReader* reader, uint64_t data_slots, uint32_t payload_per_slot,
                       const LogRecoveryStart& start, LogRecoveryResult* out) {
+  // Step 1: the unbroken chain from the superblock's head.
   const uint64_t limit = start.head_seq + data_slots;
   Walk w;
   w.seq = start.head_seq;
@@ -129,106 +243,30 @@ Status RecoverLogFile(LogSlotReader* reader, uint64_t data_slots, uint32_t paylo
   d = LogDamage();
   if (w.seq >= limit) return Status::OK();  // the chain fills the ring
 
-  // Is the slot the walk stopped at, X, proven durable? Read the rest of the
-  // ring (one position per slot sequence in [X, limit)). Only slots claiming
-  // a sequence number >= X can prove anything (a watermark never exceeds its
-  // slot's own sequence number), so older laps are not hashed.
+  // Step 2: is the slot the walk stopped at, X, proven durable? Read the rest
+  // of the ring (one position per slot sequence in [X, limit)).
   const uint64_t x = w.seq;
   d.max_seq = x;
   d.max_id = out->last_id;
   std::vector<IntactSlot> intact;
-  for (uint64_t seq = x; seq < limit; seq++) {
-    const uint8_t* slot = nullptr;
-    DEDUPV1_RETURN_IF_ERROR(reader->Get(seq, limit, &slot));
-    uint64_t claimed = 0;
-    if (!PeekLogSlotSequence(slot, &claimed) || claimed < x) continue;
-    LogSlotHeader h;
-    std::string why;
-    if (!DecodeLogSlot(slot, payload_per_slot, &h, &why) || h.seq % data_slots != seq % data_slots) continue;
-    intact.push_back({h.seq, h.id, h.generation, h.fragment_index, h.has_watermark, h.watermark, h.marker});
-    d.max_seq = std::max(d.max_seq, h.seq);
-    d.max_id = std::max(d.max_id, h.id);
-    out->max_generation = std::max(out->max_generation, h.generation);
-  }
-  std::sort(intact.begin(), intact.end(), [](const IntactSlot& a, const IntactSlot& b) { return a.seq < b.seq; });
+  DEDUPV1_RETURN_IF_ERROR(CollectIntactSlotsPastChain(reader, data_slots, payload_per_slot, x, limit, out, &intact));
   d.max_generation = out->max_generation;
 
-  const IntactSlot* by_watermark = nullptr;
-  const IntactSlot* by_generation = nullptr;
-  for (const IntactSlot& s : intact) {
-    if (by_watermark == nullptr && s.has_watermark && s.watermark > x) by_watermark = &s;
-    if (by_generation == nullptr && s.generation > start.generation) by_generation = &s;
-  }
-  // A newer generation names the cause (the superblock), so it is preferred.
-  const IntactSlot* proof = by_generation != nullptr ? by_generation : by_watermark;
+  // Step 3: the proof, or a torn tail.
+  bool by_generation = false;
+  const IntactSlot* proof = FindDamageProof(intact, x, start.generation, &by_generation);
   if (proof == nullptr) return Status::OK();  // a torn tail
   d.proof_seq = proof->seq;
   d.proof_id = proof->id;
   d.proof_watermark = proof->watermark;
   d.proof_generation = proof->generation;
-  d.proof_by_generation = proof == by_generation;
+  d.proof_by_generation = by_generation;
   d.proof_is_marker = proof->marker;
 
-  // Damage: pick the chain up again after each damaged region. Slots of a
-  // newer generation than the superblock's belong to the chain here (the
-  // newer superblock copy is what is damaged), and the walk may go past the
-  // ring's end as seen from this superblock's head (a later lap it missed).
+  // Step 4: the damaged regions, and the events salvaged after them.
   const uint32_t gen_bound = std::max(start.generation, out->max_generation);
   const uint64_t salvage_limit = std::max(limit, d.max_seq + 1);
-  uint64_t gap_seq = x;
-  std::string gap_why = w.why;
-  uint64_t expect = w.expect_id;
-  uint32_t prev_gen = w.prev_gen;
-  for (;;) {
-    LogDamage::Gap gap;
-    gap.first_seq = gap_seq;
-    gap.first_lost_id = expect;
-    const IntactSlot* resume = nullptr;
-    for (const IntactSlot& s : intact) {
-      if (s.seq >= gap_seq && !s.marker && s.fragment_index == 0 && s.generation >= prev_gen && s.generation <= gen_bound &&
-          s.id >= expect) {
-        resume = &s;
-        break;
-      }
-    }
-    if (resume == nullptr) {
-      gap.end_seq = gap_seq + 1;
-      gap.slots.push_back({gap_seq, gap_why});
-      d.gaps.push_back(std::move(gap));
-      break;
-    }
-    gap.end_seq = resume->seq;
-    gap.resumed = true;
-    gap.lost_ids = resume->id - expect;
-    // The refused slot itself is listed even when the chain resumes right
-    // there (refused only for a generation newer than the superblock's).
-    for (uint64_t seq = gap_seq; seq < std::max(resume->seq, gap_seq + 1); seq++) {
-      std::string why = gap_why;
-      if (seq != gap_seq) DEDUPV1_RETURN_IF_ERROR(DescribeSlot(reader, payload_per_slot, seq, &why));
-      gap.slots.push_back({seq, why});
-    }
-    d.gaps.push_back(std::move(gap));
-
-    Walk rest;
-    rest.seq = resume->seq;
-    rest.expect_id = resume->id;
-    rest.prev_gen = resume->generation;
-    DEDUPV1_RETURN_IF_ERROR(WalkChain(reader, payload_per_slot, gen_bound, salvage_limit, &rest,
-                                      [&d](uint64_t first, uint64_t slots, uint64_t id, uint16_t type) {
-                                        d.salvaged.push_back({id, type, first, slots});
-                                      }));
-    if (rest.seq >= salvage_limit) break;
-    // A further unusable slot is damage only if proven like the first.
-    const bool proven = std::any_of(intact.begin(), intact.end(), [&rest](const IntactSlot& s) {
-      return s.has_watermark && s.watermark > rest.seq;
-    });
-    if (!proven) break;
-    gap_seq = rest.seq;
-    gap_why = rest.why;
-    expect = rest.expect_id;
-    prev_gen = rest.prev_gen;
-  }
-  return Status::OK();
+  return SalvagePastDamage(reader, payload_per_slot, intact, gen_bound, salvage_limit, w, &d);
 }
 
 }  // namespace dedupv1

@@ -728,7 +728,7 @@ Status LoadSetup(const Args& args, Setup* setup) {
     return Status::NotFound("config file " + setup->config_path + " does not exist");
   }
   Config config;
-  DEDUPV1_RETURN_IF_ERROR(Config::Load(setup->config_path, &config));
+  DEDUPV1_RETURN_IF_ERROR(Config::Load(Env::Default(), setup->config_path, &config));
   if (!args.data_dir.empty()) {
     config.Set("data-dir", fs::absolute(args.data_dir, ec).lexically_normal().string());
   }
@@ -816,7 +816,7 @@ std::string RawDataDir(const Args& args) {
   std::error_code ec;
   if (!args.data_dir.empty()) return fs::absolute(args.data_dir, ec).lexically_normal().string();
   Config config;
-  if (!Config::Load(args.config, &config).ok()) return "";
+  if (!Config::Load(Env::Default(), args.config, &config).ok()) return "";
   std::string dir = Options().data_dir;
   for (const auto& e : config.entries()) {
     if (e.key == "data-dir") dir = config.PathValue(e);  // as Options::FromConfig reads it

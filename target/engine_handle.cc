@@ -3,6 +3,7 @@
 
 #include "core/c_api_internal.h"
 #include "core/config.h"
+#include "core/env.h"
 #include "core/options.h"
 #include "target/monitor/monitor_server.h"
 
@@ -72,7 +73,7 @@ std::string ConfigChangedSinceOpen(SharedEngine& shared, const char* config_path
       "(dedupv1d stop and start)";
   Config config;
   Options now;
-  Status s = Config::Load(config_path, &config);
+  Status s = Config::Load(Env::Default(), config_path, &config);
   if (s.ok() && data_dir != nullptr) config.Set("data-dir", data_dir);
   if (s.ok()) s = Options::FromConfig(config, &now);
   if (!s.ok()) return "config '" + std::string(config_path) + "' no longer loads: " + s.ToString();

@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config.h"
+#include "core/env.h"
 #include "core/identity.h"
 #include "core/options.h"
 #include "target/monitor/monitor_client.h"
@@ -182,7 +183,7 @@ int ResolveTarget(const std::string& config_path, const std::string& data_dir, c
   if (!config_path.empty()) {
     dedupv1::Config config;
     dedupv1::Options options;
-    dedupv1::Status s = dedupv1::Config::Load(config_path, &config);
+    dedupv1::Status s = dedupv1::Config::Load(dedupv1::Env::Default(), config_path, &config);
     if (s.ok() && !dir.empty()) config.Set("data-dir", dir);
     if (s.ok()) s = dedupv1::Options::FromConfig(config, &options);
     if (!s.ok()) return Usage("config refused: " + s.message());

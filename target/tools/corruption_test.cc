@@ -899,7 +899,7 @@ Status ReadRecords(const std::string& data_dir, const std::string& backend, std:
   const Options options = OptionsFor(scratch, backend);
   ChildResult c = RunInChild(scratch + ".err", [&](const auto& report) {
     std::unique_ptr<KvStore> store;
-    Status s = OpenKvStore(options.block_index.backend, options.block_index.path, &store);
+    Status s = OpenKvStore(options.block_index.backend, options.block_index.path, Env::Default(), &store);
     if (s.ok()) {
       s = store->Scan("", "", [&](const std::string& k, const std::string& v) {
         report(ToHex(k) + " " + ToHex(v));

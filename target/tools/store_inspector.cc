@@ -45,7 +45,7 @@ Status OpenBlockIndex(const Options& options, Env* env, std::unique_ptr<BlockInd
   }
   BlockIndexOptions o = options.block_index;
   o.before_write_back = nullptr;  // nothing is written
-  Status s = BlockIndex::Open(o, nullptr, index);
+  Status s = BlockIndex::Open(o, env, nullptr, index);
   if (!s.ok()) return s.WithContext("open block index " + options.block_index.path);
   return Status::OK();
 }

@@ -68,7 +68,7 @@ bool ParseToolArgs(int argc, char** argv, const std::vector<std::string>& allowe
 Status LoadToolOptions(const std::string& config_path, const std::string& data_dir_override,
                        Options* options) {
   Config config;
-  DEDUPV1_RETURN_IF_ERROR(Config::Load(config_path, &config));
+  DEDUPV1_RETURN_IF_ERROR(Config::Load(Env::Default(), config_path, &config));
   if (!data_dir_override.empty()) config.Set("data-dir", data_dir_override);
   DEDUPV1_RETURN_IF_ERROR(Options::FromConfig(config, options));
   // Opening a directory without a store would create an empty one; a tool

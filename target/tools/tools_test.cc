@@ -287,7 +287,7 @@ class ToolsTest : public ::testing::Test {
   // the corruption suite); in such a store only the block index's record
   // checks stand between a damaged page and wrong data.
   void FlipInBlockIndexFile(uint64_t block, size_t offset_after_key_start, const std::vector<uint8_t>& masks) {
-    ASSERT_TRUE(test::RewriteTcStoreWithoutPageChecksums(options_.block_index.path).ok());
+    ASSERT_TRUE(test::RewriteTcStoreWithoutPageChecksums(Env::Default(), options_.block_index.path).ok());
     std::string bytes = ReadAll(options_.block_index.path);
     const size_t at = RecordOffset(bytes, block);
     ASSERT_NE(at, std::string::npos);
@@ -663,7 +663,7 @@ TEST_F(ToolsTest, RecordUnderAnotherKeyIsRepairedWithLevelDb) {
   const auto data = WriteUnique(8 << 20, 23);
   {
     std::unique_ptr<KvStore> store;
-    ASSERT_TRUE(OpenKvStore(KvBackend::kLevelDb, options_.block_index.path, &store).ok());
+    ASSERT_TRUE(OpenKvStore(KvBackend::kLevelDb, options_.block_index.path, Env::Default(), &store).ok());
     std::string value;
     ASSERT_TRUE(store->Get(EncodeBlockKey({1, 10}), &value).ok());
     KvStore::WriteOp erase{EncodeBlockKey({1, 10}), "", true};
