@@ -54,6 +54,7 @@ int Guard(char* err, size_t errlen, F f) {
 
 namespace dedupv1 {
 DedupSystem* SystemOf(dedupv1_system* sys) { return sys->system.get(); }
+int ReportStatus(const Status& s, char* err, size_t errlen) { return Report(s, err, errlen); }
 }  // namespace dedupv1
 
 extern "C" {

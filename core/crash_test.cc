@@ -52,12 +52,11 @@ Options CrashOptions(const std::string& dir) {
   Options o;
   o.data_dir = dir;
   o.chunk_index.table.size_bytes = 32 << 20;
-  o.bloom_expected_chunks = 1 << 18;
+  o.filters.bloom_expected_chunks = 1 << 18;
   o.write_buffer_size = 8 << 20;
   o.write_buffer_flush_delay_ms = 20;
   o.chunk_store.commit_timeout_ms = 300;
   o.log.size_bytes = 8 << 20;
-  o.monitor_enabled = false;
   o.volumes = {{"crash", kSlot * kSlots}};
   EXPECT_TRUE(o.Finish().ok());
   return o;

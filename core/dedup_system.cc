@@ -319,8 +319,8 @@ Status DedupSystem::BuildFilterChain() {
     // filter from the chunk index, which holds every stored chunk (Recover
     // has re-imported the containers the table was missing).
     bloom_.reset();
-    DEDUPV1_RETURN_IF_ERROR(BloomSet::Create(options_.bloom_expected_chunks,
-                                             options_.bloom_false_positive_rate, &bloom_));
+    DEDUPV1_RETURN_IF_ERROR(BloomSet::Create(options_.filters.bloom_expected_chunks,
+                                             options_.filters.bloom_false_positive_rate, &bloom_));
     if (chunk_index_->stats().persistent_entries + chunk_index_->stats().aux_entries > 0) {
       BloomSet* bloom = bloom_.get();
       Status s = chunk_index_->ForEachFingerprint([bloom](const Fingerprint& fp) { bloom->Add(fp); });
@@ -335,7 +335,7 @@ Status DedupSystem::BuildFilterChain() {
     } else if (name == "block-index") {
       filter_chain_.Add(std::make_unique<BlockIndexFilter>());
     } else if (name == "container-cache") {
-      auto filter = std::make_unique<ContainerCacheFilter>(chunk_store_.get(), options_.container_cache_containers);
+      auto filter = std::make_unique<ContainerCacheFilter>(chunk_store_.get(), options_.filters.container_cache_containers);
       container_cache_ = filter.get();
       filter_chain_.Add(std::move(filter));
     } else if (name == "bloom") {

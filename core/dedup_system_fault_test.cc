@@ -39,7 +39,7 @@ Options FaultOptions(const std::string& dir) {
   Options o;
   o.data_dir = dir;
   o.chunk_index.table.size_bytes = 8 << 20;
-  o.bloom_expected_chunks = 1 << 16;
+  o.filters.bloom_expected_chunks = 1 << 16;
   o.write_buffer_size = 64 << 20;
   o.write_buffer_flush_delay_ms = 20;
   o.chunk_store.commit_timeout_ms = 10000;

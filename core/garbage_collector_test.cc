@@ -36,7 +36,7 @@ Options GcOptions(const std::string& dir) {
   o.data_dir = dir;
   o.block_size = 64 << 10;
   o.chunk_index.table.size_bytes = 32 << 20;
-  o.bloom_expected_chunks = 1 << 18;
+  o.filters.bloom_expected_chunks = 1 << 18;
   o.write_buffer_size = 16 << 20;
   o.write_buffer_flush_delay_ms = 20;
   o.chunk_store.container_size = kContainerSize;

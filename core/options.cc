@@ -1,11 +1,7 @@
 #include "core/options.h"
 
-#include <arpa/inet.h>
-
 #include <cctype>
 #include <cstring>
-#include <functional>
-#include <map>
 #include <set>
 #include <sstream>
 
@@ -14,126 +10,11 @@ namespace {
 
 bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ',' || std::isspace(static_cast<unsigned char>(c))) {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 const std::set<std::string>& KnownFilters() {
   static const std::set<std::string> k = {"zero-chunk", "block-index", "container-cache", "bloom",
                                           "chunk-index", "byte-compare"};
   return k;
 }
-
-// An iSCSI name (RFC 3720 3.2.6): iqn.YYYY-MM.reversed.domain[:anything],
-// eui.<16 hex> or naa.<16 or 32 hex>. Lower case only: names are compared
-// after normalisation to lower case, and tgt compares them byte for byte.
-Status CheckIscsiName(const std::string& key, const std::string& v) {
-  auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument(key + " '" + v + "' is not an iSCSI name: " + why +
-                                   " (e.g. iqn.2026-11.org.example:storage)");
-  };
-  if (v.size() > 223) return bad("longer than 223 bytes");
-  auto is_hex = [](const std::string& s) {
-    for (char c : s) if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
-    return true;
-  };
-  if (v.rfind("eui.", 0) == 0) {
-    return v.size() == 20 && is_hex(v.substr(4)) ? Status::OK() : bad("eui. takes 16 hex digits");
-  }
-  if (v.rfind("naa.", 0) == 0) {
-    const std::string h = v.substr(4);
-    return (h.size() == 16 || h.size() == 32) && is_hex(h) ? Status::OK() : bad("naa. takes 16 or 32 hex digits");
-  }
-  if (v.rfind("iqn.", 0) != 0) return bad("it must start with iqn., eui. or naa.");
-  auto digits = [&](size_t at, size_t n) {
-    if (v.size() < at + n) return false;
-    for (size_t i = at; i < at + n; i++) if (!std::isdigit(static_cast<unsigned char>(v[i]))) return false;
-    return true;
-  };
-  if (!digits(4, 4) || v.size() < 9 || v[8] != '-' || !digits(9, 2) || v.size() < 12 || v[11] != '.') {
-    return bad("a date YYYY-MM. must follow iqn.");
-  }
-  const int month = (v[9] - '0') * 10 + (v[10] - '0');
-  if (month < 1 || month > 12) return bad("month must be 01..12");
-  const size_t colon = v.find(':', 12);
-  const std::string authority = v.substr(12, colon == std::string::npos ? std::string::npos : colon - 12);
-  if (authority.empty() || authority.front() == '.' || authority.back() == '.' ||
-      authority.find("..") != std::string::npos) {
-    return bad("a reversed domain name must follow the date");
-  }
-  for (char c : v) {
-    if (std::isupper(static_cast<unsigned char>(c))) return bad("upper case is not allowed");
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != ':') {
-      return bad(std::string("character '") + c + "' is not allowed (letters, digits, '.', '-', ':')");
-    }
-  }
-  return Status::OK();
-}
-
-bool IsIpv4(const std::string& s) {
-  in_addr a;
-  return inet_pton(AF_INET, s.c_str(), &a) == 1;
-}
-bool IsIpv6(const std::string& s) {
-  in6_addr a;
-  return inet_pton(AF_INET6, s.c_str(), &a) == 1;
-}
-
-// ADDR:PORT with a numeric IPv4 address or [IPv6]:PORT; tgtd's portal syntax.
-Status CheckPortal(const std::string& key, const std::string& v) {
-  auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument(key + " '" + v + "': " + why +
-                                   " (expected ADDR:PORT, e.g. 0.0.0.0:3260 or [::]:3260)");
-  };
-  const size_t colon = v.rfind(':');
-  if (colon == std::string::npos) return bad("no port");
-  std::string host = v.substr(0, colon);
-  const std::string port = v.substr(colon + 1);
-  uint64_t p = 0;
-  if (port.empty() || !ParseUint(port, &p).ok() || p < 1 || p > 65535) return bad("port must be 1..65535");
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    if (!IsIpv6(host.substr(1, host.size() - 2))) return bad("not an IPv6 address in [ ]");
-    return Status::OK();
-  }
-  if (!IsIpv4(host)) return bad("not a numeric IPv4 address (write IPv6 as [ADDR]:PORT)");
-  return Status::OK();
-}
-
-// ALL, an IP address or a CIDR network (IPv6 optionally in [ ]): tgt's ACL syntax.
-Status CheckInitiatorAddress(const std::string& v) {
-  auto bad = [&]() {
-    return Status::InvalidArgument("target.initiator-address '" + v +
-                                   "' must be ALL, an IP address or a network (10.0.0.0/24, [fd00::]/64)");
-  };
-  if (v == "ALL") return Status::OK();
-  std::string addr = v, prefix;
-  const size_t slash = v.find('/');
-  if (slash != std::string::npos) {
-    addr = v.substr(0, slash);
-    prefix = v.substr(slash + 1);
-  }
-  if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']') addr = addr.substr(1, addr.size() - 2);
-  const bool v4 = IsIpv4(addr), v6 = IsIpv6(addr);
-  if (!v4 && !v6) return bad();
-  if (slash != std::string::npos) {
-    uint64_t n = 0;
-    if (prefix.empty() || !ParseUint(prefix, &n).ok() || n > (v4 ? 32u : 128u)) return bad();
-  }
-  return Status::OK();
-}
-
-using Setter = std::function<Status(const std::string& value, Options* o)>;
 
 template <typename T>
 Status SizeInto(const std::string& v, T* out) {
@@ -141,13 +22,6 @@ Status SizeInto(const std::string& v, T* out) {
   DEDUPV1_RETURN_IF_ERROR(ParseSize(v, &x));
   *out = static_cast<T>(x);
   return Status::OK();
-}
-
-template <typename T>
-Setter SizeField(T Options::*field) {
-  return [field](const std::string& v, Options* o) {
-    return SizeInto(v, &(o->*field));
-  };
 }
 
 }  // namespace
@@ -160,8 +34,8 @@ Options::Options() {
 }
 
 // The table of keys. Each setter parses one value into the options.
-static const std::map<std::string, Setter>& Setters() {
-  static const std::map<std::string, Setter> table = {
+const ConfigKeyTable<Options>& Options::KeyTable() {
+  static const ConfigKeyTable<Options> table = {
       {"data-dir", [](const std::string& v, Options* o) {
          if (v.empty()) return Status::InvalidArgument("data-dir must not be empty");
          o->data_dir = v;
@@ -187,7 +61,7 @@ static const std::map<std::string, Setter>& Setters() {
       {"chunking.avg-size", [](const std::string& v, Options* o) { return SizeInto(v, &o->chunking.avg_size); }},
       {"chunking.max-size", [](const std::string& v, Options* o) { return SizeInto(v, &o->chunking.max_size); }},
       {"filter-chain", [](const std::string& v, Options* o) {
-         auto names = SplitList(v);
+         auto names = SplitConfigList(v);
          std::set<std::string> seen;
          for (const auto& n : names) {
            if (KnownFilters().count(n) == 0) {
@@ -200,15 +74,19 @@ static const std::map<std::string, Setter>& Setters() {
          o->filter_chain = names;
          return Status::OK();
        }},
-      {"bloom.expected-chunks", SizeField(&Options::bloom_expected_chunks)},
+      {"bloom.expected-chunks", [](const std::string& v, Options* o) {
+         return SizeInto(v, &o->filters.bloom_expected_chunks);
+       }},
       {"bloom.false-positive-rate", [](const std::string& v, Options* o) {
-         DEDUPV1_RETURN_IF_ERROR(ParseDouble(v, &o->bloom_false_positive_rate));
-         if (o->bloom_false_positive_rate <= 0 || o->bloom_false_positive_rate >= 0.5) {
+         DEDUPV1_RETURN_IF_ERROR(ParseDouble(v, &o->filters.bloom_false_positive_rate));
+         if (o->filters.bloom_false_positive_rate <= 0 || o->filters.bloom_false_positive_rate >= 0.5) {
            return Status::InvalidArgument("bloom.false-positive-rate must be between 0 and 0.5, got " + v);
          }
          return Status::OK();
        }},
-      {"container-cache.containers", SizeField(&Options::container_cache_containers)},
+      {"container-cache.containers", [](const std::string& v, Options* o) {
+         return SizeInto(v, &o->filters.container_cache_containers);
+       }},
       {"container.size", [](const std::string& v, Options* o) {
          uint64_t x;
          DEDUPV1_RETURN_IF_ERROR(ParseSize(v, &x));
@@ -290,74 +168,6 @@ static const std::map<std::string, Setter>& Setters() {
          o->dedup_threads = static_cast<int>(x);
          return Status::OK();
        }},
-      {"monitor.enabled", [](const std::string& v, Options* o) { return ParseBool(v, &o->monitor_enabled); }},
-      {"monitor.host", [](const std::string& v, Options* o) {
-         if (v.empty()) return Status::InvalidArgument("monitor.host must not be empty");
-         o->monitor_host = v;
-         return Status::OK();
-       }},
-      {"monitor.port", [](const std::string& v, Options* o) {
-         uint64_t x;
-         DEDUPV1_RETURN_IF_ERROR(ParseUint(v, &x));
-         if (x < 1 || x > 65535) return Status::InvalidArgument("monitor.port must be 1..65535, got " + v);
-         o->monitor_port = static_cast<uint16_t>(x);
-         return Status::OK();
-       }},
-      {"monitor.token", [](const std::string& v, Options* o) {
-         o->monitor_token = v;
-         return Status::OK();
-       }},
-      {"target.iqn", [](const std::string& v, Options* o) {
-         DEDUPV1_RETURN_IF_ERROR(CheckIscsiName("target.iqn", v));
-         o->target_iqn = v;
-         return Status::OK();
-       }},
-      {"target.portal", [](const std::string& v, Options* o) {
-         DEDUPV1_RETURN_IF_ERROR(CheckPortal("target.portal", v));
-         o->target_portal = v;
-         return Status::OK();
-       }},
-      {"target.control-port", [](const std::string& v, Options* o) {
-         uint64_t x;
-         DEDUPV1_RETURN_IF_ERROR(ParseUint(v, &x));
-         // tgtd keeps it in a short.
-         if (x > 32767) return Status::InvalidArgument("target.control-port must be 0..32767, got " + v);
-         o->target_control_port = static_cast<uint32_t>(x);
-         return Status::OK();
-       }},
-      {"target.initiator-address", [](const std::string& v, Options* o) {
-         auto list = SplitList(v);  // empty: the default (ALL unless names are given)
-         for (const auto& a : list) DEDUPV1_RETURN_IF_ERROR(CheckInitiatorAddress(a));
-         o->target_initiator_addresses = list;
-         return Status::OK();
-       }},
-      {"target.initiator-name", [](const std::string& v, Options* o) {
-         auto list = SplitList(v);  // empty: none
-         for (const auto& n : list) DEDUPV1_RETURN_IF_ERROR(CheckIscsiName("target.initiator-name", n));
-         o->target_initiator_names = list;
-         return Status::OK();
-       }},
-      {"target.chap-user", [](const std::string& v, Options* o) {
-         // tgtadm passes the account as "user=U,password=P": no ',' or blanks.
-         // Empty: no CHAP.
-         if (v.size() > 255 || v.find_first_of(", \t=") != std::string::npos) {
-           return Status::InvalidArgument("target.chap-user must be up to 255 characters without ',', '=' or blanks");
-         }
-         o->target_chap_user = v;
-         return Status::OK();
-       }},
-      {"target.chap-password", [](const std::string& v, Options* o) {
-         if ((!v.empty() && v.size() < 12) || v.size() > 255 || v.find_first_of(", \t") != std::string::npos) {
-           return Status::InvalidArgument(
-               "target.chap-password must be 12..255 characters without ',' or blanks "
-               "(RFC 3720 asks for at least 96 bits; many initiators refuse shorter secrets)");
-         }
-         o->target_chap_password = v;
-         return Status::OK();
-       }},
-      {"target.discovery-auth", [](const std::string& v, Options* o) {
-         return ParseBool(v, &o->target_discovery_auth);
-       }},
       {"idle.throughput-threshold", [](const std::string& v, Options* o) { return ParseSize(v, &o->idle.throughput_threshold); }},
       {"idle.period", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.period_ms); }},
       {"idle.latency-threshold", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.latency_threshold_ms); }},
@@ -387,7 +197,7 @@ static const std::map<std::string, Setter>& Setters() {
          return Status::OK();
        }},
       {"volume", [](const std::string& v, Options* o) {
-         auto parts = SplitList(v);
+         auto parts = SplitConfigList(v);
          if (parts.size() != 2) {
            return Status::InvalidArgument("volume must be 'NAME SIZE' (e.g. 'volume = backup1 100G'), got '" + v + "'");
          }
@@ -412,27 +222,21 @@ static const std::map<std::string, Setter>& Setters() {
   return table;
 }
 
-std::vector<std::string> Options::Keys() {
-  std::vector<std::string> keys;
-  for (const auto& [k, _] : Setters()) keys.push_back(k);
-  return keys;
+std::vector<std::string> Options::Keys() { return ConfigKeys(KeyTable()); }
+
+bool Options::IsKeyOfLayerAbove(const std::string& key) {
+  return key.rfind("target.", 0) == 0 || key.rfind("monitor.", 0) == 0;
 }
 
 Status Options::FromConfig(const Config& config, Options* options) {
   Options o;
   for (const auto& e : config.entries()) {
-    std::string where = e.line > 0 ? config.source() + ":" + std::to_string(e.line) : "override";
-    auto it = Setters().find(e.key);
-    if (it == Setters().end()) {
-      return Status::InvalidArgument(where + ": unknown key '" + e.key + "'");
-    }
-    // data-dir is the one path key read relative to the config file; the
-    // other paths are relative to data-dir (Finish).
-    Status s = it->second(e.key == "data-dir" ? config.PathValue(e) : e.value, &o);
-    if (!s.ok()) return Status::InvalidArgument(where + ": " + e.key + ": " + s.message());
+    bool owned = false;
+    DEDUPV1_RETURN_IF_ERROR(ApplyConfigEntry(KeyTable(), config, e, &o, &owned));
+    if (!owned && !IsKeyOfLayerAbove(e.key)) return UnknownConfigKey(config, e);
   }
   Status s = o.Finish();
-  if (!s.ok()) return Status::InvalidArgument(config.source() + ": " + s.message());
+  if (!s.ok()) return ConfigFileError(config, s);
   *options = o;
   return Status::OK();
 }
@@ -476,21 +280,6 @@ Status Options::Finish() {
     return Status::InvalidArgument("write-buffer.size must hold at least 4 blocks (" +
                                    std::to_string(4ULL * block_size) + " bytes)");
   }
-  const bool loopback = monitor_host == "127.0.0.1" || monitor_host == "localhost" || monitor_host == "::1";
-  if (monitor_enabled && !loopback && monitor_token.empty()) {
-    return Status::InvalidArgument("monitor.host " + monitor_host +
-                                   " is not a loopback address: set monitor.token to protect the control endpoints");
-  }
-  if (target_chap_user.empty() != target_chap_password.empty()) {
-    return Status::InvalidArgument("target.chap-user and target.chap-password go together: set both or neither");
-  }
-  for (const auto& a : target_initiator_addresses) {
-    if (a == "ALL" && !target_initiator_names.empty()) {
-      return Status::InvalidArgument(
-          "target.initiator-address ALL admits every initiator, so target.initiator-name would have no "
-          "effect: remove one of them");
-    }
-  }
   uint64_t pages = chunk_index.table.size_bytes / chunk_index.table.page_size;
   if (pages < 2) return Status::InvalidArgument("chunk-index.size must hold at least two pages");
   chunk_store.fp_type = fingerprint;
@@ -510,7 +299,9 @@ Status Options::Finish() {
   return Status::OK();
 }
 
-std::string Options::ToString() const {
+std::string Options::ToString() const { return SettingsToString() + VolumesToString(); }
+
+std::string Options::SettingsToString() const {
   std::ostringstream o;
   o << "data-dir = " << data_dir << "\n"
     << "block-size = " << block_size << "\n"
@@ -522,9 +313,9 @@ std::string Options::ToString() const {
   o << "filter-chain = ";
   for (size_t i = 0; i < filter_chain.size(); i++) o << (i ? "," : "") << filter_chain[i];
   o << "\n"
-    << "bloom.expected-chunks = " << bloom_expected_chunks << "\n"
-    << "bloom.false-positive-rate = " << bloom_false_positive_rate << "\n"
-    << "container-cache.containers = " << container_cache_containers << "\n"
+    << "bloom.expected-chunks = " << filters.bloom_expected_chunks << "\n"
+    << "bloom.false-positive-rate = " << filters.bloom_false_positive_rate << "\n"
+    << "container-cache.containers = " << filters.container_cache_containers << "\n"
     << "container.size = " << chunk_store.container_size << "\n"
     << "container.compression = " << CompressionName(chunk_store.compression) << "\n"
     << "container.open-count = " << chunk_store.open_containers << "\n"
@@ -552,23 +343,12 @@ std::string Options::ToString() const {
     << "log.path = " << log.path << "\n"
     << "log.size = " << log.size_bytes << "\n"
     << "log.soft-limit = " << log.soft_limit << "\n"
-    << "log.hard-limit = " << log.hard_limit << "\n"
-    << "monitor.enabled = " << (monitor_enabled ? "true" : "false") << "\n"
-    << "monitor.host = " << monitor_host << "\n"
-    << "monitor.port = " << monitor_port << "\n"
-    << "monitor.token = " << (monitor_token.empty() ? "" : "(set)") << "\n"
-    << "target.iqn = " << target_iqn << "\n"
-    << "target.portal = " << target_portal << "\n"
-    << "target.control-port = " << target_control_port << "\n";
-  o << "target.initiator-address = ";
-  if (target_initiator_addresses.empty()) o << (target_initiator_names.empty() ? "ALL" : "");
-  for (size_t i = 0; i < target_initiator_addresses.size(); i++) o << (i ? "," : "") << target_initiator_addresses[i];
-  o << "\ntarget.initiator-name = ";
-  for (size_t i = 0; i < target_initiator_names.size(); i++) o << (i ? "," : "") << target_initiator_names[i];
-  o << "\n"
-    << "target.chap-user = " << target_chap_user << "\n"
-    << "target.chap-password = " << (target_chap_password.empty() ? "" : "(set)") << "\n"
-    << "target.discovery-auth = " << (target_discovery_auth ? "true" : "false") << "\n";
+    << "log.hard-limit = " << log.hard_limit << "\n";
+  return o.str();
+}
+
+std::string Options::VolumesToString() const {
+  std::ostringstream o;
   for (const auto& v : volumes) o << "volume = " << v.name << " " << v.size << "\n";
   return o.str();
 }

@@ -20,7 +20,7 @@ inline Options SmallSystemOptions(const std::string& dir) {
   Options o;
   o.data_dir = dir;
   o.chunk_index.table.size_bytes = 64 << 20;
-  o.bloom_expected_chunks = 1 << 20;
+  o.filters.bloom_expected_chunks = 1 << 20;
   o.write_buffer_size = 16 << 20;
   o.write_buffer_flush_delay_ms = 50;
   o.chunk_store.commit_timeout_ms = 500;

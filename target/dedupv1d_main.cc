@@ -6,10 +6,11 @@
 //            [--control-port N] [--volume NAME]... [--module PATH] [--timeout SECONDS]
 //
 // Invariants:
-//  - The config is validated (Options::FromConfig, which knows the target.*
-//    keys) before tgtd is touched: a refused config starts nothing. A relative
-//    data-dir is relative to the config file (Config::PathValue), so every
-//    command finds the instance from any directory.
+//  - The config is validated (ServiceOptions::FromConfig: the engine's keys,
+//    target.* and monitor.*) before tgtd is touched: a refused config starts
+//    nothing. A relative data-dir is relative to the config file
+//    (Config::PathValue), so every command finds the instance from any
+//    directory.
 //  - No initiator gets in before the target is complete: LUNs, the monitor
 //    check and the CHAP accounts (target and discovery) come first, the ACL
 //    that admits initiators last (tgt admits nobody to a target without ACL
@@ -99,6 +100,7 @@
 #include "target/monitor/monitor_client.h"
 #include "target/monitor/monitor_identity.h"
 #include "target/port_owner.h"
+#include "target/service_options.h"
 
 #ifndef DEDUPV1_TGT_BACKING_STORE_DIR
 #define DEDUPV1_TGT_BACKING_STORE_DIR "/usr/lib/tgt/backing-store"
@@ -466,15 +468,15 @@ std::string DescribeMonitorPortHolder(const std::string& host, uint16_t port) {
 }
 
 // "" when the monitor is free to bind |host|:|port|, else why not.
-std::string MonitorPortProblem(const Options& o) {
-  if (!o.monitor_enabled) return "";
+std::string MonitorPortProblem(const ServiceOptions& o) {
+  if (!o.monitor.enabled) return "";
   Portal p;
-  const std::string where = HostPort(o.monitor_host, o.monitor_port);
-  if (!ResolveMonitor(o.monitor_host, o.monitor_port, &p)) return "monitor.host " + o.monitor_host + " does not resolve";
+  const std::string where = HostPort(o.monitor.host, o.monitor.port);
+  if (!ResolveMonitor(o.monitor.host, o.monitor.port, &p)) return "monitor.host " + o.monitor.host + " does not resolve";
   const int err = TryPortal(p, false);
   if (err == 0) return "";
   if (err != EADDRINUSE) return "monitor " + where + " cannot be bound: " + std::strerror(err);
-  return "monitor port " + where + " is in use by " + DescribeMonitorPortHolder(o.monitor_host, o.monitor_port) +
+  return "monitor port " + where + " is in use by " + DescribeMonitorPortHolder(o.monitor.host, o.monitor.port) +
          "; choose another monitor.port (or monitor.enabled = false)";
 }
 
@@ -712,14 +714,14 @@ std::vector<ShownTarget> ParseTargets(const std::string& text) {
 // Config.
 
 struct Setup {
-  Options options;
+  ServiceOptions options;  // the whole file: engine, target.*, monitor.*
   std::string config_path;  // absolute
   std::string data_dir;     // absolute
   std::vector<Lun> luns;    // what to serve, in config order
 };
 
-// Loads and validates the config with the command line overrides. The
-// message is the engine's (file, line, key).
+// Loads and validates the whole config (every layer's keys) with the command
+// line overrides. The message names the file, line and key.
 Status LoadSetup(const Args& args, Setup* setup) {
   std::error_code ec;
   setup->config_path = fs::absolute(args.config, ec).lexically_normal().string();
@@ -734,12 +736,12 @@ Status LoadSetup(const Args& args, Setup* setup) {
   }
   if (!args.portal.empty()) config.Set("target.portal", args.portal);
   if (!args.control_port.empty()) config.Set("target.control-port", args.control_port);
-  DEDUPV1_RETURN_IF_ERROR(Options::FromConfig(config, &setup->options));
-  setup->data_dir = fs::absolute(setup->options.data_dir, ec).lexically_normal().string();
+  DEDUPV1_RETURN_IF_ERROR(ServiceOptions::FromConfig(config, &setup->options));
+  setup->data_dir = fs::absolute(setup->options.engine.data_dir, ec).lexically_normal().string();
   if (!setup->data_dir.empty() && setup->data_dir.size() > 1 && setup->data_dir.back() == '/') {
     setup->data_dir.pop_back();
   }
-  const auto& vols = setup->options.volumes;
+  const auto& vols = setup->options.engine.volumes;
   if (vols.empty()) {
     return Status::InvalidArgument(setup->config_path +
                                    ": declares no volume, so there is nothing to serve (add 'volume = NAME SIZE')");
@@ -775,12 +777,12 @@ std::string VolumeTablePath(const std::string& data_dir) { return JoinPath(data_
 Status PlanLuns(Setup* setup) {
   std::vector<VolumeRecord> records;
   DataDirState state;
-  DEDUPV1_RETURN_IF_ERROR(InspectDataDir(Env::Default(), setup->options, &state));
+  DEDUPV1_RETURN_IF_ERROR(InspectDataDir(Env::Default(), setup->options.engine, &state));
   if (state == DataDirState::kStore) {
     DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(Env::Default(), VolumeTablePath(setup->data_dir), &records));
   }
   bool changed = false;
-  DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(setup->options.volumes, &records, &changed));
+  DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(setup->options.engine.volumes, &records, &changed));
   for (auto& l : setup->luns) {
     for (const auto& r : records) {
       if (r.name == l.volume) l.lun = static_cast<int>(r.id);
@@ -1134,7 +1136,7 @@ int Start(const Args& args) {
     Complain("config refused, nothing started: " + s.message());
     return kExitUsage;
   }
-  const Options& o = setup.options;
+  const ServiceOptions& o = setup.options;
   std::string preload, module_desc;
   s = FindModule(args, &preload, &module_desc);
   if (!s.ok()) {
@@ -1186,14 +1188,14 @@ int Start(const Args& args) {
     return kExitUsage;
   }
 
-  const int ctl = static_cast<int>(o.target_control_port);
+  const int ctl = static_cast<int>(o.target.control_port);
   if (ControlPortInUse(ctl)) {
     Complain("tgtd control port " + std::to_string(ctl) + " is in use by another tgtd (" + SocketPath(ctl) +
              "); choose another target.control-port / --control-port");
     return kExitFailed;
   }
   RemoveStaleSocket(ctl);
-  const Portal portal = ParsePortal(o.target_portal);
+  const Portal portal = ParsePortal(o.target.portal);
   if (int err = TryPortal(portal, false); err != 0) {
     const std::string owner = err == EADDRINUSE ? TcpPortOwner(portal.port) : "";
     Complain("portal " + portal.ToString() + " is not available: " + std::strerror(err) +
@@ -1215,19 +1217,19 @@ int Start(const Args& args) {
   State st;
   st.control_port = ctl;
   st.portal = portal.ToString();
-  st.iqn = o.target_iqn;
+  st.iqn = o.target.iqn;
   st.config = setup.config_path;
   st.data_dir = setup.data_dir;
   st.module = preload.empty() ? module_desc : preload;
   st.luns = setup.luns;
-  st.acl = o.target_initiator_addresses;
-  if (st.acl.empty() && o.target_initiator_names.empty()) st.acl.push_back("ALL");
-  st.acl.insert(st.acl.end(), o.target_initiator_names.begin(), o.target_initiator_names.end());
-  st.chap_user = o.target_chap_user;
-  st.discovery_chap = !o.target_chap_user.empty() && o.target_discovery_auth;
-  if (o.monitor_enabled) {
-    st.monitor_host = o.monitor_host;
-    st.monitor_port = o.monitor_port;
+  st.acl = o.target.initiator_addresses;
+  if (st.acl.empty() && o.target.initiator_names.empty()) st.acl.push_back("ALL");
+  st.acl.insert(st.acl.end(), o.target.initiator_names.begin(), o.target.initiator_names.end());
+  st.chap_user = o.target.chap_user;
+  st.discovery_chap = !o.target.chap_user.empty() && o.target.discovery_auth;
+  if (o.monitor.enabled) {
+    st.monitor_host = o.monitor.host;
+    st.monitor_port = o.monitor.port;
   }
   s = SpawnTgtd(tgtd, ctl, st.portal, preload, log, &st.pid);
   if (!s.ok()) {
@@ -1306,8 +1308,8 @@ int Start(const Args& args) {
   // (CHAP for logins and for discovery) is in place before the ACL that
   // admits initiators.
   const std::string tid = std::to_string(kTid);
-  run_step("creating target " + o.target_iqn,
-           {"--lld", "iscsi", "--op", "new", "--mode", "target", "--tid", tid, "-T", o.target_iqn});
+  run_step("creating target " + o.target.iqn,
+           {"--lld", "iscsi", "--op", "new", "--mode", "target", "--tid", tid, "-T", o.target.iqn});
   for (const auto& l : st.luns) {
     // ';' separates bsopts items: tgtd splits its parameter string at ','.
     run_step("creating LUN " + std::to_string(l.lun) + " (volume " + l.volume + ")",
@@ -1318,29 +1320,29 @@ int Start(const Args& args) {
   if (failed.empty()) {
     failed = VerifyLuns(st.luns, setup.data_dir);
   }
-  if (failed.empty() && o.monitor_enabled) {
-    failed = MonitorIdentityProblem(o.monitor_host, o.monitor_port, setup.data_dir);
+  if (failed.empty() && o.monitor.enabled) {
+    failed = MonitorIdentityProblem(o.monitor.host, o.monitor.port, setup.data_dir);
     if (failed.empty()) step_done("checking the monitor");
   }
-  if (!o.target_chap_user.empty()) {
-    run_step("creating CHAP account " + o.target_chap_user,
-             {"--lld", "iscsi", "--op", "new", "--mode", "account", "--user", o.target_chap_user, "--password",
-              o.target_chap_password});
-    run_step("binding CHAP account " + o.target_chap_user + " to the target",
-             {"--lld", "iscsi", "--op", "bind", "--mode", "account", "--tid", tid, "--user", o.target_chap_user});
+  if (!o.target.chap_user.empty()) {
+    run_step("creating CHAP account " + o.target.chap_user,
+             {"--lld", "iscsi", "--op", "new", "--mode", "account", "--user", o.target.chap_user, "--password",
+              o.target.chap_password});
+    run_step("binding CHAP account " + o.target.chap_user + " to the target",
+             {"--lld", "iscsi", "--op", "bind", "--mode", "account", "--tid", tid, "--user", o.target.chap_user});
     if (st.discovery_chap) {
       // No --tid: tgt's global target, which discovery sessions log in to.
-      run_step("binding CHAP account " + o.target_chap_user + " to discovery",
-               {"--lld", "iscsi", "--op", "bind", "--mode", "account", "--user", o.target_chap_user});
+      run_step("binding CHAP account " + o.target.chap_user + " to discovery",
+               {"--lld", "iscsi", "--op", "bind", "--mode", "account", "--user", o.target.chap_user});
     }
   }
-  for (const auto& a : o.target_initiator_addresses.empty() && o.target_initiator_names.empty()
+  for (const auto& a : o.target.initiator_addresses.empty() && o.target.initiator_names.empty()
                            ? std::vector<std::string>{"ALL"}
-                           : o.target_initiator_addresses) {
+                           : o.target.initiator_addresses) {
     run_step("admitting initiator address " + a,
              {"--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", tid, "-I", a});
   }
-  for (const auto& n : o.target_initiator_names) {
+  for (const auto& n : o.target.initiator_names) {
     run_step("admitting initiator name " + n,
              {"--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", tid, "-Q", n});
   }
@@ -1383,7 +1385,7 @@ Status FindInstance(const Args& args, Where* where, State* st) {
   Status s = LoadSetup(args, &setup);
   if (s.ok()) {
     where->data_dir = setup.data_dir;
-    where->control_port = static_cast<int>(setup.options.target_control_port);
+    where->control_port = static_cast<int>(setup.options.target.control_port);
   } else {
     // Still find (and stop) an instance whose config was edited since.
     where->data_dir = RawDataDir(args);

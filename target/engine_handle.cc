@@ -4,8 +4,8 @@
 #include "core/c_api_internal.h"
 #include "core/config.h"
 #include "core/env.h"
-#include "core/options.h"
 #include "target/monitor/monitor_server.h"
+#include "target/service_options.h"
 
 #include <chrono>
 #include <cstdio>
@@ -35,11 +35,12 @@ struct SharedEngine {
 // monitor for its identity right after the first LUN and fails the start
 // when it is missing or another instance's; a tgtd run by hand shows it only
 // in its log.
-void StartMonitor(SharedEngine& shared) {
+void StartMonitor(SharedEngine& shared, const ServiceOptions& service) {
   DedupSystem* system = SystemOf(shared.sys);
-  if (!system->options().monitor_enabled) return;
-  MonitorOptions options = MonitorOptions::FromOptions(system->options());
+  if (!service.monitor.enabled) return;
+  MonitorOptions options = service.monitor;
   options.system_start = std::chrono::steady_clock::now();
+  options.effective_config = service.ToString();
   Status s = MonitorServer::Start(system, options, &shared.monitor);
   if (!s.ok()) {
     std::fprintf(stderr, "dedupv1: monitor not started: %s\n", s.ToString().c_str());
@@ -52,6 +53,16 @@ void StartMonitor(SharedEngine& shared) {
 void StopMonitor(SharedEngine& shared) {
   if (shared.monitor) shared.monitor->Stop();
   shared.monitor.reset();
+}
+
+// The whole config as dedupv1d reads it: the engine reads only its own keys,
+// so the target.* and monitor.* keys are validated here, once, before the
+// engine opens (a bad one refuses the LUN as it always did).
+Status LoadServiceOptions(const char* config_path, const char* data_dir, ServiceOptions* out) {
+  Config config;
+  DEDUPV1_RETURN_IF_ERROR(Config::Load(Env::Default(), config_path, &config));
+  if (data_dir != nullptr) config.Set("data-dir", data_dir);
+  return ServiceOptions::FromConfig(config, out);
 }
 
 SharedEngine& Shared() {
@@ -71,14 +82,11 @@ std::string ConfigChangedSinceOpen(SharedEngine& shared, const char* config_path
   const std::string reopen =
       "; it takes effect when the engine reopens: delete every dedupv1 LUN of this tgtd and create them again "
       "(dedupv1d stop and start)";
-  Config config;
-  Options now;
-  Status s = Config::Load(Env::Default(), config_path, &config);
-  if (s.ok() && data_dir != nullptr) config.Set("data-dir", data_dir);
-  if (s.ok()) s = Options::FromConfig(config, &now);
+  ServiceOptions now;
+  Status s = LoadServiceOptions(config_path, data_dir, &now);
   if (!s.ok()) return "config '" + std::string(config_path) + "' no longer loads: " + s.ToString();
   const VolumeOptions* configured = nullptr;
-  for (const auto& v : now.volumes) {
+  for (const auto& v : now.engine.volumes) {
     if (v.name == volume) configured = &v;
   }
   Volume* open = nullptr;
@@ -127,6 +135,9 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
 
     bool opened_here = false;
     if (shared.sys == nullptr) {
+      dedupv1::ServiceOptions service;
+      dedupv1::Status s = dedupv1::LoadServiceOptions(config_path, data_dir, &service);
+      if (!s.ok()) return dedupv1::ReportStatus(s, err, errlen);
       int rc = dedupv1_open(config_path, data_dir, &shared.sys, err, errlen);
       if (rc != DEDUPV1_OK) {
         shared.sys = nullptr;
@@ -135,7 +146,7 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
       shared.config_path = config;
       shared.data_dir = dir;
       opened_here = true;
-      dedupv1::StartMonitor(shared);
+      dedupv1::StartMonitor(shared, service);
     } else if (config != shared.config_path || dir != shared.data_dir) {
       SetError(err, errlen,
                "this tgtd already serves dedupv1 from config '" + shared.config_path + "'" +

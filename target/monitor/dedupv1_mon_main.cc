@@ -33,10 +33,10 @@
 #include "core/config.h"
 #include "core/env.h"
 #include "core/identity.h"
-#include "core/options.h"
 #include "target/monitor/monitor_client.h"
 #include "target/monitor/monitor_identity.h"
 #include "target/monitor/monitor_view.h"
+#include "target/service_options.h"
 
 namespace {
 
@@ -182,20 +182,20 @@ int ResolveTarget(const std::string& config_path, const std::string& data_dir, c
   if (!dir.empty()) dir = std::filesystem::absolute(dir).lexically_normal().string();
   if (!config_path.empty()) {
     dedupv1::Config config;
-    dedupv1::Options options;
+    dedupv1::ServiceOptions options;
     dedupv1::Status s = dedupv1::Config::Load(dedupv1::Env::Default(), config_path, &config);
     if (s.ok() && !dir.empty()) config.Set("data-dir", dir);
-    if (s.ok()) s = dedupv1::Options::FromConfig(config, &options);
+    if (s.ok()) s = dedupv1::ServiceOptions::FromConfig(config, &options);
     if (!s.ok()) return Usage("config refused: " + s.message());
-    if (!options.monitor_enabled) {
+    if (!options.monitor.enabled) {
       std::fprintf(stderr, "dedupv1_mon: %s says monitor.enabled = false: that instance has no monitor\n",
                    config_path.c_str());
       return kExitConnect;
     }
-    t->host = options.monitor_host;
-    t->port = options.monitor_port;
-    t->token = options.monitor_token;
-    dir = options.data_dir;
+    t->host = options.monitor.host;
+    t->port = options.monitor.port;
+    t->token = options.monitor.token;
+    dir = options.engine.data_dir;
   }
   if (!dir.empty()) {
     dedupv1::Status s = dedupv1::ExpectInstanceOf(dir, &t->expected);

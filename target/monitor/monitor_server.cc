@@ -164,18 +164,10 @@ std::chrono::steady_clock::time_point StartTime(const MonitorOptions& o) {
 
 }  // namespace
 
-MonitorOptions MonitorOptions::FromOptions(const Options& options) {
-  MonitorOptions o;
-  o.host = options.monitor_host;
-  o.port = options.monitor_port;
-  o.token = options.monitor_token;
-  return o;
-}
-
 MonitorServer::MonitorServer(DedupSystem* system, const MonitorOptions& options)
     : options_(options),
       sampler_([system] { return ReadCounters(system); }, &history_, options.sample_interval),
-      collector_(system, &history_, StartTime(options)),
+      collector_(system, &history_, StartTime(options), options.effective_config),
       handler_(system, &collector_, options.token),
       guard_(options.max_idle_connections) {}
 

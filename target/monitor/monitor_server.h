@@ -4,7 +4,7 @@
 // the endpoint list). It also runs the throughput sampler behind the chart.
 //
 // Security: it listens on 127.0.0.1 by default. Start refuses a non-loopback
-// address without a token (as Options::Finish does); with a token, every
+// address without a token (as MonitorOptions::Finish does); with a token, every
 // control (POST) endpoint needs "Authorization: Bearer <token>".
 //
 // Threads: libmicrohttpd's listener plus one thread per open connection (at
@@ -29,10 +29,10 @@
 #include <string>
 
 #include "core/dedup_system.h"
-#include "core/options.h"
 #include "core/status.h"
 #include "target/monitor/connection_guard.h"
 #include "target/monitor/monitor_handler.h"
+#include "target/monitor/monitor_options.h"
 #include "target/monitor/status_collector.h"
 #include "target/monitor/throughput_history.h"
 #include "target/monitor/throughput_sampler.h"
@@ -40,23 +40,6 @@
 struct MHD_Daemon;
 
 namespace dedupv1 {
-
-struct MonitorOptions {
-  std::string host = "127.0.0.1";  // numeric address or a name resolving to one
-  uint16_t port = 9001;            // 0: any free port (see MonitorServer::port())
-  std::string token;               // required by control endpoints when not empty
-  std::chrono::milliseconds sample_interval{1000};  // throughput sampler period
-  unsigned max_connections = 256;      // open at once (each holds a thread)
-  unsigned max_idle_connections = 32;  // of those, waiting without a request being handled
-  unsigned connection_timeout_s = 10;  // a connection silent this long is closed
-  // When the system was started, for the uptime; the default (epoch) means
-  // "when the server starts".
-  std::chrono::steady_clock::time_point system_start{};
-
-  // host, port and token of |options| (monitor.host/.port/.token). Whether
-  // to start at all (monitor.enabled) is the caller's decision.
-  static MonitorOptions FromOptions(const Options& options);
-};
 
 class MonitorServer {
  public:

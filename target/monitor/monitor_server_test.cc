@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "target/monitor/monitor_test_util.h"
+#include "target/service_options.h"
 
 namespace dedupv1 {
 namespace {
@@ -470,11 +471,11 @@ TEST(MonitorServerTest, StartRefusesUnsafeOrBadAddresses) {
 }
 
 TEST(MonitorServerTest, OptionsComeFromTheConfig) {
-  Options o;
-  o.monitor_host = "::1";
-  o.monitor_port = 9123;
-  o.monitor_token = "t";
-  MonitorOptions m = MonitorOptions::FromOptions(o);
+  Config c;
+  ASSERT_TRUE(Config::Parse("monitor.host = ::1\nmonitor.port = 9123\nmonitor.token = t\n", "t.conf", &c).ok());
+  ServiceOptions o;
+  ASSERT_TRUE(ServiceOptions::FromConfig(c, &o).ok());
+  const MonitorOptions& m = o.monitor;
   EXPECT_EQ(m.host, "::1");
   EXPECT_EQ(m.port, 9123);
   EXPECT_EQ(m.token, "t");

@@ -20,7 +20,7 @@ Options SmallMonitorOptions(const std::string& dir) {
   Options o;
   o.data_dir = dir;
   o.chunk_index.table.size_bytes = 16 << 20;
-  o.bloom_expected_chunks = 1 << 18;
+  o.filters.bloom_expected_chunks = 1 << 18;
   o.write_buffer_size = 16 << 20;
   o.write_buffer_flush_delay_ms = 50;
   o.chunk_store.commit_timeout_ms = 500;

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "target/monitor/status_collector.h"
+#include "target/monitor/metric_table.h"
 
 namespace dedupv1 {
 
@@ -48,8 +48,10 @@ class PrometheusWriter {
   std::map<std::string, Family> families_;
 };
 
-// All dedupv1 metrics from a /stats document (StatusCollector::Stats) plus
-// the number of requests the monitor has served.
+// All dedupv1 metrics from a /stats document (StatusCollector::Stats): each
+// row of the metric table with a Prometheus name, looked up by its section
+// and key; plus the build, the uptime and the number of requests the monitor
+// has served.
 std::string RenderPrometheusMetrics(const Json& stats, uint64_t monitor_requests);
 
 }  // namespace dedupv1

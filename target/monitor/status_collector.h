@@ -1,5 +1,8 @@
 // StatusCollector turns the state of a running DedupSystem into the JSON
-// documents the monitor serves (/stats, /volumes, /index, ...). It only reads:
+// documents the monitor serves (/stats, /volumes, /index, ...). The figures
+// of each section come from the rows of the metric table
+// (target/monitor/metric_table.h); this class arranges the documents. It
+// only reads:
 // the engine's counters are atomics, and the few stats() calls that take an
 // engine lock hold it for a copy of some integers, never across a request or
 // any I/O, so collecting never stalls the I/O path.
@@ -16,15 +19,11 @@
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "core/dedup_system.h"
+#include "target/monitor/metric_table.h"
 #include "target/monitor/throughput_history.h"
 
 namespace dedupv1 {
-
-// JSON with keys kept in insertion order, so documents read top-down.
-using Json = nlohmann::ordered_json;
 
 // The dedupv1 version the monitor reports (the CMake project version).
 const char* MonitorVersionString();
@@ -32,9 +31,11 @@ const char* MonitorVersionString();
 class StatusCollector {
  public:
   // |history| may be null (no throughput figures then). |start| is when the
-  // system was started, for the uptime.
+  // system was started, for the uptime. |effective_config| is what Config()
+  // shows ("key = value" lines of the whole config file); empty: the
+  // engine's options.
   StatusCollector(DedupSystem* system, const ThroughputHistory* history,
-                  std::chrono::steady_clock::time_point start);
+                  std::chrono::steady_clock::time_point start, std::string effective_config = "");
 
   // Everything the status page shows, in one document.
   Json Stats() const;
@@ -53,15 +54,16 @@ class StatusCollector {
   double UptimeSeconds() const;
 
  private:
-  Json Dedup() const;
-  Json Io() const;
-  Json ChunkIndexJson() const;
-  Json BlockIndexJson() const;
-  Json WriteBuffer() const;
+  // The parts Stats() shares with the endpoints, read through |context|.
+  Json VolumesJson(const MetricContext& context) const;
+  Json FiltersJson(const MetricContext& context) const;
+  Json ContainersJson(const MetricContext& context) const;
+  Json LogJson(const MetricContext& context) const;
 
   DedupSystem* const system_;
   const ThroughputHistory* const history_;
   const std::chrono::steady_clock::time_point start_;
+  const std::string effective_config_;
 };
 
 }  // namespace dedupv1

@@ -1,5 +1,9 @@
 #include "target/monitor/status_page.h"
 
+#include <string>
+
+#include "target/monitor/metric_table.h"
+
 namespace dedupv1 {
 
 namespace {
@@ -189,6 +193,10 @@ function fillTable(id, rows) {
     tbody.append(tr);
   }
 }
+// The lists of the sections, [label, value of the section object v], made
+// from the metric table (target/monitor/metric_table.cc) by the server.
+const PAGE_LISTS = @PAGE_LISTS@;
+function pageLines(section, v) { return PAGE_LISTS[section].map(([label, value]) => [label, value(v)]); }
 // A part that is not built yet: its JSON says {"available": false, "message"}.
 function availability(part, listId, naId) {
   const na = $(naId);
@@ -240,78 +248,18 @@ function render(s) {
 
   const ci = s.chunk_index;
   $("ci-fill-bar").style.width = Math.min(100, 100 * ci.fill_ratio).toFixed(1) + "%";
-  fillList("chunk-index", [
-    ["Entries (persistent)", count(ci.persistent_entries)],
-    ["Entries not written back yet", count(ci.new_entries)],
-    ["Capacity", count(ci.capacity_entries)],
-    ["Fill", pct(ci.fill_ratio)],
-    ["Auxiliary entries", count(ci.aux_entries)],
-    ["  of which uncommitted", count(ci.aux_uncommitted_entries)],
-    ["Write-back backlog", count(ci.write_back_backlog_entries)],
-    ["Aux soft / hard limit", count(ci.aux_soft_limit_entries) + " / " + count(ci.aux_hard_limit_entries)],
-    ["Lookups", count(ci.lookups)],
-    ["Hits aux / disk, misses", count(ci.aux_hits) + " / " + count(ci.disk_hits) + ", " + count(ci.misses)],
-    ["Written back", count(ci.written_back_entries)],
-    ["Write-back errors", count(ci.write_back_errors)],
-    ["Throttled inserts", count(ci.throttled_puts)],
-    ["Refused inserts (full)", count(ci.refused_puts)],
-    ["Last error", ci.last_error || "none"],
-  ]);
+  fillList("chunk-index", pageLines("chunk_index", ci));
   const bi = s.block_index;
-  fillList("block-index", [
-    ["Backend", bi.backend],
-    ["Mappings (persistent)", count(bi.persistent_mappings)],
-    ["Auxiliary mappings", count(bi.aux_mappings)],
-    ["  waiting for a commit", count(bi.aux_waiting_for_commit)],
-    ["Write-back backlog", count(bi.write_back_backlog_mappings)],
-    ["Reads", count(bi.reads)],
-    ["Hits aux / store, misses", count(bi.aux_hits) + " / " + count(bi.persistent_hits) + ", " + count(bi.misses)],
-    ["Written back", count(bi.written_back_mappings)],
-    ["Last error", bi.last_error || "none"],
-  ]);
+  fillList("block-index", pageLines("block_index", bi));
   const c = s.containers;
-  fillList("containers", [
-    ["Open", count(c.open)],
-    ["Committing", count(c.in_flight)],
-    ["Committed", count(c.committed)],
-    ["Commit failures / retries", count(c.commit_failures) + " / " + count(c.commit_retries)],
-    ["Average commit latency", c.average_commit_latency_ms.toFixed(1) + " ms"],
-    ["Chunks stored", count(c.chunks_stored)],
-    ["Raw / stored", bytes(c.raw_bytes) + " / " + bytes(c.stored_bytes)],
-    ["Compression", c.compression],
-    ["Container size", bytes(c.container_size_bytes)],
-    ["Read-cache hit rate", pct(c.read_cache_hit_ratio) + " of " + count(c.read_cache_hits + c.read_cache_misses)],
-    ["Containers read", count(c.container_reads)],
-    ["Container metadata reads", count(c.container_metadata_reads)],
-  ]);
+  fillList("containers", pageLines("containers", c));
   $("containers-merge").textContent = !c.merge ? "" : c.merge.available === false ? "GC / merge: " + c.merge.message
       : "GC: " + c.merge.containers_merged + " merged into " + c.merge.merged_containers_written + ", " + c.merge.containers_deleted + " deleted";
   const l = s.log;
-  fillList("log", availability(l, "log", "log-na") ? [
-    ["Fill", pct(l.fill) + " of " + bytes(l.size_bytes)],
-    ["Checkpoint at / writers wait at", pct(l.soft_limit) + " / " + pct(l.hard_limit)],
-    ["Replay position (head)", count(l.replay_position)],
-    ["Last event / durable", count(l.last_event) + " / " + count(l.durable_event)],
-    ["Replay mode", "background, at checkpoints" + (l.replay_paused ? " (paused by an admin)" : "")],
-    ["Events appended", count(l.appended_events) + " (" + bytes(l.appended_bytes) + ")"],
-    ["Syncs (group commits)", count(l.syncs)],
-    ["Throttled appends", count(l.throttled_appends)],
-    ["Last start", l.last_start],
-    ["Replayed at start", count(l.start_events_replayed) + " events, " + count(l.start_mappings_restored) + " mappings restored"],
-  ] : []);
+  fillList("log", availability(l, "log", "log-na") ? pageLines("log", l) : []);
   fillList("gc", availability(s.gc, "gc", "gc-na") ? Object.entries(s.gc) : []);
   const i = s.idle;
-  fillList("idle", availability(i, "idle", "idle-na") ? [
-    ["State", (i.idle ? "idle" : "busy") + (i.idle && i.since_unix ? " since " + new Date(i.since_unix * 1000).toLocaleTimeString() : "")],
-    ["Mode", i.mode + (i.forced ? " (forced by an admin)" : " (detected)")],
-    ["Throughput (write + read)", bytes(i.write_bytes_per_second + i.read_bytes_per_second) + "/s"],
-    ["Request latency (mean)", i.mean_latency_ms.toFixed(2) + " ms at " + i.requests_per_second.toFixed(1) + " requests/s"],
-    ["Idle below", bytes(i.throughput_threshold_bytes_per_second) + "/s" + (i.latency_threshold_ms > 0 ? " and " + i.latency_threshold_ms + " ms" : "") + " for " + i.period_seconds + " s (window " + i.window_seconds + " s)"],
-    ["Below the threshold for", i.below_threshold_seconds.toFixed(1) + " s"],
-    ["Background replay", i.replay_paused ? "paused" : "running"],
-    ["Idle periods / ticks / ends", count(i.idle_starts) + " / " + count(i.idle_ticks) + " / " + count(i.idle_ends)],
-    ["Idle checkpoints / GC rounds", count(i.idle_checkpoints) + " / " + count(i.idle_gc_runs)],
-  ] : []);
+  fillList("idle", availability(i, "idle", "idle-na") ? pageLines("idle", i) : []);
 }
 
 function drawChart(h) {
@@ -398,7 +346,12 @@ setInterval(refreshHistory, 5000);
 }  // namespace
 
 const std::string& StatusPageHtml() {
-  static const std::string* page = new std::string(kPage);
+  static const std::string* page = [] {
+    std::string html(kPage);
+    const std::string marker = "@PAGE_LISTS@";
+    html.replace(html.find(marker), marker.size(), StatusPageListsScript());
+    return new std::string(std::move(html));
+  }();
   return *page;
 }
 

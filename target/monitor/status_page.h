@@ -5,7 +5,9 @@
 //
 // Elements the tests read: #dedup-ratio, #write-now and #read-now carry the
 // raw figure in data-value (and the sample time in data-time), next to the
-// human-readable text.
+// human-readable text. The lists of the chunk index, block index,
+// containers, log and idle sections come from the metric table
+// (metric_table.h, StatusPageListsScript).
 #pragma once
 
 #include <string>

@@ -7,6 +7,7 @@
 #include "core/config.h"
 #include "core/data_dir.h"
 #include "core/env.h"
+#include "target/service_options.h"
 
 namespace dedupv1 {
 namespace tools {
@@ -70,7 +71,9 @@ Status LoadToolOptions(const std::string& config_path, const std::string& data_d
   Config config;
   DEDUPV1_RETURN_IF_ERROR(Config::Load(Env::Default(), config_path, &config));
   if (!data_dir_override.empty()) config.Set("data-dir", data_dir_override);
-  DEDUPV1_RETURN_IF_ERROR(Options::FromConfig(config, options));
+  ServiceOptions service;
+  DEDUPV1_RETURN_IF_ERROR(ServiceOptions::FromConfig(config, &service));
+  *options = service.engine;
   // Opening a directory without a store would create an empty one; a tool
   // must never do that (a typo in --data-dir would "check" a new empty store).
   DataDirState state;

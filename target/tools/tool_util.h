@@ -45,8 +45,9 @@ struct ToolArgs {
 bool ParseToolArgs(int argc, char** argv, const std::vector<std::string>& allowed_flags, ToolArgs* args,
                    std::string* error);
 
-// Loads and validates the config (Options::FromConfig) with the data-dir
-// override, and checks that the data directory holds a complete dedupv1
+// Loads and validates the whole config (ServiceOptions::FromConfig: the
+// target.* and monitor.* keys too, as dedupv1d would) with the data-dir
+// override, returns the engine's part, and checks that the data directory holds a complete dedupv1
 // store by the engine's rule (core/data_dir.h): NotFound if it holds none or
 // its creation did not finish, Corruption naming each file the store lacks.
 Status LoadToolOptions(const std::string& config_path, const std::string& data_dir_override,

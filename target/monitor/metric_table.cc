@@ -1,0 +1,621 @@
+#include "target/monitor/metric_table.h"
+
+#include <algorithm>
+#include <map>
+
+namespace dedupv1 {
+
+const ChunkStoreStats& MetricContext::store() const {
+  if (!store_) store_ = system_->chunk_store()->stats();
+  return *store_;
+}
+const ChunkIndexStats& MetricContext::chunk_index() const {
+  if (!chunk_index_) chunk_index_ = system_->chunk_index()->stats();
+  return *chunk_index_;
+}
+const BlockIndexStats& MetricContext::block_index() const {
+  if (!block_index_) block_index_ = system_->block_index()->stats();
+  return *block_index_;
+}
+const GcStats& MetricContext::gc() const {
+  if (!gc_) gc_ = system_->gc_stats();
+  return *gc_;
+}
+const DedupSystem::IdleInfo& MetricContext::idle() const {
+  if (!idle_) idle_ = system_->idle_info();
+  return *idle_;
+}
+const OperationsLogStats& MetricContext::log() const {
+  if (!log_) log_ = system_->log()->stats();
+  return *log_;
+}
+
+const char* MetricUnitName(MetricUnit unit) {
+  switch (unit) {
+    case MetricUnit::kCount: return "count";
+    case MetricUnit::kBytes: return "bytes";
+    case MetricUnit::kSeconds: return "seconds";
+    case MetricUnit::kMilliseconds: return "ms";
+    case MetricUnit::kRatio: return "ratio";
+    case MetricUnit::kBytesPerSecond: return "bytes/s";
+    case MetricUnit::kPerSecond: return "1/s";
+    case MetricUnit::kUnixTime: return "unix time";
+    case MetricUnit::kFlag: return "flag";
+    case MetricUnit::kText: return "text";
+    case MetricUnit::kId: return "id";
+  }
+  return "?";
+}
+
+MetricRow MetricRow::Counter(const char* name, const char* text) const {
+  MetricRow r = *this;
+  r.prom_type = PrometheusType::kCounter;
+  r.prom_name = name;
+  r.help = text;
+  return r;
+}
+
+MetricRow MetricRow::Gauge(const char* name, const char* text) const {
+  MetricRow r = Counter(name, text);
+  r.prom_type = PrometheusType::kGauge;
+  return r;
+}
+
+MetricRow MetricRow::Labeled(const char* name, const char* value) const {
+  MetricRow r = *this;
+  r.label = name;
+  r.label_value = value;
+  return r;
+}
+
+MetricRow MetricRow::DividedBy(double d) const {
+  MetricRow r = *this;
+  r.divisor = d;
+  return r;
+}
+
+MetricRow MetricRow::When(Condition condition) const {
+  MetricRow r = *this;
+  r.present = condition;
+  return r;
+}
+
+MetricRow MetricRow::Page(int position, const char* text, const char* js) const {
+  MetricRow r = *this;
+  r.page_position = position;
+  r.page_label = text;
+  r.page_js = js;
+  return r;
+}
+
+std::string MetricRow::Path() const { return std::string(section) + "." + key; }
+
+std::string MetricRow::PageExpression() const {
+  if (page_js != nullptr) return page_js;
+  const std::string v = std::string("v.") + key;
+  switch (unit) {
+    case MetricUnit::kCount:
+    case MetricUnit::kId: return "count(" + v + ")";
+    case MetricUnit::kBytes: return "bytes(" + v + ")";
+    case MetricUnit::kRatio: return "pct(" + v + ")";
+    case MetricUnit::kText: return v;
+    default: return "String(" + v + ")";
+  }
+}
+
+namespace {
+
+using C = const MetricContext&;
+using U = MetricUnit;
+
+MetricRow Row(const char* section, const char* key, MetricUnit unit, MetricRow::Reader read) {
+  MetricRow r;
+  r.section = section;
+  r.key = key;
+  r.unit = unit;
+  r.read = read;
+  return r;
+}
+
+// part / whole, or 0 when whole is 0.
+double Fraction(uint64_t part, uint64_t whole) {
+  return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+uint64_t Above(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+std::vector<MetricRow> DedupAndIoRows() {
+  return {
+      Row("dedup", "ratio", U::kRatio, [](C c) -> Json { return c.system()->DedupRatio(); })
+          .Gauge("dedupv1_dedup_ratio", "Logical bytes deduplicated per byte stored."),
+      Row("dedup", "logical_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_chunked.load(); })
+          .Counter("dedupv1_logical_bytes_total", "Logical bytes that went through deduplication."),
+      Row("dedup", "stored_bytes", U::kBytes, [](C c) -> Json { return c.store().bytes_stored; }),
+      Row("dedup", "saved_bytes", U::kBytes,
+          [](C c) -> Json { return Above(c.stats().bytes_chunked.load(), c.store().bytes_stored); })
+          .Gauge("dedupv1_saved_bytes", "Logical bytes deduplicated minus bytes stored."),
+      Row("dedup", "new_chunk_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_new.load(); })
+          .Counter("dedupv1_new_chunk_bytes_total", "Bytes of new chunks before compression."),
+      Row("dedup", "zero_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_zero.load(); })
+          .Counter("dedupv1_zero_chunk_bytes_total", "Bytes of all-zero chunks (not stored)."),
+      Row("dedup", "chunks", U::kCount, [](C c) -> Json { return c.stats().chunks.load(); }),
+      Row("dedup", "chunks_new", U::kCount, [](C c) -> Json { return c.stats().chunks_new.load(); })
+          .Counter("dedupv1_chunks_total", "Chunks deduplicated, by filter chain outcome.")
+          .Labeled("result", "new"),
+      Row("dedup", "chunks_known", U::kCount, [](C c) -> Json { return c.stats().chunks_known.load(); })
+          .Counter("dedupv1_chunks_total", "Chunks deduplicated, by filter chain outcome.")
+          .Labeled("result", "known"),
+      Row("dedup", "chunks_zero", U::kCount, [](C c) -> Json { return c.stats().chunks_zero.load(); })
+          .Counter("dedupv1_chunks_total", "Chunks deduplicated, by filter chain outcome.")
+          .Labeled("result", "zero"),
+      Row("dedup", "runs", U::kCount, [](C c) -> Json { return c.stats().runs.load(); }),
+      Row("dedup", "mappings_skipped", U::kCount, [](C c) -> Json { return c.stats().mappings_skipped.load(); }),
+      Row("dedup", "damaged_mappings_overwritten", U::kCount,
+          [](C c) -> Json { return c.stats().damaged_mappings_overwritten.load(); }),
+
+      Row("io", "read_ops", U::kCount, [](C c) -> Json { return c.stats().read_ops.load(); })
+          .Counter("dedupv1_read_operations_total", "Read requests served."),
+      Row("io", "write_ops", U::kCount, [](C c) -> Json { return c.stats().write_ops.load(); })
+          .Counter("dedupv1_write_operations_total", "Write requests acknowledged."),
+      Row("io", "unmap_ops", U::kCount, [](C c) -> Json { return c.stats().unmap_ops.load(); })
+          .Counter("dedupv1_unmap_operations_total", "Unmap (discard) requests."),
+      Row("io", "sync_ops", U::kCount, [](C c) -> Json { return c.stats().sync_ops.load(); })
+          .Counter("dedupv1_sync_operations_total", "Volume sync requests."),
+      Row("io", "read_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_read.load(); })
+          .Counter("dedupv1_read_bytes_total", "Bytes read by clients."),
+      Row("io", "written_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_written.load(); })
+          .Counter("dedupv1_written_bytes_total", "Bytes written by clients."),
+      Row("io", "unmapped_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_unmapped.load(); })
+          .Counter("dedupv1_unmapped_bytes_total", "Bytes unmapped by clients."),
+      Row("io", "errors", U::kCount, [](C c) -> Json { return c.stats().errors.load(); })
+          .Counter("dedupv1_errors_total", "Errors of the deduplication path and of syncs."),
+
+      Row("write_buffer", "dirty_bytes", U::kBytes,
+          [](C c) -> Json {
+            uint64_t dirty = 0;
+            for (Volume* v : c.system()->volumes()) dirty += v->buffer().dirty_bytes();
+            return dirty;
+          })
+          .Gauge("dedupv1_write_buffer_dirty_bytes", "Bytes written but not yet deduplicated."),
+      Row("write_buffer", "limit_bytes", U::kBytes, [](C c) -> Json { return c.options().write_buffer_size; })
+          .Gauge("dedupv1_write_buffer_limit_bytes", "Write buffer memory limit."),
+  };
+}
+
+std::vector<MetricRow> VolumeAndFilterRows() {
+  const char* results = "Results given by each filter of the chain.";
+  return {
+      Row("volumes[]", "name", U::kText, [](C c) -> Json { return c.volume()->name(); }),
+      Row("volumes[]", "id", U::kId, [](C c) -> Json { return c.volume()->id(); }),
+      Row("volumes[]", "size_bytes", U::kBytes, [](C c) -> Json { return c.volume()->size(); })
+          .Gauge("dedupv1_volume_size_bytes", "Size of a volume."),
+      Row("volumes[]", "dirty_bytes", U::kBytes, [](C c) -> Json { return c.volume()->buffer().dirty_bytes(); })
+          .Gauge("dedupv1_volume_dirty_bytes", "Bytes of a volume not yet deduplicated."),
+      Row("volumes[]", "dirty_blocks", U::kCount, [](C c) -> Json { return c.volume()->buffer().dirty_blocks(); }),
+      // Of the dirty bytes, those waiting for chunk-index space (a sync fails).
+      Row("volumes[]", "parked_bytes", U::kBytes, [](C c) -> Json { return c.volume()->buffer().parked_bytes(); }),
+      Row("volumes[]", "written_bytes", U::kBytes, [](C c) -> Json { return c.volume()->counters().bytes_written; })
+          .Counter("dedupv1_volume_written_bytes_total", "Bytes initiators wrote to a volume."),
+      Row("volumes[]", "read_bytes", U::kBytes, [](C c) -> Json { return c.volume()->counters().bytes_read; })
+          .Counter("dedupv1_volume_read_bytes_total", "Bytes initiators read from a volume."),
+      Row("volumes[]", "unmapped_bytes", U::kBytes, [](C c) -> Json { return c.volume()->counters().bytes_unmapped; })
+          .Counter("dedupv1_volume_unmapped_bytes_total", "Bytes initiators unmapped in a volume."),
+      Row("volumes[]", "write_ops", U::kCount, [](C c) -> Json { return c.volume()->counters().write_ops; }),
+      Row("volumes[]", "read_ops", U::kCount, [](C c) -> Json { return c.volume()->counters().read_ops; }),
+      Row("volumes[]", "unmap_ops", U::kCount, [](C c) -> Json { return c.volume()->counters().unmap_ops; }),
+
+      Row("filters[]", "name", U::kText,
+          [](C c) -> Json { return c.system()->filter_chain().filter(c.filter()).name(); }),
+      Row("filters[]", "existing", U::kCount, [](C c) -> Json { return c.filter_counters().existing.load(); })
+          .Counter("dedupv1_filter_results_total", results).Labeled("result", "existing"),
+      Row("filters[]", "strong_maybe", U::kCount, [](C c) -> Json { return c.filter_counters().strong_maybe.load(); })
+          .Counter("dedupv1_filter_results_total", results).Labeled("result", "strong_maybe"),
+      Row("filters[]", "weak_maybe", U::kCount, [](C c) -> Json { return c.filter_counters().weak_maybe.load(); })
+          .Counter("dedupv1_filter_results_total", results).Labeled("result", "weak_maybe"),
+      Row("filters[]", "not_existing", U::kCount, [](C c) -> Json { return c.filter_counters().not_existing.load(); })
+          .Counter("dedupv1_filter_results_total", results).Labeled("result", "not_existing"),
+      Row("filters[]", "error", U::kCount, [](C c) -> Json { return c.filter_counters().error.load(); })
+          .Counter("dedupv1_filter_results_total", results).Labeled("result", "error"),
+      Row("filters[]", "skipped", U::kCount, [](C c) -> Json { return c.filter_counters().skipped.load(); })
+          .Counter("dedupv1_filter_results_total", results).Labeled("result", "skipped"),
+  };
+}
+
+std::vector<MetricRow> ChunkIndexRows() {
+  const char* entries = "Chunk index entries by where they are.";
+  const char* lookups = "Chunk index lookups by outcome.";
+  return {
+      Row("chunk_index", "persistent_entries", U::kCount, [](C c) -> Json { return c.chunk_index().persistent_entries; })
+          .Gauge("dedupv1_chunk_index_entries", entries).Labeled("area", "persistent")
+          .Page(1, "Entries (persistent)"),
+      Row("chunk_index", "new_entries", U::kCount, [](C c) -> Json { return c.chunk_index().new_entries; })
+          .Page(2, "Entries not written back yet"),
+      Row("chunk_index", "used_entries", U::kCount, [](C c) -> Json { return c.chunk_index().used_entries(); }),
+      Row("chunk_index", "capacity_entries", U::kCount, [](C c) -> Json { return c.chunk_index().capacity; })
+          .Gauge("dedupv1_chunk_index_capacity_entries", "Entries the persistent chunk index can hold.")
+          .Page(3, "Capacity"),
+      // Persistent and not yet written back alike: the count that fills the index.
+      Row("chunk_index", "fill_ratio", U::kRatio, [](C c) -> Json { return c.chunk_index().fill_ratio(); })
+          .Gauge("dedupv1_chunk_index_fill_ratio",
+                 "Chunk index entries counted against the capacity (persistent and not yet written back) per "
+                 "capacity; 1 is full.")
+          .Page(4, "Fill"),
+      Row("chunk_index", "aux_entries", U::kCount, [](C c) -> Json { return c.chunk_index().aux_entries; })
+          .Gauge("dedupv1_chunk_index_entries", entries).Labeled("area", "aux")
+          .Page(5, "Auxiliary entries"),
+      Row("chunk_index", "aux_uncommitted_entries", U::kCount, [](C c) -> Json { return c.chunk_index().aux_uncommitted; })
+          .Page(6, "  of which uncommitted"),
+      // Committed auxiliary entries wait only for the write-back thread.
+      Row("chunk_index", "write_back_backlog_entries", U::kCount,
+          [](C c) -> Json { return Above(c.chunk_index().aux_entries, c.chunk_index().aux_uncommitted); })
+          .Gauge("dedupv1_chunk_index_write_back_backlog_entries", "Committed auxiliary entries waiting for write-back.")
+          .Page(7, "Write-back backlog"),
+      Row("chunk_index", "aux_soft_limit_entries", U::kCount, [](C c) -> Json { return c.options().chunk_index.aux_soft_limit; })
+          .Page(8, "Aux soft / hard limit", R"js(count(v.aux_soft_limit_entries) + " / " + count(v.aux_hard_limit_entries))js"),
+      Row("chunk_index", "aux_hard_limit_entries", U::kCount, [](C c) -> Json { return c.options().chunk_index.aux_hard_limit; }),
+      Row("chunk_index", "table_size_bytes", U::kBytes, [](C c) -> Json { return c.options().chunk_index.table.size_bytes; }),
+      Row("chunk_index", "lookups", U::kCount, [](C c) -> Json { return c.chunk_index().lookups; })
+          .Page(9, "Lookups"),
+      Row("chunk_index", "aux_hits", U::kCount, [](C c) -> Json { return c.chunk_index().aux_hits; })
+          .Counter("dedupv1_chunk_index_lookups_total", lookups).Labeled("result", "aux_hit")
+          .Page(10, "Hits aux / disk, misses",
+                R"js(count(v.aux_hits) + " / " + count(v.disk_hits) + ", " + count(v.misses))js"),
+      Row("chunk_index", "disk_hits", U::kCount, [](C c) -> Json { return c.chunk_index().disk_hits; })
+          .Counter("dedupv1_chunk_index_lookups_total", lookups).Labeled("result", "disk_hit"),
+      Row("chunk_index", "misses", U::kCount, [](C c) -> Json { return c.chunk_index().misses; })
+          .Counter("dedupv1_chunk_index_lookups_total", lookups).Labeled("result", "miss"),
+      Row("chunk_index", "written_back_entries", U::kCount, [](C c) -> Json { return c.chunk_index().written_back; })
+          .Counter("dedupv1_chunk_index_written_back_entries_total", "Chunk index entries written to the persistent table.")
+          .Page(11, "Written back"),
+      Row("chunk_index", "write_back_batches", U::kCount, [](C c) -> Json { return c.chunk_index().write_back_batches; }),
+      Row("chunk_index", "write_back_errors", U::kCount, [](C c) -> Json { return c.chunk_index().write_back_errors; })
+          .Counter("dedupv1_chunk_index_write_back_errors_total", "Failed chunk index write-backs.")
+          .Page(12, "Write-back errors"),
+      Row("chunk_index", "throttled_puts", U::kCount, [](C c) -> Json { return c.chunk_index().throttled_puts; })
+          .Counter("dedupv1_chunk_index_throttled_puts_total", "Inserts that waited at the auxiliary index hard limit.")
+          .Page(13, "Throttled inserts"),
+      Row("chunk_index", "refused_puts", U::kCount, [](C c) -> Json { return c.chunk_index().refused_puts; })
+          .Counter("dedupv1_chunk_index_refused_puts_total", "New chunks refused because the chunk index is full.")
+          .Page(14, "Refused inserts (full)"),
+      Row("chunk_index", "last_error", U::kText, [](C c) -> Json { return c.chunk_index().last_error; })
+          .Page(15, "Last error", R"js(v.last_error || "none")js"),
+  };
+}
+
+std::vector<MetricRow> BlockIndexRows() {
+  const char* mappings = "Block index mappings by where they are.";
+  const char* reads = "Block index reads by outcome.";
+  return {
+      Row("block_index", "backend", U::kText,
+          [](C c) -> Json { return c.options().block_index.backend == KvBackend::kLevelDb ? "leveldb" : "tokyocabinet"; })
+          .Page(1, "Backend"),
+      Row("block_index", "persistent_mappings", U::kCount, [](C c) -> Json { return c.block_index().persistent_mappings; })
+          .Gauge("dedupv1_block_index_mappings", mappings).Labeled("area", "persistent")
+          .Page(2, "Mappings (persistent)"),
+      Row("block_index", "aux_mappings", U::kCount, [](C c) -> Json { return c.block_index().aux_mappings; })
+          .Gauge("dedupv1_block_index_mappings", mappings).Labeled("area", "aux")
+          .Page(3, "Auxiliary mappings"),
+      Row("block_index", "aux_waiting_for_commit", U::kCount, [](C c) -> Json { return c.block_index().aux_waiting_for_commit; })
+          .Gauge("dedupv1_block_index_waiting_for_commit_mappings", "Auxiliary mappings waiting for a container commit.")
+          .Page(4, "  waiting for a commit"),
+      Row("block_index", "write_back_backlog_mappings", U::kCount,
+          [](C c) -> Json {
+            const BlockIndexStats& st = c.block_index();
+            return Above(st.aux_mappings, st.aux_waiting_for_commit + st.aux_held);
+          })
+          .Gauge("dedupv1_block_index_write_back_backlog_mappings", "Persistable auxiliary mappings waiting for write-back.")
+          .Page(5, "Write-back backlog"),
+      // A damaged store (found by the scan at open): blocks whose reads fail
+      // until dedupv1_check --repair, and mappings kept in memory meanwhile.
+      Row("block_index", "damaged_blocks", U::kCount, [](C c) -> Json { return c.block_index().damaged_blocks; }),
+      Row("block_index", "aux_held_mappings", U::kCount, [](C c) -> Json { return c.block_index().aux_held; }),
+      Row("block_index", "old_format_records", U::kCount, [](C c) -> Json { return c.block_index().old_format_records; }),
+      Row("block_index", "aux_soft_limit_mappings", U::kCount, [](C c) -> Json { return c.options().block_index.aux_soft_limit; }),
+      Row("block_index", "aux_hard_limit_mappings", U::kCount, [](C c) -> Json { return c.options().block_index.aux_hard_limit; }),
+      Row("block_index", "reads", U::kCount, [](C c) -> Json { return c.block_index().reads; })
+          .Page(6, "Reads"),
+      Row("block_index", "aux_hits", U::kCount, [](C c) -> Json { return c.block_index().aux_hits; })
+          .Counter("dedupv1_block_index_reads_total", reads).Labeled("result", "aux_hit")
+          .Page(7, "Hits aux / store, misses",
+                R"js(count(v.aux_hits) + " / " + count(v.persistent_hits) + ", " + count(v.misses))js"),
+      Row("block_index", "persistent_hits", U::kCount, [](C c) -> Json { return c.block_index().persistent_hits; })
+          .Counter("dedupv1_block_index_reads_total", reads).Labeled("result", "persistent_hit"),
+      Row("block_index", "misses", U::kCount, [](C c) -> Json { return c.block_index().misses; })
+          .Counter("dedupv1_block_index_reads_total", reads).Labeled("result", "miss"),
+      Row("block_index", "written_back_mappings", U::kCount, [](C c) -> Json { return c.block_index().written_back; })
+          .Counter("dedupv1_block_index_written_back_mappings_total", "Block mappings written to the persistent store.")
+          .Page(8, "Written back"),
+      Row("block_index", "write_back_batches", U::kCount, [](C c) -> Json { return c.block_index().write_back_batches; }),
+      Row("block_index", "last_error", U::kText, [](C c) -> Json { return c.block_index().last_error; })
+          .Page(9, "Last error", R"js(v.last_error || "none")js"),
+  };
+}
+
+std::vector<MetricRow> ContainerRows() {
+  const char* state = "Containers not yet committed, by state.";
+  const char* cache = "Container read cache lookups by outcome.";
+  return {
+      Row("containers", "open", U::kCount, [](C c) -> Json { return c.store().open_containers; })
+          .Gauge("dedupv1_containers", state).Labeled("state", "open")
+          .Page(1, "Open"),
+      Row("containers", "in_flight", U::kCount, [](C c) -> Json { return c.store().containers_in_flight; })
+          .Gauge("dedupv1_containers", state).Labeled("state", "in_flight")
+          .Page(2, "Committing"),
+      Row("containers", "committed", U::kCount, [](C c) -> Json { return c.store().containers_committed; })
+          .Counter("dedupv1_containers_committed_total", "Containers committed.")
+          .Page(3, "Committed"),
+      Row("containers", "commit_failures", U::kCount, [](C c) -> Json { return c.store().containers_failed; })
+          .Counter("dedupv1_container_commit_failures_total", "Failed container commit attempts.")
+          .Page(4, "Commit failures / retries", R"js(count(v.commit_failures) + " / " + count(v.commit_retries))js"),
+      Row("containers", "commit_retries", U::kCount, [](C c) -> Json { return c.store().commit_retries; })
+          .Counter("dedupv1_container_commit_retries_total", "Container commit retries."),
+      Row("containers", "last_allocated_id", U::kId,
+          [](C c) -> Json { return c.system()->chunk_store()->last_allocated_id(); }),
+      Row("containers", "commit_latency_ms_total", U::kMilliseconds,
+          [](C c) -> Json { return c.store().commit_latency_ms_total; })
+          .Counter("dedupv1_container_commit_latency_seconds_total", "Time spent committing containers.")
+          .DividedBy(1000.0),
+      Row("containers", "average_commit_latency_ms", U::kMilliseconds,
+          [](C c) -> Json {
+            const ChunkStoreStats& st = c.store();
+            return st.containers_committed == 0 ? 0.0
+                                                : static_cast<double>(st.commit_latency_ms_total) /
+                                                      static_cast<double>(st.containers_committed);
+          })
+          .Page(5, "Average commit latency", R"js(v.average_commit_latency_ms.toFixed(1) + " ms")js"),
+      Row("containers", "chunks_stored", U::kCount, [](C c) -> Json { return c.store().chunks_stored; })
+          .Page(6, "Chunks stored"),
+      Row("containers", "raw_bytes", U::kBytes, [](C c) -> Json { return c.store().bytes_raw; })
+          .Counter("dedupv1_chunk_store_raw_bytes_total", "Chunk bytes stored, before compression.")
+          .Page(7, "Raw / stored", R"js(bytes(v.raw_bytes) + " / " + bytes(v.stored_bytes))js"),
+      Row("containers", "stored_bytes", U::kBytes, [](C c) -> Json { return c.store().bytes_stored; })
+          .Counter("dedupv1_chunk_store_stored_bytes_total", "Chunk bytes stored, after compression."),
+      Row("containers", "compression", U::kText,
+          [](C c) -> Json { return CompressionName(c.system()->chunk_store()->options().compression); })
+          .Page(8, "Compression"),
+      Row("containers", "container_size_bytes", U::kBytes,
+          [](C c) -> Json { return c.system()->chunk_store()->options().container_size; })
+          .Page(9, "Container size"),
+      Row("containers", "container_reads", U::kCount, [](C c) -> Json { return c.store().container_reads; })
+          .Counter("dedupv1_container_reads_total", "Containers read from disk.")
+          .Page(11, "Containers read"),
+      Row("containers", "container_metadata_reads", U::kCount, [](C c) -> Json { return c.store().metadata_reads; })
+          .Counter("dedupv1_container_metadata_reads_total",
+                   "Container metadata sections read from disk (fingerprints for the container cache).")
+          .Page(12, "Container metadata reads"),
+      Row("containers", "read_cache_hits", U::kCount, [](C c) -> Json { return c.store().read_cache_hits; })
+          .Counter("dedupv1_container_read_cache_requests_total", cache).Labeled("result", "hit"),
+      Row("containers", "read_cache_misses", U::kCount, [](C c) -> Json { return c.store().read_cache_misses; })
+          .Counter("dedupv1_container_read_cache_requests_total", cache).Labeled("result", "miss"),
+      Row("containers", "read_cache_hit_ratio", U::kRatio,
+          [](C c) -> Json { return Fraction(c.store().read_cache_hits, c.store().read_cache_hits + c.store().read_cache_misses); })
+          .Page(10, "Read-cache hit rate",
+                R"js(pct(v.read_cache_hit_ratio) + " of " + count(v.read_cache_hits + v.read_cache_misses))js"),
+
+      // GC's merge figures, repeated where the containers are shown.
+      Row("containers.merge", "available", U::kFlag, [](C) -> Json { return true; }),
+      Row("containers.merge", "containers_merged", U::kCount, [](C c) -> Json { return c.gc().containers_merged; }),
+      Row("containers.merge", "merged_containers_written", U::kCount,
+          [](C c) -> Json { return c.gc().containers_written; }),
+      Row("containers.merge", "containers_deleted", U::kCount, [](C c) -> Json { return c.gc().containers_deleted; }),
+  };
+}
+
+std::vector<MetricRow> LogRows() {
+  return {
+      Row("log", "fill", U::kRatio, [](C c) -> Json { return c.log().fill; })
+          .Gauge("dedupv1_log_fill_ratio", "Share of the operations log in use (0..1).")
+          .Page(1, "Fill", R"js(pct(v.fill) + " of " + bytes(v.size_bytes))js"),
+      Row("log", "used_slots", U::kCount, [](C c) -> Json { return c.log().used_slots; }),
+      Row("log", "slots", U::kCount, [](C c) -> Json { return c.log().slots; }),
+      Row("log", "size_bytes", U::kBytes, [](C c) -> Json { return c.options().log.size_bytes; }),
+      Row("log", "soft_limit", U::kRatio, [](C c) -> Json { return c.options().log.soft_limit; })
+          .Page(2, "Checkpoint at / writers wait at", R"js(pct(v.soft_limit) + " / " + pct(v.hard_limit))js"),
+      Row("log", "hard_limit", U::kRatio, [](C c) -> Json { return c.options().log.hard_limit; }),
+      // Events before the head are persistent in the indexes; replay at the
+      // next checkpoint (or at a dirty start) begins at the head.
+      Row("log", "replay_position", U::kId, [](C c) -> Json { return c.log().head_id; })
+          .Page(3, "Replay position (head)"),
+      Row("log", "last_event", U::kId, [](C c) -> Json { return c.log().last_id; })
+          .Page(4, "Last event / durable", R"js(count(v.last_event) + " / " + count(v.durable_event))js"),
+      Row("log", "durable_event", U::kId, [](C c) -> Json { return c.log().durable_id; }),
+      Row("log", "mode", U::kText,
+          [](C) -> Json { return "background replay at checkpoints (soft limit, idle, close)"; }),
+      Row("log", "replay_paused", U::kFlag, [](C c) -> Json { return c.idle().replay_paused; })
+          .Page(5, "Replay mode",
+                R"js("background, at checkpoints" + (v.replay_paused ? " (paused by an admin)" : ""))js"),
+      Row("log", "idle_checkpoints", U::kCount, [](C c) -> Json { return c.idle().idle_checkpoints; }),
+      Row("log", "soft_limit_checkpoints", U::kCount, [](C c) -> Json { return c.idle().soft_limit_checkpoints; }),
+      Row("log", "soft_limit_throttles", U::kCount, [](C c) -> Json { return c.idle().soft_limit_throttles; }),
+      Row("log", "checkpoints_skipped_paused", U::kCount, [](C c) -> Json { return c.idle().skipped_paused; }),
+      Row("log", "appended_events", U::kCount, [](C c) -> Json { return c.log().appended_events; })
+          .Counter("dedupv1_log_appended_events_total", "Events appended to the operations log.")
+          .Page(6, "Events appended", R"js(count(v.appended_events) + " (" + bytes(v.appended_bytes) + ")")js"),
+      Row("log", "appended_bytes", U::kBytes, [](C c) -> Json { return c.log().appended_bytes; }),
+      Row("log", "syncs", U::kCount, [](C c) -> Json { return c.log().syncs; })
+          .Counter("dedupv1_log_syncs_total", "Operations log syncs (group commits).")
+          .Page(7, "Syncs (group commits)"),
+      Row("log", "throttled_appends", U::kCount, [](C c) -> Json { return c.log().throttled_appends; })
+          .Page(8, "Throttled appends"),
+      Row("log", "last_start", U::kText,
+          [](C c) -> Json {
+            return c.system()->recovery().dirty_start ? "unclean stop: dirty-start replay" : "clean";
+          })
+          .Page(9, "Last start"),
+      Row("log", "start_events_replayed", U::kCount, [](C c) -> Json { return c.system()->recovery().events_replayed; })
+          .Page(10, "Replayed at start",
+                R"js(count(v.start_events_replayed) + " events, " + count(v.start_mappings_restored) + " mappings restored")js"),
+      Row("log", "start_mappings_restored", U::kCount,
+          [](C c) -> Json { return c.system()->recovery().mappings_applied; }),
+      Row("log", "start_mappings_dropped_unsynced", U::kCount,
+          [](C c) -> Json { return c.system()->recovery().mappings_dropped; }),
+      Row("log", "start_containers_reimported", U::kCount,
+          [](C c) -> Json { return c.system()->recovery().containers_imported; }),
+      Row("log", "last_error", U::kText, [](C c) -> Json { return c.log().last_error; })
+          .When([](C c) { return !c.log().last_error.empty(); }),
+  };
+}
+
+std::vector<MetricRow> GcRows() {
+  return {
+      Row("gc", "available", U::kFlag, [](C) -> Json { return true; }),
+      Row("gc", "running", U::kFlag, [](C c) -> Json { return c.gc().running; })
+          .Gauge("dedupv1_gc_running", "1 while a garbage collection round runs."),
+      // What a long round (the full scan after a start) is doing and how far it got.
+      Row("gc", "phase", U::kText, [](C c) -> Json { return c.gc().phase; })
+          .When([](C c) { return c.gc().running; }),
+      Row("gc", "scan_progress", U::kText,
+          [](C c) -> Json {
+            return std::to_string(c.gc().scan_containers_done) + " / " +
+                   std::to_string(c.gc().scan_containers_total) + " containers";
+          })
+          .When([](C c) { return c.gc().running; }),
+      Row("gc", "mode", U::kText,
+          [](C) -> Json { return "after a quiet-period checkpoint when chunks reached usage 0, and on POST /gc/run"; }),
+      Row("gc", "runs", U::kCount, [](C c) -> Json { return c.gc().runs; })
+          .Counter("dedupv1_gc_runs_total", "Garbage collection rounds finished (failed ones included)."),
+      Row("gc", "failed_runs", U::kCount, [](C c) -> Json { return c.gc().failed_runs; })
+          .Counter("dedupv1_gc_failed_runs_total", "Garbage collection rounds that failed."),
+      Row("gc", "candidates", U::kCount, [](C c) -> Json { return c.gc().candidates; })
+          .Gauge("dedupv1_gc_candidates", "Chunks at usage 0 waiting for the next round."),
+      Row("gc", "chunks_deleted", U::kCount, [](C c) -> Json { return c.gc().chunks_deleted; })
+          .Counter("dedupv1_gc_chunks_deleted_total", "Chunks whose index entry garbage collection erased."),
+      Row("gc", "chunks_survived_recheck", U::kCount, [](C c) -> Json { return c.gc().chunks_survived; })
+          .Counter("dedupv1_gc_chunks_survived_total", "Candidates referenced again before the recheck."),
+      Row("gc", "orphan_chunks_found", U::kCount, [](C c) -> Json { return c.gc().orphans_found; }),
+      Row("gc", "reclaimed_bytes", U::kBytes, [](C c) -> Json { return c.gc().bytes_reclaimed; })
+          .Counter("dedupv1_gc_reclaimed_bytes_total", "Container store bytes given back by garbage collection."),
+      Row("gc", "containers_merged", U::kCount, [](C c) -> Json { return c.gc().containers_merged; })
+          .Counter("dedupv1_gc_containers_merged_total", "Containers folded into merged containers."),
+      Row("gc", "merged_containers_written", U::kCount, [](C c) -> Json { return c.gc().containers_written; }),
+      Row("gc", "containers_deleted", U::kCount, [](C c) -> Json { return c.gc().containers_deleted; })
+          .Counter("dedupv1_gc_containers_deleted_total", "Containers deleted because nothing in them was live."),
+      Row("gc", "rounds_deferred", U::kCount, [](C c) -> Json { return c.gc().rounds_deferred; })
+          .Counter("dedupv1_gc_rounds_deferred_total",
+                   "Rounds that left deleting and merging to a later round because the log still held counted events."),
+      Row("gc", "containers_scanned", U::kCount, [](C c) -> Json { return c.gc().containers_scanned; }),
+      Row("gc", "containers_looked_up", U::kCount, [](C c) -> Json { return c.gc().containers_looked_up; }),
+      Row("gc", "containers_summarized", U::kCount, [](C c) -> Json { return c.gc().containers_summarized; }),
+      Row("gc", "used_bytes", U::kBytes, [](C c) -> Json { return c.gc().used_bytes; })
+          .Gauge("dedupv1_gc_used_bytes", "Container store bytes after the last garbage collection round."),
+      Row("gc", "live_bytes", U::kBytes, [](C c) -> Json { return c.gc().live_bytes; }),
+      // Garbage left in containers at least half live (merged once they fall
+      // below half), and how much of it a restart would have to find again.
+      Row("gc", "garbage_chunks_kept", U::kCount, [](C c) -> Json { return c.store().dead_chunks_marked; })
+          .Gauge("dedupv1_gc_garbage_chunks_kept",
+                 "Garbage chunks left in containers at least half live (merged once they fall below half)."),
+      Row("gc", "garbage_marks_unpersisted", U::kCount, [](C c) -> Json { return c.store().dead_marks_unpersisted; }),
+      Row("gc", "last_run_unix", U::kUnixTime, [](C c) -> Json { return c.gc().last_run_unix; })
+          .Gauge("dedupv1_gc_last_run_timestamp_seconds", "End of the last garbage collection round (Unix time)."),
+      Row("gc", "last_run_duration_ms", U::kMilliseconds, [](C c) -> Json { return c.gc().last_run_ms; }),
+      Row("gc", "usage_events_counted", U::kCount, [](C c) -> Json { return c.gc().usage.events_counted; }),
+      Row("gc", "usage_events_dropped", U::kCount, [](C c) -> Json { return c.gc().usage.events_dropped; }),
+      Row("gc", "usage_changes_already_counted", U::kCount, [](C c) -> Json { return c.gc().usage.changes_skipped; }),
+      Row("gc", "usage_counted_up_to_event", U::kId, [](C c) -> Json { return c.gc().usage.applied_id; }),
+      Row("gc", "last_error", U::kText, [](C c) -> Json { return c.gc().last_error; })
+          .When([](C c) { return !c.gc().last_error.empty(); }),
+  };
+}
+
+std::vector<MetricRow> IdleRows() {
+  return {
+      Row("idle", "available", U::kFlag, [](C) -> Json { return true; }),
+      Row("idle", "mode", U::kText, [](C c) -> Json { return IdleModeName(c.idle().detector.mode); })
+          .Page(2, "Mode", R"js(v.mode + (v.forced ? " (forced by an admin)" : " (detected)"))js"),
+      Row("idle", "idle", U::kFlag, [](C c) -> Json { return c.idle().detector.idle; })
+          .Gauge("dedupv1_idle", "1 while the system is idle (detected or forced): background replay, write-back, GC.")
+          .Page(1, "State",
+                R"js((v.idle ? "idle" : "busy") + (v.idle && v.since_unix ? " since " + new Date(v.since_unix * 1000).toLocaleTimeString() : ""))js"),
+      Row("idle", "forced", U::kFlag, [](C c) -> Json { return c.idle().forced; })
+          .Gauge("dedupv1_idle_forced", "1 while an admin forces the idle state (idle or busy), 0 in auto mode."),
+      Row("idle", "since_unix", U::kUnixTime, [](C c) -> Json { return c.idle().idle_since_unix; }),
+      Row("idle", "below_threshold_seconds", U::kSeconds,
+          [](C c) -> Json { return c.idle().detector.below_for_ms / 1000.0; })
+          .Page(6, "Below the threshold for", R"js(v.below_threshold_seconds.toFixed(1) + " s")js"),
+      Row("idle", "write_bytes_per_second", U::kBytesPerSecond,
+          [](C c) -> Json { return c.idle().detector.write_bytes_per_second; })
+          .Page(3, "Throughput (write + read)", R"js(bytes(v.write_bytes_per_second + v.read_bytes_per_second) + "/s")js"),
+      Row("idle", "read_bytes_per_second", U::kBytesPerSecond,
+          [](C c) -> Json { return c.idle().detector.read_bytes_per_second; }),
+      Row("idle", "throughput_threshold_bytes_per_second", U::kBytesPerSecond,
+          [](C c) -> Json { return c.idle().options.throughput_threshold; })
+          .Page(5, "Idle below",
+                R"js(bytes(v.throughput_threshold_bytes_per_second) + "/s" + (v.latency_threshold_ms > 0 ? " and " + v.latency_threshold_ms + " ms" : "") + " for " + v.period_seconds + " s (window " + v.window_seconds + " s)")js"),
+      Row("idle", "period_seconds", U::kSeconds, [](C c) -> Json { return c.idle().options.period_ms / 1000.0; }),
+      Row("idle", "window_seconds", U::kSeconds, [](C c) -> Json { return c.idle().options.window_ms / 1000.0; }),
+      Row("idle", "requests_per_second", U::kPerSecond,
+          [](C c) -> Json { return c.idle().detector.requests_per_second; }),
+      Row("idle", "mean_latency_ms", U::kMilliseconds, [](C c) -> Json { return c.idle().detector.mean_latency_ms; })
+          .Gauge("dedupv1_request_latency_mean_seconds",
+                 "Mean latency of the reads, writes and unmaps completed in the idle detection window.")
+          .DividedBy(1000.0)
+          .Page(4, "Request latency (mean)",
+                R"js(v.mean_latency_ms.toFixed(2) + " ms at " + v.requests_per_second.toFixed(1) + " requests/s")js"),
+      Row("idle", "latency_threshold_ms", U::kMilliseconds, [](C c) -> Json { return c.idle().options.latency_threshold_ms; }),
+      Row("idle", "replay_paused", U::kFlag, [](C c) -> Json { return c.idle().replay_paused; })
+          .Gauge("dedupv1_replay_paused", "1 while background log replay is paused by an admin.")
+          .Page(7, "Background replay", R"js(v.replay_paused ? "paused" : "running")js"),
+      Row("idle", "idle_starts", U::kCount, [](C c) -> Json { return c.idle().detector.starts; })
+          .Counter("dedupv1_idle_starts_total", "Times the system became idle.")
+          .Page(8, "Idle periods / ticks / ends",
+                R"js(count(v.idle_starts) + " / " + count(v.idle_ticks) + " / " + count(v.idle_ends))js"),
+      Row("idle", "idle_ticks", U::kCount, [](C c) -> Json { return c.idle().detector.ticks; }),
+      Row("idle", "idle_ends", U::kCount, [](C c) -> Json { return c.idle().detector.ends; }),
+      Row("idle", "idle_checkpoints", U::kCount, [](C c) -> Json { return c.idle().idle_checkpoints; })
+          .Counter("dedupv1_idle_checkpoints_total", "Checkpoints run because the system was idle.")
+          .Page(9, "Idle checkpoints / GC rounds", R"js(count(v.idle_checkpoints) + " / " + count(v.idle_gc_runs))js"),
+      Row("idle", "idle_gc_runs", U::kCount, [](C c) -> Json { return c.idle().idle_gc_runs; }),
+  };
+}
+
+}  // namespace
+
+const char* MetricItemLabel(const std::string& section) {
+  if (section == "volumes[]") return "volume";
+  if (section == "filters[]") return "filter";
+  return nullptr;
+}
+
+const std::vector<MetricRow>& MetricTable() {
+  static const std::vector<MetricRow>* table = [] {
+    auto* t = new std::vector<MetricRow>;
+    for (auto part : {DedupAndIoRows, VolumeAndFilterRows, ChunkIndexRows, BlockIndexRows, ContainerRows,
+                      LogRows, GcRows, IdleRows}) {
+      for (MetricRow& r : part()) t->push_back(r);
+    }
+    return t;
+  }();
+  return *table;
+}
+
+Json MetricSectionJson(const std::string& section, const MetricContext& context) {
+  Json j = Json::object();
+  for (const MetricRow& r : MetricTable()) {
+    if (section != r.section) continue;
+    if (r.present != nullptr && !r.present(context)) continue;
+    j[r.key] = r.read(context);
+  }
+  return j;
+}
+
+std::string StatusPageListsScript() {
+  // section -> its page rows, in page order.
+  std::map<std::string, std::vector<const MetricRow*>> lists;
+  for (const MetricRow& r : MetricTable()) {
+    if (r.page_label != nullptr) lists[r.section].push_back(&r);
+  }
+  std::string out = "{\n";
+  for (auto& [section, rows] : lists) {
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const MetricRow* a, const MetricRow* b) { return a->page_position < b->page_position; });
+    out += "  " + Json(section).dump() + ": [\n";
+    for (const MetricRow* r : rows) {
+      out += "    [" + Json(r->page_label).dump() + ", (v) => " + r->PageExpression() + "],\n";
+    }
+    out += "  ],\n";
+  }
+  out += "}";
+  return out;
+}
+
+}  // namespace dedupv1
