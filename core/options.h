@@ -16,6 +16,7 @@
 #include "index/block_index.h"
 #include "index/chunk_index.h"
 #include "core/idle_detector.h"
+#include "filters/filter_registry.h"
 #include "log/operations_log.h"
 
 namespace dedupv1 {
@@ -30,8 +31,7 @@ struct Options {
   uint32_t block_size = 128 << 10;
   FingerprintType fingerprint = FingerprintType::kSha1;
   ChunkerOptions chunking;
-  std::vector<std::string> filter_chain = {"zero-chunk", "block-index", "container-cache", "bloom",
-                                           "chunk-index"};
+  std::vector<std::string> filter_chain = DefaultFilterChain();  // names: filters/filter_registry.cc
   uint64_t bloom_expected_chunks = 16 << 20;
   double bloom_false_positive_rate = 0.01;
   size_t container_cache_containers = 1024;
