@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -18,8 +19,8 @@
 namespace dedupv1 {
 
 struct ChunkerOptions {
-  enum class Kind { kRabin, kStatic };
-  Kind kind = Kind::kRabin;
+  // A name in the chunker registry (core/chunker_registry.cc): "rabin" or "static".
+  std::string name = "rabin";
   size_t min_size = 2048;   // Rabin: no boundary before this many bytes
   size_t avg_size = 8192;   // Rabin: must be a power of two; mask = avg_size - 1. Static: the chunk size.
   size_t max_size = 32768;  // Rabin: boundary forced here
@@ -34,8 +35,10 @@ constexpr size_t kMaxChunkSize = 1 << 20;
 class Chunker {
  public:
   virtual ~Chunker() = default;
-  // Validates |options| (InvalidArgument naming the bad value: min>0, min<=avg<=max,
-  // avg a power of two for Rabin, min >= 64 for Rabin, max <= 1 MiB) and creates the chunker.
+  // Validates |options| (InvalidArgument naming the bad value: a registered
+  // name, min>0, min<=avg<=max, max <= 1 MiB, then the chunker's own rules:
+  // avg a power of two and min >= 64 for Rabin) and creates the chunker
+  // named |options.name| (core/chunker_registry.h).
   static Status Create(const ChunkerOptions& options, std::unique_ptr<Chunker>* chunker);
   // Appends to |ends| the end offset (exclusive, relative to data) of every
   // complete chunk in data[0, n). Bytes after the last end are an unfinished

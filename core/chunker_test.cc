@@ -8,7 +8,9 @@
 #include <unordered_set>
 
 #include "core/fingerprint.h"
+#include "core/chunker_registry.h"
 #include "core/rabin_chunker.h"
+#include "core/static_chunker.h"
 #include "core/testutil.h"
 
 namespace dedupv1 {
@@ -23,7 +25,7 @@ std::unique_ptr<Chunker> MakeChunker(const ChunkerOptions& o) {
 
 ChunkerOptions Rabin(size_t min, size_t avg, size_t max) {
   ChunkerOptions o;
-  o.kind = ChunkerOptions::Kind::kRabin;
+  o.name = "rabin";
   o.min_size = min;
   o.avg_size = avg;
   o.max_size = max;
@@ -32,7 +34,7 @@ ChunkerOptions Rabin(size_t min, size_t avg, size_t max) {
 
 ChunkerOptions Static(size_t size) {
   ChunkerOptions o;
-  o.kind = ChunkerOptions::Kind::kStatic;
+  o.name = "static";
   o.min_size = size;
   o.avg_size = size;
   o.max_size = size;
@@ -110,6 +112,23 @@ TEST(ChunkerTest, ValidatesOptions) {
   EXPECT_TRUE(Chunker::Create(Static(16), &c).ok());
   EXPECT_TRUE(Chunker::Create(Rabin(64, 64, 64), &c).ok());
   EXPECT_TRUE(Chunker::Create(Rabin(2048, 8192, 1 << 20), &c).ok());
+
+  // Chunkers are chosen by their registry name.
+  ChunkerOptions unknown;
+  unknown.name = "fastcdc";
+  expect_invalid(unknown, "unknown kind fastcdc");
+}
+
+TEST(ChunkerTest, RegistryNamesBuildChunkersOfThatKind) {
+  ASSERT_EQ(ChunkerNames(), (std::vector<std::string>{RabinChunker::kName, StaticChunker::kName}));
+  for (const std::string& name : ChunkerNames()) {
+    ChunkerOptions o;
+    o.name = name;
+    std::unique_ptr<Chunker> c;
+    ASSERT_TRUE(Chunker::Create(o, &c).ok()) << name;
+    EXPECT_EQ(c->options().name, name);
+  }
+  EXPECT_EQ(FindChunker("fastcdc"), nullptr);
 }
 
 TEST(ChunkerTest, WindowFingerprintMatchesPolynomialDefinition) {

@@ -12,12 +12,8 @@
 #include <ctime>
 #include <sstream>
 
-#include "filters/block_index_filter.h"
-#include "filters/bloom_filter.h"
-#include "filters/byte_compare_filter.h"
-#include "filters/chunk_index_filter.h"
-#include "filters/container_cache_filter.h"
-#include "filters/zero_chunk_filter.h"
+#include "core/gc_host.h"
+#include "filters/filter_registry.h"
 #include "index/block_mapping.h"
 #include "log/log_event.h"
 
@@ -26,17 +22,8 @@ namespace {
 
 const char kLockFile[] = "LOCK";
 
-// Payload of a block-mapping event (log/log_event.h): the block, the new
-// mapping and the one it replaced (empty if none), each with its own CRC
-// and the block's id (checked against the event's block when decoded).
-std::string EncodeMappingEvent(const BlockId& id, const BlockMapping& mapping, const BlockMapping* old) {
-  BlockMappingWrittenData data;
-  data.block = id;
-  mapping.Serialize(id, &data.new_mapping);
-  if (old != nullptr) old->Serialize(id, &data.old_mapping);
-  return data.Encode();
-}
-
+// A block-mapping event's block and new mapping (encoded by the write
+// pipeline, core/write_pipeline.cc).
 Status DecodeMappingEvent(const std::string& payload, BlockId* id, BlockMapping* mapping) {
   BlockMappingWrittenData data;
   DEDUPV1_RETURN_IF_ERROR(BlockMappingWrittenData::Decode(payload, &data));
@@ -60,8 +47,7 @@ constexpr int kOldestFormatRead = 1;
 }  // namespace
 
 DedupSystem::DedupSystem(const Options& options, Env* env)
-    : options_(options), env_(env), idle_(options.idle), budget_(options.write_buffer_size),
-      hash_pool_(1) {}
+    : options_(options), env_(env), idle_(options.idle), budget_(options.write_buffer_size) {}
 
 Status DedupSystem::OpenConfigFile(const std::string& config_path, const std::string& data_dir_override,
                                    Env* env, std::unique_ptr<DedupSystem>* out) {
@@ -85,7 +71,91 @@ Status DedupSystem::Open(const Options& options, Env* env, std::unique_ptr<Dedup
   return Status::OK();
 }
 
+// GcHost over this system's parts: what garbage collection may use.
+class DedupSystem::GcAccess : public GcHost {
+ public:
+  explicit GcAccess(DedupSystem* sys) : sys_(sys) {}
+  ChunkStore* chunk_store() override { return sys_->chunk_store_.get(); }
+  ChunkIndex* chunk_index() override { return sys_->chunk_index_.get(); }
+  OperationsLog* log() override { return sys_->log_.get(); }
+  UsageCounter* usage() override { return sys_->usage_.get(); }
+  Status Checkpoint() override { return sys_->Checkpoint(); }
+  Status Persist() override { return sys_->Persist(); }
+  GcBarrier* gc_barrier() override { return &sys_->pipeline_->gc_barrier(); }
+  FingerprintLocks* fingerprint_locks() override { return &sys_->pipeline_->fingerprint_locks(); }
+  void OnChunksMarkedDead() override { sys_->pipeline_->OnChunksMarkedDead(); }
+
+ private:
+  DedupSystem* const sys_;
+};
+
+// VolumeHost over this system: what a volume asks of it.
+class DedupSystem::VolumeAccess : public VolumeHost {
+ public:
+  explicit VolumeAccess(DedupSystem* sys) : sys_(sys) {}
+  Status AdmitWrite() override {
+    DEDUPV1_RETURN_IF_ERROR(sys_->PendingError());
+    sys_->budget_.WaitForSpace(&sys_->refuse_waiting_writers_);
+    // Woken because the buffer may never drain (a processing error, or the
+    // chunk index is full and parked runs keep the buffer full): refuse
+    // instead of waiting for ever.
+    return sys_->WriteRefusal();
+  }
+  uint64_t current_epoch() const override { return sys_->epoch_.load(); }
+  void WakeWorkers() override { sys_->WakeWorkers(); }
+  Status WaitForLogSpace() override { return sys_->WaitForLogSpace(); }
+  Status Sync() override { return sys_->Sync(); }
+
+ private:
+  DedupSystem* const sys_;
+};
+
 Status DedupSystem::Init() {
+  DEDUPV1_RETURN_IF_ERROR(PrepareDataDir());
+  std::unique_ptr<Chunker> chunker;
+  DEDUPV1_RETURN_IF_ERROR(Chunker::Create(options_.chunking, &chunker));
+  recovery_.dirty_start = !creating_ && !env_->FileExists(JoinPath(options_.data_dir, kCleanFileName));
+  DEDUPV1_RETURN_IF_ERROR(OpenLog());
+  DEDUPV1_RETURN_IF_ERROR(OpenStores());
+
+  WritePipeline::Parts parts;
+  parts.block_size = options_.block_size;
+  parts.fingerprint = options_.fingerprint;
+  parts.chunker = std::move(chunker);
+  parts.chunk_store = chunk_store_.get();
+  parts.block_index = block_index_.get();
+  parts.log = log_.get();
+  parts.block_locks = &block_locks_;
+  parts.stats = &stats_;
+  parts.wake_workers = [this] { WakeWorkers(); };
+  pipeline_ = std::make_unique<WritePipeline>(std::move(parts));
+  // Every event still in the log may be uncounted (idempotent per entry).
+  usage_ = std::make_unique<UsageCounter>(log_.get(), chunk_index_.get(), chunk_store_.get(), log_->head_id());
+  gc_host_ = std::make_unique<GcAccess>(this);
+  volume_host_ = std::make_unique<VolumeAccess>(this);
+  gc_ = std::make_unique<GarbageCollector>(gc_host_.get());
+
+  DEDUPV1_RETURN_IF_ERROR(LoadVolumes());
+  Status s = Recover();
+  if (!s.ok()) return s.WithContext("recovery from the operations log");
+  // Logged after recovery, so a replay at open sees only the previous run's
+  // events. Records only: replay and usage counting skip them.
+  SystemEventData start;
+  start.dirty_start = recovery_.dirty_start;
+  LogStart(start);
+  // After recovery: a rebuilt bloom filter must see the re-imported chunks.
+  DEDUPV1_RETURN_IF_ERROR(BuildFilterChain());
+  DEDUPV1_RETURN_IF_ERROR(FinishCreating());
+  for (int i = 0; i < options_.dedup_threads; i++) {
+    workers_.emplace_back([this, i] { WorkerLoop(i); });
+  }
+  checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
+  LogRecord(LogEventType::kSystemRun, start.Encode());
+  open_complete_ = true;
+  return Status::OK();
+}
+
+Status DedupSystem::PrepareDataDir() {
   Status s = env_->CreateDirs(options_.data_dir);
   if (!s.ok()) return s.WithContext("cannot create data directory");
   DEDUPV1_RETURN_IF_ERROR(env_->LockFile(JoinPath(options_.data_dir, kLockFile), &lock_));
@@ -101,11 +171,12 @@ Status DedupSystem::Init() {
     if (!s.ok()) return s.WithContext("cannot create a store in " + options_.data_dir);
   }
   DEDUPV1_RETURN_IF_ERROR(CheckSystemMetadata());
-  DEDUPV1_RETURN_IF_ERROR(LoadOrCreateInstanceId(env_, options_.data_dir, &instance_id_));
-  DEDUPV1_RETURN_IF_ERROR(Chunker::Create(options_.chunking, &chunker_));
-  recovery_.dirty_start = !creating_ && !env_->FileExists(JoinPath(options_.data_dir, kCleanFileName));
+  return LoadOrCreateInstanceId(env_, options_.data_dir, &instance_id_);
+}
+
+Status DedupSystem::OpenLog() {
   DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.log.path)));
-  s = OperationsLog::Open(options_.log, env_, &log_);
+  Status s = OperationsLog::Open(options_.log, env_, &log_);
   if (!s.ok()) {
     // The log's own messages mostly name its file; a damage report must fit
     // the 512 bytes tgtd's module logs (dedupv1d shows that line).
@@ -117,9 +188,12 @@ Status DedupSystem::Init() {
   if (env_->FileExists(JoinPath(options_.data_dir, kCleanFileName))) {
     DEDUPV1_RETURN_IF_ERROR(env_->DeleteFile(JoinPath(options_.data_dir, kCleanFileName)));
   }
+  return Status::OK();
+}
 
+Status DedupSystem::OpenStores() {
   DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(options_.chunk_store.dir));
-  s = ChunkStore::Open(options_.chunk_store, env_, &chunk_store_);
+  Status s = ChunkStore::Open(options_.chunk_store, env_, &chunk_store_);
   if (!s.ok()) return s.WithContext("open container store " + options_.chunk_store.dir);
   ChunkStore* store = chunk_store_.get();
   auto is_committed = [store](ContainerId id) { return store->IsCommitted(id); };
@@ -135,8 +209,14 @@ Status DedupSystem::Init() {
   block_index_options.before_write_back = [log] { return log->Sync(); };
   s = BlockIndex::Open(block_index_options, env_, is_committed, &block_index_);
   if (!s.ok()) return s.WithContext("open block index " + options_.block_index.path);
+  ConnectContainerEvents();
+  return Status::OK();
+}
+
+void DedupSystem::ConnectContainerEvents() {
   ChunkIndex* ci = chunk_index_.get();
   BlockIndex* bi = block_index_.get();
+  OperationsLog* log = log_.get();
   chunk_store_->SetCommitListener([ci, bi, log](ContainerId id, const std::vector<Fingerprint>& fps) {
     ci->OnContainerCommitted(id, fps);
     bi->OnContainerCommitted(id);
@@ -159,18 +239,9 @@ Status DedupSystem::Init() {
     uint64_t event_id;
     log->Append(LogEventType::kContainerCommitFailed, event.Encode(), &event_id);
   });
+}
 
-  // Every event still in the log may be uncounted (idempotent per entry).
-  usage_ = std::make_unique<UsageCounter>(log_.get(), chunk_index_.get(), chunk_store_.get(), log_->head_id());
-  gc_ = std::make_unique<GarbageCollector>(this);
-
-  DEDUPV1_RETURN_IF_ERROR(LoadVolumes());
-  s = Recover();
-  if (!s.ok()) return s.WithContext("recovery from the operations log");
-  // Logged after recovery, so a replay at open sees only the previous run's
-  // events. Records only: replay and usage counting skip them.
-  SystemEventData start;
-  start.dirty_start = recovery_.dirty_start;
+void DedupSystem::LogStart(const SystemEventData& start) {
   LogRecord(LogEventType::kSystemStart, start.Encode());
   for (auto& [_, vol] : volumes_) {
     VolumeEventData attached;
@@ -179,22 +250,16 @@ Status DedupSystem::Init() {
     attached.size = vol->size();
     LogRecord(LogEventType::kVolumeAttached, attached.Encode());
   }
-  // After recovery: a rebuilt bloom filter must see the re-imported chunks.
-  DEDUPV1_RETURN_IF_ERROR(BuildFilterChain());
-  if (creating_) {
-    // Every file exists now; from here on a missing one is a loss.
-    const std::string marker = JoinPath(options_.data_dir, kCreatingFileName);
-    s = env_->DeleteFile(marker);
-    if (s.ok()) s = env_->SyncDir(options_.data_dir);
-    if (!s.ok()) return s.WithContext("cannot finish creating the store (" + marker + ")");
-    creating_ = false;
-  }
-  for (int i = 0; i < options_.dedup_threads; i++) {
-    workers_.emplace_back([this, i] { WorkerLoop(i); });
-  }
-  checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
-  LogRecord(LogEventType::kSystemRun, start.Encode());
-  open_complete_ = true;
+}
+
+Status DedupSystem::FinishCreating() {
+  if (!creating_) return Status::OK();
+  // Every file exists now; from here on a missing one is a loss.
+  const std::string marker = JoinPath(options_.data_dir, kCreatingFileName);
+  Status s = env_->DeleteFile(marker);
+  if (s.ok()) s = env_->SyncDir(options_.data_dir);
+  if (!s.ok()) return s.WithContext("cannot finish creating the store (" + marker + ")");
+  creating_ = false;
   return Status::OK();
 }
 
@@ -290,15 +355,25 @@ Status DedupSystem::LoadVolumes() {
   DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(options_.volumes, &records, &changed));
   if (changed || create || legacy) DEDUPV1_RETURN_IF_ERROR(WriteVolumeTable(env_, path, records));
   // Only volumes named in the config are served; others keep their data.
+  Volume::Context context;
+  context.host = volume_host_.get();
+  context.pipeline = pipeline_.get();
+  context.block_locks = &block_locks_;
+  context.block_index = block_index_.get();
+  context.chunk_store = chunk_store_.get();
+  context.budget = &budget_;
+  context.stats = &stats_;
+  context.block_size = options_.block_size;
+  context.fingerprint = options_.fingerprint;
   for (const auto& v : options_.volumes) {
     for (const auto& r : records) {
-      if (r.name == v.name) volumes_[v.name] = std::make_unique<Volume>(this, r.id, v.name, r.size, r.uid);
+      if (r.name == v.name) volumes_[v.name] = std::make_unique<Volume>(context, r.id, v.name, r.size, r.uid);
     }
   }
   return Status::OK();
 }
 
-Status DedupSystem::BuildFilterChain() {
+Status DedupSystem::LoadBloomFilter(bool* trusted) {
   // The bloom filter is saved at a clean close and removed when loaded, so a
   // file that exists is current. Without one, a store that already holds
   // chunks cannot trust an empty bloom filter, and the filter is left out.
@@ -328,24 +403,21 @@ Status DedupSystem::BuildFilterChain() {
     }
     bloom_ok = true;
   }
-  for (const auto& name : options_.filter_chain) {
-    if (name == "zero-chunk") {
-      filter_chain_.Add(std::make_unique<ZeroChunkFilter>());
-      zero_chunks_ = true;
-    } else if (name == "block-index") {
-      filter_chain_.Add(std::make_unique<BlockIndexFilter>());
-    } else if (name == "container-cache") {
-      auto filter = std::make_unique<ContainerCacheFilter>(chunk_store_.get(), options_.filters.container_cache_containers);
-      container_cache_ = filter.get();
-      filter_chain_.Add(std::move(filter));
-    } else if (name == "bloom") {
-      if (bloom_ok) filter_chain_.Add(std::make_unique<BloomFilter>(bloom_.get()));
-    } else if (name == "chunk-index") {
-      filter_chain_.Add(std::make_unique<ChunkIndexFilter>(chunk_index_.get()));
-    } else if (name == "byte-compare") {
-      filter_chain_.Add(std::make_unique<ByteCompareFilter>(chunk_store_.get()));
-    }
-  }
+  *trusted = bloom_ok;
+  return Status::OK();
+}
+
+Status DedupSystem::BuildFilterChain() {
+  bool bloom_trusted = false;
+  DEDUPV1_RETURN_IF_ERROR(LoadBloomFilter(&bloom_trusted));
+  FilterInputs inputs;
+  inputs.chunk_store = chunk_store_.get();
+  inputs.chunk_index = chunk_index_.get();
+  inputs.bloom = bloom_trusted ? bloom_.get() : nullptr;
+  inputs.container_cache_containers = options_.filters.container_cache_containers;
+  FilterChain chain;
+  DEDUPV1_RETURN_IF_ERROR(dedupv1::BuildFilterChain(options_.filter_chain, inputs, &chain));
+  pipeline_->InstallFilterChain(std::move(chain));
   return Status::OK();
 }
 
@@ -380,7 +452,7 @@ void DedupSystem::WakeWorkers() {
 
 WriteBuffer::ClaimPolicy DedupSystem::CurrentPolicy() const {
   WriteBuffer::ClaimPolicy p;
-  p.min_ready_bytes = chunker_->options().max_size;
+  p.min_ready_bytes = pipeline_->chunker().options().max_size;
   p.max_run_bytes = std::max<size_t>(8 << 20, 4 * p.min_ready_bytes);
   p.flush_delay = std::chrono::milliseconds(options_.write_buffer_flush_delay_ms);
   p.force_epoch = force_epoch_.load();
@@ -546,34 +618,9 @@ Status DedupSystem::Persist() {
   return log_->Sync();
 }
 
-Status DedupSystem::InstallMapping(const BlockId& id, const BlockMapping* old, BlockMapping* mapping, bool unmap) {
-  // Everything that can refuse the mapping comes before its event is logged:
-  // a logged event is replayed after a crash and counted into usage counts,
-  // so the mapping it describes must then be installed.
-  DEDUPV1_RETURN_IF_ERROR(block_index_->PrepareInstall(id, *mapping));
-  LogEventType type = LogEventType::kBlockMappingWritten;
-  std::string payload;
-  if (unmap && mapping->IsAllZero()) {
-    // The block index keeps the all-zero mapping (the block reads zeros).
-    BlockMappingDeletedData deleted;
-    deleted.block = id;
-    if (old != nullptr) old->Serialize(id, &deleted.old_mapping);
-    type = LogEventType::kBlockMappingDeleted;
-    payload = deleted.Encode();
-  } else {
-    payload = EncodeMappingEvent(id, *mapping, old);
-  }
-  std::shared_lock<std::shared_mutex> l(mapping_mu_);
-  uint64_t event_id;
-  DEDUPV1_RETURN_IF_ERROR(log_->Append(type, payload, &event_id));
-  // The version is the event's id: replay applies an event only to an older mapping.
-  mapping->set_version(event_id);
-  return block_index_->Install(id, *mapping);
-}
-
 Status DedupSystem::WaitForLogSpace() {
   // Keep a margin below the hard limit: the run that follows (and those of
-  // the other workers) append their mapping events while holding mapping_mu_
+  // the other workers) append their mapping events while holding the mapping lock
   // shared, so an append waiting at the hard limit would block the very
   // checkpoint that frees the log. A run installs at most max_run_bytes /
   // block_size + 2 mappings (an event per mapping, counted as two slots to be
@@ -631,15 +678,11 @@ void DedupSystem::LogRecord(LogEventType type, const std::string& payload) {
 
 Status DedupSystem::Checkpoint(ReplayMode mode) {
   std::lock_guard<std::mutex> cp(checkpoint_mu_);
-  uint64_t applied;
-  {
-    // Every event up to here has been applied in memory.
-    std::unique_lock<std::shared_mutex> l(mapping_mu_);
-    applied = log_->last_id();
-  }
+  // Every event up to here has been applied in memory.
+  const uint64_t applied = pipeline_->LastAppliedEventId();
   if (applied < log_->head_id()) return Status::OK();  // nothing to trim
   // The replay is recorded (kReplayStarted/kReplayStopped, records only). Not
-  // under mapping_mu_: an append may wait at the log's hard limit, which only
+  // under the mapping lock: an append may wait at the log's hard limit, which only
   // this checkpoint can lift. Above the soft limit they are left out, so a
   // checkpoint that frees space never waits for space itself.
   const bool record = !log_->IsAboveSoftLimit();

@@ -6,8 +6,9 @@
 // fingerprint type, shrinking a volume).
 //
 // Threads: |dedup_threads| workers take runs of dirty bytes from the volumes'
-// write buffers and deduplicate them; a small pool fingerprints chunks in
-// parallel; the chunk store and both indexes run their own background threads
+// write buffers and deduplicate them through the write pipeline
+// (core/write_pipeline.h, which also states the lock order); a small pool
+// fingerprints chunks in parallel; the chunk store and both indexes run their own background threads
 // (container commits, index write-back). The request path never waits for
 // index I/O except a chunk-index lookup of a chunk not found in memory.
 #pragma once
@@ -24,10 +25,8 @@
 
 #include "chunkstore/chunk_store.h"
 #include "core/block_locks.h"
-#include "core/chunker.h"
 #include "core/env.h"
 #include "core/garbage_collector.h"
-#include "core/gc_barrier.h"
 #include "core/identity.h"
 #include "core/idle_detector.h"
 #include "core/options.h"
@@ -36,6 +35,7 @@
 #include "core/usage_counter.h"
 #include "core/volume.h"
 #include "core/write_buffer.h"
+#include "core/write_pipeline.h"
 #include "filters/bloom_set.h"
 #include "filters/filter_chain.h"
 #include "index/block_index.h"
@@ -44,8 +44,6 @@
 #include "log/operations_log.h"
 
 namespace dedupv1 {
-
-class ContainerCacheFilter;
 
 class DedupSystem {
  public:
@@ -101,7 +99,7 @@ class DedupSystem {
     uint64_t log_restarted_at = 0;         // the log's new head event id
   };
   const RecoveryInfo& recovery() const { return recovery_; }
-  const FilterChain& filter_chain() const { return filter_chain_; }
+  const FilterChain& filter_chain() const { return pipeline_->filter_chain(); }
 
   // Stored bytes (after dedup and compression) vs logical bytes deduplicated.
   double DedupRatio() const;
@@ -142,16 +140,32 @@ class DedupSystem {
   IdleInfo idle_info() const;
 
  private:
-  friend class Volume;
-  friend class GarbageCollector;
+  class GcAccess;      // the GcHost garbage collection uses (dedup_system.cc)
+  class VolumeAccess;  // the VolumeHost the volumes use (dedup_system.cc)
+
   DedupSystem(const Options& options, Env* env);
+  // Open's steps, in order.
   Status Init();
+  // Creates or checks the data directory: lock, creation marker, system
+  // metadata, instance id.
+  Status PrepareDataDir();
+  Status OpenLog();
+  // Chunk store, chunk index, block index, and the container events they log.
+  Status OpenStores();
+  void ConnectContainerEvents();
+  // Logs kSystemStart (|start|) and a kVolumeAttached per served volume.
+  void LogStart(const SystemEventData& start);
+  // Removes the creation marker of a store created by this open.
+  Status FinishCreating();
   // DATA-DIR/system: written while creating_, else read strictly (every line
   // known, each key once) and compared with the config.
   Status CheckSystemMetadata();
   // DATA-DIR/volumes: ids of the configured volumes (new ones get the next
   // ids); missing only while creating_.
   Status LoadVolumes();
+  // Loads or rebuilds the bloom filter (|*trusted|: it may be used).
+  Status LoadBloomFilter(bool* trusted);
+  // The configured filters (filters/filter_registry.h), into the pipeline.
   Status BuildFilterChain();
   Status Recover();
   // Applies one replayed log event to the block index (Recover's rule).
@@ -169,11 +183,6 @@ class DedupSystem {
   // Waits while the log is nearly full (before any block lock is taken, so
   // the checkpoint that trims it can run).
   Status WaitForLogSpace();
-  // Logs a block's new mapping and installs it in the block index; the caller
-  // holds the block's lock. |old| is the mapping it replaces (for GC), or null.
-  // An unmap that leaves the block all zeros is logged as the mapping's
-  // deletion (kBlockMappingDeleted), anything else as kBlockMappingWritten.
-  Status InstallMapping(const BlockId& id, const BlockMapping* old, BlockMapping* mapping, bool unmap = false);
   void WorkerLoop(int index);
   void WakeWorkers();
   WriteBuffer::ClaimPolicy CurrentPolicy() const;
@@ -203,22 +212,14 @@ class DedupSystem {
   Env* const env_;
   std::unique_ptr<FileLock> lock_;
   Id128 instance_id_{};
-  std::unique_ptr<Chunker> chunker_;
   std::unique_ptr<ChunkStore> chunk_store_;
   std::unique_ptr<ChunkIndex> chunk_index_;
   std::unique_ptr<BlockIndex> block_index_;
   std::unique_ptr<OperationsLog> log_;
-  // Shared while a mapping event is appended and applied; exclusive while a
-  // checkpoint reads the id up to which every event is applied.
-  std::shared_mutex mapping_mu_;
-  std::mutex checkpoint_mu_;  // one checkpoint at a time
-  // GC barrier: held shared by a dedup run from reading the overwritten
-  // blocks' mappings (step 3) until its mappings are logged (step 5), and
-  // exclusively by a GC round while it counts every logged event and rechecks
-  // its candidates, so no run holds a "known" decision about a chunk the
-  // round deletes. Unmap does not take it: it only removes references.
-  GcBarrier gc_barrier_;
+  std::mutex checkpoint_mu_;  // one checkpoint at a time; taken before the pipeline's mapping lock
   std::unique_ptr<UsageCounter> usage_;
+  std::unique_ptr<GcAccess> gc_host_;
+  std::unique_ptr<VolumeAccess> volume_host_;
   std::unique_ptr<GarbageCollector> gc_;
   std::thread checkpoint_thread_;
   IdleDetector idle_;
@@ -237,14 +238,15 @@ class DedupSystem {
   // this open creates it, and removes the `creating` marker when done.
   bool creating_ = false;
   std::unique_ptr<BloomSet> bloom_;
-  FilterChain filter_chain_;
-  bool zero_chunks_ = false;  // the zero-chunk filter is in the chain
-  ContainerCacheFilter* container_cache_ = nullptr;  // in filter_chain_, if configured
   BlockLocks block_locks_;
-  FingerprintLocks fp_locks_;
   WriteBufferBudget budget_;
-  ThreadPool hash_pool_;
   SystemStats stats_;
+  // The write path behind the write buffers (core/write_pipeline.h): chunker,
+  // fingerprinting, filter chain, mapping install, and their locks (the GC
+  // barrier, the fingerprint locks, the mapping lock). Created before
+  // recovery, whose checkpoints take its mapping lock; it gets its filter
+  // chain after recovery.
+  std::unique_ptr<WritePipeline> pipeline_;
   std::map<std::string, std::unique_ptr<Volume>> volumes_;
 
   // Sync epochs: a write stamps its block with the current epoch; a sync

@@ -437,12 +437,22 @@ TEST(DedupSystemFaultTest, WholeBlockWriteReplacesAnUnreadableStoredMapping) {
     value[value.size() / 2] = static_cast<char>(value[value.size() / 2] ^ 0x5a);
     ASSERT_TRUE(store->Write({{EncodeBlockKey({vol_id, 1}), value, false}}).ok());
   }
-  auto sys = OpenOrDie(o, Env::Default());
+  // A long flush delay: a worker takes the write as a run that is not final,
+  // whose last unfinished chunk would stay in the buffer, cutting the block in
+  // two (the pipeline then chunks it up to the block's end instead).
+  Options late = o;
+  late.write_buffer_flush_delay_ms = 60 * 1000;
+  auto sys = OpenOrDie(late, Env::Default());
   Volume* v = Vol(sys.get(), "vol1");
   std::vector<uint8_t> out(bs);
   Status s = v->Read(bs, bs, out.data());
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  const uint64_t runs_before = sys->stats().runs.load();
   ASSERT_TRUE(v->Write(bs, bs, fresh.data(), false).ok());
+  for (int i = 0; i < 1000 && sys->stats().runs.load() == runs_before; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(sys->stats().runs.load(), runs_before) << "no worker took the write before the sync";
   s = v->Sync();
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(sys->stats().damaged_mappings_overwritten.load(), 1u);

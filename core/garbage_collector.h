@@ -40,13 +40,13 @@
 #include <set>
 #include <string>
 
+#include "core/gc_host.h"
 #include "core/status.h"
 #include "core/types.h"
 #include "core/usage_counter.h"
 
 namespace dedupv1 {
 
-class DedupSystem;
 
 struct GcStats {
   bool running = false;
@@ -79,7 +79,7 @@ struct GcStats {
 
 class GarbageCollector {
  public:
-  explicit GarbageCollector(DedupSystem* system) : system_(system) {}
+  explicit GarbageCollector(GcHost* host) : host_(host) {}
 
   // Runs one round (waits for a running one to finish first).
   Status Run();
@@ -89,10 +89,24 @@ class GarbageCollector {
   GcStats stats() const;
 
  private:
-  Status RunLocked(GcStats* round);
+  struct ContainerScan;
+  struct Round;  // one round's working state, handed from step to step
+
+  // The steps of a round, in order (the numbers of the comment above); each
+  // states what holds before and after it in garbage_collector.cc.
+  Status RunLocked(GcStats* stats);
+  Status ListContainersToScan(Round* round);   // 2a
+  Status ScanContainers(Round* round);         // 2b
+  Status RecheckUnderBarrier(Round* round);    // 3
+  Status EraseUnusedCandidates(Round* round);  // 3, under the barrier
+  Status ConfirmSuspects(Round* round);        // 3, under the barrier
+  void MarkGarbageDead(Round* round);          // 3, under the barrier
+  Status PersistErasures(Round* round);        // 4
+  Status DeleteEmptyContainers(Round* round);  // 5a
+  Status MergeUnderfilledContainers(Round* round);  // 5b
   void SetPhase(const char* phase);
 
-  DedupSystem* const system_;
+  GcHost* const host_;
   std::mutex run_mu_;
   std::atomic<bool> full_scan_done_{false};
   // Containers a round marked garbage in without having scanned them (their

@@ -1,5 +1,8 @@
 #include "core/options.h"
 
+#include "core/chunker_registry.h"
+#include "filters/filter_registry.h"
+
 #include <cctype>
 #include <cstring>
 #include <set>
@@ -9,12 +12,6 @@ namespace dedupv1 {
 namespace {
 
 bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
-
-const std::set<std::string>& KnownFilters() {
-  static const std::set<std::string> k = {"zero-chunk", "block-index", "container-cache", "bloom",
-                                          "chunk-index", "byte-compare"};
-  return k;
-}
 
 template <typename T>
 Status SizeInto(const std::string& v, T* out) {
@@ -52,9 +49,12 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
        }},
       {"fingerprint", [](const std::string& v, Options* o) { return ParseFingerprintType(v, &o->fingerprint); }},
       {"chunking", [](const std::string& v, Options* o) {
-         if (v == "rabin") o->chunking.kind = ChunkerOptions::Kind::kRabin;
-         else if (v == "static") o->chunking.kind = ChunkerOptions::Kind::kStatic;
-         else return Status::InvalidArgument("chunking must be rabin or static, got '" + v + "'");
+         if (FindChunker(v) == nullptr) {
+           std::string known;
+           for (const auto& n : ChunkerNames()) known += (known.empty() ? "" : " or ") + n;
+           return Status::InvalidArgument("chunking must be " + known + ", got '" + v + "'");
+         }
+         o->chunking.name = v;
          return Status::OK();
        }},
       {"chunking.min-size", [](const std::string& v, Options* o) { return SizeInto(v, &o->chunking.min_size); }},
@@ -62,15 +62,7 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
       {"chunking.max-size", [](const std::string& v, Options* o) { return SizeInto(v, &o->chunking.max_size); }},
       {"filter-chain", [](const std::string& v, Options* o) {
          auto names = SplitConfigList(v);
-         std::set<std::string> seen;
-         for (const auto& n : names) {
-           if (KnownFilters().count(n) == 0) {
-             return Status::InvalidArgument("unknown filter '" + n +
-                                            "' (known: zero-chunk, block-index, container-cache, bloom, "
-                                            "chunk-index, byte-compare)");
-           }
-           if (!seen.insert(n).second) return Status::InvalidArgument("filter '" + n + "' listed twice");
-         }
+         DEDUPV1_RETURN_IF_ERROR(CheckFilterNames(names));
          o->filter_chain = names;
          return Status::OK();
        }},
@@ -262,11 +254,7 @@ Status Options::Finish() {
                                    ") must be at most half of container.size (" +
                                    std::to_string(chunk_store.container_size) + ")");
   }
-  bool has_chunk_index = false;
-  for (const auto& f : filter_chain) has_chunk_index |= (f == "chunk-index");
-  if (!has_chunk_index) {
-    return Status::InvalidArgument("filter-chain must include chunk-index (it records every stored chunk)");
-  }
+  DEDUPV1_RETURN_IF_ERROR(CheckRequiredFilters(filter_chain));
   if (chunk_index.aux_soft_limit > chunk_index.aux_hard_limit) {
     return Status::InvalidArgument("chunk-index.aux-soft-limit is above chunk-index.aux-hard-limit");
   }
@@ -306,7 +294,7 @@ std::string Options::SettingsToString() const {
   o << "data-dir = " << data_dir << "\n"
     << "block-size = " << block_size << "\n"
     << "fingerprint = " << FingerprintTypeName(fingerprint) << "\n"
-    << "chunking = " << (chunking.kind == ChunkerOptions::Kind::kRabin ? "rabin" : "static") << "\n"
+    << "chunking = " << chunking.name << "\n"
     << "chunking.min-size = " << chunking.min_size << "\n"
     << "chunking.avg-size = " << chunking.avg_size << "\n"
     << "chunking.max-size = " << chunking.max_size << "\n";

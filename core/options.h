@@ -27,6 +27,7 @@
 #include "filters/filter_options.h"
 #include "index/block_index.h"
 #include "index/chunk_index.h"
+#include "filters/filter_registry.h"
 #include "log/operations_log.h"
 
 namespace dedupv1 {
@@ -41,8 +42,7 @@ struct Options {
   uint32_t block_size = 128 << 10;
   FingerprintType fingerprint = FingerprintType::kSha1;
   ChunkerOptions chunking;
-  std::vector<std::string> filter_chain = {"zero-chunk", "block-index", "container-cache", "bloom",
-                                           "chunk-index"};
+  std::vector<std::string> filter_chain = DefaultFilterChain();  // names: filters/filter_registry.cc
   FilterOptions filters;            // bloom.*, container-cache.*
   ChunkStoreOptions chunk_store;    // dir filled from data_dir unless set
   ChunkIndexOptions chunk_index;    // path filled from data_dir unless set

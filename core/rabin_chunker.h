@@ -18,6 +18,8 @@ namespace dedupv1 {
 
 class RabinChunker : public Chunker {
  public:
+  // The name the config's chunking key gives (core/chunker_registry.cc).
+  static constexpr char kName[] = "rabin";
   // The irreducible polynomial of degree 63 used by LBFS / rabinpoly
   // (FINGERPRINT_PT). Fingerprints are residues mod P, so they fit in 63 bits.
   static constexpr uint64_t kPolynomial = 0xbfe6b8a5bf378d83ULL;

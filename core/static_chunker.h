@@ -9,6 +9,8 @@ namespace dedupv1 {
 
 class StaticChunker : public Chunker {
  public:
+  // The name the config's chunking key gives (core/chunker_registry.cc).
+  static constexpr char kName[] = "static";
   // |options| must already be validated (Chunker::Create does that).
   explicit StaticChunker(const ChunkerOptions& options) : options_(options) {}
 

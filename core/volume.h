@@ -3,13 +3,15 @@
 // (index/block_mapping.h) plus any bytes still in the volume's write buffer.
 //
 // Write path: Write copies into the write buffer and returns; dedup workers of
-// the system later call ProcessRun, which chunks a run of dirty bytes,
-// fingerprints the chunks, asks the filter chain, stores new chunks and
-// installs the new block mappings. Read path: block mapping -> chunks from the
-// chunk store, with dirty bytes from the buffer on top. Sync waits until every
-// byte written before it is deduplicated and durable.
+// the system later call ProcessOneRun, which hands a claimed run of dirty
+// bytes to the write pipeline (core/write_pipeline.h: chunks, fingerprints,
+// filter chain, store, new block mappings). Read path: block mapping ->
+// chunks from the chunk store, with dirty bytes from the buffer on top. Sync
+// waits until every byte written before it is deduplicated and durable.
 //
-// Thread-safe. Offsets and lengths are in bytes and may be unaligned.
+// Thread-safe. Offsets and lengths are in bytes and may be unaligned. A
+// request holds one block lock at a time (core/block_locks.h): shared to
+// read, exclusive to buffer bytes or to unmap.
 #pragma once
 
 #include <atomic>
@@ -19,17 +21,53 @@
 #include <memory>
 #include <string>
 
+#include "core/block_locks.h"
+#include "core/fingerprint.h"
 #include "core/identity.h"
 #include "core/status.h"
+#include "core/system_stats.h"
 #include "core/write_buffer.h"
+#include "core/write_pipeline.h"
 
 namespace dedupv1 {
 
-class DedupSystem;
+class BlockIndex;
+class ChunkStore;
+
+// What a volume asks of the system that serves it (DedupSystem implements it).
+class VolumeHost {
+ public:
+  virtual ~VolumeHost() = default;
+  // Before a write is buffered: refuses it while the store cannot take data
+  // (a pending processing error), waits for write-buffer space, and refuses
+  // it if the buffer may never drain. Called without locks.
+  virtual Status AdmitWrite() = 0;
+  // The sync epoch a write stamps its bytes with.
+  virtual uint64_t current_epoch() const = 0;
+  // Buffered bytes are waiting for the dedup workers.
+  virtual void WakeWorkers() = 0;
+  // Waits while the operations log is nearly full; called before any block
+  // lock is taken (an unmap, a dedup run), so the checkpoint can trim it.
+  virtual Status WaitForLogSpace() = 0;
+  // Makes every write acknowledged before the call durable (all volumes).
+  virtual Status Sync() = 0;
+};
 
 class Volume {
  public:
-  Volume(DedupSystem* system, uint32_t id, std::string name, uint64_t size, const Id128& uid);
+  // The system's parts a volume uses; all outlive it.
+  struct Context {
+    VolumeHost* host = nullptr;
+    WritePipeline* pipeline = nullptr;  // dedup runs and unmaps' mappings
+    BlockLocks* block_locks = nullptr;
+    BlockIndex* block_index = nullptr;  // reads
+    ChunkStore* chunk_store = nullptr;  // reads
+    WriteBufferBudget* budget = nullptr;
+    SystemStats* stats = nullptr;
+    uint32_t block_size = 0;
+    FingerprintType fingerprint = FingerprintType::kSha1;
+  };
+  Volume(const Context& context, uint32_t id, std::string name, uint64_t size, const Id128& uid);
 
   const std::string& name() const { return name_; }
   uint32_t id() const { return id_; }
@@ -49,11 +87,7 @@ class Volume {
   Status IsMapped(uint64_t offset, uint64_t length, bool* mapped, uint64_t* run);
 
   // What processing one run came to.
-  struct RunOutcome {
-    Status error;             // why the run failed, OK if it did not
-    bool parked = false;      // it failed for want of chunk-index space: its bytes are parked
-    bool new_chunks = false;  // it stored new chunks (so the chunk index had room)
-  };
+  using RunOutcome = WritePipeline::RunOutcome;
   // Dedup worker entry point: claims one ready run of this volume and
   // processes it. Returns false if there was nothing to do. A run that needs
   // a new chunk-index entry while the index is full is parked in the write
@@ -90,9 +124,8 @@ class Volume {
   Status ForEachPiece(uint64_t offset, uint64_t length,
                       const std::function<Status(const Piece&, bool* stop)>& f) const;
   Status ReadBlockPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out);
-  Status ProcessRun(WriteBuffer::Run* run, RunOutcome* outcome);
 
-  DedupSystem* const system_;
+  const Context context_;
   const uint32_t id_;
   const std::string name_;
   const uint64_t size_;

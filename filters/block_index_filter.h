@@ -9,7 +9,9 @@ namespace dedupv1 {
 
 class BlockIndexFilter : public Filter {
  public:
-  const char* name() const override { return "block-index"; }
+  // The name the config's filter-chain key gives (filters/filter_registry.cc).
+  static constexpr char kName[] = "block-index";
+  const char* name() const override { return kName; }
   FilterResult MaxResult() const override { return FilterResult::kStrongMaybe; }
   FilterResult Check(ChunkRequest* chunk, Status* error) override {
     if (chunk->previous_chunks == nullptr) return FilterResult::kWeakMaybe;

@@ -13,7 +13,9 @@ namespace dedupv1 {
 class BloomFilter : public Filter {
  public:
   explicit BloomFilter(BloomSet* set) : set_(set) {}
-  const char* name() const override { return "bloom"; }
+  // The name the config's filter-chain key gives (filters/filter_registry.cc).
+  static constexpr char kName[] = "bloom";
+  const char* name() const override { return kName; }
   FilterResult MaxResult() const override { return FilterResult::kNotExisting; }
   FilterResult Check(ChunkRequest* chunk, Status* error) override {
     return set_->MightContain(chunk->fp) ? FilterResult::kWeakMaybe : FilterResult::kNotExisting;

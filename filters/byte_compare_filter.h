@@ -11,7 +11,9 @@ namespace dedupv1 {
 class ByteCompareFilter : public Filter {
  public:
   explicit ByteCompareFilter(ChunkStore* store) : store_(store) {}
-  const char* name() const override { return "byte-compare"; }
+  // The name the config's filter-chain key gives (filters/filter_registry.cc).
+  static constexpr char kName[] = "byte-compare";
+  const char* name() const override { return kName; }
   FilterResult MaxResult() const override { return FilterResult::kExisting; }
   FilterResult Check(ChunkRequest* chunk, Status* error) override;
 

@@ -12,7 +12,9 @@ namespace dedupv1 {
 class ChunkIndexFilter : public Filter {
  public:
   explicit ChunkIndexFilter(ChunkIndex* index) : index_(index) {}
-  const char* name() const override { return "chunk-index"; }
+  // The name the config's filter-chain key gives (filters/filter_registry.cc).
+  static constexpr char kName[] = "chunk-index";
+  const char* name() const override { return kName; }
   FilterResult MaxResult() const override { return FilterResult::kStrongMaybe; }
   FilterResult Check(ChunkRequest* chunk, Status* error) override {
     ChunkIndexEntry entry;

@@ -22,7 +22,9 @@ class ContainerCacheFilter : public Filter {
  public:
   ContainerCacheFilter(ChunkStore* store, size_t max_containers)
       : store_(store), max_containers_(max_containers) {}
-  const char* name() const override { return "container-cache"; }
+  // The name the config's filter-chain key gives (filters/filter_registry.cc).
+  static constexpr char kName[] = "container-cache";
+  const char* name() const override { return kName; }
   FilterResult MaxResult() const override { return FilterResult::kStrongMaybe; }
   FilterResult Check(ChunkRequest* chunk, Status* error) override;
   Status UpdateKnown(const ChunkRequest& chunk) override;
@@ -31,6 +33,7 @@ class ContainerCacheFilter : public Filter {
   // Forgets every cached container (garbage collection marked chunks dead:
   // reloaded lists no longer name them).
   void Clear();
+  void OnChunksMarkedDead() override { Clear(); }
   uint64_t loads() const { return loads_; }
 
  private:

@@ -58,6 +58,10 @@ class Filter {
   virtual Status UpdateNew(const ChunkRequest& chunk) { return Status::OK(); }
   // The chain decided the chunk is known (chunk->container is where it is).
   virtual Status UpdateKnown(const ChunkRequest& chunk) { return Status::OK(); }
+  // Garbage collection marked chunks dead (under its barrier, so no chunk
+  // is between decision and mapping). A filter that remembers where chunks
+  // are forgets it, so it cannot hand a dead chunk out again.
+  virtual void OnChunksMarkedDead() {}
 };
 
 // Per-filter counters of the results each filter gave.

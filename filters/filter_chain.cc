@@ -46,6 +46,17 @@ Status FilterChain::UpdateKnown(const ChunkRequest& chunk) {
   return Status::OK();
 }
 
+void FilterChain::OnChunksMarkedDead() {
+  for (auto& f : filters_) f->OnChunksMarkedDead();
+}
+
+bool FilterChain::Contains(const std::string& name) const {
+  for (const auto& f : filters_) {
+    if (name == f->name()) return true;
+  }
+  return false;
+}
+
 std::string FilterChain::Describe() const {
   std::string out;
   for (auto& f : filters_) {

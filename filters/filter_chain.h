@@ -32,10 +32,14 @@ class FilterChain {
   }
   Status UpdateNew(const ChunkRequest& chunk);
   Status UpdateKnown(const ChunkRequest& chunk);
+  // Tells every filter (Filter::OnChunksMarkedDead).
+  void OnChunksMarkedDead();
 
   size_t size() const { return filters_.size(); }
   const Filter& filter(size_t i) const { return *filters_[i]; }
   const FilterCounters& counters(size_t i) const { return *counters_[i]; }
+  // Whether a filter named |name| is in the chain.
+  bool Contains(const std::string& name) const;
   // Filter names in order, comma separated.
   std::string Describe() const;
 

@@ -8,7 +8,9 @@ namespace dedupv1 {
 
 class ZeroChunkFilter : public Filter {
  public:
-  const char* name() const override { return "zero-chunk"; }
+  // The name the config's filter-chain key gives (filters/filter_registry.cc).
+  static constexpr char kName[] = "zero-chunk";
+  const char* name() const override { return kName; }
   FilterResult MaxResult() const override { return FilterResult::kExisting; }
   FilterResult Check(ChunkRequest* chunk, Status* error) override {
     if (!chunk->is_zero) return FilterResult::kWeakMaybe;
