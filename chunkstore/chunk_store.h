@@ -331,8 +331,9 @@ class ChunkStore {
   std::vector<std::thread> writers_;
   std::thread timer_;
 
-  // GC state, each with its own lock (taken after mu_ when both are held,
-  // never the other way round).
+  // GC state, each with its own lock: taken after gc_mu_ and mu_ when those
+  // are held, never before them. Among them only dead_marks_.Load (at Init)
+  // asks aliases_ while holding its lock.
   ContainerAliases aliases_;
   DeadChunkMarks dead_marks_;
   ContainerSummaries summaries_;

@@ -13,7 +13,7 @@
 // Adding a backend means new files (its ContainerStore, its
 // ContainerCatalog and a function making both, like local_storage_backend.h)
 // plus one line in the table in storage_backend_registry.cc (with the
-// #include of its header). Nothing else names backends.
+// #include of its header). No other code lists the backends.
 #pragma once
 
 #include <memory>
