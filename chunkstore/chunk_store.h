@@ -9,8 +9,7 @@
 //
 // Invariants:
 // - Container ids increase monotonically and are never reused, even across a
-//   crash: ids are reserved in batches by persisting a high-water mark
-//   (DIR/container-id) before any id of the batch is handed out.
+//   crash (chunkstore/container_id_allocator.h).
 // - A container is committed iff its Put returned OK. IsCommitted(id) is true
 //   exactly for such containers (for ids from an earlier run: those found in
 //   the store at Open).
@@ -24,24 +23,27 @@
 //   containers: the merged container gets a fresh id and answers to the ids of
 //   the containers it replaces (its alias list), so no index entry or block
 //   mapping is rewritten. Resolve maps an old id to the container holding its
-//   chunks now. The alias map lives in DIR/container-aliases: a merge records
-//   "target <- sources" there (atomically) *before* the merged container is
-//   Put, and deletes the sources only after. Open keeps a record only if its
-//   target exists, then deletes any source that still exists (a crash after
-//   the merged container committed but before the old ones were deleted), so
-//   a container is never both superseded and used.
-// - GC's dead-chunk marks (MarkDead) survive a restart once
-//   PersistDeadMarks wrote them to DIR/dead-chunks (chunkstore/
-//   dead_chunk_file.h). Open applies a persisted mark only to a container that
-//   still exists under its own id: the marks of a merged or deleted container
-//   are dropped, never carried over to the container that answers to its id.
-// - Every container committed or merged gets a summary (live chunks, their
-//   footprint sum, serialized size, dead marks) in memory and appended,
-//   unsynced, to
-//   DIR/container-summaries (chunkstore/container_summary_file.h), so GC's
-//   first round after a start need not read the metadata of containers
-//   whose chunks are all live. A summary lost in a crash is re-learned from
-//   the metadata the next time GC reads it.
+//   chunks now (chunkstore/container_aliases.h: the merge record is in the
+//   catalog before the merged container is Put, and the sources are deleted
+//   only after, so a container is never both superseded and used).
+// - GC's dead-chunk marks (MarkDead) survive a restart once PersistDeadMarks
+//   wrote them to the catalog (chunkstore/dead_chunk_marks.h); they apply
+//   only to the container they were made for, never to one answering to its
+//   id after a merge.
+// - Every container committed or merged gets a summary
+//   (chunkstore/container_summaries.h), so GC's first round after a start
+//   need not read the metadata of containers whose chunks are all live.
+//
+// Where things live: the containers in a ContainerStore, everything else the
+// store knows about them (id mark, merge records, dead marks, summaries) in a
+// ContainerCatalog; both come from the storage backend options.backend names
+// (chunkstore/storage_backend_registry.h). The class's work is split by job:
+//   chunk_store.cc         open, close, statistics
+//   chunk_store_append.cc  the open containers StoreChunk appends to
+//   chunk_store_commit.cc  the writer threads, the commit timer, Flush
+//   chunk_store_read.cc    reads through the read and metadata caches
+//   chunk_store_gc.cc      GC support: resolve, dead marks, footprints, summaries
+//   chunk_store_merge.cc   merging and deleting containers
 #pragma once
 
 #include <atomic>
@@ -58,33 +60,24 @@
 #include <unordered_set>
 #include <vector>
 
+#include "chunkstore/chunk_store_options.h"
 #include "chunkstore/compression.h"
 #include "chunkstore/container.h"
+#include "chunkstore/container_aliases.h"
+#include "chunkstore/container_catalog.h"
+#include "chunkstore/container_id_allocator.h"
 #include "chunkstore/container_read_cache.h"
 #include "chunkstore/container_store.h"
-#include "chunkstore/container_summary_file.h"
-#include "chunkstore/dead_chunk_file.h"
+#include "chunkstore/container_summaries.h"
+#include "chunkstore/container_summary.h"
+#include "chunkstore/dead_chunk_marks.h"
+#include "chunkstore/storage_backend_registry.h"
 #include "core/env.h"
 #include "core/fingerprint.h"
 #include "core/status.h"
 #include "core/types.h"
 
 namespace dedupv1 {
-
-// Files in the container directory besides the containers (docs/formats.md).
-constexpr char kContainerIdFileName[] = "container-id";          // id high-water mark
-constexpr char kContainerAliasFileName[] = "container-aliases";  // merge records
-
-struct ChunkStoreOptions {
-  std::string dir;                         // container directory (also holds "container-id")
-  size_t container_size = 4 << 20;         // serialized size limit of a container
-  Compression compression = Compression::kNone;
-  int open_containers = 4;                 // containers open for writing at once
-  int writer_threads = 1;                  // background commit threads
-  uint64_t commit_timeout_ms = 4000;       // a container open longer than this is committed
-  size_t read_cache_containers = 32;       // LRU of parsed containers for reads
-  FingerprintType fp_type = FingerprintType::kSha1;
-};
 
 // A snapshot of the chunk store's counters.
 struct ChunkStoreStats {
@@ -103,8 +96,8 @@ struct ChunkStoreStats {
   uint64_t chunk_reads = 0;           // single chunks read from the store (read-cache misses)
   uint64_t commit_latency_ms_total = 0;
   uint64_t dead_chunks_marked = 0;    // GC's dead marks held (chunks kept in containers as garbage)
-  uint64_t dead_marks_unpersisted = 0;  // of them, not yet in DIR/dead-chunks
-  uint64_t dead_marks_loaded = 0;     // marks read from DIR/dead-chunks at open
+  uint64_t dead_marks_unpersisted = 0;  // of them, not yet in the catalog (DIR/dead-chunks)
+  uint64_t dead_marks_loaded = 0;     // marks read from the catalog (DIR/dead-chunks) at open
   uint64_t summaries_loaded = 0;      // container summaries read at open
   uint64_t summary_append_failures = 0;  // summaries not written (re-learned later)
 };
@@ -119,25 +112,17 @@ using CommitFailureListener = std::function<void(ContainerId id, const Status& e
 
 class ChunkStore {
  public:
-  // Opens a chunk store on a LocalContainerStore in options.dir.
+  // Opens a chunk store on the storage backend options.backend names
+  // (InvalidArgument naming the known ones if there is none of that name).
   static Status Open(const ChunkStoreOptions& options, Env* env, std::unique_ptr<ChunkStore>* out);
-  // Opens a chunk store on |store|; options.dir still holds the id mark.
-  static Status Open(const ChunkStoreOptions& options, Env* env,
-                     std::unique_ptr<ContainerStore> store, std::unique_ptr<ChunkStore>* out);
+  // Opens a chunk store on |backend| (its containers and its catalog).
+  static Status Open(const ChunkStoreOptions& options, Env* env, StorageBackend backend,
+                     std::unique_ptr<ChunkStore>* out);
+  // Opens a chunk store on |store| with the catalog of the backend
+  // options.backend names (for tests that wrap a store to inject faults).
+  static Status Open(const ChunkStoreOptions& options, Env* env, std::unique_ptr<ContainerStore> store,
+                     std::unique_ptr<ChunkStore>* out);
   ~ChunkStore();  // calls Close()
-
-  // Whether the catalog files in |dir| that stored containers depend on are
-  // there (core/data_dir.h; |ids| are the containers |store| holds): the id
-  // mark once any container is stored or |ids_handed_out| (a checkpoint
-  // recorded ids; without the mark new containers could reuse ids the
-  // indexes, the log or the checkpoint still name), the alias file once any
-  // container was merged (without it the old ids of a merged container
-  // resolve to nothing). Reads every container's header only when the alias
-  // file is missing; Open writes an empty one in a store that never merged,
-  // so that from then on its absence means it was lost. Corruption naming
-  // the missing file and what to do.
-  static Status CheckCatalog(Env* env, const std::string& dir, ContainerStore* store,
-                             const std::vector<ContainerId>& ids, bool ids_handed_out);
 
   ChunkStore(const ChunkStore&) = delete;
   ChunkStore& operator=(const ChunkStore&) = delete;
@@ -215,16 +200,17 @@ class ChunkStore {
   // container-cache filter cannot hand them out again) and merges leave them
   // out. In memory only until PersistDeadMarks.
   void MarkDead(ContainerId id, const std::vector<Fingerprint>& fps);
-  // Writes the marks made since the last call to DIR/dead-chunks (synced), so
+  // Writes the marks made since the last call to the catalog (DIR/dead-chunks
+  // for the local backend; durably), so
   // the next Open applies them too. A persisted mark makes merges drop the
   // chunk after a crash as well: call this only once the chunk index no
   // longer names the marked chunks *durably*, and no log event that a replay
-  // could apply names them. Rewrites the file when most of it describes
+  // could apply names them. Rewrites them all when most of the part describes
   // containers that are gone. On error the marks stay pending (and in memory).
   Status PersistDeadMarks();
   // An index entry names chunk |fp| of container |id| (resolved here): if it
-  // is marked dead the mark goes, in memory now and from DIR/dead-chunks at
-  // the next PersistDeadMarks (which rewrites the file). Marks and entries
+  // is marked dead the mark goes, in memory now and from the catalog at
+  // the next PersistDeadMarks (which rewrites the part). Marks and entries
   // never name the same chunk by design; this repairs a mark that a build
   // unaware of the file, or a bug, left behind, before a merge acts on it.
   // Returns whether a mark was removed. Cheap when no marks are held.
@@ -252,24 +238,44 @@ class ChunkStore {
   bool GetSummary(ContainerId id, ContainerSummary* summary) const;
 
  private:
-  struct AliasRecord {
-    ContainerId target = kNoContainer;
-    std::vector<ContainerId> sources;
+  enum class CommitState {
+    kQueued,      // waiting for a writer thread
+    kCommitting,  // a writer is serializing and storing it
+    kNotifying,   // committed; the listener is running
+    kFailed,      // the last commit attempt failed; waiting for a retry
   };
-  Status LoadAliases(std::vector<ContainerId>* ids);
-  // Reads DIR/dead-chunks and applies the marks of containers in
-  // |committed| (sorted) that were not merged; rewrites the file if it held
-  // others or ended in a torn record.
-  Status LoadDeadMarks(const std::vector<ContainerId>& committed);
-  // Deletes DIR/dead-chunks after |why| (a failed read or rewrite at open).
-  Status DropDeadMarkFile(const Status& why);
-  // Reads DIR/container-summaries, keeps those of |committed| (sorted) and
-  // rewrites the file if it held others or damaged records. Never fails: the
-  // summaries are hints.
-  void LoadSummaries(const std::vector<ContainerId>& committed);
-  // Remembers |summary| for container |id| and appends it to the file.
-  void RecordSummary(ContainerId id, const ContainerSummary& summary);
-  Status WriteAliasFile(const std::vector<AliasRecord>& records);
+  struct Pending {
+    std::shared_ptr<const Container> container;
+    CommitState state = CommitState::kQueued;
+    bool has_failed = false;  // counted in failed_count_
+    Status error;
+  };
+
+  ChunkStore(const ChunkStoreOptions& options, Env* env, StorageBackend backend);
+  Status Init();
+
+  // ---- Commit threads (chunk_store_commit.cc) ----
+  void WriterLoop();
+  // Serializes and stores |c|, recording its summary; the Put result.
+  Status CommitContainer(const Container& c);
+  // Records the outcome of a commit attempt of |id| (the writer's
+  // |lock| is held and may be released for the commit listener).
+  void FinishCommitLocked(ContainerId id, const std::shared_ptr<const Container>& c, const Status& s, int64_t ms,
+                          std::unique_lock<std::mutex>* lock);
+  void TimerLoop();
+  // The following require mu_.
+  void HandOffLocked(size_t slot);
+  void RequeueFailedLocked();
+  Status FlushLocked(std::unique_lock<std::mutex>* lock);
+
+  // ---- Open containers (chunk_store_append.cc) ----
+  // The container |id| if it is open or in flight; null otherwise. For an
+  // open container, |open| is set and the result may only be used under mu_.
+  std::shared_ptr<const Container> FindUncommittedLocked(ContainerId id, bool* open) const;
+
+  // ---- Reads (chunk_store_read.cc) ----
+  // Reads and parses a committed container through the read cache.
+  Status LoadCommitted(ContainerId id, std::shared_ptr<const Container>* container);
   // ReadChunk of a committed container that is not in the read cache: the
   // chunk's bytes alone (ContainerStore::GetRange), located through the
   // metadata cache and verified by their fingerprint.
@@ -284,49 +290,21 @@ class ChunkStore {
                       uint64_t* total);
   // Drops the chunks of committed container |id| (a resolved id) marked dead.
   void RemoveDead(ContainerId id, std::vector<Fingerprint>* fps) const;
-  ContainerId ResolveLocked(ContainerId id) const;
-  // Forgets GC's state of container |id| (merged or deleted): its dead marks,
-  // pending ones and its summary. Requires mu_.
-  void ForgetContainerLocked(ContainerId id);
-  // Removes the dead mark of |fp| in container |holder| (resolved) if there
-  // is one, with its pending copy and the container's summary. Requires mu_.
-  bool UnmarkLocked(ContainerId holder, const Fingerprint& fp);
-  // Appends a record withdrawing |holder|'s summary (after UnmarkLocked).
-  void WithdrawSummary(ContainerId holder);
-  enum class CommitState {
-    kQueued,      // waiting for a writer thread
-    kCommitting,  // a writer is serializing and storing it
-    kNotifying,   // committed; the listener is running
-    kFailed,      // the last commit attempt failed; waiting for a retry
-  };
-  struct Pending {
-    std::shared_ptr<const Container> container;
-    CommitState state = CommitState::kQueued;
-    bool has_failed = false;  // counted in failed_count_
-    Status error;
-  };
 
-  ChunkStore(const ChunkStoreOptions& options, Env* env, std::unique_ptr<ContainerStore> store);
-  Status Init();
-  void WriterLoop();
-  void TimerLoop();
-
-  // The following require mu_.
-  void HandOffLocked(size_t slot);
-  void RequeueFailedLocked();
-  Status AllocateIdLocked(ContainerId* id);
-  Status FlushLocked(std::unique_lock<std::mutex>* lock);
-  // The container |id| if it is open or in flight; null otherwise. For an
-  // open container, |open| is set and the result may only be used under mu_.
-  std::shared_ptr<const Container> FindUncommittedLocked(ContainerId id, bool* open) const;
-
-  // Reads and parses a committed container through the read cache.
-  Status LoadCommitted(ContainerId id, std::shared_ptr<const Container>* container);
+  // ---- Merges (chunk_store_merge.cc) ----
+  // Forgets GC's state of container |id| (merged or deleted): its dead
+  // marks and its summary.
+  void ForgetContainer(ContainerId id);
+  // The merged container of |sources| (|loaded|, not marked dead), answering
+  // to |aliases|; false if it does not fit one container.
+  bool BuildMerged(const std::vector<ContainerId>& sources,
+                   const std::vector<std::shared_ptr<const Container>>& loaded,
+                   const std::vector<ContainerId>& aliases, Container* merged, Status* error);
 
   const ChunkStoreOptions options_;
   Env* const env_;
   const std::unique_ptr<ContainerStore> store_;
-  const std::string id_mark_path_;
+  const std::unique_ptr<ContainerCatalog> catalog_;
   ContainerReadCache read_cache_;
   ContainerReadCache metadata_cache_;  // metadata-only containers, for ReadChunkFromStore
 
@@ -339,10 +317,9 @@ class ChunkStore {
   std::deque<ContainerId> queue_;                     // kQueued ids in order
   size_t committing_ = 0;                             // kCommitting + kNotifying
   std::unordered_set<ContainerId> uncommitted_;       // open + pending ids
-  std::vector<ContainerId> committed_at_open_;        // sorted, ids < session_first_id_
-  ContainerId session_first_id_ = 1;
-  ContainerId next_id_ = 1;
-  ContainerId reserved_until_ = 1;  // ids < this are covered by the persisted mark
+  std::vector<ContainerId> committed_at_open_;        // sorted, ids < ids_.session_first()
+  ContainerIdAllocator ids_;                          // under mu_
+  std::unordered_set<ContainerId> deleted_;           // containers deleted this run (and their aliases)
   size_t failed_count_ = 0;
   Status sticky_error_;
   std::chrono::steady_clock::time_point last_retry_;
@@ -354,26 +331,13 @@ class ChunkStore {
   std::vector<std::thread> writers_;
   std::thread timer_;
 
-  // GC state (guarded by mu_): old id -> merged container; containers
-  // deleted this run; chunks marked dead per container; the alias records.
-  std::unordered_map<ContainerId, ContainerId> alias_;
-  std::unordered_set<ContainerId> deleted_;
-  std::unordered_map<ContainerId, std::unordered_set<Fingerprint, FingerprintHasher>> dead_;
-  DeadChunkFile::Marks dead_unpersisted_;  // MarkDead since the last PersistDeadMarks
-  uint64_t dead_marks_loaded_ = 0;
-  uint64_t dead_marks_ = 0;                // marks in dead_, kept so stats() need not count
-  bool dead_unmarked_ = false;             // UnmarkIfDead removed a mark: rewrite the file
-  std::atomic<uint64_t> dead_containers_{0};  // dead_.size(), read without mu_
-  std::vector<AliasRecord> alias_records_;
+  // GC state, each with its own lock: taken after gc_mu_ and mu_ when those
+  // are held, never before them. Among them only dead_marks_.Load (at Init)
+  // asks aliases_ while holding its lock.
+  ContainerAliases aliases_;
+  DeadChunkMarks dead_marks_;
+  ContainerSummaries summaries_;
   std::mutex gc_mu_;  // one merge, delete or persist at a time; taken before mu_
-  const std::string alias_path_;
-  DeadChunkFile dead_file_;           // under gc_mu_
-  std::unordered_map<ContainerId, ContainerSummary> summaries_;  // under mu_
-  std::mutex summary_mu_;             // guards summary_file_; taken without mu_
-  ContainerSummaryFile summary_file_;
-  uint64_t summaries_loaded_ = 0;
-  std::atomic<uint64_t> summary_append_failures_{0};
-  bool dead_file_needs_rewrite_ = false;  // a failed append may have left a torn record
 
   std::mutex close_mu_;
   bool closed_ = false;

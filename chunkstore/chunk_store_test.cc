@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "chunkstore/container_summary_file.h"
 #include "chunkstore/local_container_store.h"
 #include "core/fault_injection_env.h"
 #include "core/testutil.h"

@@ -1,6 +1,9 @@
 // ContainerStore is the narrow interface between the chunk store and the
-// place serialized containers live: local files (LocalContainerStore) or,
-// later, an object store such as Ceph RADOS. Objects are whole containers,
+// place serialized containers live: local files (LocalContainerStore), memory
+// (MemoryContainerStore, for tests) or, later, an object store such as Ceph
+// RADOS. Backends are chosen by name in chunkstore/storage_backend_registry.h;
+// the chunk store's other state lives behind ContainerCatalog
+// (chunkstore/container_catalog.h). Objects are whole containers,
 // written and read in one piece and named by container id.
 // Implementations are thread-safe for calls on different ids.
 #pragma once
@@ -49,6 +52,9 @@ class ContainerStore {
   virtual Status List(std::vector<ContainerId>* ids) = 0;
   // Bytes taken by the stored containers.
   virtual Status UsedBytes(uint64_t* bytes) = 0;
+  // Where container |id| lives, for messages and tools (a file path, an
+  // object name); it need not exist.
+  virtual std::string Where(ContainerId id) const { return "container " + std::to_string(id); }
 };
 
 }  // namespace dedupv1

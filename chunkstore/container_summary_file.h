@@ -1,4 +1,5 @@
-// ContainerSummaryFile keeps, per committed container, what garbage
+// ContainerSummaryFile is the summary part of the local catalog
+// (chunkstore/local_container_catalog.h). It keeps, per committed container, what garbage
 // collection's full scan needs to judge a container whose live chunks all
 // have an index entry: how many live chunks it holds, the sum of their
 // footprints, its serialized size, and how many of its chunks were marked
@@ -31,28 +32,19 @@
 #include <unordered_map>
 #include <vector>
 
+#include "chunkstore/container_summary.h"
 #include "core/env.h"
 #include "core/status.h"
 #include "core/types.h"
 
 namespace dedupv1 {
 
-// dead_chunks of a record that withdraws the container's earlier records.
-constexpr uint64_t kSummaryWithdrawn = 0xFFFFFFFF;
-
-struct ContainerSummary {
-  uint64_t chunks = 0;           // live chunks: not marked dead
-  uint64_t footprint_bytes = 0;  // sum of Container::FootprintOf over the live chunks
-  uint64_t serialized_bytes = 0;
-  uint64_t dead_chunks = 0;      // chunks marked dead when the summary was taken
-};
-
 // The file's name in the container directory.
 constexpr char kContainerSummaryFileName[] = "container-summaries";
 
 class ContainerSummaryFile {
  public:
-  using Summaries = std::unordered_map<ContainerId, ContainerSummary>;
+  using Summaries = ContainerSummaryMap;
   static constexpr size_t kRecordSize = 36;
 
   ContainerSummaryFile(Env* env, std::string path);

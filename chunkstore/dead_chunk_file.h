@@ -1,6 +1,7 @@
 // DeadChunkFile keeps garbage collection's dead-chunk marks across restarts:
 // per committed container, the fingerprints of chunks the chunk index no
-// longer names (ChunkStore::MarkDead). Without it the marks are memory only,
+// longer names (ChunkStore::MarkDead). It is the dead-mark part of the local
+// catalog (chunkstore/local_container_catalog.h). Without it the marks are memory only,
 // so after each start the first GC round has to look every chunk of a
 // container that still holds garbage up in the chunk index to find it again.
 //
@@ -15,7 +16,8 @@
 //   chunk out. Losing marks is always safe (GC finds the garbage again);
 //   applying a wrong one is not. So reading stops at the first record that is
 //   torn or fails its CRC, and the caller decides which records still apply
-//   (ChunkStore drops those of containers that were merged or deleted).
+//   (chunkstore/dead_chunk_marks.h drops those of containers that were merged
+//   or deleted).
 // - Append writes behind the last good record and syncs; after a failed
 //   append the file may end in a torn record, so the caller rewrites it
 //   (Rewrite is atomic: temp file, sync, rename) before appending again.

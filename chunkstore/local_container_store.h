@@ -37,6 +37,7 @@ class LocalContainerStore : public ContainerStore {
 
   // Path of the file of container |id| (for tools and tests).
   std::string ContainerPath(ContainerId id) const;
+  std::string Where(ContainerId id) const override { return ContainerPath(id); }
 
  private:
   LocalContainerStore(Env* env, std::string dir, bool read_only)

@@ -6,6 +6,7 @@
 #include "chunkstore/chunk_store.h"
 #include "chunkstore/container_summary_file.h"
 #include "chunkstore/dead_chunk_file.h"
+#include "chunkstore/local_container_catalog.h"
 #include "chunkstore/local_container_store.h"
 #include "core/config.h"
 #include "index/disk_hash_table.h"
@@ -135,7 +136,8 @@ Status InspectDataDir(Env* env, const Options& options, DataDirState* state) {
     ContainerId watermark = 0;
     DEDUPV1_RETURN_IF_ERROR(ReadCheckpointWatermark(env, dir, &watermark));
     DEDUPV1_RETURN_IF_ERROR(list_containers());
-    Status s = ChunkStore::CheckCatalog(env, options.chunk_store.dir, containers.get(), ids, watermark > 0);
+    LocalContainerCatalog catalog(env, options.chunk_store.dir, FingerprintSize(options.fingerprint));
+    Status s = catalog.CheckComplete(containers.get(), ids, watermark > 0);
     if (s.IsCorruption()) {
       missing += (missing.empty() ? "" : "; and ") + s.message();
     } else if (!s.ok()) {

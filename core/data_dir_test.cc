@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chunkstore/chunk_store.h"
+#include "chunkstore/local_container_catalog.h"
 #include "core/dedup_system.h"
 #include "core/fault_injection_env.h"
 #include "core/system_testutil.h"

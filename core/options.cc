@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "chunkstore/storage_backend_registry.h"
+
 namespace dedupv1 {
 namespace {
 
@@ -112,6 +114,13 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          uint64_t x;
          DEDUPV1_RETURN_IF_ERROR(ParseUint(v, &x));
          o->chunk_store.read_cache_containers = x;
+         return Status::OK();
+       }},
+      {"container.backend", [](const std::string& v, Options* o) {
+         if (!IsStorageBackend(v)) {
+           return Status::InvalidArgument("unknown backend '" + v + "' (known: " + StorageBackendNameList() + ")");
+         }
+         o->chunk_store.backend = v;
          return Status::OK();
        }},
       {"container.dir", [](const std::string& v, Options* o) {
@@ -310,6 +319,7 @@ std::string Options::SettingsToString() const {
     << "container.writer-threads = " << chunk_store.writer_threads << "\n"
     << "container.commit-timeout = " << chunk_store.commit_timeout_ms << "ms\n"
     << "container.read-cache = " << chunk_store.read_cache_containers << "\n"
+    << "container.backend = " << chunk_store.backend << "\n"
     << "container.dir = " << chunk_store.dir << "\n"
     << "chunk-index.path = " << chunk_index.table.path << "\n"
     << "chunk-index.size = " << chunk_index.table.size_bytes << "\n"

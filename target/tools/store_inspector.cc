@@ -5,8 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "chunkstore/dead_chunk_file.h"
-#include "chunkstore/local_container_store.h"
+#include "chunkstore/storage_backend_registry.h"
 #include "index/block_index.h"
 #include "index/block_mapping.h"
 #include "index/disk_hash_table.h"
@@ -22,11 +21,10 @@ namespace tools {
 
 namespace {
 
-Status OpenContainers(const Options& options, Env* env, std::unique_ptr<LocalContainerStore>* store) {
-  if (!env->FileExists(options.chunk_store.dir)) {
-    return Status::NotFound("no container directory " + options.chunk_store.dir);
-  }
-  return LocalContainerStore::Open(env, options.chunk_store.dir, store);
+// The containers and the catalog, through the backend the config names
+// (the local one: NotFound if there is no container directory).
+Status OpenStorage(const Options& options, Env* env, StorageBackend* storage) {
+  return OpenStorageBackend(options.chunk_store, env, StorageOpenMode::kExisting, storage);
 }
 
 // A damaged log opens too (and then writes nothing): it is shown as found.
@@ -51,18 +49,19 @@ Status OpenBlockIndex(const Options& options, Env* env, std::unique_ptr<BlockInd
 }
 
 // GC's dead marks (containers/dead-chunks): chunks kept in their container as
-// garbage. An unreadable file is reported and treated as empty.
-DeadChunkFile::Marks ReadDeadMarks(const Options& options, Env* env, std::ostream& out) {
-  DeadChunkFile file(env, JoinPath(options.chunk_store.dir, kDeadChunkFileName), FingerprintSize(options.fingerprint));
-  DeadChunkFile::Marks marks;
+// garbage. An unreadable part is reported and treated as empty.
+DeadMarks ReadDeadMarks(ContainerCatalog* catalog, std::ostream& out) {
+  DeadMarks marks;
   bool intact = true;
-  Status s = file.Read(&marks, &intact);
+  Status s = catalog->ReadDeadMarks(&marks, &intact);
   if (!s.ok()) out << "  (cannot read GC's dead marks: " << s.ToString() << ")\n";
-  if (s.ok() && !intact) out << "  (" << file.path() << " ends in a torn record; the marks before it are shown)\n";
+  if (s.ok() && !intact) {
+    out << "  (" << catalog->Where(CatalogPart::kDeadMarks) << " ends in a torn record; the marks before it are shown)\n";
+  }
   return marks;
 }
 
-bool IsMarkedDead(const DeadChunkFile::Marks& marks, ContainerId id, const Fingerprint& fp) {
+bool IsMarkedDead(const DeadMarks& marks, ContainerId id, const Fingerprint& fp) {
   auto it = marks.find(id);
   return it != marks.end() && std::find(it->second.begin(), it->second.end(), fp) != it->second.end();
 }
@@ -72,11 +71,11 @@ constexpr char kKeptGarbage[] = " [garbage kept in place: containers/dead-chunks
 }  // namespace
 
 Status StoreInspector::PrintContainer(ContainerId id) {
-  std::unique_ptr<LocalContainerStore> store;
-  DEDUPV1_RETURN_IF_ERROR(OpenContainers(options_, env_, &store));
-  const std::string path = store->ContainerPath(id);
+  StorageBackend storage;
+  DEDUPV1_RETURN_IF_ERROR(OpenStorage(options_, env_, &storage));
+  const std::string path = storage.containers->Where(id);
   std::string bytes;
-  Status s = store->Get(id, &bytes);
+  Status s = storage.containers->Get(id, &bytes);
   if (s.IsNotFound()) {
     out_ << fmt::format("container {}: does not exist (no file {})\n", id, path);
     return Status::NotFound(fmt::format("container {} does not exist", id));
@@ -85,7 +84,7 @@ Status StoreInspector::PrintContainer(ContainerId id) {
   const ContainerDump dump = DumpContainer(id, bytes);
   out_ << fmt::format("container {} ({})\n", id, path);
   PrintContainerDump(dump, out_);
-  const DeadChunkFile::Marks marks = ReadDeadMarks(options_, env_, out_);
+  const DeadMarks marks = ReadDeadMarks(storage.catalog.get(), out_);
   auto dead = marks.find(id);
   if (dead != marks.end() && !dead->second.empty()) {
     out_ << fmt::format("  gc garbage:   {} of the items are garbage kept in place (containers/dead-chunks; a "
@@ -105,8 +104,9 @@ Status StoreInspector::PrintChunk(const Fingerprint& fp) {
   ChunkIndexEntry entry;
   s = table->Get(fp, &entry);
   table.reset();
-  std::unique_ptr<LocalContainerStore> store;
-  DEDUPV1_RETURN_IF_ERROR(OpenContainers(options_, env_, &store));
+  StorageBackend storage;
+  DEDUPV1_RETURN_IF_ERROR(OpenStorage(options_, env_, &storage));
+  ContainerStore* store = storage.containers.get();
   out_ << fmt::format("chunk {}\n", fp.ToHex());
   if (s.ok()) {
     out_ << fmt::format("  chunk index:  container {}, usage count {} (counted up to log event {}), {}\n",
@@ -126,7 +126,7 @@ Status StoreInspector::PrintChunk(const Fingerprint& fp) {
     out_ << fmt::format("  container {}: {}\n", entry.container,
                         dump.verdict.ok() ? "good" : dump.verdict.ToString());
     out_ << "  item:         " << (item ? DescribeItem(*item) : "the container does not hold this chunk") << "\n";
-    if (IsMarkedDead(ReadDeadMarks(options_, env_, out_), entry.container, fp)) {
+    if (IsMarkedDead(ReadDeadMarks(storage.catalog.get(), out_), entry.container, fp)) {
       out_ << "  gc:           also marked as garbage in containers/dead-chunks although the chunk index names it "
               "(the next open's first GC round removes the mark)\n";
     }
@@ -139,7 +139,7 @@ Status StoreInspector::PrintChunk(const Fingerprint& fp) {
   std::vector<ContainerId> ids;
   DEDUPV1_RETURN_IF_ERROR(store->List(&ids));
   std::sort(ids.begin(), ids.end());
-  const DeadChunkFile::Marks marks = ReadDeadMarks(options_, env_, out_);
+  const DeadMarks marks = ReadDeadMarks(storage.catalog.get(), out_);
   Progress progress("searching containers", ids.size(), "containers", progress_);
   size_t found = 0;
   for (ContainerId id : ids) {

@@ -1,6 +1,7 @@
 // StoreInspector prints the parts of a stopped store for dedupv1_debug. It
-// opens the components it needs directly (LocalContainerStore, the chunk
-// index's DiskHashTable, the BlockIndex, the OperationsLog), never a
+// opens the components it needs directly (the containers and the catalog
+// through the storage backend registry, the chunk index's DiskHashTable, the
+// BlockIndex, the OperationsLog), never a
 // DedupSystem: nothing is replayed, trimmed, checkpointed or re-imported, so
 // a store left by a crash is shown as it is. (Opening still does each
 // component's own crash repair: the log's new generation superblock, the

@@ -1,0 +1,89 @@
+// ChunkStore's support for garbage collection (core/garbage_collector.h):
+// resolving merged ids, GC's dead-chunk marks (chunkstore/dead_chunk_marks.h),
+// per-chunk footprints and container summaries
+// (chunkstore/container_summaries.h). Merging and deleting containers is in
+// chunk_store_merge.cc.
+#include "chunkstore/chunk_store.h"
+
+namespace dedupv1 {
+
+ContainerId ChunkStore::Resolve(ContainerId id) const { return aliases_.Resolve(id); }
+
+ContainerId ChunkStore::ResolveEntry(ContainerId id, const Fingerprint& fp, bool* unmarked) {
+  const ContainerId holder = aliases_.Resolve(id);
+  *unmarked = !dead_marks_.empty() && dead_marks_.Unmark(holder, fp);
+  // The summary was taken with this mark.
+  if (*unmarked) summaries_.Withdraw(holder);
+  return holder;
+}
+
+bool ChunkStore::UnmarkIfDead(ContainerId id, const Fingerprint& fp) {
+  if (dead_marks_.empty()) return false;
+  bool unmarked = false;
+  ResolveEntry(id, fp, &unmarked);
+  return unmarked;
+}
+
+void ChunkStore::MarkDead(ContainerId id, const std::vector<Fingerprint>& fps) {
+  dead_marks_.Mark(aliases_.Resolve(id), fps);
+}
+
+Status ChunkStore::PersistDeadMarks() {
+  std::lock_guard<std::mutex> gc(gc_mu_);  // no merge or delete changes the marks meanwhile
+  return dead_marks_.Persist();
+}
+
+Status ChunkStore::GetChunkFootprints(ContainerId requested, std::vector<ChunkFootprint>* chunks,
+                                      uint64_t* total) {
+  const ContainerId id = aliases_.Resolve(requested);
+  std::vector<Fingerprint> fps;
+  std::vector<size_t> footprints;
+  std::shared_ptr<const Container> c = read_cache_.Lookup(id);
+  if (c) {
+    fps = c->Fingerprints();
+    for (const Fingerprint& fp : fps) footprints.push_back(c->FootprintOf(fp));
+    *total = c->serialized_size();
+  } else {
+    // The metadata says all GC needs: no 4 MiB read per container, and the
+    // read cache is left to reads.
+    Status s = ReadMetadata(id, &fps, &footprints, total);
+    if (s.IsNotFound() && aliases_.Resolve(requested) != id) return GetChunkFootprints(requested, chunks, total);
+    DEDUPV1_RETURN_IF_ERROR(s);
+  }
+  chunks->clear();
+  dead_marks_.WithMarksOf(id, [&](const FingerprintSet* dead) {
+    for (size_t i = 0; i < fps.size(); i++) {
+      if (dead != nullptr && dead->count(fps[i]) != 0) continue;
+      chunks->push_back({fps[i], footprints[i]});
+    }
+  });
+  const uint64_t dead_now = fps.size() - chunks->size();  // chunks of it marked dead
+  bool uncommitted = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    uncommitted = uncommitted_.count(id) != 0;
+  }
+  // A container without a summary that fits its dead marks (lost in a
+  // crash, stored by an older build, or GC marked chunks since) gets one
+  // now, so the next start need not read this again.
+  ContainerSummary known;
+  if (!uncommitted && !summaries_.Get(id, dead_now, &known)) {
+    ContainerSummary summary;
+    summary.chunks = chunks->size();
+    for (const auto& chunk : *chunks) summary.footprint_bytes += chunk.bytes;
+    summary.serialized_bytes = *total;
+    summary.dead_chunks = dead_now;
+    summaries_.Record(id, summary);
+  }
+  return Status::OK();
+}
+
+bool ChunkStore::GetSummary(ContainerId id, ContainerSummary* summary) const {
+  uint64_t dead_now = 0;
+  dead_marks_.WithMarksOf(id, [&dead_now](const FingerprintSet* dead) {
+    if (dead != nullptr) dead_now = dead->size();
+  });
+  return summaries_.Get(id, dead_now, summary);
+}
+
+}  // namespace dedupv1

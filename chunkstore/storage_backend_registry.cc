@@ -1,0 +1,49 @@
+#include "chunkstore/storage_backend_registry.h"
+
+#include "chunkstore/local_storage_backend.h"
+#include "chunkstore/memory_storage_backend.h"
+
+namespace dedupv1 {
+namespace {
+
+struct RegisteredBackend {
+  const char* name;
+  StorageBackendFactory open;
+};
+
+// One line per backend.
+constexpr RegisteredBackend kBackends[] = {
+    {"local", &OpenLocalStorageBackend},
+    {"memory", &OpenMemoryStorageBackend},
+};
+
+}  // namespace
+
+Status OpenStorageBackend(const ChunkStoreOptions& options, Env* env, StorageOpenMode mode, StorageBackend* out) {
+  for (const RegisteredBackend& b : kBackends) {
+    if (options.backend == b.name) return b.open(options, env, mode, out);
+  }
+  return Status::InvalidArgument("unknown chunk store backend '" + options.backend + "' (known: " +
+                                 StorageBackendNameList() + ")");
+}
+
+bool IsStorageBackend(const std::string& name) {
+  for (const RegisteredBackend& b : kBackends) {
+    if (name == b.name) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> StorageBackendNames() {
+  std::vector<std::string> names;
+  for (const RegisteredBackend& b : kBackends) names.push_back(b.name);
+  return names;
+}
+
+std::string StorageBackendNameList() {
+  std::string list;
+  for (const RegisteredBackend& b : kBackends) list += (list.empty() ? "" : ", ") + std::string(b.name);
+  return list;
+}
+
+}  // namespace dedupv1
