@@ -1,7 +1,7 @@
 #include "bench/backup_generator.h"
 
-#include "core/chunker.h"
-#include "core/fingerprint.h"
+#include "core/base/chunker.h"
+#include "core/base/fingerprint.h"
 
 #include <gtest/gtest.h>
 

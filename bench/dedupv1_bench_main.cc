@@ -36,9 +36,9 @@
 #include <vector>
 
 #include "bench/backup_generator.h"
-#include "core/chunker.h"
-#include "core/config.h"
-#include "core/dedup_system.h"
+#include "core/base/chunker.h"
+#include "core/base/config.h"
+#include "core/engine/dedup_system.h"
 
 namespace dedupv1 {
 namespace {

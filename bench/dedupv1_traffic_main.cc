@@ -34,7 +34,7 @@
 #include "bench/backup_generator.h"
 #include "bench/traffic_runner.h"
 #include "bench/traffic_target.h"
-#include "core/config.h"
+#include "core/base/config.h"
 
 namespace dedupv1 {
 namespace bench {

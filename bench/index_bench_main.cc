@@ -41,8 +41,8 @@
 #include <vector>
 
 #include "bench/synthetic_index.h"
-#include "core/config.h"
-#include "core/env.h"
+#include "core/base/config.h"
+#include "core/base/env.h"
 #include "index/chunk_index.h"
 #include "index/disk_hash_table.h"
 

@@ -29,8 +29,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/fingerprint.h"
-#include "core/status.h"
+#include "core/base/fingerprint.h"
+#include "core/base/status.h"
 #include "index/chunk_index_entry.h"
 #include "index/disk_hash_table.h"
 

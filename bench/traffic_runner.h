@@ -14,7 +14,7 @@
 
 #include "bench/backup_generator.h"
 #include "bench/traffic_target.h"
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace dedupv1 {
 namespace bench {

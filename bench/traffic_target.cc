@@ -7,7 +7,7 @@
 #include <system_error>
 
 #include "bench/iscsi_traffic_target.h"
-#include "core/env.h"
+#include "core/base/env.h"
 
 namespace dedupv1 {
 namespace bench {

@@ -19,7 +19,7 @@
 //   timer and by Flush until it succeeds.
 // - No ChunkStore lock is held while doing container I/O or calling the
 //   commit listener.
-// - Garbage collection (core/garbage_collector.h) merges under-filled
+// - Garbage collection (core/engine/garbage_collector.h) merges under-filled
 //   containers: the merged container gets a fresh id and answers to the ids of
 //   the containers it replaces (its alias list), so no index entry or block
 //   mapping is rewritten. Resolve maps an old id to the container holding its
@@ -72,10 +72,10 @@
 #include "chunkstore/container_summary.h"
 #include "chunkstore/dead_chunk_marks.h"
 #include "chunkstore/storage_backend_registry.h"
-#include "core/env.h"
-#include "core/fingerprint.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "core/base/env.h"
+#include "core/base/fingerprint.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

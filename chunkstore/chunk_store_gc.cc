@@ -1,4 +1,4 @@
-// ChunkStore's support for garbage collection (core/garbage_collector.h):
+// ChunkStore's support for garbage collection (core/engine/garbage_collector.h):
 // resolving merged ids, GC's dead-chunk marks (chunkstore/dead_chunk_marks.h),
 // per-chunk footprints and container summaries
 // (chunkstore/container_summaries.h). Merging and deleting containers is in

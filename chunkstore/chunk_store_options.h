@@ -7,7 +7,7 @@
 #include <string>
 
 #include "chunkstore/compression.h"
-#include "core/fingerprint.h"
+#include "core/base/fingerprint.h"
 
 namespace dedupv1 {
 

@@ -9,8 +9,8 @@
 
 #include "chunkstore/container_summary_file.h"
 #include "chunkstore/local_container_store.h"
-#include "core/fault_injection_env.h"
-#include "core/testutil.h"
+#include "core/base/fault_injection_env.h"
+#include "core/base/testutil.h"
 
 namespace dedupv1 {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/testutil.h"
+#include "core/base/testutil.h"
 
 namespace dedupv1 {
 namespace {

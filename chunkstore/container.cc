@@ -4,7 +4,7 @@
 #include <cstring>
 #include <limits>
 
-#include "core/coding.h"
+#include "core/base/coding.h"
 
 namespace dedupv1 {
 namespace {

@@ -21,8 +21,8 @@
 
 #include "chunkstore/container_catalog.h"
 #include "chunkstore/container_store.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

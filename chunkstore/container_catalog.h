@@ -40,9 +40,9 @@
 
 #include "chunkstore/container_store.h"
 #include "chunkstore/container_summary.h"
-#include "core/fingerprint.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "core/base/fingerprint.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

@@ -11,8 +11,8 @@
 #include <cstdint>
 
 #include "chunkstore/container_catalog.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "chunkstore/container.h"
-#include "core/types.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

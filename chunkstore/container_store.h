@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "core/types.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

@@ -15,7 +15,7 @@
 #include "chunkstore/container.h"
 #include "chunkstore/container_catalog.h"
 #include "chunkstore/container_summary.h"
-#include "core/types.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "core/types.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

@@ -1,6 +1,6 @@
 #include "chunkstore/container_summary_file.h"
 
-#include "core/coding.h"
+#include "core/base/coding.h"
 
 namespace dedupv1 {
 

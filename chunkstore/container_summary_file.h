@@ -33,9 +33,9 @@
 #include <vector>
 
 #include "chunkstore/container_summary.h"
-#include "core/env.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "core/base/env.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "core/coding.h"
-#include "core/testutil.h"
+#include "core/base/coding.h"
+#include "core/base/testutil.h"
 
 namespace dedupv1 {
 namespace {

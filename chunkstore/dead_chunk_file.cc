@@ -1,6 +1,6 @@
 #include "chunkstore/dead_chunk_file.h"
 
-#include "core/coding.h"
+#include "core/base/coding.h"
 
 namespace dedupv1 {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/fault_injection_env.h"
-#include "core/testutil.h"
+#include "core/base/fault_injection_env.h"
+#include "core/base/testutil.h"
 
 namespace dedupv1 {
 namespace {

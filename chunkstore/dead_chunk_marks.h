@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "chunkstore/container_catalog.h"
-#include "core/fingerprint.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "core/base/fingerprint.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

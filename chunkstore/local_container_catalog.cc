@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
-#include "core/coding.h"
-#include "core/crc_text.h"
+#include "core/base/coding.h"
+#include "core/base/crc_text.h"
 
 namespace dedupv1 {
 namespace {

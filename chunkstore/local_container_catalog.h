@@ -7,7 +7,7 @@
 //   DIR/dead-chunks           chunkstore/dead_chunk_file.h
 //   DIR/container-summaries   chunkstore/container_summary_file.h
 // Damage is reported naming the file. Constructing one reads and writes
-// nothing, so tools and the data-directory check (core/data_dir.h) may make
+// nothing, so tools and the data-directory check (core/engine/data_dir.h) may make
 // one to look at a directory another process has open.
 // Thread-safe (one mutex per file).
 #pragma once
@@ -18,7 +18,7 @@
 #include "chunkstore/container_catalog.h"
 #include "chunkstore/container_summary_file.h"
 #include "chunkstore/dead_chunk_file.h"
-#include "core/env.h"
+#include "core/base/env.h"
 
 namespace dedupv1 {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "chunkstore/container_store.h"
-#include "core/env.h"
+#include "core/base/env.h"
 
 namespace dedupv1 {
 
@@ -22,7 +22,7 @@ class LocalContainerStore : public ContainerStore {
   // Creates |dir| and its subdirectories if needed, removes leftover temp
   // files and sums the size of the stored containers.
   static Status Open(Env* env, const std::string& dir, std::unique_ptr<LocalContainerStore>* out);
-  // For inspecting a directory another process may have open (core/data_dir.h):
+  // For inspecting a directory another process may have open (core/engine/data_dir.h):
   // creates, removes and syncs nothing; missing subdirectories hold no
   // containers. Use it only to read.
   static Status OpenExisting(Env* env, const std::string& dir, std::unique_ptr<LocalContainerStore>* out);

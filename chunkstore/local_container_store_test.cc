@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "core/fault_injection_env.h"
-#include "core/testutil.h"
+#include "core/base/fault_injection_env.h"
+#include "core/base/testutil.h"
 
 namespace dedupv1 {
 namespace {

@@ -23,8 +23,8 @@
 #include "chunkstore/chunk_store_options.h"
 #include "chunkstore/container_catalog.h"
 #include "chunkstore/container_store.h"
-#include "core/env.h"
-#include "core/status.h"
+#include "core/base/env.h"
+#include "core/base/status.h"
 
 namespace dedupv1 {
 

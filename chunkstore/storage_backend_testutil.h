@@ -10,7 +10,7 @@
 
 #include "chunkstore/memory_storage_backend.h"
 #include "chunkstore/storage_backend_registry.h"
-#include "core/testutil.h"
+#include "core/base/testutil.h"
 
 namespace dedupv1 {
 namespace test {

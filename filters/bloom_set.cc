@@ -5,7 +5,7 @@
 #include <new>
 #include <vector>
 
-#include "core/coding.h"
+#include "core/base/coding.h"
 
 namespace dedupv1 {
 

@@ -17,9 +17,9 @@
 #include <memory>
 #include <string>
 
-#include "core/env.h"
-#include "core/fingerprint.h"
-#include "core/status.h"
+#include "core/base/env.h"
+#include "core/base/fingerprint.h"
+#include "core/base/status.h"
 
 namespace dedupv1 {
 

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/fault_injection_env.h"
-#include "core/testutil.h"
+#include "core/base/fault_injection_env.h"
+#include "core/base/testutil.h"
 
 namespace dedupv1 {
 namespace {

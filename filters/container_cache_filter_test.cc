@@ -4,7 +4,7 @@
 
 #include <list>
 
-#include "core/testutil.h"
+#include "core/base/testutil.h"
 
 namespace dedupv1 {
 namespace {

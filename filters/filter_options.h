@@ -1,7 +1,7 @@
 // FilterOptions: the settings of the filters that hold state of their own
 // (the bloom filter's size and the container cache's capacity). Which
 // filters run, and in what order, is the engine's filter-chain setting
-// (core/options.h); the config keys are bloom.* and container-cache.*.
+// (core/engine/options.h); the config keys are bloom.* and container-cache.*.
 #pragma once
 
 #include <cstddef>

@@ -59,8 +59,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/status.h"
-#include "core/types.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
 #include "index/block_mapping.h"
 #include "index/block_store_scan.h"
 #include "index/kv_store.h"

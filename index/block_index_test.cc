@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/env.h"
-#include "core/testutil.h"
+#include "core/base/env.h"
+#include "core/base/testutil.h"
 #include "index/block_mapping_testutil.h"
 #include "index/tc_kv_store_testutil.h"
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/coding.h"
+#include "core/base/coding.h"
 
 namespace dedupv1 {
 

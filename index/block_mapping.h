@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "core/fingerprint.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "core/base/fingerprint.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

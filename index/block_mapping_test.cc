@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/coding.h"
+#include "core/base/coding.h"
 #include "index/block_mapping_testutil.h"
 
 namespace dedupv1 {

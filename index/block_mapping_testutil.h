@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/coding.h"
+#include "core/base/coding.h"
 #include "index/block_mapping.h"
 
 namespace dedupv1 {

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "core/types.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
 #include "index/kv_store.h"
 
 namespace dedupv1 {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/env.h"
-#include "core/testutil.h"
+#include "core/base/env.h"
+#include "core/base/testutil.h"
 #include "index/block_index.h"
 #include "index/block_mapping.h"
 #include "index/block_mapping_testutil.h"

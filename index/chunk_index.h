@@ -36,10 +36,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/env.h"
-#include "core/fingerprint.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "core/base/env.h"
+#include "core/base/fingerprint.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
 #include "index/chunk_index_entry.h"
 #include "index/disk_hash_table.h"
 

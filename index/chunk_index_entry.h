@@ -1,7 +1,7 @@
 // ChunkIndexEntry is the value the chunk index keeps per chunk fingerprint:
 // where the chunk is stored and how many block mappings reference it.
 // The usage count is maintained by replaying block-mapping events of the
-// operations log (core/usage_counter.h); |last_event_id| is the newest event
+// operations log (core/engine/usage_counter.h); |last_event_id| is the newest event
 // already counted into it, so replaying an event twice counts it once.
 // Invariant: an entry with committed == false is never written to the
 // persistent table (its container may still be lost in a crash); such entries
@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "core/types.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

@@ -10,11 +10,11 @@
 #include <thread>
 #include <vector>
 
-#include "core/coding.h"
-#include "core/env.h"
-#include "core/fault_injection_env.h"
-#include "core/fingerprint.h"
-#include "core/testutil.h"
+#include "core/base/coding.h"
+#include "core/base/env.h"
+#include "core/base/fault_injection_env.h"
+#include "core/base/fingerprint.h"
+#include "core/base/testutil.h"
 #include "index/disk_hash_table.h"
 
 namespace dedupv1 {

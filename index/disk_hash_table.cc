@@ -5,7 +5,7 @@
 #include <cstring>
 #include <set>
 
-#include "core/coding.h"
+#include "core/base/coding.h"
 
 namespace dedupv1 {
 namespace {

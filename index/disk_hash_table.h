@@ -45,9 +45,9 @@
 #include <string>
 #include <vector>
 
-#include "core/env.h"
-#include "core/fingerprint.h"
-#include "core/status.h"
+#include "core/base/env.h"
+#include "core/base/fingerprint.h"
+#include "core/base/status.h"
 #include "index/chunk_index_entry.h"
 
 namespace dedupv1 {

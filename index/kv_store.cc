@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/env.h"
+#include "core/base/env.h"
 #include "index/leveldb_kv_store.h"
 #include "index/tc_kv_store.h"
 

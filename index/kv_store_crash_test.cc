@@ -20,8 +20,8 @@
 #include <random>
 #include <thread>
 
-#include "core/env.h"
-#include "core/testutil.h"
+#include "core/base/env.h"
+#include "core/base/testutil.h"
 #include "index/kv_store.h"
 
 namespace dedupv1 {

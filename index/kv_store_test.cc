@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/env.h"
-#include "core/testutil.h"
+#include "core/base/env.h"
+#include "core/base/testutil.h"
 
 namespace dedupv1 {
 namespace {

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/env.h"
+#include "core/base/env.h"
 
 namespace dedupv1 {
 

@@ -1,4 +1,4 @@
-// A leveldb::Env whose file operations go through our Env (core/env.h), so
+// A leveldb::Env whose file operations go through our Env (core/base/env.h), so
 // that every file LevelDB reads or writes for the block index store (tables,
 // write-ahead logs, MANIFEST, CURRENT, LOCK, the info LOG) passes the same
 // Env as the rest of the engine, and a FaultInjectionEnv reaches it.

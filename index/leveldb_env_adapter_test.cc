@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
-#include "core/env.h"
-#include "core/fault_injection_env.h"
-#include "core/testutil.h"
+#include "core/base/env.h"
+#include "core/base/fault_injection_env.h"
+#include "core/base/testutil.h"
 #include "index/kv_store.h"
 
 namespace dedupv1 {

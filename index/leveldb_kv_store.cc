@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/env.h"
+#include "core/base/env.h"
 #include "index/leveldb_env_adapter.h"
 
 namespace dedupv1 {

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/coding.h"
-#include "core/env.h"
+#include "core/base/coding.h"
+#include "core/base/env.h"
 
 namespace dedupv1 {
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/env.h"
+#include "core/base/env.h"
 #include "index/kv_store.h"
 
 namespace dedupv1 {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace dedupv1 {
 

@@ -22,7 +22,7 @@
 #include <memory>
 #include <unordered_map>
 
-#include "core/types.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

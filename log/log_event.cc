@@ -1,6 +1,6 @@
 #include "log/log_event.h"
 
-#include "core/coding.h"
+#include "core/base/coding.h"
 
 namespace dedupv1 {
 

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.h"
-#include "core/types.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 

@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "log/log_slot.h"
 
 namespace dedupv1 {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/coding.h"
+#include "core/base/coding.h"
 
 namespace dedupv1 {
 namespace {

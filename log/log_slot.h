@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/env.h"
-#include "core/status.h"
+#include "core/base/env.h"
+#include "core/base/status.h"
 
 namespace dedupv1 {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/coding.h"
+#include "core/base/coding.h"
 #include "log/log_recovery.h"
 
 namespace dedupv1 {

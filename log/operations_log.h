@@ -54,8 +54,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/env.h"
-#include "core/status.h"
+#include "core/base/env.h"
+#include "core/base/status.h"
 #include "log/log_event.h"
 #include "log/log_recovery.h"
 

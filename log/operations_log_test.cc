@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/coding.h"
-#include "core/fault_injection_env.h"
-#include "core/testutil.h"
+#include "core/base/coding.h"
+#include "core/base/fault_injection_env.h"
+#include "core/base/testutil.h"
 
 namespace dedupv1 {
 namespace {

@@ -11,7 +11,7 @@
  *
  * tgt's sbc layer checks CDBs (LBA range, protection bits, write protect,
  * residuals) and hands the data commands to bs_thread's worker pool; this file
- * maps each of them onto the engine's C API (core/dedupv1_c.h) and engine
+ * maps each of them onto the engine's C API (core/engine/dedupv1_c.h) and engine
  * errors onto sense data. Each LU has its own copy of tgt's sbc command table,
  * and three entries of ours are changed (see take_over_ops and
  * take_over_get_lba_status): GET LBA STATUS (tgt answers it from lseek
@@ -43,7 +43,7 @@
 #include "spc.h"
 #include "bs_thread.h"
 
-#include "core/dedupv1_c.h"
+#include "core/engine/dedupv1_c.h"
 #include "target/engine_handle.h"
 
 /* The tgtd symbols the module refers to as data (not through lazily bound

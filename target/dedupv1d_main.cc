@@ -90,13 +90,13 @@
 #include <thread>
 #include <vector>
 
-#include "core/config.h"
-#include "core/data_dir.h"
-#include "core/env.h"
-#include "core/identity.h"
-#include "core/options.h"
-#include "core/status.h"
-#include "core/volume_table.h"
+#include "core/base/config.h"
+#include "core/engine/data_dir.h"
+#include "core/base/env.h"
+#include "core/base/identity.h"
+#include "core/engine/options.h"
+#include "core/base/status.h"
+#include "core/engine/volume_table.h"
 #include "target/monitor/monitor_client.h"
 #include "target/monitor/monitor_identity.h"
 #include "target/port_owner.h"
@@ -120,7 +120,7 @@ constexpr int kExitNotRunning = 3;
 constexpr char kStateFile[] = "dedupv1d.state";
 constexpr char kLockFile[] = "dedupv1d.lock";
 constexpr char kLogFile[] = "tgtd.log";
-constexpr char kEngineLockFile[] = "LOCK";  // the engine's (core/dedup_system.cc)
+constexpr char kEngineLockFile[] = "LOCK";  // the engine's (core/engine/dedup_system.cc)
 constexpr int kTid = 1;
 constexpr int kTgtdStartSeconds = 30;  // until tgtadm answers
 constexpr int kTgtdExitSeconds = 30;   // after "delete system", before SIGKILL

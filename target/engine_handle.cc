@@ -1,9 +1,9 @@
 // The process-wide engine handle of the tgt module (see engine_handle.h).
 #include "target/engine_handle.h"
 
-#include "core/c_api_internal.h"
-#include "core/config.h"
-#include "core/env.h"
+#include "core/engine/c_api_internal.h"
+#include "core/base/config.h"
+#include "core/base/env.h"
 #include "target/monitor/monitor_server.h"
 #include "target/service_options.h"
 

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "core/dedupv1_c.h"
+#include "core/engine/dedupv1_c.h"
 
 #ifdef __cplusplus
 extern "C" {

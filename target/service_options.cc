@@ -1,6 +1,6 @@
 #include "target/service_options.h"
 
-#include "core/config_keys.h"
+#include "core/base/config_keys.h"
 
 namespace dedupv1 {
 

@@ -1,5 +1,5 @@
 // ServiceOptions: the whole config file of a dedupv1 service, split by the
-// layer that uses each key: the engine's Options (core/options.h), the iSCSI
+// layer that uses each key: the engine's Options (core/engine/options.h), the iSCSI
 // target's TargetOptions (target.*) and the status server's MonitorOptions
 // (monitor.*). dedupv1d, tgtd's module, dedupv1_mon and the tools load the
 // file through FromConfig, which validates every key once, in file order:
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/options.h"
-#include "core/status.h"
+#include "core/base/config.h"
+#include "core/engine/options.h"
+#include "core/base/status.h"
 #include "target/monitor/monitor_options.h"
 #include "target/target_options.h"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config_keys.h"
-#include "core/status.h"
+#include "core/base/config_keys.h"
+#include "core/base/status.h"
 
 namespace dedupv1 {
 

@@ -30,9 +30,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/config.h"
-#include "core/env.h"
-#include "core/identity.h"
+#include "core/base/config.h"
+#include "core/base/env.h"
+#include "core/base/identity.h"
 #include "target/monitor/monitor_client.h"
 #include "target/monitor/monitor_identity.h"
 #include "target/monitor/monitor_view.h"

@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/dedup_system.h"
+#include "core/engine/dedup_system.h"
 
 namespace dedupv1 {
 

@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 typedef void CURL;
 

@@ -16,7 +16,7 @@
 #include <map>
 #include <string>
 
-#include "core/dedup_system.h"
+#include "core/engine/dedup_system.h"
 #include "target/monitor/status_collector.h"
 
 namespace dedupv1 {

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/env.h"
-#include "core/identity.h"
+#include "core/base/env.h"
+#include "core/base/identity.h"
 
 namespace dedupv1 {
 namespace {

@@ -1,6 +1,6 @@
 // Which dedupv1 instance a monitor belongs to. The monitor answers
 // GET /identity with its data dir, the data dir's instance id
-// (DATA-DIR/instance-id, core/identity.h) and its pid. A client that knows
+// (DATA-DIR/instance-id, core/base/identity.h) and its pid. A client that knows
 // which instance it means (dedupv1_mon with --config, dedupv1d after start)
 // compares before it trusts the answer: two instances on one host, or a config
 // whose monitor.port another instance holds, must never have a control
@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "target/monitor/monitor_client.h"
 
 namespace dedupv1 {

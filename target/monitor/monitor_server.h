@@ -28,8 +28,8 @@
 #include <memory>
 #include <string>
 
-#include "core/dedup_system.h"
-#include "core/status.h"
+#include "core/engine/dedup_system.h"
+#include "core/base/status.h"
 #include "target/monitor/connection_guard.h"
 #include "target/monitor/monitor_handler.h"
 #include "target/monitor/monitor_options.h"

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/dedup_system.h"
-#include "core/testutil.h"
+#include "core/engine/dedup_system.h"
+#include "core/base/testutil.h"
 #include "target/monitor/monitor_client.h"
 #include "target/monitor/monitor_server.h"
 #include "target/monitor/status_collector.h"

@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/dedup_system.h"
+#include "core/engine/dedup_system.h"
 #include "target/monitor/metric_table.h"
 #include "target/monitor/throughput_history.h"
 

@@ -41,7 +41,7 @@ if [ -n "$missing" ]; then
   echo "$name: symbols tgtd could not resolve when loading the module:" >&2
   echo "$missing" | sed 's/^/  /' >&2
   if echo "$missing" | grep -q '^dedupv1_'; then
-    echo "$name: the engine's C API (core/dedupv1_c.h) is not linked in" >&2
+    echo "$name: the engine's C API (core/engine/dedupv1_c.h) is not linked in" >&2
   fi
   exit 1
 fi

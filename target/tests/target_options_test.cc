@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/config.h"
+#include "core/base/config.h"
 #include "target/service_options.h"
 
 namespace dedupv1 {

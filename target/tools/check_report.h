@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dedup_system.h"
-#include "core/types.h"
+#include "core/engine/dedup_system.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 namespace tools {

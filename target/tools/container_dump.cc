@@ -4,7 +4,7 @@
 
 #include "chunkstore/compression.h"
 #include "chunkstore/container.h"
-#include "core/coding.h"
+#include "core/base/coding.h"
 
 namespace dedupv1 {
 namespace tools {

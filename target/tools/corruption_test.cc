@@ -52,11 +52,11 @@
 
 #include "chunkstore/container.h"
 #include "chunkstore/container_summary_file.h"
-#include "core/coding.h"
-#include "core/config.h"
-#include "core/dedup_system.h"
-#include "core/fault_injection_env.h"
-#include "core/testutil.h"
+#include "core/base/coding.h"
+#include "core/base/config.h"
+#include "core/engine/dedup_system.h"
+#include "core/base/fault_injection_env.h"
+#include "core/base/testutil.h"
 #include "index/disk_hash_table.h"
 #include "index/kv_store.h"
 

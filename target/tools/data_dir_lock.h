@@ -15,8 +15,8 @@
 #include <memory>
 #include <string>
 
-#include "core/env.h"
-#include "core/status.h"
+#include "core/base/env.h"
+#include "core/base/status.h"
 
 namespace dedupv1 {
 namespace tools {

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "core/dedup_system.h"
+#include "core/engine/dedup_system.h"
 #include "target/tools/check_report.h"
 #include "target/tools/data_dir_lock.h"
 #include "target/tools/store_checker.h"

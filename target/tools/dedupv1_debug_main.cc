@@ -10,7 +10,7 @@
 #include <iostream>
 #include <memory>
 
-#include "core/config.h"
+#include "core/base/config.h"
 #include "target/tools/data_dir_lock.h"
 #include "target/tools/store_inspector.h"
 #include "target/tools/tool_util.h"

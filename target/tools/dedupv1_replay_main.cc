@@ -20,7 +20,7 @@
 
 #include <fmt/format.h>
 
-#include "core/dedup_system.h"
+#include "core/engine/dedup_system.h"
 #include "log/operations_log.h"
 #include "target/tools/data_dir_lock.h"
 #include "target/tools/log_damage_report.h"

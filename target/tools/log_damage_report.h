@@ -8,7 +8,7 @@
 
 #include <ostream>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "log/operations_log.h"
 
 namespace dedupv1 {

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "core/types.h"
+#include "core/base/types.h"
 #include "log/log_event.h"
 
 namespace dedupv1 {

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/fingerprint.h"
+#include "core/base/fingerprint.h"
 #include "index/block_mapping.h"
 #include "target/tools/progress.h"
 

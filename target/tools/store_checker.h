@@ -15,7 +15,7 @@
 //     whose newest record sits under another key is checked (and counted)
 //     from that record;
 //  4. it recounts chunk references from the block mappings (a block counts a
-//     fingerprint once, zero items not at all: core/usage_counter.h) and
+//     fingerprint once, zero items not at all: core/engine/usage_counter.h) and
 //     compares every index entry's usage count with the recount. A stored
 //     chunk without an index entry is a problem only if a block mapping
 //     references it; otherwise it is garbage awaiting GC (counted).
@@ -55,9 +55,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/dedup_system.h"
-#include "core/env.h"
-#include "core/options.h"
+#include "core/engine/dedup_system.h"
+#include "core/base/env.h"
+#include "core/engine/options.h"
 #include "index/block_index.h"
 #include "index/block_store_scan.h"
 #include "index/disk_hash_table.h"

@@ -14,11 +14,11 @@
 #include <ostream>
 #include <string>
 
-#include "core/env.h"
-#include "core/fingerprint.h"
-#include "core/options.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "core/base/env.h"
+#include "core/base/fingerprint.h"
+#include "core/engine/options.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
 
 namespace dedupv1 {
 namespace tools {

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "core/config.h"
-#include "core/data_dir.h"
-#include "core/env.h"
+#include "core/base/config.h"
+#include "core/engine/data_dir.h"
+#include "core/base/env.h"
 #include "target/service_options.h"
 
 namespace dedupv1 {

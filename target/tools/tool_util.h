@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/options.h"
-#include "core/status.h"
+#include "core/engine/options.h"
+#include "core/base/status.h"
 
 namespace dedupv1 {
 namespace tools {
@@ -48,7 +48,7 @@ bool ParseToolArgs(int argc, char** argv, const std::vector<std::string>& allowe
 // Loads and validates the whole config (ServiceOptions::FromConfig: the
 // target.* and monitor.* keys too, as dedupv1d would) with the data-dir
 // override, returns the engine's part, and checks that the data directory holds a complete dedupv1
-// store by the engine's rule (core/data_dir.h): NotFound if it holds none or
+// store by the engine's rule (core/engine/data_dir.h): NotFound if it holds none or
 // its creation did not finish, Corruption naming each file the store lacks.
 Status LoadToolOptions(const std::string& config_path, const std::string& data_dir_override,
                        Options* options);

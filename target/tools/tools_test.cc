@@ -21,9 +21,9 @@
 #include "chunkstore/container.h"
 #include "chunkstore/dead_chunk_file.h"
 #include "chunkstore/local_container_store.h"
-#include "core/config.h"
-#include "core/dedup_system.h"
-#include "core/testutil.h"
+#include "core/base/config.h"
+#include "core/engine/dedup_system.h"
+#include "core/base/testutil.h"
 #include "index/block_index.h"
 #include "index/disk_hash_table.h"
 #include "index/kv_store.h"
@@ -1019,7 +1019,7 @@ TEST_F(ToolsTest, DebugShowsGarbageKeptInPlace) {
   EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
 }
 
-// The tools apply the engine's rule (core/data_dir.h): a store that lacks a
+// The tools apply the engine's rule (core/engine/data_dir.h): a store that lacks a
 // file its data depends on is a problem of the store (exit 1, the file
 // named), and none of them recreates it; a creation that did not finish is
 // not a store yet (exit 3).

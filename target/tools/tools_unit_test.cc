@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "chunkstore/container.h"
-#include "core/testutil.h"
+#include "core/base/testutil.h"
 #include "index/block_mapping.h"
 #include "log/log_event.h"
 #include "target/tools/container_dump.h"

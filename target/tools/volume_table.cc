@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "core/config.h"
-#include "core/data_dir.h"
-#include "core/volume_table.h"
+#include "core/base/config.h"
+#include "core/engine/data_dir.h"
+#include "core/engine/volume_table.h"
 
 namespace dedupv1 {
 namespace tools {

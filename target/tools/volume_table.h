@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "core/env.h"
-#include "core/options.h"
-#include "core/status.h"
+#include "core/base/env.h"
+#include "core/engine/options.h"
+#include "core/base/status.h"
 
 namespace dedupv1 {
 namespace tools {

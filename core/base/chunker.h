@@ -1,0 +1,52 @@
+// A Chunker splits a byte stream into chunks, the unit of deduplication.
+// Content-defined chunking (Rabin) places boundaries where the content says
+// so, so an insert near the start of a stream shifts only the chunks it
+// touches; static chunking cuts every N bytes and is offered for comparison.
+//
+// Invariants: every chunk except a stream's final one is in [min_size,
+// max_size] bytes (Rabin) or exactly avg_size bytes (static). A Chunker holds
+// no per-stream state: it is immutable after Create and thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/base/status.h"
+
+namespace dedupv1 {
+
+struct ChunkerOptions {
+  // A name in the chunker registry (core/base/chunker_registry.cc): "rabin" or "static".
+  std::string name = "rabin";
+  size_t min_size = 2048;   // Rabin: no boundary before this many bytes
+  size_t avg_size = 8192;   // Rabin: must be a power of two; mask = avg_size - 1. Static: the chunk size.
+  size_t max_size = 32768;  // Rabin: boundary forced here
+};
+
+// Largest chunk any chunker produces; bounds per-stream buffers.
+constexpr size_t kMaxChunkSize = 1 << 20;
+
+// A Chunker finds chunk boundaries. It is stateless and thread-safe: the
+// caller always passes data that begins at a chunk start (the engine keeps the
+// unfinished tail of a stream and passes it again, followed by new bytes).
+class Chunker {
+ public:
+  virtual ~Chunker() = default;
+  // Validates |options| (InvalidArgument naming the bad value: a registered
+  // name, min>0, min<=avg<=max, max <= 1 MiB, then the chunker's own rules:
+  // avg a power of two and min >= 64 for Rabin) and creates the chunker
+  // named |options.name| (core/base/chunker_registry.h).
+  static Status Create(const ChunkerOptions& options, std::unique_ptr<Chunker>* chunker);
+  // Appends to |ends| the end offset (exclusive, relative to data) of every
+  // complete chunk in data[0, n). Bytes after the last end are an unfinished
+  // chunk; if |final| is true they are emitted as a last chunk too (if n > last end).
+  // Without |final| the unfinished tail is always shorter than max_size, and
+  // splitting tail + more data gives the same boundaries as one call over all.
+  virtual void Split(const uint8_t* data, size_t n, bool final, std::vector<size_t>* ends) const = 0;
+  virtual const ChunkerOptions& options() const = 0;
+};
+
+}  // namespace dedupv1

@@ -1,0 +1,25 @@
+#include "core/base/coding.h"
+
+#include <nmmintrin.h>
+
+namespace dedupv1 {
+
+uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  uint64_t c = ~crc;
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = _mm_crc32_u64(c, v);
+    p += 8;
+    n -= 8;
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  while (n > 0) {
+    c32 = _mm_crc32_u8(c32, *p++);
+    n--;
+  }
+  return ~c32;
+}
+
+}  // namespace dedupv1

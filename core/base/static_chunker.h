@@ -1,0 +1,24 @@
+// StaticChunker cuts a stream into chunks of exactly avg_size bytes (the last
+// chunk of a stream may be shorter). It ignores min_size and max_size beyond
+// the validation done by Chunker::Create. Use Chunker::Create to build one.
+#pragma once
+
+#include "core/base/chunker.h"
+
+namespace dedupv1 {
+
+class StaticChunker : public Chunker {
+ public:
+  // The name the config's chunking key gives (core/base/chunker_registry.cc).
+  static constexpr char kName[] = "static";
+  // |options| must already be validated (Chunker::Create does that).
+  explicit StaticChunker(const ChunkerOptions& options) : options_(options) {}
+
+  void Split(const uint8_t* data, size_t n, bool final, std::vector<size_t>* ends) const override;
+  const ChunkerOptions& options() const override { return options_; }
+
+ private:
+  const ChunkerOptions options_;
+};
+
+}  // namespace dedupv1

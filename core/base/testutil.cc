@@ -1,0 +1,70 @@
+#include <unistd.h>
+#include "core/base/testutil.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <cstring>
+#include <stdexcept>
+
+namespace dedupv1 {
+namespace test {
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string templ = std::string(base && *base ? base : "/tmp") + "/dedupv1-test-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + templ);
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) {
+  std::vector<uint8_t> out(n);
+  std::mt19937_64 rng(seed);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v = rng();
+    std::memcpy(out.data() + i, &v, 8);
+  }
+  for (; i < n; i++) out[i] = static_cast<uint8_t>(rng());
+  return out;
+}
+
+uint64_t EnvKnob(const char* name, uint64_t def) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return def;
+  return std::strtoull(v, nullptr, 10);
+}
+
+}  // namespace test
+}  // namespace dedupv1
+
+namespace dedupv1 {
+namespace test {
+
+pid_t ForkWithPipe(const std::function<void(int write_fd)>& child, int* read_fd) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    child(fds[1]);
+    _exit(99);
+  }
+  close(fds[1]);
+  *read_fd = fds[0];
+  return pid;
+}
+
+}  // namespace test
+}  // namespace dedupv1

@@ -1,0 +1,1046 @@
+#include "core/engine/dedup_system.h"
+
+#include "core/base/crc_text.h"
+#include "core/engine/data_dir.h"
+#include "core/engine/memory_tuning.h"
+#include "core/engine/usage_recount.h"
+#include "core/engine/volume_table.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <sstream>
+
+#include "core/engine/gc_host.h"
+#include "filters/filter_registry.h"
+#include "index/block_mapping.h"
+#include "log/log_event.h"
+
+namespace dedupv1 {
+namespace {
+
+const char kLockFile[] = "LOCK";
+
+// A block-mapping event's block and new mapping (encoded by the write
+// pipeline, core/engine/write_pipeline.cc).
+Status DecodeMappingEvent(const std::string& payload, BlockId* id, BlockMapping* mapping) {
+  BlockMappingWrittenData data;
+  DEDUPV1_RETURN_IF_ERROR(BlockMappingWrittenData::Decode(payload, &data));
+  *id = data.block;
+  return BlockMapping::Parse(data.new_mapping, *id, mapping);
+}
+// 2: GC's dead-chunk marks persist (containers/dead-chunks). A build that
+// reads format 1 would ignore them, hand a marked chunk out again and leave
+// the mark to drop it at a later merge, so it must refuse the directory.
+// 3: block mappings (block index store and log events) are written in
+// mapping format 2, which carries the block's id inside its checksum; a
+// build that reads format 2 would fail every such read with "unknown
+// format". Older directories are upgraded in place: the system file first,
+// then the block index rewrites its old records at open (ScanBlockStore).
+// Format 3 also brought checksum lines to `system` and `volumes`, and Tokyo
+// Cabinet page checksums to block index stores created from then on (a
+// build without them cannot open such a store).
+constexpr int kFormatVersion = 3;
+constexpr int kOldestFormatRead = 1;
+
+}  // namespace
+
+DedupSystem::DedupSystem(const Options& options, Env* env)
+    : options_(options), env_(env), idle_(options.idle), budget_(options.write_buffer_size) {}
+
+Status DedupSystem::OpenConfigFile(const std::string& config_path, const std::string& data_dir_override,
+                                   Env* env, std::unique_ptr<DedupSystem>* out) {
+  Config config;
+  DEDUPV1_RETURN_IF_ERROR(Config::Load(env, config_path, &config));
+  if (!data_dir_override.empty()) config.Set("data-dir", data_dir_override);
+  Options options;
+  DEDUPV1_RETURN_IF_ERROR(Options::FromConfig(config, &options));
+  return Open(options, env, out);
+}
+
+Status DedupSystem::Open(const Options& options, Env* env, std::unique_ptr<DedupSystem>* out) {
+  TuneAllocatorForLargeBuffers();
+  std::unique_ptr<DedupSystem> sys(new DedupSystem(options, env));
+  Status s = sys->Init();
+  if (!s.ok()) {
+    sys->stop_ = true;
+    return s;
+  }
+  *out = std::move(sys);
+  return Status::OK();
+}
+
+// GcHost over this system's parts: what garbage collection may use.
+class DedupSystem::GcAccess : public GcHost {
+ public:
+  explicit GcAccess(DedupSystem* sys) : sys_(sys) {}
+  ChunkStore* chunk_store() override { return sys_->chunk_store_.get(); }
+  ChunkIndex* chunk_index() override { return sys_->chunk_index_.get(); }
+  OperationsLog* log() override { return sys_->log_.get(); }
+  UsageCounter* usage() override { return sys_->usage_.get(); }
+  Status Checkpoint() override { return sys_->Checkpoint(); }
+  Status Persist() override { return sys_->Persist(); }
+  GcBarrier* gc_barrier() override { return &sys_->pipeline_->gc_barrier(); }
+  FingerprintLocks* fingerprint_locks() override { return &sys_->pipeline_->fingerprint_locks(); }
+  void OnChunksMarkedDead() override { sys_->pipeline_->OnChunksMarkedDead(); }
+
+ private:
+  DedupSystem* const sys_;
+};
+
+// VolumeHost over this system: what a volume asks of it.
+class DedupSystem::VolumeAccess : public VolumeHost {
+ public:
+  explicit VolumeAccess(DedupSystem* sys) : sys_(sys) {}
+  Status AdmitWrite() override {
+    DEDUPV1_RETURN_IF_ERROR(sys_->PendingError());
+    sys_->budget_.WaitForSpace(&sys_->refuse_waiting_writers_);
+    // Woken because the buffer may never drain (a processing error, or the
+    // chunk index is full and parked runs keep the buffer full): refuse
+    // instead of waiting for ever.
+    return sys_->WriteRefusal();
+  }
+  uint64_t current_epoch() const override { return sys_->epoch_.load(); }
+  void WakeWorkers() override { sys_->WakeWorkers(); }
+  Status WaitForLogSpace() override { return sys_->WaitForLogSpace(); }
+  Status Sync() override { return sys_->Sync(); }
+
+ private:
+  DedupSystem* const sys_;
+};
+
+Status DedupSystem::Init() {
+  DEDUPV1_RETURN_IF_ERROR(PrepareDataDir());
+  std::unique_ptr<Chunker> chunker;
+  DEDUPV1_RETURN_IF_ERROR(Chunker::Create(options_.chunking, &chunker));
+  recovery_.dirty_start = !creating_ && !env_->FileExists(JoinPath(options_.data_dir, kCleanFileName));
+  DEDUPV1_RETURN_IF_ERROR(OpenLog());
+  DEDUPV1_RETURN_IF_ERROR(OpenStores());
+
+  WritePipeline::Parts parts;
+  parts.block_size = options_.block_size;
+  parts.fingerprint = options_.fingerprint;
+  parts.chunker = std::move(chunker);
+  parts.chunk_store = chunk_store_.get();
+  parts.block_index = block_index_.get();
+  parts.log = log_.get();
+  parts.block_locks = &block_locks_;
+  parts.stats = &stats_;
+  parts.wake_workers = [this] { WakeWorkers(); };
+  pipeline_ = std::make_unique<WritePipeline>(std::move(parts));
+  // Every event still in the log may be uncounted (idempotent per entry).
+  usage_ = std::make_unique<UsageCounter>(log_.get(), chunk_index_.get(), chunk_store_.get(), log_->head_id());
+  gc_host_ = std::make_unique<GcAccess>(this);
+  volume_host_ = std::make_unique<VolumeAccess>(this);
+  gc_ = std::make_unique<GarbageCollector>(gc_host_.get());
+
+  DEDUPV1_RETURN_IF_ERROR(LoadVolumes());
+  Status s = Recover();
+  if (!s.ok()) return s.WithContext("recovery from the operations log");
+  // Logged after recovery, so a replay at open sees only the previous run's
+  // events. Records only: replay and usage counting skip them.
+  SystemEventData start;
+  start.dirty_start = recovery_.dirty_start;
+  LogStart(start);
+  // After recovery: a rebuilt bloom filter must see the re-imported chunks.
+  DEDUPV1_RETURN_IF_ERROR(BuildFilterChain());
+  DEDUPV1_RETURN_IF_ERROR(FinishCreating());
+  for (int i = 0; i < options_.dedup_threads; i++) {
+    workers_.emplace_back([this, i] { WorkerLoop(i); });
+  }
+  checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
+  LogRecord(LogEventType::kSystemRun, start.Encode());
+  open_complete_ = true;
+  return Status::OK();
+}
+
+Status DedupSystem::PrepareDataDir() {
+  Status s = env_->CreateDirs(options_.data_dir);
+  if (!s.ok()) return s.WithContext("cannot create data directory");
+  DEDUPV1_RETURN_IF_ERROR(env_->LockFile(JoinPath(options_.data_dir, kLockFile), &lock_));
+  // A store that lacks a file its data depends on is refused here, before
+  // anything could recreate the file empty.
+  DataDirState state;
+  DEDUPV1_RETURN_IF_ERROR(InspectDataDir(env_, options_, &state));
+  creating_ = state != DataDirState::kStore;
+  if (state == DataDirState::kFresh) {
+    // Before any other file, so that a creation failing half way is resumed.
+    s = WriteFileAtomically(env_, JoinPath(options_.data_dir, kCreatingFileName),
+                            "a dedupv1 store is being created here; this file goes when it is complete\n");
+    if (!s.ok()) return s.WithContext("cannot create a store in " + options_.data_dir);
+  }
+  DEDUPV1_RETURN_IF_ERROR(CheckSystemMetadata());
+  return LoadOrCreateInstanceId(env_, options_.data_dir, &instance_id_);
+}
+
+Status DedupSystem::OpenLog() {
+  DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.log.path)));
+  Status s = OperationsLog::Open(options_.log, env_, &log_);
+  if (!s.ok()) {
+    // The log's own messages mostly name its file; a damage report must fit
+    // the 512 bytes tgtd's module logs (dedupv1d shows that line).
+    if (s.message().find(options_.log.path) != std::string::npos) return s;
+    return s.WithContext("open operations log " + options_.log.path);
+  }
+  // Only once the log opened: a damaged log that refuses the open leaves
+  // the clean marker (like the log itself) as it found it.
+  if (env_->FileExists(JoinPath(options_.data_dir, kCleanFileName))) {
+    DEDUPV1_RETURN_IF_ERROR(env_->DeleteFile(JoinPath(options_.data_dir, kCleanFileName)));
+  }
+  return Status::OK();
+}
+
+Status DedupSystem::OpenStores() {
+  DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(options_.chunk_store.dir));
+  Status s = ChunkStore::Open(options_.chunk_store, env_, &chunk_store_);
+  if (!s.ok()) return s.WithContext("open container store " + options_.chunk_store.dir);
+  ChunkStore* store = chunk_store_.get();
+  auto is_committed = [store](ContainerId id) { return store->IsCommitted(id); };
+  DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.chunk_index.table.path)));
+  s = ChunkIndex::Open(options_.chunk_index, env_, is_committed, &chunk_index_);
+  if (!s.ok()) return s.WithContext("open chunk index " + options_.chunk_index.table.path);
+  DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.block_index.path)));
+  BlockIndexOptions block_index_options = options_.block_index;
+  // CheckSystemMetadata has recorded format 3, so old builds refuse the
+  // directory before any record is rewritten.
+  block_index_options.upgrade_old_records = true;
+  OperationsLog* log = log_.get();
+  block_index_options.before_write_back = [log] { return log->Sync(); };
+  s = BlockIndex::Open(block_index_options, env_, is_committed, &block_index_);
+  if (!s.ok()) return s.WithContext("open block index " + options_.block_index.path);
+  ConnectContainerEvents();
+  return Status::OK();
+}
+
+void DedupSystem::ConnectContainerEvents() {
+  ChunkIndex* ci = chunk_index_.get();
+  BlockIndex* bi = block_index_.get();
+  OperationsLog* log = log_.get();
+  chunk_store_->SetCommitListener([ci, bi, log](ContainerId id, const std::vector<Fingerprint>& fps) {
+    ci->OnContainerCommitted(id, fps);
+    bi->OnContainerCommitted(id);
+    ContainerEventData event;
+    event.container = id;
+    uint64_t event_id;
+    log->Append(LogEventType::kContainerCommitted, event.Encode(), &event_id);  // a record only
+  });
+  // Records only, like kContainerCommitted: a log append per container is
+  // cheap next to the container itself. Called without chunk-store locks.
+  chunk_store_->SetOpenListener([log](ContainerId id) {
+    ContainerEventData event;
+    event.container = id;
+    uint64_t event_id;
+    log->Append(LogEventType::kContainerOpened, event.Encode(), &event_id);
+  });
+  chunk_store_->SetCommitFailureListener([log](ContainerId id, const Status&) {
+    ContainerEventData event;
+    event.container = id;
+    uint64_t event_id;
+    log->Append(LogEventType::kContainerCommitFailed, event.Encode(), &event_id);
+  });
+}
+
+void DedupSystem::LogStart(const SystemEventData& start) {
+  LogRecord(LogEventType::kSystemStart, start.Encode());
+  for (auto& [_, vol] : volumes_) {
+    VolumeEventData attached;
+    attached.volume_id = vol->id();
+    attached.name = vol->name();
+    attached.size = vol->size();
+    LogRecord(LogEventType::kVolumeAttached, attached.Encode());
+  }
+}
+
+Status DedupSystem::FinishCreating() {
+  if (!creating_) return Status::OK();
+  // Every file exists now; from here on a missing one is a loss.
+  const std::string marker = JoinPath(options_.data_dir, kCreatingFileName);
+  Status s = env_->DeleteFile(marker);
+  if (s.ok()) s = env_->SyncDir(options_.data_dir);
+  if (!s.ok()) return s.WithContext("cannot finish creating the store (" + marker + ")");
+  creating_ = false;
+  return Status::OK();
+}
+
+// The system file records what stored data depends on; reopening with a
+// config that changes it would misread the data, so it is refused. A file
+// that does not say each of it exactly once is damaged: refused naming the
+// line, never guessed at.
+Status DedupSystem::CheckSystemMetadata() {
+  const std::string path = JoinPath(options_.data_dir, kSystemFileName);
+  std::ostringstream want;
+  want << "format = " << kFormatVersion << "\n"
+       << "block-size = " << options_.block_size << "\n"
+       << "fingerprint = " << FingerprintTypeName(options_.fingerprint) << "\n";
+  // Nothing is stored while a store is created: a file left by a creation
+  // that failed is rewritten (the config may have been corrected since).
+  // The file ends with a checksum line (core/base/crc_text.h), so a flipped byte
+  // is refused instead of read as another block size or format.
+  if (creating_) return WriteFileAtomically(env_, path, AppendCrcLine(want.str()));
+  std::string text, have;
+  DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, path, &text));
+  bool had_crc = false;
+  DEDUPV1_RETURN_IF_ERROR(StripCrcLine(path, text, false, &have, &had_crc));
+  const std::string damaged = "; " + path + " is damaged: restore it from a backup of the data directory";
+  Config stored;
+  Status parsed = Config::Parse(have, path, &stored);
+  if (!parsed.ok()) return Status::Corruption(parsed.message() + damaged);
+  std::map<std::string, int> line_of = {{"format", 0}, {"block-size", 0}, {"fingerprint", 0}};
+  bool upgrade = false;
+  for (const auto& e : stored.entries()) {
+    const std::string where = path + ":" + std::to_string(e.line) + ": ";
+    auto known = line_of.find(e.key);
+    if (known == line_of.end()) {
+      return Status::Corruption(where + "unknown key '" + e.key + "' (the file holds format, block-size and "
+                                "fingerprint)" + damaged);
+    }
+    if (known->second != 0) {
+      return Status::Corruption(where + e.key + " again (first on line " + std::to_string(known->second) + ")" +
+                                damaged);
+    }
+    known->second = e.line;
+    if (e.key == "format") {
+      uint64_t format = 0;
+      if (!ParseUint(e.value, &format).ok() || format < static_cast<uint64_t>(kOldestFormatRead) ||
+          format > static_cast<uint64_t>(kFormatVersion)) {
+        return Status::InvalidArgument("data directory " + options_.data_dir + " has format " + e.value + " (" +
+                                       path + "); this build reads formats " + std::to_string(kOldestFormatRead) +
+                                       " to " + std::to_string(kFormatVersion));
+      }
+      upgrade = format < static_cast<uint64_t>(kFormatVersion);
+      continue;
+    }
+    std::string expected;
+    if (e.key == "block-size") {
+      uint64_t block_size = 0;
+      if (!ParseUint(e.value, &block_size).ok()) {
+        return Status::Corruption(where + "block-size '" + e.value + "' is not a number" + damaged);
+      }
+      if (block_size == options_.block_size) continue;
+      expected = std::to_string(options_.block_size);
+    } else {
+      FingerprintType type;
+      if (!ParseFingerprintType(e.value, &type).ok()) {
+        return Status::Corruption(where + "unknown fingerprint '" + e.value + "'" + damaged);
+      }
+      if (type == options_.fingerprint) continue;
+      expected = FingerprintTypeName(options_.fingerprint);
+    }
+    return Status::InvalidArgument("data directory " + options_.data_dir + " was created with " + e.key + " = " +
+                                   e.value + " but the config says " + expected +
+                                   "; changing it would misread the stored data");
+  }
+  for (const auto& [key, line] : line_of) {
+    if (line == 0) return Status::Corruption(path + ": no " + key + " line" + damaged);
+  }
+  // Format 3 files are written with their checksum line; only an older
+  // format's file (upgraded now) may lack it.
+  if (!had_crc && !upgrade) return Status::Corruption(path + ": no checksum line" + damaged);
+  // Before anything of the newer format is written, so a build that only
+  // reads the older one refuses the directory from now on.
+  if (upgrade) return WriteFileAtomically(env_, path, AppendCrcLine(want.str()));
+  return Status::OK();
+}
+
+Status DedupSystem::LoadVolumes() {
+  const std::string path = JoinPath(options_.data_dir, kVolumesFileName);
+  std::vector<VolumeRecord> records;
+  // Written at creation even without volumes, so that its absence always
+  // means it was lost (InspectDataDir refuses the directory then).
+  const bool create = creating_ && !env_->FileExists(path);
+  bool legacy = false;  // written by an older build: no header and checksum yet
+  if (!create) DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, path, &records, &legacy));
+  bool changed = false;
+  DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(options_.volumes, &records, &changed));
+  if (changed || create || legacy) DEDUPV1_RETURN_IF_ERROR(WriteVolumeTable(env_, path, records));
+  // Only volumes named in the config are served; others keep their data.
+  Volume::Context context;
+  context.host = volume_host_.get();
+  context.pipeline = pipeline_.get();
+  context.block_locks = &block_locks_;
+  context.block_index = block_index_.get();
+  context.chunk_store = chunk_store_.get();
+  context.budget = &budget_;
+  context.stats = &stats_;
+  context.block_size = options_.block_size;
+  context.fingerprint = options_.fingerprint;
+  for (const auto& v : options_.volumes) {
+    for (const auto& r : records) {
+      if (r.name == v.name) volumes_[v.name] = std::make_unique<Volume>(context, r.id, v.name, r.size, r.uid);
+    }
+  }
+  return Status::OK();
+}
+
+Status DedupSystem::LoadBloomFilter(bool* trusted) {
+  // The bloom filter is saved at a clean close and removed when loaded, so a
+  // file that exists is current. Without one, a store that already holds
+  // chunks cannot trust an empty bloom filter, and the filter is left out.
+  const std::string bloom_path = JoinPath(options_.data_dir, kBloomFileName);
+  bool bloom_ok = false;
+  if (env_->FileExists(bloom_path)) {
+    Status s = BloomSet::Load(env_, bloom_path, &bloom_);
+    bloom_ok = s.ok();
+    // A damaged filter is only a cache lost, but damage on the disk is news
+    // for the admin (and dedupv1_check shows it).
+    if (!bloom_ok) {
+      std::fprintf(stderr, "dedupv1: %s; rebuilding the bloom filter from the chunk index\n", s.ToString().c_str());
+    }
+    env_->DeleteFile(bloom_path);
+  }
+  if (!bloom_ok) {
+    // No current bloom file (first start, or an unclean stop): build the
+    // filter from the chunk index, which holds every stored chunk (Recover
+    // has re-imported the containers the table was missing).
+    bloom_.reset();
+    DEDUPV1_RETURN_IF_ERROR(BloomSet::Create(options_.filters.bloom_expected_chunks,
+                                             options_.filters.bloom_false_positive_rate, &bloom_));
+    if (chunk_index_->stats().persistent_entries + chunk_index_->stats().aux_entries > 0) {
+      BloomSet* bloom = bloom_.get();
+      Status s = chunk_index_->ForEachFingerprint([bloom](const Fingerprint& fp) { bloom->Add(fp); });
+      if (!s.ok()) return s.WithContext("rebuild the bloom filter from the chunk index");
+    }
+    bloom_ok = true;
+  }
+  *trusted = bloom_ok;
+  return Status::OK();
+}
+
+Status DedupSystem::BuildFilterChain() {
+  bool bloom_trusted = false;
+  DEDUPV1_RETURN_IF_ERROR(LoadBloomFilter(&bloom_trusted));
+  FilterInputs inputs;
+  inputs.chunk_store = chunk_store_.get();
+  inputs.chunk_index = chunk_index_.get();
+  inputs.bloom = bloom_trusted ? bloom_.get() : nullptr;
+  inputs.container_cache_containers = options_.filters.container_cache_containers;
+  FilterChain chain;
+  DEDUPV1_RETURN_IF_ERROR(dedupv1::BuildFilterChain(options_.filter_chain, inputs, &chain));
+  pipeline_->InstallFilterChain(std::move(chain));
+  return Status::OK();
+}
+
+DedupSystem::~DedupSystem() {
+  Close();
+}
+
+Status DedupSystem::GetVolume(const std::string& name, Volume** volume) {
+  auto it = volumes_.find(name);
+  if (it == volumes_.end()) {
+    std::string names;
+    for (const auto& [n, _] : volumes_) names += (names.empty() ? "" : ", ") + n;
+    return Status::NotFound("no volume named '" + name + "' (volumes: " + (names.empty() ? "none" : names) + ")");
+  }
+  *volume = it->second.get();
+  return Status::OK();
+}
+
+std::vector<Volume*> DedupSystem::volumes() {
+  std::vector<Volume*> out;
+  for (auto& [_, v] : volumes_) out.push_back(v.get());
+  return out;
+}
+
+void DedupSystem::WakeWorkers() {
+  {
+    std::lock_guard<std::mutex> l(work_mu_);
+    work_signals_++;
+  }
+  work_cv_.notify_one();
+}
+
+WriteBuffer::ClaimPolicy DedupSystem::CurrentPolicy() const {
+  WriteBuffer::ClaimPolicy p;
+  p.min_ready_bytes = pipeline_->chunker().options().max_size;
+  p.max_run_bytes = std::max<size_t>(8 << 20, 4 * p.min_ready_bytes);
+  p.flush_delay = std::chrono::milliseconds(options_.write_buffer_flush_delay_ms);
+  p.force_epoch = force_epoch_.load();
+  p.force_all = force_all_.load();
+  p.flush_short_runs = budget_.UnderPressure();
+  return p;
+}
+
+void DedupSystem::WorkerLoop(int index) {
+  while (!stop_.load()) {
+    bool did_work = false;
+    bool failed = false;
+    WriteBuffer::ClaimPolicy policy = CurrentPolicy();
+    for (auto& [_, vol] : volumes_) {
+      Volume::RunOutcome run;
+      while (!stop_.load() && vol->ProcessOneRun(policy, &run)) {
+        did_work = true;
+        if (run.parked) {
+          // Only this run needs chunk-index space: the others go on (data
+          // that is known or zero needs no entry); a sync reports it.
+          SetIndexFull(run.error);
+          progress_cv_.notify_all();
+          continue;
+        }
+        if (!run.error.ok()) {
+          RecordError(run.error);
+          failed = true;
+          break;
+        }
+        if (run.new_chunks) ClearIndexFull();
+        {
+          std::lock_guard<std::mutex> l(error_mu_);
+          SetErrorLocked(Status::OK());
+        }
+        progress_cv_.notify_all();
+      }
+      if (failed) break;
+    }
+    progress_cv_.notify_all();
+    std::unique_lock<std::mutex> l(work_mu_);
+    if (failed) {
+      // Back off: the same run will fail again until the cause is fixed.
+      work_cv_.wait_for(l, std::chrono::milliseconds(200), [&] { return stop_.load(); });
+    } else if (!did_work) {
+      uint64_t seen = work_signals_;
+      auto wait = std::chrono::milliseconds(std::max<uint64_t>(10, options_.write_buffer_flush_delay_ms / 4));
+      work_cv_.wait_for(l, wait, [&] { return stop_.load() || work_signals_ != seen; });
+    }
+  }
+}
+
+void DedupSystem::RecordError(const Status& s) {
+  stats_.errors++;
+  std::lock_guard<std::mutex> l(error_mu_);
+  SetErrorLocked(s);
+}
+
+void DedupSystem::SetErrorLocked(const Status& s) {
+  error_ = s;
+  refuse_waiting_writers_ = !s.ok() || !index_full_.ok() || stop_.load();
+  // Release(0) takes the budget's lock before notifying, so a writer between
+  // its check and its wait cannot miss the wake-up.
+  if (!s.ok()) budget_.Release(0);
+}
+
+Status DedupSystem::PendingError() const {
+  std::lock_guard<std::mutex> l(error_mu_);
+  return error_;
+}
+
+void DedupSystem::SetIndexFull(const Status& s) {
+  stats_.errors++;
+  std::lock_guard<std::mutex> l(error_mu_);
+  index_full_ = s;
+  refuse_waiting_writers_ = true;
+  budget_.Release(0);  // wakes writers waiting for space the parked runs may keep
+}
+
+void DedupSystem::ClearIndexFull() {
+  std::lock_guard<std::mutex> l(error_mu_);
+  if (index_full_.ok()) return;
+  index_full_ = Status::OK();
+  refuse_waiting_writers_ = !error_.ok() || stop_.load();
+}
+
+Status DedupSystem::WriteRefusal() const {
+  std::lock_guard<std::mutex> l(error_mu_);
+  if (!error_.ok()) return error_;
+  // Room in the buffer: the write goes in whatever the index says (its data
+  // may be known); none: parked runs may keep it full for ever.
+  if (!index_full_.ok() && budget_.used() >= budget_.limit()) return index_full_;
+  return Status::OK();
+}
+
+Status DedupSystem::ReportParked(uint64_t epoch) {
+  Status lost;
+  {
+    std::lock_guard<std::mutex> l(error_mu_);
+    const std::string why = index_full_.ok() ? "chunk index full" : index_full_.message();
+    lost = Status::NoSpace(why + ": data written before this sync needed new chunk-index entries and was "
+                                 "not stored; those blocks keep what they held before");
+  }
+  for (auto& [_, vol] : volumes_) {
+    const std::vector<uint64_t> blocks = vol->buffer().ParkedBlocksUpTo(epoch);
+    if (blocks.empty()) continue;
+    // Noted before the bytes go, so no Sync of the volume can miss it.
+    vol->NoteLostWrites(Status::NoSpace("volume " + vol->name() + ": " + lost.message()));
+    for (uint64_t block : blocks) {
+      std::unique_lock<std::shared_mutex> lock(block_locks_.For(BlockId{vol->id(), block}));
+      vol->buffer().DropParked(block, epoch);
+    }
+  }
+  std::lock_guard<std::mutex> l(error_mu_);
+  lost_error_ = lost;
+  lost_before_epoch_ = std::max(lost_before_epoch_, epoch_.load());
+  return lost_error_;
+}
+
+Status DedupSystem::DrainUpTo(uint64_t epoch) {
+  uint64_t prev = force_epoch_.load();
+  while (prev < epoch && !force_epoch_.compare_exchange_weak(prev, epoch)) {
+  }
+  // Runs parked for want of chunk-index space get another try if the index
+  // has room again (GC erased entries); else they fail this sync at once.
+  if (chunk_index_->stats().fill_ratio() < 1.0) {
+    for (auto& [_, vol] : volumes_) vol->buffer().UnparkAll();
+  }
+  {
+    std::lock_guard<std::mutex> l(work_mu_);
+    work_signals_++;
+  }
+  work_cv_.notify_all();
+  std::unique_lock<std::mutex> l(work_mu_);
+  for (;;) {
+    bool pending = false, dirty = false;
+    for (auto& [_, vol] : volumes_) {
+      pending |= vol->buffer().HasPendingUpTo(epoch);
+      dirty |= vol->buffer().HasDirtyUpTo(epoch);
+    }
+    if (!pending) {
+      // What is left is parked: acknowledged, never stored.
+      if (dirty) {
+        l.unlock();  // ReportParked takes block locks
+        return ReportParked(epoch);
+      }
+      std::lock_guard<std::mutex> e(error_mu_);
+      // Parked bytes this sync covered were dropped by another one meanwhile.
+      if (epoch < lost_before_epoch_) return lost_error_;
+      return Status::OK();
+    }
+    Status err = PendingError();
+    if (!err.ok()) return err;
+    if (stop_.load() && workers_.empty()) return Status::Aborted("system is shutting down");
+    progress_cv_.wait_for(l, std::chrono::milliseconds(50));
+  }
+}
+
+Status DedupSystem::Persist() {
+  // Containers first: a logged mapping counts only once its containers are
+  // committed. Then one log sync makes every mapping event durable; the
+  // indexes are written back later, by checkpoints, off this path.
+  DEDUPV1_RETURN_IF_ERROR(chunk_store_->Flush());
+  return log_->Sync();
+}
+
+Status DedupSystem::WaitForLogSpace() {
+  // Keep a margin below the hard limit: the run that follows (and those of
+  // the other workers) append their mapping events while holding the mapping lock
+  // shared, so an append waiting at the hard limit would block the very
+  // checkpoint that frees the log. A run installs at most max_run_bytes /
+  // block_size + 2 mappings (an event per mapping, counted as two slots to be
+  // safe, plus container records). With the soft-limit checkpoints of the
+  // checkpoint thread this margin is rarely reached; while replay is paused
+  // it is what keeps writers going.
+  const uint64_t slots = log_->stats().slots;
+  const uint64_t hard_slots = static_cast<uint64_t>(options_.log.hard_limit * slots);
+  const uint64_t per_run = CurrentPolicy().max_run_bytes / options_.block_size + 2;
+  const uint64_t reserve = 2 * per_run * static_cast<uint64_t>(std::max(1, options_.dedup_threads)) + 16;
+  uint64_t limit_slots = static_cast<uint64_t>((options_.log.hard_limit - (1.0 - options_.log.hard_limit)) * slots);
+  // In a log too small for the reserve (a few MiB), checkpoint at a quarter
+  // of the hard limit: the estimate above is twice the usual event size.
+  limit_slots = std::min(limit_slots, std::max(hard_slots > reserve ? hard_slots - reserve : 0, hard_slots / 4));
+  limit_slots = std::max<uint64_t>(limit_slots, 1);
+  // Above the soft limit the checkpoint thread is woken (it checkpoints at
+  // once instead of at its next tick) and writers are slowed down, the more
+  // the fuller the log (1..20 ms per run), so the checkpoint that trims the
+  // log catches up before writers reach the hard limit and have to stop.
+  const uint64_t soft_slots = static_cast<uint64_t>(options_.log.soft_limit * slots);
+  const uint64_t used_now = log_->stats().used_slots;
+  if (used_now >= soft_slots && used_now < limit_slots && !stop_.load()) {
+    soft_limit_throttles_++;
+    {
+      std::lock_guard<std::mutex> l(loop_mu_);
+      loop_wake_++;
+    }
+    loop_cv_.notify_all();
+    const double over = static_cast<double>(used_now - soft_slots) /
+                        static_cast<double>(std::max<uint64_t>(1, limit_slots - soft_slots));
+    std::this_thread::sleep_for(std::chrono::microseconds(1000 + static_cast<int64_t>(19000 * over)));
+  }
+  for (int i = 0;; i++) {
+    const uint64_t used = log_->stats().used_slots;
+    if (used < limit_slots || used == 0) break;
+    if (stop_.load()) return Status::Aborted("system is shutting down");
+    // Checkpoint now and once a second while still full (other workers may
+    // have appended meanwhile); in between another writer's checkpoint may
+    // free the log.
+    if (i % 20 == 0) {
+      Status s = Checkpoint();
+      if (!s.ok()) return s.WithContext("operations log is full and the checkpoint failed");
+      if (i == 0) continue;
+    }
+    if (i > 600) return Status::Busy("operations log is full (" + std::to_string(log_->stats().fill) + ")");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::OK();
+}
+
+void DedupSystem::LogRecord(LogEventType type, const std::string& payload) {
+  uint64_t id;
+  log_->Append(type, payload, &id);
+}
+
+Status DedupSystem::Checkpoint(ReplayMode mode) {
+  std::lock_guard<std::mutex> cp(checkpoint_mu_);
+  // Every event up to here has been applied in memory.
+  const uint64_t applied = pipeline_->LastAppliedEventId();
+  if (applied < log_->head_id()) return Status::OK();  // nothing to trim
+  // The replay is recorded (kReplayStarted/kReplayStopped, records only). Not
+  // under the mapping lock: an append may wait at the log's hard limit, which only
+  // this checkpoint can lift. Above the soft limit they are left out, so a
+  // checkpoint that frees space never waits for space itself.
+  const bool record = !log_->IsAboveSoftLimit();
+  ReplayEventData replay;
+  replay.mode = mode;
+  replay.from_id = log_->head_id();
+  replay.to_id = applied;
+  uint64_t started_id = 0;
+  if (record && !log_->Append(LogEventType::kReplayStarted, replay.Encode(), &started_id).ok()) started_id = 0;
+  DEDUPV1_RETURN_IF_ERROR(chunk_store_->Flush());
+  const ContainerId watermark = chunk_store_->last_allocated_id();
+  DEDUPV1_RETURN_IF_ERROR(log_->Sync());
+  // The events up to |applied| are durable and their containers committed:
+  // count them into the usage counts before the chunk index is written back
+  // and the log trimmed (a crash in between counts them again, once).
+  if (usage_) DEDUPV1_RETURN_IF_ERROR(usage_->CountUpTo(applied));
+  DEDUPV1_RETURN_IF_ERROR(chunk_index_->Flush());
+  DEDUPV1_RETURN_IF_ERROR(block_index_->Flush());
+  // Every container up to the watermark is committed or lost and its chunks
+  // are in the chunk index table; recovery re-imports only newer ones.
+  DEDUPV1_RETURN_IF_ERROR(WriteCheckpointWatermark(env_, options_.data_dir, watermark));
+  // An event is trimmed only once the block index store reflects it. Flush
+  // wrote every persistable mapping, including the newest committed version
+  // of a block whose current mapping waits for a container opened after the
+  // commit above (its "stable" version). But a version replaced while it
+  // was itself waiting is in neither the store nor memory: its event must
+  // stay so that a crash losing the newer mapping restores it, not the
+  // store's older copy.
+  const uint64_t unwritten = block_index_->OldestUnwrittenVersion();
+  uint64_t trim_to = std::min(applied + 1, unwritten);
+  uint64_t stopped_id = 0;
+  if (started_id != 0 && log_->Append(LogEventType::kReplayStopped, replay.Encode(), &stopped_id).ok() &&
+      trim_to == applied + 1 && started_id == applied + 1 && stopped_id == started_id + 1) {
+    // Nothing else was logged meanwhile: the two records go with the replayed
+    // events, so a checkpoint leaves an empty log behind (else they stay until
+    // the next one).
+    trim_to = stopped_id + 1;
+  }
+  return log_->Trim(trim_to);
+}
+
+void DedupSystem::CheckpointLoop() {
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t seen_wake = 0;
+  while (!stop_.load()) {
+    {
+      std::unique_lock<std::mutex> l(loop_mu_);
+      loop_cv_.wait_for(l, std::chrono::milliseconds(250),
+                        [&] { return stop_.load() || loop_wake_ != seen_wake; });
+      seen_wake = loop_wake_;
+    }
+    if (stop_.load()) break;
+    const uint64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - start).count();
+    std::unique_lock<std::mutex> idle_state(idle_state_mu_);
+    const IdleEvent event = idle_.Update(now_ms, stats_.bytes_written.load(), stats_.bytes_read.load(),
+                                         stats_.requests_timed.load(), stats_.request_ns.load());
+    if (event == IdleEvent::kStart) idle_since_unix_ = static_cast<int64_t>(std::time(nullptr));
+    if (event == IdleEvent::kEnd) idle_since_unix_ = 0;
+    idle_state.unlock();
+    if (event == IdleEvent::kStart) {
+      // The paper's idle-time write-back: everything persistable, not only
+      // what is above the soft limits.
+      chunk_index_->SetIdle(true);
+      block_index_->SetIdle(true);
+    } else if (event == IdleEvent::kEnd) {
+      chunk_index_->SetIdle(false);
+      block_index_->SetIdle(false);
+    }
+    const bool idle_work = event == IdleEvent::kStart || event == IdleEvent::kTick;
+    const bool soft_limit = log_->IsAboveSoftLimit();
+    const bool paused = replay_paused_.load();
+    Status s;
+    if (paused) {
+      if (soft_limit || idle_work) skipped_paused_++;
+    } else if (soft_limit || (idle_work && log_->last_id() >= log_->head_id())) {
+      s = Checkpoint();
+      if (!s.ok()) {
+        RecordError(s.WithContext("checkpoint"));
+      } else {
+        (soft_limit ? soft_limit_checkpoints_ : idle_checkpoints_)++;
+      }
+    }
+    // Idle: a GC round if one has work (candidates, garbage not looked at
+    // yet, or no round since open). A round checkpoints, so not while paused.
+    if (s.ok() && idle_work && !paused && !stop_.load() && gc_->HasWork()) {
+      s = gc_->Run();
+      if (!s.ok()) RecordError(s);
+      else idle_gc_runs_++;
+    }
+    loop_ticks_++;
+  }
+}
+
+void DedupSystem::ForceIdle(IdleMode mode) {
+  idle_.SetMode(mode);
+  std::lock_guard<std::mutex> l(loop_mu_);
+  loop_wake_++;
+  loop_cv_.notify_all();
+}
+
+void DedupSystem::PauseReplay(bool paused) {
+  replay_paused_ = paused;
+  std::lock_guard<std::mutex> l(loop_mu_);
+  loop_wake_++;
+  loop_cv_.notify_all();
+}
+
+DedupSystem::IdleInfo DedupSystem::idle_info() const {
+  IdleInfo info;
+  {
+    std::lock_guard<std::mutex> l(idle_state_mu_);
+    info.detector = idle_.state();
+    info.idle_since_unix = info.detector.idle ? idle_since_unix_.load() : 0;
+  }
+  info.forced = info.detector.mode != IdleMode::kAuto;
+  info.replay_paused = replay_paused_.load();
+  info.loop_ticks = loop_ticks_.load();
+  info.idle_checkpoints = idle_checkpoints_.load();
+  info.soft_limit_checkpoints = soft_limit_checkpoints_.load();
+  info.soft_limit_throttles = soft_limit_throttles_.load();
+  info.idle_gc_runs = idle_gc_runs_.load();
+  info.skipped_paused = skipped_paused_.load();
+  info.options = idle_.options();
+  return info;
+}
+
+// After an unclean stop the persistent indexes lag behind: chunks of
+// containers committed after the last checkpoint are re-imported from the
+// containers' own metadata, and block mappings are restored from the log.
+// Mappings that reference a container that never committed describe data
+// that was never synced, and are dropped.
+Status DedupSystem::Recover() {
+  ContainerId watermark = 0;
+  DEDUPV1_RETURN_IF_ERROR(ReadCheckpointWatermark(env_, options_.data_dir, &watermark));
+  if (recovery_.dirty_start) {
+    std::vector<ContainerId> ids;
+    DEDUPV1_RETURN_IF_ERROR(chunk_store_->ListCommitted(&ids));
+    for (ContainerId cid : ids) {
+      if (cid <= watermark) continue;
+      std::vector<Fingerprint> fps;
+      Status s = chunk_store_->GetFingerprints(cid, &fps);
+      if (!s.ok()) return s.WithContext("re-import container " + std::to_string(cid));
+      for (const auto& fp : fps) {
+        ChunkIndexEntry entry;
+        Status l = chunk_index_->Lookup(fp, &entry);
+        if (l.IsNotFound()) {
+          DEDUPV1_RETURN_IF_ERROR(chunk_index_->PutNew(fp, cid));
+        } else if (!l.ok()) {
+          return l;
+        }
+      }
+      recovery_.containers_imported++;
+    }
+  }
+  // A damaged log (opened with options.log.accept_damage) also holds intact
+  // events after the damage.
+  const bool damaged = log_->damage_pending();
+  if (!damaged && log_->last_id() < log_->head_id()) return Status::OK();
+  if (log_->last_id() >= log_->head_id()) {
+    Status s = log_->Replay(log_->head_id(), [&](const LogEvent& e) -> Status {
+      recovery_.events_replayed++;
+      return ApplyLoggedEvent(e);
+    });
+    DEDUPV1_RETURN_IF_ERROR(s);
+  }
+  if (damaged) {
+    Status s = log_->ReplaySalvaged([&](const LogEvent& e) -> Status {
+      recovery_.events_replayed++;
+      recovery_.events_salvaged++;
+      return ApplyLoggedEvent(e);
+    });
+    if (!s.ok()) return s.WithContext("replay the intact events after the log damage");
+    DEDUPV1_RETURN_IF_ERROR(AcceptLogDamage());
+  }
+  if (recovery_.dirty_start) {
+    std::fprintf(stderr,
+                 "dedupv1: unclean stop of %s detected: replayed %llu log events, restored %llu block "
+                 "mappings, dropped %llu unsynced ones, re-imported %llu containers\n",
+                 options_.data_dir.c_str(), (unsigned long long)recovery_.events_replayed,
+                 (unsigned long long)recovery_.mappings_applied, (unsigned long long)recovery_.mappings_dropped,
+                 (unsigned long long)recovery_.containers_imported);
+  }
+  return Checkpoint(recovery_.dirty_start ? ReplayMode::kDirtyStart : ReplayMode::kBackground);
+}
+
+Status DedupSystem::ApplyLoggedEvent(const LogEvent& e) {
+  BlockId id;
+  BlockMapping mapping;
+  if (e.type == LogEventType::kBlockMappingDeleted) {
+    // An unmapped block: all zeros, nothing to wait for.
+    BlockMappingDeletedData deleted;
+    DEDUPV1_RETURN_IF_ERROR(BlockMappingDeletedData::Decode(e.payload, &deleted));
+    id = deleted.block;
+    mapping = BlockMapping(options_.block_size);
+  } else if (e.type == LogEventType::kBlockMappingWritten) {
+    DEDUPV1_RETURN_IF_ERROR(DecodeMappingEvent(e.payload, &id, &mapping));
+  } else {
+    return Status::OK();
+  }
+  if (!AllContainersCommitted(mapping, *chunk_store_)) {
+    recovery_.mappings_dropped++;
+    return Status::OK();
+  }
+  BlockMapping current;
+  Status g = block_index_->Get(id, &current);
+  if (g.ok() && current.version() >= e.id) return Status::OK();  // already persistent
+  // A stored record that cannot be read (or one the block index refuses:
+  // under a damaged key) is replaced by the logged mapping: every later
+  // event of the block is still in the log (it is trimmed in order) and
+  // follows, so the block ends up with its newest logged mapping, which is
+  // at least as new as anything the store held.
+  if (!g.ok() && !g.IsNotFound() && !g.IsCorruption()) return g;
+  mapping.set_version(e.id);
+  recovery_.mappings_applied++;
+  return block_index_->Put(id, mapping);
+}
+
+Status DedupSystem::AcceptLogDamage() {
+  const LogDamage& damage = log_->damage();
+  recovery_.log_damage_accepted = true;
+  recovery_.events_lost = damage.lost_events();
+  // What the replays restored goes to the stores first: the recount reads
+  // it, and the damaged log is discarded only once everything it held is
+  // persistent elsewhere. A crash before the discard finds the same damage
+  // at the next open and repeats all of this (replaying is idempotent).
+  DEDUPV1_RETURN_IF_ERROR(chunk_index_->Flush().WithContext("accept log damage: flush the chunk index"));
+  DEDUPV1_RETURN_IF_ERROR(block_index_->Flush().WithContext("accept log damage: flush the block index"));
+  // Lost events make the usage counts unreliable: recount every one from the
+  // block mappings of every volume ever created (not only the served ones).
+  std::vector<VolumeRecord> records;
+  DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, JoinPath(options_.data_dir, kVolumesFileName), &records));
+  std::vector<uint32_t> volume_ids;
+  for (const auto& r : records) volume_ids.push_back(r.id);
+  UsageRecount recount(block_index_.get(), chunk_index_.get(), chunk_store_.get());
+  DEDUPV1_RETURN_IF_ERROR(recount.Scan(volume_ids));
+  // One id above everything the file, the mappings and the counts have seen:
+  // the recount's changes carry it, and the restarted log continues above it
+  // (new mapping versions must beat every stored one).
+  const uint64_t tag = std::max({recount.stats().newest_id, damage.max_id, log_->last_id()}) + 1;
+  DEDUPV1_RETURN_IF_ERROR(recount.Apply(tag));
+  DEDUPV1_RETURN_IF_ERROR(chunk_index_->Flush().WithContext("accept log damage: write the recounted usage counts"));
+  DEDUPV1_RETURN_IF_ERROR(log_->DiscardDamaged(tag + 1));
+  // Everything before the new head is counted (by the recount).
+  usage_ = std::make_unique<UsageCounter>(log_.get(), chunk_index_.get(), chunk_store_.get(), log_->head_id());
+  const UsageRecountStats& st = recount.stats();
+  recovery_.usage_counts_raised = st.counts_raised;
+  recovery_.usage_counts_lowered = st.counts_lowered;
+  recovery_.usage_entries_restored = st.entries_restored;
+  recovery_.usage_unresolved = st.unresolved;
+  recovery_.log_restarted_at = log_->head_id();
+  std::fprintf(stderr,
+               "dedupv1: accepted the damage of operations log %s: %llu events lost, %llu intact events after "
+               "the damage replayed; usage counts recounted from %llu block mappings (%llu raised, %llu "
+               "lowered, %llu entries re-added); the log restarts at event %llu\n",
+               options_.log.path.c_str(), (unsigned long long)recovery_.events_lost,
+               (unsigned long long)recovery_.events_salvaged, (unsigned long long)st.blocks,
+               (unsigned long long)st.counts_raised, (unsigned long long)st.counts_lowered,
+               (unsigned long long)st.entries_restored, (unsigned long long)recovery_.log_restarted_at);
+  return Status::OK();
+}
+
+Status DedupSystem::Sync() {
+  const uint64_t epoch = epoch_.fetch_add(1);
+  DEDUPV1_RETURN_IF_ERROR(DrainUpTo(epoch));
+  Status s = Persist();
+  std::lock_guard<std::mutex> l(error_mu_);
+  if (!s.ok()) {
+    // The store cannot make data durable (e.g. the disk is full): later
+    // Writes are refused with this error rather than buffered, as for a
+    // processing error.
+    stats_.errors++;
+    SetErrorLocked(s);
+  } else {
+    // Everything up to this sync is durable, so a recorded cause is gone; a
+    // run still failing records its error again on its next attempt.
+    SetErrorLocked(Status::OK());
+  }
+  return s;
+}
+
+Status DedupSystem::RunGc() {
+  if (stop_.load()) return Status::Aborted("system is shutting down");
+  return gc_->Run();
+}
+
+GcStats DedupSystem::gc_stats() const {
+  if (!gc_) return GcStats();
+  return gc_->stats();
+}
+
+double DedupSystem::DedupRatio() const {
+  uint64_t logical = stats_.bytes_chunked.load();
+  uint64_t stored = chunk_store_ ? chunk_store_->stats().bytes_stored : 0;
+  if (stored == 0) return logical == 0 ? 1.0 : 0.0;
+  return static_cast<double>(logical) / static_cast<double>(stored);
+}
+
+Status DedupSystem::Close() {
+  if (closed_) return Status::OK();
+  closed_ = true;
+  Status result;
+  if (!workers_.empty()) {
+    // Deduplicate everything still buffered, as a sync would, but with every
+    // run final so no unfinished chunk stays behind.
+    force_all_ = true;
+    const uint64_t epoch = epoch_.fetch_add(1);
+    result = DrainUpTo(epoch);
+    stop_ = true;
+    {
+      std::lock_guard<std::mutex> l(error_mu_);
+      refuse_waiting_writers_ = true;
+    }
+    budget_.Release(0);  // wakes waiting writers (see SetErrorLocked)
+    work_cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+  stop_ = true;
+  work_cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> l(loop_mu_);
+    loop_cv_.notify_all();
+  }
+  if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
+  auto keep_first = [&result](const Status& s) {
+    if (result.ok() && !s.ok()) result = s;
+  };
+  if (open_complete_ && log_) {
+    for (auto& [_, vol] : volumes_) {
+      VolumeEventData detached;
+      detached.volume_id = vol->id();
+      detached.name = vol->name();
+      detached.size = vol->size();
+      LogRecord(LogEventType::kVolumeDetached, detached.Encode());
+    }
+  }
+  // A final checkpoint leaves the log empty, so the next start replays nothing.
+  if (open_complete_) keep_first(Checkpoint());
+  if (chunk_index_) keep_first(chunk_index_->Close());
+  if (block_index_) keep_first(block_index_->Close());
+  if (chunk_store_) keep_first(chunk_store_->Close());
+  if (bloom_ && result.ok() && open_complete_) {
+    keep_first(bloom_->Save(env_, JoinPath(options_.data_dir, kBloomFileName)));
+  }
+  if (result.ok() && open_complete_) {
+    // Only a stop that persisted everything is clean.
+    keep_first(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCleanFileName), "clean\n"));
+  }
+  // The block index's write-back hook uses the log: close the indexes first.
+  gc_.reset();
+  usage_.reset();
+  block_index_.reset();
+  chunk_index_.reset();
+  log_.reset();
+  volumes_.clear();
+  lock_.reset();
+  return result;
+}
+
+}  // namespace dedupv1

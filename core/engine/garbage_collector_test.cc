@@ -1,0 +1,626 @@
+// Garbage collection through the whole engine: overwritten and unmapped data
+// gives its space back, usage counts match a recount from the block mappings,
+// and every read stays correct, also after reopening.
+#include "core/engine/garbage_collector.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "chunkstore/container_summary_file.h"
+#include "core/engine/dedup_system.h"
+#include "core/engine/system_testutil.h"
+#include "core/base/testutil.h"
+
+namespace dedupv1 {
+
+// Every chunk-index entry's usage count equals the number of blocks whose
+// mapping names its fingerprint (the rule of core/engine/usage_counter.h), and every
+// referenced chunk has an entry. Also used by crash_test.cc.
+// |expect_entries|: fail if there was nothing to compare (a test that wrote data).
+void ExpectUsageMatchesRecount(DedupSystem* sys, bool expect_entries = true);
+
+namespace {
+
+constexpr uint64_t kVolumeSize = 24 << 20;
+constexpr size_t kContainerSize = 1 << 20;
+
+Options GcOptions(const std::string& dir) {
+  Options o;
+  o.data_dir = dir;
+  o.block_size = 64 << 10;
+  o.chunk_index.table.size_bytes = 32 << 20;
+  o.filters.bloom_expected_chunks = 1 << 18;
+  o.write_buffer_size = 16 << 20;
+  o.write_buffer_flush_delay_ms = 20;
+  o.chunk_store.container_size = kContainerSize;
+  o.chunk_store.commit_timeout_ms = 500;
+  o.volumes = {{"vol1", kVolumeSize}};
+  // Rounds run when a test says so: a stall of a few seconds on a loaded host
+  // must not start an idle round in the middle of one.
+  o.idle.period_ms = 3600 * 1000;
+  EXPECT_TRUE(o.Finish().ok());
+  return o;
+}
+
+uint64_t UsedBytes(DedupSystem* sys) {
+  uint64_t used = 0;
+  EXPECT_TRUE(sys->chunk_store()->UsedBytes(&used).ok());
+  return used;
+}
+
+}  // namespace
+
+void ExpectUsageMatchesRecount(DedupSystem* sys, bool expect_entries) {
+  std::map<Fingerprint, uint64_t> recount;
+  for (Volume* v : sys->volumes()) {
+    ASSERT_TRUE(sys->block_index()
+                    ->ForEachBlock(v->id(),
+                                   [&](uint64_t, const BlockMapping& m) {
+                                     std::set<Fingerprint> seen;
+                                     for (const auto& item : m.items()) {
+                                       if (!item.IsZero() && seen.insert(item.fp).second) recount[item.fp]++;
+                                     }
+                                     return true;
+                                   })
+                    .ok());
+  }
+  std::vector<Fingerprint> fps;
+  ASSERT_TRUE(sys->chunk_index()->ForEachFingerprint([&](const Fingerprint& fp) { fps.push_back(fp); }).ok());
+  size_t checked = 0;
+  for (const Fingerprint& fp : fps) {
+    ChunkIndexEntry e;
+    Status s = sys->chunk_index()->Lookup(fp, &e);
+    if (s.IsNotFound()) continue;  // erased; the table scan may still list it
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    auto it = recount.find(fp);
+    EXPECT_EQ(e.usage_count, it == recount.end() ? 0u : it->second) << fp.ToHex();
+    checked++;
+  }
+  for (const auto& [fp, n] : recount) {
+    ChunkIndexEntry e;
+    EXPECT_TRUE(sys->chunk_index()->Lookup(fp, &e).ok()) << "referenced chunk without entry " << fp.ToHex();
+  }
+  if (expect_entries) {
+    EXPECT_GT(checked, 0u);
+  }
+}
+
+namespace {
+
+void ExpectContent(Volume* v, const std::vector<uint8_t>& want) {
+  std::vector<uint8_t> got(want.size());
+  for (uint64_t off = 0; off < want.size(); off += 1 << 20) {
+    const uint64_t n = std::min<uint64_t>(1 << 20, want.size() - off);
+    ASSERT_TRUE(v->Read(off, n, got.data() + off).ok());
+  }
+  for (uint64_t off = 0; off < want.size(); off += 4096) {
+    ASSERT_EQ(0, std::memcmp(got.data() + off, want.data() + off, std::min<uint64_t>(4096, want.size() - off)))
+        << "at offset " << off;
+  }
+}
+
+// The test: overwrite a volume three times and unmap half of it;
+// after idle processing the stored bytes drop accordingly, the usage counts
+// check out and every read is correct (dedupv1_check's checker runs on the
+// same scenario in target/tools/gc_check_test.cc).
+TEST(GarbageCollectorTest, OverwriteThreeTimesAndUnmapHalfGivesTheSpaceBack) {
+  test::TempDir dir;
+  const Options o = GcOptions(dir.path());
+  std::vector<uint8_t> expected;
+  uint64_t used_after = 0;
+  uint64_t marks_kept = 0;  // garbage kept in containers at least half live
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    for (uint64_t generation = 0; generation < 4; generation++) {
+      expected = test::RandomBytes(kVolumeSize, 100 + generation);
+      ASSERT_TRUE(v->Write(0, kVolumeSize, expected.data(), false).ok());
+      ASSERT_TRUE(v->Sync().ok());
+    }
+    ASSERT_TRUE(v->Unmap(0, kVolumeSize / 2).ok());
+    std::fill(expected.begin(), expected.begin() + kVolumeSize / 2, 0);
+    ASSERT_TRUE(v->Sync().ok());
+    const uint64_t used_before = UsedBytes(sys.get());
+    // Four generations of incompressible data are stored.
+    EXPECT_GE(used_before, 4 * kVolumeSize);
+
+    ASSERT_TRUE(sys->RunGc().ok());  // what the idle checkpoint thread runs
+    used_after = UsedBytes(sys.get());
+    const GcStats st = sys->gc_stats();
+    EXPECT_EQ(st.runs, 1u) << "an idle round ran during the test? it would be harmless but unexpected";
+    EXPECT_GT(st.chunks_deleted, 0u);
+    EXPECT_GT(st.containers_deleted, 0u);
+    EXPECT_EQ(st.bytes_reclaimed, used_before - used_after);
+    EXPECT_FALSE(st.running);
+    // The bound: the live data is half the volume. Containers at least half
+    // live are kept with their garbage, but here garbage comes in whole
+    // generations, so only the containers at the unmap boundary and at the
+    // ends of generations hold any: live data + 4 containers.
+    const uint64_t live = kVolumeSize / 2;
+    EXPECT_GE(used_after, live);
+    EXPECT_LE(used_after, live + 4 * kContainerSize) << "before " << used_before;
+    EXPECT_GE(st.live_bytes, live);
+    ExpectContent(v, expected);
+    ExpectUsageMatchesRecount(sys.get());
+    // A second round finds nothing more to do.
+    ASSERT_TRUE(sys->RunGc().ok());
+    EXPECT_EQ(sys->gc_stats().chunks_deleted, st.chunks_deleted);
+    EXPECT_LE(UsedBytes(sys.get()), used_after);
+    used_after = UsedBytes(sys.get());
+    ASSERT_EQ(sys->gc_stats().rounds_deferred, 0u) << "the marks would wait for a later round";
+    EXPECT_EQ(sys->chunk_store()->stats().dead_marks_unpersisted, 0u);
+    marks_kept = sys->chunk_store()->stats().dead_chunks_marked;
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  EXPECT_EQ(UsedBytes(sys.get()), used_after);
+  // The first round after a start scans every container from the summaries
+  // taken at commit and after the marks (nothing is left to collect or
+  // merge): no container is read, not even its metadata.
+  ASSERT_TRUE(sys->RunGc().ok());
+  EXPECT_EQ(sys->chunk_store()->stats().container_reads, 0u);
+  EXPECT_EQ(sys->chunk_store()->stats().metadata_reads, 0u);
+  EXPECT_EQ(sys->gc_stats().containers_summarized, sys->gc_stats().containers_scanned);
+  EXPECT_EQ(UsedBytes(sys.get()), used_after);
+  // The garbage kept in containers at least half live was marked dead
+  // persistently, so every container holds as many chunks as index entries
+  // name it (merged ones through their old ids too): no container needs a
+  // chunk-by-chunk look and no garbage is found again.
+  EXPECT_EQ(sys->chunk_store()->stats().dead_marks_loaded, marks_kept);
+  EXPECT_GT(sys->gc_stats().containers_scanned, 4u);
+  EXPECT_EQ(sys->gc_stats().containers_looked_up, 0u);
+  EXPECT_EQ(sys->gc_stats().orphans_found, 0u);
+  ExpectContent(v, expected);
+  ExpectUsageMatchesRecount(sys.get());
+  // Writing the live half again deduplicates against the survivors.
+  const uint64_t stored = sys->chunk_store()->stats().bytes_stored;
+  ASSERT_TRUE(v->Write(kVolumeSize / 2, kVolumeSize / 2, expected.data() + kVolumeSize / 2, false).ok());
+  ASSERT_TRUE(v->Sync().ok());
+  EXPECT_LT(sys->chunk_store()->stats().bytes_stored - stored, kVolumeSize / 16);
+  ExpectContent(v, expected);
+}
+
+// Writes |a| at offset 0 of |v|, then |b| over it (each synced), and counts
+// the logged events: a's chunks that b does not share are at usage 0 after.
+void WriteThenOverwrite(DedupSystem* sys, Volume* v, const std::vector<uint8_t>& a,
+                        const std::vector<uint8_t>& b) {
+  ASSERT_TRUE(v->Write(0, a.size(), a.data(), false).ok());
+  ASSERT_TRUE(v->Sync().ok());
+  ASSERT_TRUE(v->Write(0, b.size(), b.data(), false).ok());
+  ASSERT_TRUE(v->Sync().ok());
+  ASSERT_TRUE(sys->Checkpoint().ok());
+}
+
+// Unmaps |length| bytes at |start| within every four blocks of |v| (of size
+// |bs|), over the first expected->size() bytes, and zeroes them in |expected|.
+void UnmapInEveryFourBlocks(Volume* v, uint64_t bs, uint64_t start, uint64_t length,
+                            std::vector<uint8_t>* expected) {
+  for (uint64_t off = start; off < expected->size(); off += 4 * bs) {
+    ASSERT_TRUE(v->Unmap(off, length).ok());
+    std::fill(expected->begin() + off, expected->begin() + off + length, 0);
+  }
+}
+
+// Hold and recheck: a chunk that reached usage 0 but is referenced again
+// before the GC round (the new mapping not counted yet) survives the round.
+TEST(GarbageCollectorTest, CandidateReferencedAgainBeforeTheRoundSurvives) {
+  test::TempDir dir;
+  const Options o = GcOptions(dir.path());
+  const std::vector<uint8_t> a = test::RandomBytes(2 << 20, 1);
+  const std::vector<uint8_t> b = test::RandomBytes(2 << 20, 2);
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    WriteThenOverwrite(sys.get(), v, a, b);  // a's chunks are at usage 0 now
+    ASSERT_FALSE(HasFatalFailure());
+    const uint64_t candidates = sys->gc_stats().candidates;
+    EXPECT_GT(candidates, 0u);
+    // a again, elsewhere: known to the chunk index, so only referenced.
+    const uint64_t new_before = sys->stats().chunks_new.load();
+    ASSERT_TRUE(v->Write(8 << 20, a.size(), a.data(), false).ok());
+    ASSERT_TRUE(v->Sync().ok());
+    EXPECT_EQ(sys->stats().chunks_new.load(), new_before) << "a was stored again, the test proves nothing";
+    ASSERT_TRUE(sys->RunGc().ok());
+    const GcStats st = sys->gc_stats();
+    EXPECT_GE(st.chunks_survived, candidates);
+    EXPECT_EQ(st.chunks_deleted, 0u);
+    std::vector<uint8_t> got(a.size());
+    ASSERT_TRUE(v->Read(8 << 20, got.size(), got.data()).ok());
+    EXPECT_EQ(got, a);
+    ExpectUsageMatchesRecount(sys.get());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  std::vector<uint8_t> got(a.size());
+  ASSERT_TRUE(v->Read(8 << 20, got.size(), got.data()).ok());
+  EXPECT_EQ(got, a);
+  ASSERT_TRUE(v->Read(0, got.size(), got.data()).ok());
+  EXPECT_EQ(got, b);
+}
+
+// Garbage kept in containers that stay at least half live is remembered
+// across a restart (the dead marks are persisted once the round's erasures
+// are): the first round after the start looks no chunk up and finds nothing
+// again; when more of those containers dies later, merges leave the old
+// garbage out.
+TEST(GarbageCollectorTest, GarbageKeptInHalfLiveContainersIsRememberedAcrossARestart) {
+  test::TempDir dir;
+  const Options o = GcOptions(dir.path());
+  const uint64_t bs = o.block_size;
+  const std::vector<uint8_t> data = test::RandomBytes(8 << 20, 21);
+  std::vector<uint8_t> expected = data;
+  uint64_t marks = 0;
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(v->Sync().ok());
+    // One block in four: every container keeps three quarters.
+    ASSERT_NO_FATAL_FAILURE(UnmapInEveryFourBlocks(v, bs, 0, bs, &expected));
+    ASSERT_TRUE(v->Sync().ok());
+    ASSERT_TRUE(sys->RunGc().ok());
+    const GcStats st = sys->gc_stats();
+    EXPECT_GT(st.chunks_deleted, 0u);
+    EXPECT_EQ(st.containers_merged, 0u);
+    ASSERT_EQ(st.rounds_deferred, 0u) << "the marks would wait for a later round";
+    marks = sys->chunk_store()->stats().dead_chunks_marked;
+    EXPECT_EQ(marks, st.chunks_deleted);
+    EXPECT_EQ(sys->chunk_store()->stats().dead_marks_unpersisted, 0u);
+    ExpectContent(v, expected);
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    EXPECT_EQ(sys->chunk_store()->stats().dead_marks_loaded, marks);
+    ASSERT_TRUE(sys->RunGc().ok());
+    const GcStats st = sys->gc_stats();
+    EXPECT_GT(st.containers_scanned, 4u);
+    EXPECT_EQ(st.containers_looked_up, 0u);
+    // The summaries taken after the marks (the round's recount) fit them: no
+    // container's metadata is read either.
+    EXPECT_EQ(st.containers_summarized, st.containers_scanned);
+    EXPECT_EQ(sys->chunk_store()->stats().metadata_reads, 0u);
+    EXPECT_EQ(st.orphans_found, 0u);
+    EXPECT_EQ(st.chunks_deleted, 0u);
+    ExpectContent(v, expected);
+    ExpectUsageMatchesRecount(sys.get());
+    // Now one and a half blocks more in four: the containers fall below half
+    // and are merged, without the garbage of the first round.
+    const uint64_t before = UsedBytes(sys.get());
+    ASSERT_NO_FATAL_FAILURE(UnmapInEveryFourBlocks(v, bs, 2 * bs, bs + bs / 2, &expected));
+    ASSERT_TRUE(v->Sync().ok());
+    ASSERT_TRUE(sys->RunGc().ok());
+    EXPECT_GT(sys->gc_stats().containers_merged, 1u);
+    EXPECT_LT(UsedBytes(sys.get()), before * 3 / 4);
+    ExpectContent(v, expected);
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  ExpectContent(v, expected);
+  ExpectUsageMatchesRecount(sys.get());
+  ASSERT_TRUE(sys->RunGc().ok());
+  EXPECT_EQ(sys->gc_stats().containers_looked_up, 0u);
+  ExpectContent(v, expected);
+}
+
+// The first round after a start judges containers whose chunks all have an
+// index entry from the summaries recorded at commit, without reading their
+// metadata. Summaries lost (file deleted or damaged) are learned again from
+// the metadata by the next full scan.
+TEST(GarbageCollectorTest, FirstRoundAfterAStartReadsNoMetadataOfAllLiveContainers) {
+  test::TempDir dir;
+  const Options o = GcOptions(dir.path());
+  const std::vector<uint8_t> data = test::RandomBytes(8 << 20, 31);
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(v->Sync().ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  const std::string file = JoinPath(o.chunk_store.dir, kContainerSummaryFileName);
+  // |summarized|: how many of the scanned containers the round judged by summary.
+  auto restart_round = [&](const char* what, bool all_summarized) {
+    SCOPED_TRACE(what);
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    ASSERT_TRUE(sys->RunGc().ok());
+    const GcStats st = sys->gc_stats();
+    EXPECT_GT(st.containers_scanned, 4u);
+    EXPECT_EQ(st.containers_looked_up, 0u);
+    if (all_summarized) {
+      EXPECT_EQ(st.containers_summarized, st.containers_scanned);
+      EXPECT_EQ(sys->chunk_store()->stats().metadata_reads, 0u);
+    } else {
+      EXPECT_LT(st.containers_summarized, st.containers_scanned);
+      EXPECT_GT(sys->chunk_store()->stats().metadata_reads, 0u);
+    }
+    ExpectContent(v, data);
+    ASSERT_TRUE(sys->Close().ok());
+  };
+  ASSERT_NO_FATAL_FAILURE(restart_round("summaries recorded at commit", true));
+  ASSERT_TRUE(Env::Default()->DeleteFile(file).ok());
+  ASSERT_NO_FATAL_FAILURE(restart_round("file deleted", false));
+  ASSERT_NO_FATAL_FAILURE(restart_round("learned again from the metadata", true));
+  std::string bytes;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), file, &bytes).ok());
+  ASSERT_GE(bytes.size(), 2 * ContainerSummaryFile::kRecordSize);
+  bytes[ContainerSummaryFile::kRecordSize + 3] ^= 0x40;  // the second record's id
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), file, bytes).ok());
+  ASSERT_NO_FATAL_FAILURE(restart_round("one record damaged", false));
+  ASSERT_NO_FATAL_FAILURE(restart_round("learned again", true));
+}
+
+// Merged containers answer to their old ids through the engine, also after a
+// reopen: nothing in the chunk index or the block index is rewritten.
+TEST(GarbageCollectorTest, MergeKeepsOldIdsReadable) {
+  test::TempDir dir;
+  const Options o = GcOptions(dir.path());
+  // Interleave two files block by block, so every container holds both; then
+  // overwrite one of them: every container is about half garbage.
+  const uint64_t bs = o.block_size;
+  std::vector<uint8_t> data = test::RandomBytes(8 << 20, 5);
+  std::vector<uint8_t> expected = data;
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(v->Sync().ok());
+    // Unmap every other pair of blocks: 50% of each container is garbage,
+    // then a bit more so they fall below half.
+    ASSERT_NO_FATAL_FAILURE(UnmapInEveryFourBlocks(v, bs, 0, 2 * bs + bs / 2, &expected));
+    ASSERT_TRUE(v->Sync().ok());
+    const uint64_t before = UsedBytes(sys.get());
+    ASSERT_TRUE(sys->RunGc().ok());
+    const GcStats st = sys->gc_stats();
+    EXPECT_GT(st.containers_merged, 1u);
+    EXPECT_GT(st.containers_written, 0u);
+    EXPECT_LT(st.containers_written, st.containers_merged);
+    EXPECT_LT(UsedBytes(sys.get()), before * 6 / 10);
+    ExpectContent(v, expected);
+    ExpectUsageMatchesRecount(sys.get());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  ExpectContent(v, std::vector<uint8_t>(expected.begin(), expected.end()));
+  ExpectUsageMatchesRecount(sys.get());
+  // The full scan counts the entries naming the old ids for the merged
+  // containers: none needs a chunk-by-chunk look, and the merged containers'
+  // summaries spare reading their metadata. (The reads above read some.)
+  const uint64_t metadata_reads = sys->chunk_store()->stats().metadata_reads;
+  ASSERT_TRUE(sys->RunGc().ok());
+  EXPECT_GT(sys->gc_stats().containers_scanned, 0u);
+  EXPECT_EQ(sys->gc_stats().containers_looked_up, 0u);
+  EXPECT_EQ(sys->gc_stats().containers_summarized, sys->gc_stats().containers_scanned);
+  EXPECT_EQ(sys->chunk_store()->stats().metadata_reads, metadata_reads);
+  ExpectContent(v, std::vector<uint8_t>(expected.begin(), expected.end()));
+}
+
+// A round interrupted after its erasures reached the chunk index (step 4)
+// but before it deleted or merged anything leaves chunks without an entry.
+// The full scan after the restart finds their containers (fewer entries than
+// chunks), confirms the orphans and gives the space back; the other chunks
+// at usage 0 are found by the index pass.
+TEST(GarbageCollectorTest, FullScanAfterRestartFindsOrphansAndCandidates) {
+  test::TempDir dir;
+  const Options o = GcOptions(dir.path());
+  const std::vector<uint8_t> a = test::RandomBytes(3 << 20, 11);
+  const std::vector<uint8_t> b = test::RandomBytes(3 << 20, 12);
+  uint64_t used_with_a = 0;
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    WriteThenOverwrite(sys.get(), v, a, b);  // a's chunks are at usage 0 now
+    ASSERT_FALSE(HasFatalFailure());
+    std::vector<Fingerprint> unused;
+    ASSERT_TRUE(sys->chunk_index()
+                    ->ForEachEntry([&](const Fingerprint& fp, const ChunkIndexEntry& e) {
+                      if (e.usage_count == 0) unused.push_back(fp);
+                    })
+                    .ok());
+    ASSERT_GT(unused.size(), 2u);
+    // What the interrupted round did: two of them erased, persistently.
+    ASSERT_TRUE(sys->chunk_index()->Erase(unused[0]).ok());
+    ASSERT_TRUE(sys->chunk_index()->Erase(unused[1]).ok());
+    ASSERT_TRUE(sys->chunk_index()->Flush().ok());
+    used_with_a = UsedBytes(sys.get());
+    EXPECT_EQ(sys->gc_stats().runs, 0u);
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  ASSERT_TRUE(sys->RunGc().ok());
+  const GcStats st = sys->gc_stats();
+  EXPECT_EQ(st.orphans_found, 2u);
+  EXPECT_GT(st.chunks_deleted, 0u);  // the rest of a, candidates again after the restart
+  EXPECT_GE(st.containers_looked_up, 1u);
+  EXPECT_LT(st.containers_looked_up, st.containers_scanned) << "b's containers need no lookups";
+  // a's containers held only a: all of it is given back.
+  EXPECT_LE(UsedBytes(sys.get()), used_with_a - a.size());
+  ExpectContent(v, b);
+  ExpectUsageMatchesRecount(sys.get());
+}
+
+// Idle processing: after writes stop, the checkpoint thread's quiet-period
+// checkpoint is followed by a GC round without anyone asking.
+TEST(GarbageCollectorTest, IdleProcessingCollectsWithoutBeingAsked) {
+  test::TempDir dir;
+  Options o = GcOptions(dir.path());
+  o.idle.period_ms = 2000;
+  ASSERT_TRUE(o.Finish().ok());
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  std::vector<uint8_t> data;
+  for (uint64_t generation = 0; generation < 2; generation++) {
+    data = test::RandomBytes(8 << 20, 300 + generation);
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(v->Sync().ok());
+  }
+  const uint64_t before = UsedBytes(sys.get());
+  // The idle round comes about 2 s after the last write; poll for it. (A
+  // stall between the generations may start an earlier round that finds
+  // nothing yet; idle ticks run rounds while there is work.)
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  GcStats st;
+  for (;;) {
+    st = sys->gc_stats();
+    if (st.chunks_deleted > 0 && !st.running) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no idle GC round within 60 s";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(st.failed_runs, 0u) << st.last_error;
+  EXPECT_GT(st.chunks_deleted, 0u);
+  EXPECT_LT(UsedBytes(sys.get()), before * 6 / 10);
+  std::vector<uint8_t> got(data.size());
+  ASSERT_TRUE(v->Read(0, got.size(), got.data()).ok());
+  EXPECT_EQ(got, data);
+}
+
+// Rounds running back to back while writers overwrite slots with contents
+// that come and go (so chunks drop to 0 and are referenced again while they
+// are candidates): every slot reads its last version, the counts match.
+TEST(GarbageCollectorTest, RoundsDuringConcurrentOverwritesLoseNothing) {
+  test::TempDir dir;
+  const Options o = GcOptions(dir.path());
+  constexpr uint64_t kSlot = 192 << 10;  // three blocks
+  constexpr uint64_t kSlots = 64;
+  constexpr int kWriters = 2;
+  auto content = [](uint64_t slot, uint64_t version) {
+    return test::RandomBytes(kSlot, slot * 1000 + version % 4);  // four contents per slot, recurring
+  };
+  std::vector<uint64_t> last(kSlots, 0);
+  {
+    auto sys = test::OpenSystemOrDie(o);
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    std::atomic<bool> stop{false};
+    std::atomic<int> errors{0};
+    std::atomic<uint64_t> rounds{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kWriters; t++) {
+      threads.emplace_back([&, t] {
+        std::mt19937_64 rng(t + 1);
+        // At least 300 writes each, and on until two rounds ran during them
+        // (a slow host may need more; bounded).
+        for (int i = 0; (i < 300 || rounds < 2) && i < 20000 && errors == 0; i++) {
+          const uint64_t slot = t + kWriters * (rng() % (kSlots / kWriters));  // disjoint slots per writer
+          const uint64_t version = last[slot] + 1 + rng() % 3;
+          auto data = content(slot, version);
+          if (!v->Write(slot * kSlot, kSlot, data.data(), false).ok()) errors++;
+          last[slot] = version;
+          if (rng() % 10 == 0 && !v->Sync().ok()) errors++;
+          if (rng() % 8 == 0) {
+            // Unmap and write the same content again: its chunks lose their
+            // last reference and get it back, maybe around a round.
+            if (!v->Unmap(slot * kSlot, kSlot).ok()) errors++;
+            if (!v->Sync().ok()) errors++;
+            if (!v->Write(slot * kSlot, kSlot, data.data(), false).ok()) errors++;
+          }
+        }
+      });
+    }
+    std::thread gc([&] {
+      while (!stop) {
+        if (!sys->RunGc().ok()) errors++;
+        rounds++;
+      }
+    });
+    for (auto& t : threads) t.join();
+    stop = true;
+    gc.join();
+    ASSERT_EQ(errors.load(), 0);
+    EXPECT_GE(rounds, 2u);
+    ASSERT_TRUE(v->Sync().ok());
+    ASSERT_TRUE(sys->RunGc().ok());
+    EXPECT_GT(sys->gc_stats().chunks_deleted, 0u);
+    std::fprintf(stderr, "rounds %llu, chunks deleted %llu, survived the recheck %llu\n", (unsigned long long)rounds.load(),
+                 (unsigned long long)sys->gc_stats().chunks_deleted, (unsigned long long)sys->gc_stats().chunks_survived);
+    std::vector<uint8_t> got(kSlot);
+    for (uint64_t slot = 0; slot < kSlots; slot++) {
+      ASSERT_TRUE(v->Read(slot * kSlot, kSlot, got.data()).ok());
+      if (last[slot] == 0) continue;
+      ASSERT_TRUE(got == content(slot, last[slot])) << "slot " << slot;
+    }
+    ExpectUsageMatchesRecount(sys.get());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  std::vector<uint8_t> got(kSlot);
+  for (uint64_t slot = 0; slot < kSlots; slot++) {
+    if (last[slot] == 0) continue;
+    ASSERT_TRUE(v->Read(slot * kSlot, kSlot, got.data()).ok());
+    ASSERT_TRUE(got == content(slot, last[slot])) << "slot " << slot << " after reopen";
+  }
+  ExpectUsageMatchesRecount(sys.get());
+}
+
+// A running round tells what it does (the monitor's /gc shows it): every
+// look at the stats during rounds sees a known phase and a scan progress
+// that does not run past its total; after the round the phase is cleared.
+TEST(GarbageCollectorTest, RunningRoundReportsItsPhaseAndProgress) {
+  test::TempDir dir;
+  const Options o = GcOptions(dir.path());
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  const std::vector<uint8_t> data = test::RandomBytes(16 << 20, 21);
+  ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+  ASSERT_TRUE(v->Sync().ok());
+  const std::set<std::string> phases = {"checkpoint", "index pass", "scan", "recheck", "persist", "space"};
+  std::atomic<bool> stop{false};
+  std::set<std::string> seen;
+  std::string bad;
+  std::thread watcher([&] {
+    while (!stop.load()) {
+      const GcStats st = sys->gc_stats();
+      if (!st.running) continue;
+      if (phases.count(st.phase) == 0) bad = "unknown phase '" + st.phase + "'";
+      if (st.scan_containers_done > st.scan_containers_total) bad = "scan progress past its total";
+      seen.insert(st.phase);
+    }
+  });
+  for (int round = 0; round < 40 && seen.count("scan") == 0; round++) {
+    // Each round has work: 4 MiB overwritten since the last one.
+    ASSERT_TRUE(v->Write(0, 4 << 20, test::RandomBytes(4 << 20, 100 + round).data(), false).ok());
+    ASSERT_TRUE(v->Sync().ok());
+    ASSERT_TRUE(sys->RunGc().ok());
+  }
+  stop = true;
+  watcher.join();
+  EXPECT_EQ(bad, "");
+  EXPECT_GT(seen.count("scan") + seen.count("checkpoint"), 0u) << "no running round was ever observed";
+  const GcStats after = sys->gc_stats();
+  EXPECT_FALSE(after.running);
+  EXPECT_EQ(after.phase, "");
+}
+
+}  // namespace
+}  // namespace dedupv1

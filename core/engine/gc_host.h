@@ -1,0 +1,50 @@
+// GcHost is what a garbage collection round (core/engine/garbage_collector.h) needs
+// of the engine, and nothing more. DedupSystem implements it.
+//
+// Locks a round takes through it, in this order (see core/engine/write_pipeline.h
+// for the write path's side):
+//   - Checkpoint() takes the checkpoint lock, then the mapping lock
+//     exclusively for a moment; a round calls it holding no other lock.
+//   - gc_barrier(), exclusively: from counting every logged event until the
+//     garbage is marked dead. No dedup run is then between its filter-chain
+//     decision and its mappings being logged. Inside it the round calls
+//     Persist() and takes fingerprint locks (one at a time) from
+//     fingerprint_locks(), then OnChunksMarkedDead().
+// The stores, the log and the usage counter lock themselves.
+#pragma once
+
+#include "core/engine/block_locks.h"
+#include "core/engine/gc_barrier.h"
+#include "core/base/status.h"
+
+namespace dedupv1 {
+
+class ChunkIndex;
+class ChunkStore;
+class OperationsLog;
+class UsageCounter;
+
+class GcHost {
+ public:
+  virtual ~GcHost() = default;
+
+  virtual ChunkStore* chunk_store() = 0;
+  virtual ChunkIndex* chunk_index() = 0;
+  virtual OperationsLog* log() = 0;
+  // The usage counts of the logged mapping events and the GC candidates.
+  // Null only while the system opens.
+  virtual UsageCounter* usage() = 0;
+
+  // Usage counts catch up with the logged events, the indexes are written
+  // back and the log is trimmed (DedupSystem::Checkpoint).
+  virtual Status Checkpoint() = 0;
+  // Commits open containers and syncs the log (what a sync makes durable).
+  virtual Status Persist() = 0;
+
+  virtual GcBarrier* gc_barrier() = 0;
+  virtual FingerprintLocks* fingerprint_locks() = 0;
+  // Chunks were marked dead: filters that cache where chunks are forget it.
+  virtual void OnChunksMarkedDead() = 0;
+};
+
+}  // namespace dedupv1

@@ -1,0 +1,356 @@
+#include "core/engine/options.h"
+
+#include "core/base/chunker_registry.h"
+#include "filters/filter_registry.h"
+
+#include <cctype>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "chunkstore/storage_backend_registry.h"
+
+namespace dedupv1 {
+namespace {
+
+bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+template <typename T>
+Status SizeInto(const std::string& v, T* out) {
+  uint64_t x;
+  DEDUPV1_RETURN_IF_ERROR(ParseSize(v, &x));
+  *out = static_cast<T>(x);
+  return Status::OK();
+}
+
+}  // namespace
+
+Options::Options() {
+  chunk_store.writer_threads = 4;  // a 4 MiB container commit waits ~30 ms for fdatasync
+  chunk_index.table.size_bytes = 1ULL << 30;
+  chunk_store.fp_type = fingerprint;
+  block_index.block_size = block_size;
+}
+
+// The table of keys. Each setter parses one value into the options.
+// long-function: one table row per config key (data, not logic); splitting it
+// would scatter the keys that docs/configuration.md lists in one place.
+const ConfigKeyTable<Options>& Options::KeyTable() {
+  static const ConfigKeyTable<Options> table = {
+      {"data-dir", [](const std::string& v, Options* o) {
+         if (v.empty()) return Status::InvalidArgument("data-dir must not be empty");
+         o->data_dir = v;
+         return Status::OK();
+       }},
+      {"block-size", [](const std::string& v, Options* o) {
+         uint64_t x;
+         DEDUPV1_RETURN_IF_ERROR(ParseSize(v, &x));
+         if (x < 4096 || x > (16 << 20) || !IsPowerOfTwo(x)) {
+           return Status::InvalidArgument("block-size must be a power of two from 4K to 16M, got " + v);
+         }
+         o->block_size = static_cast<uint32_t>(x);
+         return Status::OK();
+       }},
+      {"fingerprint", [](const std::string& v, Options* o) { return ParseFingerprintType(v, &o->fingerprint); }},
+      {"chunking", [](const std::string& v, Options* o) {
+         if (FindChunker(v) == nullptr) {
+           std::string known;
+           for (const auto& n : ChunkerNames()) known += (known.empty() ? "" : " or ") + n;
+           return Status::InvalidArgument("chunking must be " + known + ", got '" + v + "'");
+         }
+         o->chunking.name = v;
+         return Status::OK();
+       }},
+      {"chunking.min-size", [](const std::string& v, Options* o) { return SizeInto(v, &o->chunking.min_size); }},
+      {"chunking.avg-size", [](const std::string& v, Options* o) { return SizeInto(v, &o->chunking.avg_size); }},
+      {"chunking.max-size", [](const std::string& v, Options* o) { return SizeInto(v, &o->chunking.max_size); }},
+      {"filter-chain", [](const std::string& v, Options* o) {
+         auto names = SplitConfigList(v);
+         DEDUPV1_RETURN_IF_ERROR(CheckFilterNames(names));
+         o->filter_chain = names;
+         return Status::OK();
+       }},
+      {"bloom.expected-chunks", [](const std::string& v, Options* o) {
+         return SizeInto(v, &o->filters.bloom_expected_chunks);
+       }},
+      {"bloom.false-positive-rate", [](const std::string& v, Options* o) {
+         DEDUPV1_RETURN_IF_ERROR(ParseDouble(v, &o->filters.bloom_false_positive_rate));
+         if (o->filters.bloom_false_positive_rate <= 0 || o->filters.bloom_false_positive_rate >= 0.5) {
+           return Status::InvalidArgument("bloom.false-positive-rate must be between 0 and 0.5, got " + v);
+         }
+         return Status::OK();
+       }},
+      {"container-cache.containers", [](const std::string& v, Options* o) {
+         return SizeInto(v, &o->filters.container_cache_containers);
+       }},
+      {"container.size", [](const std::string& v, Options* o) {
+         uint64_t x;
+         DEDUPV1_RETURN_IF_ERROR(ParseSize(v, &x));
+         if (x < (64 << 10) || x > (256 << 20)) {
+           return Status::InvalidArgument("container.size must be from 64K to 256M, got " + v);
+         }
+         o->chunk_store.container_size = x;
+         return Status::OK();
+       }},
+      {"container.compression", [](const std::string& v, Options* o) {
+         return ParseCompression(v, &o->chunk_store.compression);
+       }},
+      {"container.open-count", [](const std::string& v, Options* o) {
+         uint64_t x;
+         DEDUPV1_RETURN_IF_ERROR(ParseUint(v, &x));
+         if (x < 1 || x > 64) return Status::InvalidArgument("container.open-count must be 1..64, got " + v);
+         o->chunk_store.open_containers = static_cast<int>(x);
+         return Status::OK();
+       }},
+      {"container.writer-threads", [](const std::string& v, Options* o) {
+         uint64_t x;
+         DEDUPV1_RETURN_IF_ERROR(ParseUint(v, &x));
+         if (x < 1 || x > 32) return Status::InvalidArgument("container.writer-threads must be 1..32, got " + v);
+         o->chunk_store.writer_threads = static_cast<int>(x);
+         return Status::OK();
+       }},
+      {"container.commit-timeout", [](const std::string& v, Options* o) {
+         return ParseDurationMs(v, &o->chunk_store.commit_timeout_ms);
+       }},
+      {"container.read-cache", [](const std::string& v, Options* o) {
+         uint64_t x;
+         DEDUPV1_RETURN_IF_ERROR(ParseUint(v, &x));
+         o->chunk_store.read_cache_containers = x;
+         return Status::OK();
+       }},
+      {"container.backend", [](const std::string& v, Options* o) {
+         if (!IsStorageBackend(v)) {
+           return Status::InvalidArgument("unknown backend '" + v + "' (known: " + StorageBackendNameList() + ")");
+         }
+         o->chunk_store.backend = v;
+         return Status::OK();
+       }},
+      {"container.dir", [](const std::string& v, Options* o) {
+         o->chunk_store.dir = v;
+         o->chunk_store_dir_set_ = true;
+         return Status::OK();
+       }},
+      {"chunk-index.path", [](const std::string& v, Options* o) {
+         o->chunk_index.table.path = v;
+         o->chunk_index_path_set_ = true;
+         return Status::OK();
+       }},
+      {"chunk-index.size", [](const std::string& v, Options* o) { return ParseSize(v, &o->chunk_index.table.size_bytes); }},
+      {"chunk-index.page-size", [](const std::string& v, Options* o) {
+         uint64_t x;
+         DEDUPV1_RETURN_IF_ERROR(ParseSize(v, &x));
+         if (x < 512 || x > (64 << 10) || !IsPowerOfTwo(x)) {
+           return Status::InvalidArgument("chunk-index.page-size must be a power of two from 512 to 64K, got " + v);
+         }
+         o->chunk_index.table.page_size = x;
+         return Status::OK();
+       }},
+      {"chunk-index.max-fill", [](const std::string& v, Options* o) {
+         DEDUPV1_RETURN_IF_ERROR(ParseDouble(v, &o->chunk_index.table.max_fill));
+         if (o->chunk_index.table.max_fill <= 0 || o->chunk_index.table.max_fill > 0.95) {
+           return Status::InvalidArgument("chunk-index.max-fill must be in (0, 0.95], got " + v);
+         }
+         return Status::OK();
+       }},
+      {"chunk-index.aux-soft-limit", [](const std::string& v, Options* o) { return ParseSize(v, &o->chunk_index.aux_soft_limit); }},
+      {"chunk-index.aux-hard-limit", [](const std::string& v, Options* o) { return ParseSize(v, &o->chunk_index.aux_hard_limit); }},
+      {"block-index.backend", [](const std::string& v, Options* o) { return ParseKvBackend(v, &o->block_index.backend); }},
+      {"block-index.path", [](const std::string& v, Options* o) {
+         o->block_index.path = v;
+         o->block_index_path_set_ = true;
+         return Status::OK();
+       }},
+      {"block-index.aux-soft-limit", [](const std::string& v, Options* o) { return ParseSize(v, &o->block_index.aux_soft_limit); }},
+      {"block-index.aux-hard-limit", [](const std::string& v, Options* o) { return ParseSize(v, &o->block_index.aux_hard_limit); }},
+      {"write-buffer.size", [](const std::string& v, Options* o) { return ParseSize(v, &o->write_buffer_size); }},
+      {"write-buffer.flush-delay", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->write_buffer_flush_delay_ms); }},
+      {"dedup.threads", [](const std::string& v, Options* o) {
+         uint64_t x;
+         DEDUPV1_RETURN_IF_ERROR(ParseUint(v, &x));
+         if (x < 1 || x > 64) return Status::InvalidArgument("dedup.threads must be 1..64, got " + v);
+         o->dedup_threads = static_cast<int>(x);
+         return Status::OK();
+       }},
+      {"idle.throughput-threshold", [](const std::string& v, Options* o) { return ParseSize(v, &o->idle.throughput_threshold); }},
+      {"idle.period", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.period_ms); }},
+      {"idle.latency-threshold", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.latency_threshold_ms); }},
+      {"idle.window", [](const std::string& v, Options* o) {
+         DEDUPV1_RETURN_IF_ERROR(ParseDurationMs(v, &o->idle.window_ms));
+         if (o->idle.window_ms == 0) return Status::InvalidArgument("idle.window must be above 0, got " + v);
+         return Status::OK();
+       }},
+      {"log.path", [](const std::string& v, Options* o) {
+         o->log.path = v;
+         o->log_path_set_ = true;
+         return Status::OK();
+       }},
+      {"log.size", [](const std::string& v, Options* o) {
+         DEDUPV1_RETURN_IF_ERROR(ParseSize(v, &o->log.size_bytes));
+         if (o->log.size_bytes < (1 << 20)) return Status::InvalidArgument("log.size must be at least 1M, got " + v);
+         return Status::OK();
+       }},
+      {"log.soft-limit", [](const std::string& v, Options* o) {
+         DEDUPV1_RETURN_IF_ERROR(ParseDouble(v, &o->log.soft_limit));
+         if (o->log.soft_limit <= 0 || o->log.soft_limit >= 1) return Status::InvalidArgument("log.soft-limit must be in (0, 1), got " + v);
+         return Status::OK();
+       }},
+      {"log.hard-limit", [](const std::string& v, Options* o) {
+         DEDUPV1_RETURN_IF_ERROR(ParseDouble(v, &o->log.hard_limit));
+         if (o->log.hard_limit <= 0 || o->log.hard_limit >= 1) return Status::InvalidArgument("log.hard-limit must be in (0, 1), got " + v);
+         return Status::OK();
+       }},
+      {"volume", [](const std::string& v, Options* o) {
+         auto parts = SplitConfigList(v);
+         if (parts.size() != 2) {
+           return Status::InvalidArgument("volume must be 'NAME SIZE' (e.g. 'volume = backup1 100G'), got '" + v + "'");
+         }
+         for (char c : parts[0]) {
+           if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+             return Status::InvalidArgument("volume name '" + parts[0] + "' may only use letters, digits, '-', '_' and '.'");
+           }
+         }
+         VolumeOptions vol;
+         vol.name = parts[0];
+         DEDUPV1_RETURN_IF_ERROR(ParseSize(parts[1], &vol.size));
+         if (vol.size == 0 || vol.size % 512 != 0) {
+           return Status::InvalidArgument("volume " + vol.name + ": size must be a non-zero multiple of 512 bytes, got " + parts[1]);
+         }
+         for (const auto& other : o->volumes) {
+           if (other.name == vol.name) return Status::InvalidArgument("volume " + vol.name + " is declared twice");
+         }
+         o->volumes.push_back(vol);
+         return Status::OK();
+       }},
+  };
+  return table;
+}
+
+std::vector<std::string> Options::Keys() { return ConfigKeys(KeyTable()); }
+
+bool Options::IsKeyOfLayerAbove(const std::string& key) {
+  return key.rfind("target.", 0) == 0 || key.rfind("monitor.", 0) == 0;
+}
+
+Status Options::FromConfig(const Config& config, Options* options) {
+  Options o;
+  for (const auto& e : config.entries()) {
+    bool owned = false;
+    DEDUPV1_RETURN_IF_ERROR(ApplyConfigEntry(KeyTable(), config, e, &o, &owned));
+    if (!owned && !IsKeyOfLayerAbove(e.key)) return UnknownConfigKey(config, e);
+  }
+  Status s = o.Finish();
+  if (!s.ok()) return ConfigFileError(config, s);
+  *options = o;
+  return Status::OK();
+}
+
+Status Options::Finish() {
+  std::unique_ptr<Chunker> probe;
+  Status s = Chunker::Create(chunking, &probe);
+  if (!s.ok()) {
+    // The chunker names its fields (min_size); the user knows the config keys.
+    std::string msg = s.message();
+    const std::pair<const char*, const char*> names[] = {{"min_size", "chunking.min-size"},
+                                                         {"avg_size", "chunking.avg-size"},
+                                                         {"max_size", "chunking.max-size"}};
+    for (const auto& [field, key] : names) {
+      for (size_t at = msg.find(field); at != std::string::npos; at = msg.find(field, at + 1)) {
+        msg.replace(at, std::strlen(field), key);
+      }
+    }
+    return Status::InvalidArgument(msg);
+  }
+  if (chunking.max_size * 2 > chunk_store.container_size) {
+    return Status::InvalidArgument("chunking.max-size (" + std::to_string(chunking.max_size) +
+                                   ") must be at most half of container.size (" +
+                                   std::to_string(chunk_store.container_size) + ")");
+  }
+  DEDUPV1_RETURN_IF_ERROR(CheckRequiredFilters(filter_chain));
+  if (chunk_index.aux_soft_limit > chunk_index.aux_hard_limit) {
+    return Status::InvalidArgument("chunk-index.aux-soft-limit is above chunk-index.aux-hard-limit");
+  }
+  if (log.soft_limit >= log.hard_limit) {
+    return Status::InvalidArgument("log.soft-limit must be below log.hard-limit");
+  }
+  if (block_index.aux_soft_limit > block_index.aux_hard_limit) {
+    return Status::InvalidArgument("block-index.aux-soft-limit is above block-index.aux-hard-limit");
+  }
+  if (write_buffer_size < 4ULL * block_size) {
+    return Status::InvalidArgument("write-buffer.size must hold at least 4 blocks (" +
+                                   std::to_string(4ULL * block_size) + " bytes)");
+  }
+  uint64_t pages = chunk_index.table.size_bytes / chunk_index.table.page_size;
+  if (pages < 2) return Status::InvalidArgument("chunk-index.size must hold at least two pages");
+  chunk_store.fp_type = fingerprint;
+  chunk_index.table.key_size = FingerprintSize(fingerprint);
+  block_index.block_size = block_size;
+  auto resolve = [this](const std::string& p, bool set, const char* def) {
+    if (!set) return JoinPath(data_dir, def);
+    return JoinPath(data_dir, p);  // absolute paths are kept as they are
+  };
+  chunk_store.dir = resolve(chunk_store.dir, chunk_store_dir_set_, "containers");
+  chunk_index.table.path = resolve(chunk_index.table.path, chunk_index_path_set_, "chunk-index");
+  block_index.path = resolve(block_index.path, block_index_path_set_,
+                             block_index.backend == KvBackend::kLevelDb ? "block-index.leveldb"
+                                                                        : "block-index.tcb");
+  log.path = resolve(log.path, log_path_set_, "log");
+  chunk_store_dir_set_ = chunk_index_path_set_ = block_index_path_set_ = log_path_set_ = true;
+  return Status::OK();
+}
+
+std::string Options::ToString() const { return SettingsToString() + VolumesToString(); }
+
+std::string Options::SettingsToString() const {
+  std::ostringstream o;
+  o << "data-dir = " << data_dir << "\n"
+    << "block-size = " << block_size << "\n"
+    << "fingerprint = " << FingerprintTypeName(fingerprint) << "\n"
+    << "chunking = " << chunking.name << "\n"
+    << "chunking.min-size = " << chunking.min_size << "\n"
+    << "chunking.avg-size = " << chunking.avg_size << "\n"
+    << "chunking.max-size = " << chunking.max_size << "\n";
+  o << "filter-chain = ";
+  for (size_t i = 0; i < filter_chain.size(); i++) o << (i ? "," : "") << filter_chain[i];
+  o << "\n"
+    << "bloom.expected-chunks = " << filters.bloom_expected_chunks << "\n"
+    << "bloom.false-positive-rate = " << filters.bloom_false_positive_rate << "\n"
+    << "container-cache.containers = " << filters.container_cache_containers << "\n"
+    << "container.size = " << chunk_store.container_size << "\n"
+    << "container.compression = " << CompressionName(chunk_store.compression) << "\n"
+    << "container.open-count = " << chunk_store.open_containers << "\n"
+    << "container.writer-threads = " << chunk_store.writer_threads << "\n"
+    << "container.commit-timeout = " << chunk_store.commit_timeout_ms << "ms\n"
+    << "container.read-cache = " << chunk_store.read_cache_containers << "\n"
+    << "container.backend = " << chunk_store.backend << "\n"
+    << "container.dir = " << chunk_store.dir << "\n"
+    << "chunk-index.path = " << chunk_index.table.path << "\n"
+    << "chunk-index.size = " << chunk_index.table.size_bytes << "\n"
+    << "chunk-index.page-size = " << chunk_index.table.page_size << "\n"
+    << "chunk-index.max-fill = " << chunk_index.table.max_fill << "\n"
+    << "chunk-index.aux-soft-limit = " << chunk_index.aux_soft_limit << "\n"
+    << "chunk-index.aux-hard-limit = " << chunk_index.aux_hard_limit << "\n"
+    << "block-index.backend = " << (block_index.backend == KvBackend::kLevelDb ? "leveldb" : "tokyocabinet") << "\n"
+    << "block-index.path = " << block_index.path << "\n"
+    << "block-index.aux-soft-limit = " << block_index.aux_soft_limit << "\n"
+    << "block-index.aux-hard-limit = " << block_index.aux_hard_limit << "\n"
+    << "write-buffer.size = " << write_buffer_size << "\n"
+    << "write-buffer.flush-delay = " << write_buffer_flush_delay_ms << "ms\n"
+    << "dedup.threads = " << dedup_threads << "\n"
+    << "idle.throughput-threshold = " << idle.throughput_threshold << "\n"
+    << "idle.period = " << idle.period_ms << "ms\n"
+    << "idle.window = " << idle.window_ms << "ms\n"
+    << "idle.latency-threshold = " << idle.latency_threshold_ms << "ms\n"
+    << "log.path = " << log.path << "\n"
+    << "log.size = " << log.size_bytes << "\n"
+    << "log.soft-limit = " << log.soft_limit << "\n"
+    << "log.hard-limit = " << log.hard_limit << "\n";
+  return o.str();
+}
+
+std::string Options::VolumesToString() const {
+  std::ostringstream o;
+  for (const auto& v : volumes) o << "volume = " << v.name << " " << v.size << "\n";
+  return o.str();
+}
+
+}  // namespace dedupv1

@@ -1,0 +1,87 @@
+// Options is the validated form of the engine's part of a dedupv1
+// configuration: every engine key of the config file maps to one field here,
+// most of them inside the options struct of the module that uses them
+// (FilterOptions, ChunkStoreOptions, ChunkIndexOptions, BlockIndexOptions,
+// OperationsLogOptions, IdleOptions). FromConfig refuses unknown keys, bad
+// values and impossible combinations, naming the key and the line.
+//
+// The same file also holds the keys of the layers above the engine: target.*
+// (the iSCSI target dedupv1d sets up) and monitor.* (the status server).
+// Those belong to target/service_options.h, which validates the whole file
+// for dedupv1d, tgtd's module and the tools; the engine passes over them.
+//
+// docs/configuration.md lists every key with its default; keep them in sync
+// (target_options_test checks that every key is documented).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chunkstore/chunk_store.h"
+#include "core/base/chunker.h"
+#include "core/base/config.h"
+#include "core/base/config_keys.h"
+#include "core/base/fingerprint.h"
+#include "core/engine/idle_detector.h"
+#include "filters/filter_options.h"
+#include "index/block_index.h"
+#include "index/chunk_index.h"
+#include "filters/filter_registry.h"
+#include "log/operations_log.h"
+
+namespace dedupv1 {
+
+struct VolumeOptions {
+  std::string name;
+  uint64_t size = 0;  // bytes, a multiple of 512
+};
+
+struct Options {
+  std::string data_dir = "/var/lib/dedupv1";
+  uint32_t block_size = 128 << 10;
+  FingerprintType fingerprint = FingerprintType::kSha1;
+  ChunkerOptions chunking;
+  std::vector<std::string> filter_chain = DefaultFilterChain();  // names: filters/filter_registry.cc
+  FilterOptions filters;            // bloom.*, container-cache.*
+  ChunkStoreOptions chunk_store;    // dir filled from data_dir unless set
+  ChunkIndexOptions chunk_index;    // path filled from data_dir unless set
+  BlockIndexOptions block_index;    // path filled from data_dir unless set
+  OperationsLogOptions log;         // path filled from data_dir unless set
+  uint64_t write_buffer_size = 64 << 20;
+  uint64_t write_buffer_flush_delay_ms = 500;
+  int dedup_threads = 2;
+  IdleOptions idle;  // when background work (replay, write-back, GC) runs
+  std::vector<VolumeOptions> volumes;
+
+  // Defaults for everything; paths derived from data_dir by Finish().
+  Options();
+  // Parses and validates the engine keys of |config|. Later entries override
+  // earlier ones (so a command-line override appended with Config::Set wins),
+  // except "volume", which accumulates. Keys of the layers above
+  // (IsKeyOfLayerAbove) are passed over unread; any other key the engine
+  // does not know is refused.
+  static Status FromConfig(const Config& config, Options* options);
+  // Resolves relative and default paths against data_dir and checks
+  // cross-key constraints. FromConfig calls it; call it after changing fields
+  // by hand.
+  Status Finish();
+  // The engine's keys and their parsers (for loaders of the whole file).
+  static const ConfigKeyTable<Options>& KeyTable();
+  // Every key FromConfig understands.
+  static std::vector<std::string> Keys();
+  // Whether |key| belongs to a layer above the engine (target.*, monitor.*;
+  // see target/service_options.h).
+  static bool IsKeyOfLayerAbove(const std::string& key);
+  // The effective configuration as "key = value" lines: SettingsToString()
+  // (every key but volume) followed by VolumesToString() (one line each).
+  std::string ToString() const;
+  std::string SettingsToString() const;
+  std::string VolumesToString() const;
+
+  // Whether a path was given explicitly (else it is derived from data_dir).
+  bool chunk_store_dir_set_ = false, chunk_index_path_set_ = false, block_index_path_set_ = false,
+       log_path_set_ = false;
+};
+
+}  // namespace dedupv1

@@ -1,0 +1,181 @@
+#include "core/engine/usage_counter.h"
+
+#include <map>
+
+#include "index/block_mapping.h"
+#include "log/log_event.h"
+
+namespace dedupv1 {
+namespace {
+
+// The same for a serialized mapping; empty input: no mapping.
+Status ReferencedChunks(const std::string& serialized, const BlockId& id,
+                        std::map<Fingerprint, ContainerId>* out) {
+  out->clear();
+  if (serialized.empty()) return Status::OK();
+  BlockMapping mapping;
+  DEDUPV1_RETURN_IF_ERROR(BlockMapping::Parse(serialized, id, &mapping));
+  ReferencedChunks(mapping, out);
+  return Status::OK();
+}
+
+}  // namespace
+
+void ReferencedChunks(const BlockMapping& mapping, std::map<Fingerprint, ContainerId>* out) {
+  out->clear();
+  for (const BlockMappingItem& item : mapping.items()) {
+    if (item.IsZero()) continue;
+    out->emplace(item.fp, item.container);
+  }
+}
+
+bool AllContainersCommitted(const BlockMapping& mapping, const ChunkStore& store) {
+  for (const BlockMappingItem& item : mapping.items()) {
+    if (!item.IsZero() && !store.IsCommitted(item.container)) return false;
+  }
+  return true;
+}
+
+UsageCounter::UsageCounter(OperationsLog* log, ChunkIndex* index, ChunkStore* store, uint64_t first_uncounted)
+    : log_(log), index_(index), store_(store), applied_id_(first_uncounted == 0 ? 0 : first_uncounted - 1) {}
+
+Status UsageCounter::CountUpTo(uint64_t up_to) {
+  std::lock_guard<std::mutex> r(replay_mu_);
+  uint64_t from;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (up_to <= applied_id_) return Status::OK();
+    from = applied_id_ + 1;
+  }
+  if (log_->last_id() < log_->head_id() || from > log_->last_id()) {
+    std::lock_guard<std::mutex> l(mu_);
+    applied_id_ = std::max(applied_id_, std::min(up_to, log_->last_id()));
+    return Status::OK();
+  }
+  Status s = log_->Replay(from, [&](const LogEvent& e) -> Status {
+    if (e.id > up_to) return Status::OK();
+    if (e.type == LogEventType::kBlockMappingWritten || e.type == LogEventType::kBlockMappingDeleted) {
+      DEDUPV1_RETURN_IF_ERROR(CountEvent(e));
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    applied_id_ = e.id;
+    return Status::OK();
+  });
+  if (!s.ok()) return s.WithContext("count block-mapping events into usage counts");
+  std::lock_guard<std::mutex> l(mu_);
+  applied_id_ = std::max(applied_id_, up_to);
+  stats_.applied_id = applied_id_;
+  return Status::OK();
+}
+
+Status UsageCounter::CountEvent(const LogEvent& e) {
+  BlockMappingWrittenData data;  // a deletion: no new mapping
+  if (e.type == LogEventType::kBlockMappingDeleted) {
+    BlockMappingDeletedData deleted;
+    DEDUPV1_RETURN_IF_ERROR(BlockMappingDeletedData::Decode(e.payload, &deleted));
+    data.block = deleted.block;
+    data.old_mapping = std::move(deleted.old_mapping);
+  } else {
+    DEDUPV1_RETURN_IF_ERROR(BlockMappingWrittenData::Decode(e.payload, &data));
+  }
+  const BlockId& block = data.block;
+  BlockMapping new_mapping;
+  if (!data.new_mapping.empty()) DEDUPV1_RETURN_IF_ERROR(BlockMapping::Parse(data.new_mapping, block, &new_mapping));
+  if (!AllContainersCommitted(new_mapping, *store_)) {
+    // Recover drops this mapping: the block keeps what it had.
+    std::lock_guard<std::mutex> l(mu_);
+    dropped_.emplace(block, data.old_mapping);  // an earlier drop's mapping stays
+    stats_.events_dropped++;
+    return Status::OK();
+  }
+  std::map<Fingerprint, ContainerId> now;
+  ReferencedChunks(new_mapping, &now);
+  std::string old_serialized;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = dropped_.find(block);
+    if (it != dropped_.end()) {
+      old_serialized = std::move(it->second);
+      dropped_.erase(it);
+    } else {
+      old_serialized = std::move(data.old_mapping);
+    }
+  }
+  std::map<Fingerprint, ContainerId> before;
+  DEDUPV1_RETURN_IF_ERROR(ReferencedChunks(old_serialized, block, &before));
+
+  std::map<Fingerprint, std::pair<int64_t, ContainerId>> deltas;
+  for (const auto& [fp, c] : now) deltas[fp] = {1, c};
+  for (const auto& [fp, c] : before) {
+    auto& d = deltas[fp];
+    d.first -= 1;
+    if (d.second == kNoContainer) d.second = c;
+  }
+  for (const auto& [fp, d] : deltas) {
+    if (d.first == 0) continue;
+    uint32_t usage = 0;
+    bool applied = false;
+    // An increment names the copy of the chunk the mapping uses (committed,
+    // see above): an entry waiting for a newer copy's container moves to it.
+    const ContainerId copy = d.first > 0 ? d.second : kNoContainer;
+    Status s = index_->AddUsage(fp, d.first, e.id, &usage, &applied, copy);
+    if (s.IsNotFound() && d.first > 0) {
+      // The chunk's entry was erased by GC, yet a mapping references it again
+      // (e.g. the container-cache filter found it in its container after a
+      // restart, before the next GC round marked it dead). Re-create the
+      // entry so the chunk is live again and not dropped from its container.
+      if (!store_->IsCommitted(d.second)) continue;
+      DEDUPV1_RETURN_IF_ERROR(index_->PutNew(fp, d.second));
+      // Live again: a dead mark for it must not make a merge drop it.
+      store_->UnmarkIfDead(d.second, fp);
+      // A writer may have stored the chunk again meanwhile (PutNew keeps its
+      // entry): the copy moves that entry to d.second if it is uncommitted.
+      s = index_->AddUsage(fp, d.first, e.id, &usage, &applied, copy);
+      std::lock_guard<std::mutex> l(mu_);
+      stats_.entries_restored++;
+    }
+    if (s.IsNotFound()) {
+      std::lock_guard<std::mutex> l(mu_);
+      stats_.missing_entries++;
+      continue;
+    }
+    DEDUPV1_RETURN_IF_ERROR(s);
+    std::lock_guard<std::mutex> l(mu_);
+    if (!applied) stats_.changes_skipped++;
+    if (usage == 0) candidates_.insert(fp);
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  stats_.events_counted++;
+  return Status::OK();
+}
+
+std::vector<Fingerprint> UsageCounter::TakeCandidates() {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<Fingerprint> out(candidates_.begin(), candidates_.end());
+  candidates_.clear();
+  return out;
+}
+
+std::vector<Fingerprint> UsageCounter::Candidates() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return std::vector<Fingerprint>(candidates_.begin(), candidates_.end());
+}
+
+void UsageCounter::AddCandidate(const Fingerprint& fp) {
+  std::lock_guard<std::mutex> l(mu_);
+  candidates_.insert(fp);
+}
+
+size_t UsageCounter::candidate_count() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return candidates_.size();
+}
+
+UsageCounterStats UsageCounter::stats() const {
+  std::lock_guard<std::mutex> l(mu_);
+  UsageCounterStats st = stats_;
+  st.applied_id = applied_id_;
+  return st;
+}
+
+}  // namespace dedupv1

@@ -1,0 +1,349 @@
+#include "core/engine/write_buffer.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace dedupv1 {
+
+void WriteBufferBudget::WaitForSpace(const std::atomic<bool>* stop) {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] { return used_ < limit_ || (stop != nullptr && stop->load()); });
+}
+
+void WriteBufferBudget::Charge(uint64_t bytes) {
+  std::lock_guard<std::mutex> l(mu_);
+  used_ += bytes;
+}
+
+void WriteBufferBudget::Release(uint64_t bytes) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    used_ -= std::min(used_, bytes);
+  }
+  cv_.notify_all();
+}
+
+uint64_t WriteBufferBudget::used() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return used_;
+}
+
+bool WriteBufferBudget::UnderPressure() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return used_ * 4 >= limit_ * 3;
+}
+
+void WriteBufferBudget::WakeAll() { cv_.notify_all(); }
+
+WriteBuffer::WriteBuffer(uint32_t block_size, WriteBufferBudget* budget)
+    : block_size_(block_size), budget_(budget) {}
+
+WriteBuffer::~WriteBuffer() {
+  std::lock_guard<std::mutex> l(mu_);
+  budget_->Release(static_cast<uint64_t>(blocks_.size()) * block_size_);
+  blocks_.clear();
+}
+
+WriteBuffer::DirtyBlock* WriteBuffer::GetOrCreateLocked(uint64_t block, uint64_t epoch) {
+  auto it = blocks_.find(block);
+  if (it != blocks_.end()) {
+    if (it->second.dirty.empty()) it->second.first_epoch = epoch;
+    return &it->second;
+  }
+  DirtyBlock& b = blocks_[block];
+  if (!free_buffers_.empty()) {
+    b.data = std::move(free_buffers_.back());
+    free_buffers_.pop_back();
+  } else {
+    b.data.reset(new uint8_t[block_size_]);
+  }
+  b.first_epoch = epoch;
+  budget_->Charge(block_size_);
+  return &b;
+}
+
+void WriteBuffer::FreeIfCleanLocked(std::map<uint64_t, DirtyBlock>::iterator it) {
+  if (it->second.dirty.empty() && !BlockClaimedLocked(it->first)) {
+    if (free_buffers_.size() < 64) free_buffers_.push_back(std::move(it->second.data));
+    blocks_.erase(it);
+    budget_->Release(block_size_);
+  }
+}
+
+const WriteBuffer::Claim* WriteBuffer::ClaimAtLocked(uint64_t pos) const {
+  for (const auto& c : claims_) {
+    if (c.start <= pos && pos < c.end) return &c;
+  }
+  return nullptr;
+}
+
+bool WriteBuffer::BlockClaimedLocked(uint64_t block) const {
+  const uint64_t b = block * block_size_, e = b + block_size_;
+  for (const auto& c : claims_) {
+    if (c.start < e && c.end > b) return true;
+  }
+  return false;
+}
+
+IntervalSet WriteBuffer::DirtyBlock::Claimable() const {
+  IntervalSet out = dirty;
+  for (const auto& r : parked.ranges()) out.Remove(r.first, r.second);
+  return out;
+}
+
+bool WriteBuffer::IsDirtyLocked(uint64_t pos) const {
+  auto it = blocks_.find(pos / block_size_);
+  if (it == blocks_.end()) return false;
+  const uint32_t off = static_cast<uint32_t>(pos % block_size_);
+  return it->second.dirty.Covers(off, off + 1) && !it->second.parked.Covers(off, off + 1);
+}
+
+void WriteBuffer::Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len,
+                      uint64_t epoch) {
+  std::lock_guard<std::mutex> l(mu_);
+  DirtyBlock* b = GetOrCreateLocked(block, epoch);
+  std::memcpy(b->data.get() + offset, data, len);
+  b->dirty.Add(offset, offset + len);
+  if (!b->parked.empty()) b->parked.Remove(offset, offset + len);  // new data may need no new entry
+  b->seq++;
+  b->last_epoch = epoch;
+  b->last_write = Clock::now();
+}
+
+void WriteBuffer::Discard(uint64_t block, uint32_t offset, uint32_t len) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = blocks_.find(block);
+  if (it == blocks_.end()) return;
+  it->second.dirty.Remove(offset, offset + len);
+  if (!it->second.parked.empty()) it->second.parked.Remove(offset, offset + len);
+  it->second.seq++;
+  FreeIfCleanLocked(it);
+}
+
+bool WriteBuffer::Overlay(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = blocks_.find(block);
+  if (it == blocks_.end()) return false;
+  const uint32_t end = offset + len;
+  for (const auto& r : it->second.dirty.ranges()) {
+    uint32_t b = std::max(r.first, offset), e = std::min(r.second, end);
+    if (b < e) std::memcpy(out + (b - offset), it->second.data.get() + b, e - b);
+  }
+  return it->second.dirty.Covers(offset, end);
+}
+
+bool WriteBuffer::Intersects(uint64_t block, uint32_t offset, uint32_t len) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = blocks_.find(block);
+  return it != blocks_.end() && it->second.dirty.Intersects(offset, offset + len);
+}
+
+bool WriteBuffer::ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run* run) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+    if (it->second.dirty.empty()) continue;
+    const uint64_t base = it->first * block_size_;
+    // Candidates: dirty bytes no run has claimed and none is parked.
+    IntervalSet candidates = it->second.parked.empty() ? it->second.dirty : it->second.Claimable();
+    for (const auto& c : claims_) {
+      if (c.start < base + block_size_ && c.end > base) {
+        candidates.Remove(static_cast<uint32_t>(std::max(c.start, base) - base),
+                          static_cast<uint32_t>(std::min(c.end, base + block_size_) - base));
+      }
+    }
+    for (const auto& range : candidates.ranges()) {
+      const uint64_t start = base + range.first;
+      // A run starts only where a chunk starts: after clean bytes, or at the
+      // sealed end of another run. Bytes that continue an unclaimed stretch
+      // belong to the run that starts where that stretch starts.
+      if (start > 0) {
+        const Claim* before = ClaimAtLocked(start - 1);
+        if (before != nullptr ? !before->sealed : IsDirtyLocked(start - 1)) continue;
+      }
+      struct Piece { std::map<uint64_t, DirtyBlock>::iterator it; uint32_t begin, end; };
+      std::vector<Piece> pieces{{it, range.first, range.second}};
+      size_t len = range.second - range.first;
+      bool forced = policy.force_all || it->second.first_epoch <= policy.force_epoch;
+      auto last = it;
+      while (pieces.back().end == block_size_ && len < policy.max_run_bytes) {
+        auto next = std::next(last);
+        const uint64_t next_base = (last->first + 1) * block_size_;
+        if (next == blocks_.end() || next->first != last->first + 1) break;
+        const IntervalSet next_claimable =
+            next->second.parked.empty() ? next->second.dirty : next->second.Claimable();
+        if (next_claimable.empty() || next_claimable.ranges().front().first != 0 ||
+            ClaimAtLocked(next_base) != nullptr) {
+          break;
+        }
+        uint32_t e = next_claimable.ranges().front().second;
+        for (const auto& c : claims_) {  // stop where another run's claim begins
+          if (c.start > next_base && c.start < next_base + e) e = static_cast<uint32_t>(c.start - next_base);
+        }
+        pieces.push_back({next, 0, e});
+        len += e;
+        forced |= next->second.first_epoch <= policy.force_epoch;
+        last = next;
+      }
+      // If the byte after the run is dirty the data goes on (another run, a
+      // length limit): its last chunk must not be forced to end here.
+      const bool cut = IsDirtyLocked(start + len);
+      const bool aged = now - last->second.last_write >= policy.flush_delay;
+      bool final = (forced || aged) && !cut;
+      if (!final && len < policy.min_ready_bytes) {
+        if (!policy.flush_short_runs || cut) continue;
+        final = true;
+      }
+
+      run->start = start;
+      run->final = final;
+      run->data.resize(len);
+      run->blocks.clear();
+      run->seqs.clear();
+      size_t pos = 0;
+      for (const auto& p : pieces) {
+        std::memcpy(run->data.data() + pos, p.it->second.data.get() + p.begin, p.end - p.begin);
+        pos += p.end - p.begin;
+        run->blocks.push_back(p.it->first);
+        run->seqs.push_back(p.it->second.seq);
+      }
+      run->claim = next_claim_++;
+      claims_.push_back(Claim{run->claim, start, start + len, false});
+      return true;
+    }
+  }
+  return false;
+}
+
+bool WriteBuffer::Unchanged(uint64_t block, uint64_t seq) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = blocks_.find(block);
+  return it != blocks_.end() && it->second.seq == seq;
+}
+
+bool WriteBuffer::ClearIfUnchanged(uint64_t block, uint64_t seq, uint32_t begin, uint32_t end) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = blocks_.find(block);
+  if (it == blocks_.end() || it->second.seq != seq) return false;
+  // Clearing does not change the sequence: another run's copy of other bytes
+  // of this block stays valid.
+  it->second.dirty.Remove(begin, end);
+  if (!it->second.parked.empty()) it->second.parked.Remove(begin, end);
+  return true;
+}
+
+void WriteBuffer::SealClaim(const Run& run, uint64_t end) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& c : claims_) {
+    if (c.id == run.claim) {
+      c.end = end;
+      c.sealed = true;
+    }
+  }
+}
+
+void WriteBuffer::Unclaim(const Run& run) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (size_t i = 0; i < claims_.size(); i++) {
+    if (claims_[i].id == run.claim) {
+      claims_.erase(claims_.begin() + i);
+      break;
+    }
+  }
+  for (uint64_t block : run.blocks) {
+    auto it = blocks_.find(block);
+    if (it != blocks_.end()) FreeIfCleanLocked(it);
+  }
+}
+
+void WriteBuffer::Park(const Run& run) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (size_t i = 0; i < claims_.size(); i++) {
+    if (claims_[i].id != run.claim) continue;
+    const Claim c = claims_[i];
+    for (size_t k = 0; k < run.blocks.size(); k++) {
+      auto it = blocks_.find(run.blocks[k]);
+      if (it == blocks_.end() || it->second.seq != run.seqs[k]) continue;
+      const uint64_t base = run.blocks[k] * block_size_;
+      if (c.end <= base || c.start >= base + block_size_) continue;  // released by SealClaim
+      const uint32_t begin = static_cast<uint32_t>(std::max(c.start, base) - base);
+      const uint32_t end = static_cast<uint32_t>(std::min(c.end, base + block_size_) - base);
+      for (const auto& r : it->second.dirty.ranges()) {
+        it->second.parked.Add(std::max(r.first, begin), std::min(r.second, end));
+      }
+    }
+    claims_.erase(claims_.begin() + i);
+    break;
+  }
+  for (uint64_t block : run.blocks) {
+    auto it = blocks_.find(block);
+    if (it != blocks_.end()) FreeIfCleanLocked(it);
+  }
+}
+
+bool WriteBuffer::UnparkAll() {
+  std::lock_guard<std::mutex> l(mu_);
+  bool any = false;
+  for (auto& [block, b] : blocks_) {
+    any |= !b.parked.empty();
+    b.parked = IntervalSet();
+  }
+  return any;
+}
+
+std::vector<uint64_t> WriteBuffer::ParkedBlocksUpTo(uint64_t epoch) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<uint64_t> out;
+  for (const auto& [block, b] : blocks_) {
+    if (!b.parked.empty() && b.first_epoch <= epoch) out.push_back(block);
+  }
+  return out;
+}
+
+uint64_t WriteBuffer::DropParked(uint64_t block, uint64_t epoch) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = blocks_.find(block);
+  if (it == blocks_.end() || it->second.parked.empty() || it->second.last_epoch > epoch) return 0;
+  const uint64_t n = it->second.parked.bytes();
+  for (const auto& r : it->second.parked.ranges()) it->second.dirty.Remove(r.first, r.second);
+  it->second.parked = IntervalSet();
+  it->second.seq++;  // as an unmap: a run's copy of these bytes is stale
+  FreeIfCleanLocked(it);
+  return n;
+}
+
+bool WriteBuffer::HasDirtyUpTo(uint64_t epoch) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [block, b] : blocks_) {
+    if (!b.dirty.empty() && b.first_epoch <= epoch) return true;
+  }
+  return false;
+}
+
+bool WriteBuffer::HasPendingUpTo(uint64_t epoch) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [block, b] : blocks_) {
+    if (b.first_epoch <= epoch && b.dirty.bytes() > b.parked.bytes()) return true;
+  }
+  return false;
+}
+
+uint64_t WriteBuffer::parked_bytes() const {
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t n = 0;
+  for (const auto& [block, b] : blocks_) n += b.parked.bytes();
+  return n;
+}
+
+uint64_t WriteBuffer::dirty_bytes() const {
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t n = 0;
+  for (const auto& [block, b] : blocks_) n += b.dirty.bytes();
+  return n;
+}
+
+size_t WriteBuffer::dirty_blocks() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return blocks_.size();
+}
+
+}  // namespace dedupv1

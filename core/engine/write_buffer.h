@@ -1,0 +1,177 @@
+// WriteBuffer holds the bytes written to one volume that have not been
+// chunked and deduplicated yet. Writes land here and are acknowledged at once;
+// dedup workers later take "runs" (maximal stretches of contiguous dirty bytes,
+// which may span blocks) in address order and chunk them as one stream, so
+// chunk boundaries follow the data, not the order or size of requests. The
+// unfinished last chunk of a run simply stays dirty until more data follows
+// it, it ages past the flush delay, or a sync forces it out.
+//
+// Invariants:
+//  - Reads see dirty bytes over whatever the block index maps (Overlay).
+//  - Every write or unmap of a block increments its sequence number; a worker
+//    clears bytes only if the sequence is unchanged since it copied them, so a
+//    newer write or unmap is never lost.
+//  - Claims are byte ranges; a byte belongs to at most one worker's run. Once
+//    a worker has chunked its run it seals the claim at the last chunk
+//    boundary (SealClaim): the unfinished tail is released and the next run
+//    of the same stream may start there while the first worker still
+//    fingerprints and stores, so one sequential stream keeps several workers
+//    busy without ever starting a chunk anywhere but at a boundary.
+//  - Callers hold the block's lock (BlockLocks) around Put/Discard/
+//    ClearIfUnchanged/DropParked (exclusive) and Overlay (shared); the
+//    buffer's own mutex only protects its map.
+//  - Parked bytes (a subset of the dirty ones) belong to a run that failed
+//    because the chunk index is full (Park). They stay readable but no run
+//    claims them, and they count as clean for where runs start and end, so
+//    the rest of the buffer, data that needs no new index entry among it,
+//    goes on being deduplicated. A write over parked bytes unparks them;
+//    UnparkAll (a sync) lets them be tried again; DropParked gives them up
+//    once a sync has reported them lost.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/base/interval_set.h"
+
+namespace dedupv1 {
+
+// Counts the memory of all write buffers of a system against one limit.
+class WriteBufferBudget {
+ public:
+  explicit WriteBufferBudget(uint64_t limit_bytes) : limit_(limit_bytes) {}
+  // Blocks while the buffers are over the limit (or until |stop| is set).
+  void WaitForSpace(const std::atomic<bool>* stop);
+  void Charge(uint64_t bytes);
+  void Release(uint64_t bytes);
+  uint64_t used() const;
+  uint64_t limit() const { return limit_; }
+  // True above 3/4 of the limit: workers then flush short runs too.
+  bool UnderPressure() const;
+  void WakeAll();
+
+ private:
+  const uint64_t limit_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t used_ = 0;
+};
+
+class WriteBuffer {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  WriteBuffer(uint32_t block_size, WriteBufferBudget* budget);
+  ~WriteBuffer();
+
+  // Copies |len| bytes into block |block| at |offset| and marks them dirty.
+  // |epoch| is the system's current sync epoch (see DedupSystem).
+  void Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len, uint64_t epoch);
+  // Drops dirty bytes in the range (an unmap supersedes them).
+  void Discard(uint64_t block, uint32_t offset, uint32_t len);
+  // Copies the dirty bytes of [offset, offset+len) of |block| into out[0..len).
+  // Returns true if every byte of the range was dirty.
+  bool Overlay(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out) const;
+  // True if any byte of the range is dirty.
+  bool Intersects(uint64_t block, uint32_t offset, uint32_t len) const;
+
+  // A stretch of contiguous dirty bytes claimed by one worker.
+  struct Run {
+    uint64_t start = 0;               // absolute byte offset in the volume
+    std::vector<uint8_t> data;        // a copy of the dirty bytes
+    std::vector<uint64_t> blocks;     // blocks the run's bytes lie in, in order
+    std::vector<uint64_t> seqs;       // their sequence numbers at copy time
+    bool final = false;               // the run's end is the end of a chunk
+    uint64_t claim = 0;               // id of the run's claim
+  };
+  struct ClaimPolicy {
+    size_t max_run_bytes = 8 << 20;   // runs longer than this are cut (not final)
+    size_t min_ready_bytes = 32768;   // a run this long has a complete chunk
+    Clock::duration flush_delay = std::chrono::milliseconds(500);
+    uint64_t force_epoch = 0;         // blocks dirtied at or before this epoch are flushed out
+    bool force_all = false;           // flush everything (close)
+    // Memory is short: short runs are flushed as they are, but a run long
+    // enough to hold a complete chunk still keeps its unfinished tail.
+    bool flush_short_runs = false;
+  };
+  // Finds a run that is ready under |policy|, claims its blocks and copies its
+  // bytes. Returns false if there is none.
+  bool ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run* run);
+  // True if |block| is still buffered with sequence number |seq| (no write
+  // or unmap since a run copied it). The caller holds the block's lock.
+  bool Unchanged(uint64_t block, uint64_t seq) const;
+  // Clears the dirty bytes [begin, end) of |block| if its sequence number is
+  // still |seq|. Returns whether it did (if not, a newer write or unmap came in
+  // and the block keeps its dirty bytes for a later run).
+  bool ClearIfUnchanged(uint64_t block, uint64_t seq, uint32_t begin, uint32_t end);
+  // Shrinks the run's claim to [run.start, end) and marks |end| a chunk
+  // boundary, so another run may start there.
+  void SealClaim(const Run& run, uint64_t end);
+  // Ends the run's claim and frees blocks with no dirty bytes left.
+  void Unclaim(const Run& run);
+  // Instead of Unclaim, for a run that failed because the chunk index is
+  // full: parks the bytes it claimed, in blocks not written since it copied
+  // them (a block written meanwhile may now hold data that needs no new
+  // entry, so it is tried again).
+  void Park(const Run& run);
+  // Makes every parked byte claimable again. Returns whether any was parked.
+  bool UnparkAll();
+  // The blocks dirtied at or before |epoch| that hold parked bytes.
+  std::vector<uint64_t> ParkedBlocksUpTo(uint64_t epoch) const;
+  // Drops the parked bytes of |block| if nothing was written to it after
+  // |epoch| (a sync of that epoch reported them lost; later writes are for a
+  // later sync to report). Returns the bytes dropped.
+  uint64_t DropParked(uint64_t block, uint64_t epoch);
+
+  // True if a block dirtied at or before |epoch| still has dirty bytes.
+  bool HasDirtyUpTo(uint64_t epoch) const;
+  // Like HasDirtyUpTo, counting only bytes that are not parked (that a
+  // worker will process).
+  bool HasPendingUpTo(uint64_t epoch) const;
+  uint64_t parked_bytes() const;
+  uint64_t dirty_bytes() const;
+  size_t dirty_blocks() const;
+
+ private:
+  struct DirtyBlock {
+    std::unique_ptr<uint8_t[]> data;
+    IntervalSet dirty;
+    IntervalSet parked;  // part of |dirty| (Park)
+    uint64_t seq = 0;
+    uint64_t first_epoch = 0;
+    uint64_t last_epoch = 0;  // of the newest Put
+    Clock::time_point last_write;
+    // Dirty bytes a run may claim: all but the parked ones.
+    IntervalSet Claimable() const;
+  };
+  struct Claim {
+    uint64_t id;
+    uint64_t start, end;  // absolute byte range
+    bool sealed;          // |end| is a chunk boundary
+  };
+  // The claim holding absolute byte |pos|, or null.
+  const Claim* ClaimAtLocked(uint64_t pos) const;
+  bool BlockClaimedLocked(uint64_t block) const;
+  // Byte |pos| is dirty and not parked.
+  bool IsDirtyLocked(uint64_t pos) const;
+  DirtyBlock* GetOrCreateLocked(uint64_t block, uint64_t epoch);
+  void FreeIfCleanLocked(std::map<uint64_t, DirtyBlock>::iterator it);
+
+  const uint32_t block_size_;
+  WriteBufferBudget* budget_;
+  mutable std::mutex mu_;
+  std::map<uint64_t, DirtyBlock> blocks_;
+  // Block buffers kept for reuse: a fresh 128 KiB allocation is an mmap and
+  // page faults on every write.
+  std::vector<std::unique_ptr<uint8_t[]>> free_buffers_;
+  std::vector<Claim> claims_;  // runs in progress (a handful: one per worker)
+  uint64_t next_claim_ = 1;
+};
+
+}  // namespace dedupv1

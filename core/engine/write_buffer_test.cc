@@ -1,0 +1,241 @@
+#include "core/engine/write_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/base/testutil.h"
+
+namespace dedupv1 {
+namespace {
+
+constexpr uint32_t kBlock = 4096;
+
+WriteBuffer::ClaimPolicy Ready(size_t min_ready = 1 << 30) {
+  WriteBuffer::ClaimPolicy p;
+  p.min_ready_bytes = min_ready;
+  p.flush_delay = std::chrono::hours(1);
+  return p;
+}
+
+TEST(IntervalSetTest, AddMergesRemoveSplits) {
+  IntervalSet s;
+  s.Add(10, 20);
+  s.Add(30, 40);
+  s.Add(20, 30);
+  ASSERT_EQ(s.ranges().size(), 1u);
+  EXPECT_EQ(s.ranges()[0], IntervalSet::Range(10, 40));
+  s.Remove(15, 25);
+  ASSERT_EQ(s.ranges().size(), 2u);
+  EXPECT_EQ(s.bytes(), 20u);
+  EXPECT_TRUE(s.Covers(25, 40));
+  EXPECT_FALSE(s.Covers(14, 16));
+  EXPECT_TRUE(s.Intersects(14, 16));
+  EXPECT_FALSE(s.Intersects(15, 25));
+}
+
+TEST(WriteBufferTest, OverlayReturnsNewestBytesAndCoverage) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(100, 1);
+  buf.Put(3, 50, a.data(), 100, 1);
+  std::vector<uint8_t> out(200, 0xEE);
+  EXPECT_FALSE(buf.Overlay(3, 0, 200, out.data()));
+  EXPECT_EQ(out[49], 0xEE);
+  EXPECT_EQ(std::memcmp(out.data() + 50, a.data(), 100), 0);
+  EXPECT_TRUE(buf.Overlay(3, 60, 20, out.data()));
+  EXPECT_EQ(budget.used(), kBlock);
+  buf.Discard(3, 0, kBlock);
+  EXPECT_EQ(buf.dirty_blocks(), 0u);
+  EXPECT_EQ(budget.used(), 0u);
+}
+
+TEST(WriteBufferTest, ShortRunWaitsUnlessAgedOrForced) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(1000, 2);
+  buf.Put(0, 0, a.data(), 1000, 5);
+  WriteBuffer::Run run;
+  EXPECT_FALSE(buf.ClaimRun(Ready(), WriteBuffer::Clock::now(), &run));
+  // Aged.
+  auto p = Ready();
+  p.flush_delay = std::chrono::milliseconds(0);
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  EXPECT_TRUE(run.final);
+  EXPECT_EQ(run.data.size(), 1000u);
+  buf.Unclaim(run);
+  // Forced by a sync epoch that covers the block's epoch.
+  p = Ready();
+  p.force_epoch = 4;
+  EXPECT_FALSE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  p.force_epoch = 5;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  EXPECT_TRUE(run.final);
+  EXPECT_TRUE(buf.HasDirtyUpTo(5));
+  EXPECT_FALSE(buf.HasDirtyUpTo(4));
+}
+
+// A run that failed for want of chunk-index space is parked: readable, never
+// claimed again, and the bytes after it form runs of their own (before, the
+// failed run was claimed first every time and kept the rest waiting).
+TEST(WriteBufferTest, ParkedRunIsReadableButNotClaimedAndDoesNotBlockTheRest) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(4 * kBlock, 7);
+  for (uint64_t b = 0; b < 4; b++) buf.Put(b, 0, a.data() + b * kBlock, kBlock, 3);
+  auto p = Ready(0);
+  p.force_epoch = 3;
+  WriteBuffer::Run run;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  ASSERT_EQ(run.start, 0u);
+  ASSERT_EQ(run.data.size(), 4u * kBlock);
+  buf.SealClaim(run, 2 * kBlock);  // chunked up to the end of block 1, then failed
+  buf.Park(run);
+  EXPECT_EQ(buf.parked_bytes(), 2u * kBlock);
+  EXPECT_TRUE(buf.HasPendingUpTo(3));  // blocks 2 and 3
+  // Blocks 2-3 start a run although the bytes before them are dirty (parked).
+  WriteBuffer::Run rest;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &rest));
+  EXPECT_EQ(rest.start, 2u * kBlock);
+  EXPECT_EQ(rest.data.size(), 2u * kBlock);
+  for (size_t i = 0; i < rest.blocks.size(); i++) {
+    EXPECT_TRUE(buf.ClearIfUnchanged(rest.blocks[i], rest.seqs[i], 0, kBlock));
+  }
+  buf.Unclaim(rest);
+  EXPECT_FALSE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &rest));  // only parked bytes left
+  EXPECT_FALSE(buf.HasPendingUpTo(3));
+  EXPECT_TRUE(buf.HasDirtyUpTo(3));
+  std::vector<uint8_t> out(2 * kBlock);
+  EXPECT_TRUE(buf.Overlay(0, 0, kBlock, out.data()));
+  EXPECT_EQ(std::memcmp(out.data(), a.data(), kBlock), 0);
+
+  // New bytes over parked ones may need no new entry: unparked.
+  buf.Put(1, 0, a.data(), 100, 4);
+  EXPECT_EQ(buf.parked_bytes(), 2u * kBlock - 100);
+  // A sync of epoch 3 drops block 0 (not written since), not block 1 (written
+  // at epoch 4: a later sync reports it).
+  EXPECT_EQ(buf.ParkedBlocksUpTo(3), (std::vector<uint64_t>{0, 1}));
+  EXPECT_EQ(buf.DropParked(0, 3), uint64_t{kBlock});
+  EXPECT_EQ(buf.DropParked(1, 3), 0u);
+  EXPECT_FALSE(buf.Intersects(0, 0, kBlock));
+  EXPECT_TRUE(buf.UnparkAll());
+  EXPECT_EQ(buf.parked_bytes(), 0u);
+  p.force_epoch = 4;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.start, 1u * kBlock);
+  buf.Unclaim(run);
+}
+
+TEST(WriteBufferTest, RunSpansContiguousBlocksAndStartsAtTheStreamStart) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(3 * kBlock, 3);
+  // Written out of order: the run still starts at byte 100 of block 0.
+  buf.Put(2, 0, a.data() + 2 * kBlock, 1000, 1);
+  buf.Put(1, 0, a.data() + kBlock, kBlock, 1);
+  buf.Put(0, 100, a.data() + 100, kBlock - 100, 1);
+  WriteBuffer::Run run;
+  ASSERT_TRUE(buf.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.start, 100u);
+  EXPECT_EQ(run.blocks, (std::vector<uint64_t>{0, 1, 2}));
+  ASSERT_EQ(run.data.size(), 2 * kBlock - 100 + 1000);
+  EXPECT_EQ(std::memcmp(run.data.data(), a.data() + 100, run.data.size()), 0);
+  EXPECT_FALSE(run.final);
+  // Claimed bytes are not handed out twice.
+  WriteBuffer::Run other;
+  EXPECT_FALSE(buf.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &other));
+}
+
+TEST(WriteBufferTest, LongRunsAreCutAndNotFinal) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(kBlock, 4);
+  for (uint64_t b = 0; b < 10; b++) buf.Put(b, 0, a.data(), kBlock, 1);
+  auto p = Ready(1);
+  p.max_run_bytes = 3 * kBlock;
+  p.force_all = true;
+  WriteBuffer::Run run;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.blocks.size(), 3u);
+  EXPECT_FALSE(run.final);  // the data goes on: its last chunk must not be forced
+}
+
+TEST(WriteBufferTest, NewerWriteSurvivesAWorkerThatCopiedOlderBytes) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(kBlock, 5);
+  auto b = test::RandomBytes(kBlock, 6);
+  buf.Put(0, 0, a.data(), kBlock, 1);
+  WriteBuffer::Run run;
+  ASSERT_TRUE(buf.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &run));
+  buf.Put(0, 0, b.data(), kBlock, 1);  // rewritten while the worker works
+  EXPECT_FALSE(buf.ClearIfUnchanged(0, run.seqs[0], 0, kBlock));
+  buf.Unclaim(run);
+  std::vector<uint8_t> out(kBlock);
+  EXPECT_TRUE(buf.Overlay(0, 0, kBlock, out.data()));
+  EXPECT_EQ(out, b);
+  // An unchanged block is cleared and freed.
+  ASSERT_TRUE(buf.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &run));
+  EXPECT_TRUE(buf.ClearIfUnchanged(0, run.seqs[0], 0, kBlock));
+  buf.Unclaim(run);
+  EXPECT_EQ(buf.dirty_blocks(), 0u);
+  EXPECT_EQ(budget.used(), 0u);
+}
+
+}  // namespace
+}  // namespace dedupv1
+
+namespace dedupv1 {
+namespace {
+
+TEST(WriteBufferTest, PressureFlushesShortRunsButKeepsTailsOfLongOnes) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(kBlock, 8);
+  buf.Put(0, 0, a.data(), 100, 1);           // a short run
+  for (uint64_t b = 10; b < 13; b++) buf.Put(b, 0, a.data(), kBlock, 1);  // a long one
+  auto p = Ready(2 * kBlock);
+  p.flush_short_runs = true;
+  WriteBuffer::Run run;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.data.size(), 100u);
+  EXPECT_TRUE(run.final);
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.blocks.size(), 3u);
+  EXPECT_FALSE(run.final);
+}
+
+}  // namespace
+}  // namespace dedupv1
+
+namespace dedupv1 {
+namespace {
+
+TEST(WriteBufferTest, SealedClaimLetsTheNextRunStartAtTheBoundary) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(4 * kBlock, 9);
+  for (uint64_t b = 0; b < 4; b++) buf.Put(b, 0, a.data() + b * kBlock, kBlock, 1);
+  auto p = Ready(1);
+  p.max_run_bytes = 2 * kBlock;
+  WriteBuffer::Run r1, r2;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &r1));
+  ASSERT_EQ(r1.start, 0u);
+  // While r1 is not sealed, nothing may start right after it.
+  EXPECT_FALSE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &r2));
+  // r1 chunked up to byte 5000 of block 1: the rest is the next run's.
+  buf.SealClaim(r1, kBlock + 5000);
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &r2));
+  EXPECT_EQ(r2.start, kBlock + 5000u);
+  EXPECT_EQ(std::memcmp(r2.data.data(), a.data() + kBlock + 5000, r2.data.size()), 0);
+  // Both clear their own bytes of the shared block 1.
+  EXPECT_TRUE(buf.ClearIfUnchanged(1, r1.seqs[1], 0, 5000));
+  EXPECT_TRUE(buf.ClearIfUnchanged(1, r2.seqs[0], 5000, kBlock));
+  buf.Unclaim(r1);
+  buf.Unclaim(r2);
+  EXPECT_FALSE(buf.Intersects(1, 0, kBlock));
+  EXPECT_TRUE(buf.Intersects(3, 0, kBlock));  // r2 did not clear its later bytes
+}
+
+}  // namespace
+}  // namespace dedupv1

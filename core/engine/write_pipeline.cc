@@ -1,0 +1,268 @@
+#include "core/engine/write_pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <unordered_map>
+
+#include "chunkstore/chunk_store.h"
+#include "filters/zero_chunk_filter.h"
+#include "index/block_index.h"
+#include "log/log_event.h"
+#include "log/operations_log.h"
+
+namespace dedupv1 {
+namespace {
+
+uint64_t NanosSince(std::chrono::steady_clock::time_point t) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t).count());
+}
+
+// Payload of a block-mapping event (log/log_event.h): the block, the new
+// mapping and the one it replaced (empty if none), each with its own CRC
+// and the block's id (checked against the event's block when decoded).
+std::string EncodeMappingEvent(const BlockId& id, const BlockMapping& mapping, const BlockMapping* old) {
+  BlockMappingWrittenData data;
+  data.block = id;
+  mapping.Serialize(id, &data.new_mapping);
+  if (old != nullptr) old->Serialize(id, &data.old_mapping);
+  return data.Encode();
+}
+
+}  // namespace
+
+WritePipeline::WritePipeline(Parts parts)
+    : block_size_(parts.block_size),
+      fingerprint_(parts.fingerprint),
+      chunker_(std::move(parts.chunker)),
+      chunk_store_(parts.chunk_store),
+      block_index_(parts.block_index),
+      log_(parts.log),
+      block_locks_(parts.block_locks),
+      stats_(parts.stats),
+      wake_workers_(std::move(parts.wake_workers)),
+      hash_pool_(1) {}
+
+void WritePipeline::InstallFilterChain(FilterChain chain) {
+  filter_chain_ = std::move(chain);
+  zero_chunks_ = filter_chain_.Contains(ZeroChunkFilter::kName);
+}
+
+Status WritePipeline::ProcessRun(uint32_t volume_id, WriteBuffer* buffer, WriteBuffer::Run* run,
+                                 RunOutcome* outcome) {
+  const uint8_t* data = run->data.data();
+
+  // 1. Chunk boundaries. Without |final| the last unfinished chunk stays in
+  //    the buffer and is chunked again together with the bytes that follow.
+  std::vector<size_t> ends;
+  auto phase = std::chrono::steady_clock::now();
+  SplitRun(volume_id, *run, &ends);
+  stats_->ns_chunking += NanosSince(phase);
+  if (ends.empty()) return Status::OK();
+  const size_t n = ends.size();
+  const uint64_t processed = ends.back();
+  // The boundaries are known: hand the unfinished tail to the next run of
+  // this stream now, so another worker chunks on while this one fingerprints
+  // and stores.
+  buffer->SealClaim(*run, run->start + processed);
+  if (processed < run->data.size()) wake_workers_();
+
+  // 2. Fingerprints.
+  Chunks chunks(n);
+  phase = std::chrono::steady_clock::now();
+  ComputeFingerprints(data, ends, &chunks);
+  stats_->ns_fingerprinting += NanosSince(phase);
+  phase = std::chrono::steady_clock::now();
+
+  // GC barrier (core/engine/garbage_collector.h) until this run's mappings are logged.
+  auto gc_barrier = gc_barrier_.Shared();
+
+  // 3. What the overwritten blocks referenced before (block-index filter).
+  const uint64_t first_block = run->start / block_size_;
+  const uint64_t last_block = (run->start + processed - 1) / block_size_;
+  std::unordered_map<Fingerprint, ContainerId, FingerprintHasher> previous;
+  for (uint64_t b = first_block; b <= last_block; b++) {
+    BlockMapping old;
+    if (block_index_->Get(BlockId{volume_id, b}, &old).ok()) {
+      for (const auto& item : old.items()) {
+        if (item.container != kZeroContainer) previous[item.fp] = item.container;
+      }
+    }
+  }
+  for (ChunkRequest& c : chunks) c.previous_chunks = &previous;
+
+  // 4. The filter chain decides; new chunks are stored.
+  DEDUPV1_RETURN_IF_ERROR(FilterAndStore(volume_id, &chunks, outcome));
+  stats_->ns_filtering += NanosSince(phase);
+  phase = std::chrono::steady_clock::now();
+  stats_->runs++;
+  stats_->chunks += n;
+  stats_->bytes_chunked += processed;
+
+  // 5. The blocks' new mappings.
+  DEDUPV1_RETURN_IF_ERROR(InstallRunMappings(volume_id, buffer, *run, ends, chunks));
+  stats_->ns_installing += NanosSince(phase);
+  return Status::OK();
+}
+
+void WritePipeline::SplitRun(uint32_t volume_id, const WriteBuffer::Run& run, std::vector<size_t>* ends) {
+  const uint8_t* data = run.data.data();
+  chunker_->Split(data, run.data.size(), run.final, ends);
+  if (run.final || ends->empty() || ends->back() == run.data.size()) return;
+  const uint64_t cut = run.start + ends->back();
+  if (cut % block_size_ == 0) return;
+  const uint64_t block = cut / block_size_;
+  const uint64_t block_end = (block + 1) * block_size_;
+  if (block_end > run.start + run.data.size()) return;  // the rest of the block is not here: a partial write
+  BlockMapping stored;
+  if (!block_index_->Get(BlockId{volume_id, block}, &stored).IsCorruption()) return;
+  ends->clear();
+  chunker_->Split(data, block_end - run.start, true, ends);
+}
+
+void WritePipeline::ComputeFingerprints(const uint8_t* data, const std::vector<size_t>& ends, Chunks* chunks) {
+  hash_pool_.ParallelFor(ends.size(), 16, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; i++) {
+      size_t start = i == 0 ? 0 : ends[i - 1];
+      ChunkRequest& c = (*chunks)[i];
+      c.data = data + start;
+      c.size = ends[i] - start;
+      // Zero chunks are recognised (and never stored) only when the
+      // zero-chunk filter is in the chain; otherwise they are ordinary data.
+      c.is_zero = zero_chunks_ && IsAllZero(c.data, c.size);
+      if (c.is_zero) c.fp = Fingerprint::Zero(fingerprint_);
+      else ComputeFingerprint(fingerprint_, c.data, c.size, &c.fp);
+    }
+  });
+}
+
+// The fingerprint lock covers decide + store + update so a chunk is stored
+// once. Holds the GC barrier shared (ProcessRun).
+Status WritePipeline::FilterAndStore(uint32_t volume_id, Chunks* chunks, RunOutcome* outcome) {
+  for (ChunkRequest& c : *chunks) {
+    std::lock_guard<std::mutex> fp_lock(fp_locks_.For(c.fp));
+    Status error;
+    FilterResult r = filter_chain_.Decide(&c, &error);
+    if (r == FilterResult::kError) return error;
+    if (FilterChain::IsKnown(r)) {
+      DEDUPV1_RETURN_IF_ERROR(filter_chain_.UpdateKnown(c));
+      if (c.is_zero) {
+        stats_->chunks_zero++;
+        stats_->bytes_zero += c.size;
+      } else {
+        stats_->chunks_known++;
+      }
+    } else {
+      DEDUPV1_RETURN_IF_ERROR(chunk_store_->StoreChunk(c.fp, c.data, c.size, volume_id, &c.container));
+      Status updated = filter_chain_.UpdateNew(c);
+      // Only the chunk index refuses an insert for want of space ("chunk
+      // index full"): the run waits parked, the rest of the buffer goes on.
+      // The chunk just stored stays in its container as garbage.
+      outcome->parked = updated.IsNoSpace();
+      DEDUPV1_RETURN_IF_ERROR(updated);
+      outcome->new_chunks = true;
+      stats_->chunks_new++;
+      stats_->bytes_new += c.size;
+    }
+  }
+  return Status::OK();
+}
+
+// Block by block, in the run's order. A block rewritten or unmapped since its
+// bytes were copied keeps its dirty bytes and is redone later. Holds the GC
+// barrier shared (ProcessRun).
+Status WritePipeline::InstallRunMappings(uint32_t volume_id, WriteBuffer* buffer, const WriteBuffer::Run& run,
+                                         const std::vector<size_t>& ends, const Chunks& chunks) {
+  const size_t n = ends.size();
+  const uint64_t processed = ends.back();
+  size_t chunk_index = 0;
+  for (size_t bi = 0; bi < run.blocks.size(); bi++) {
+    const uint64_t block = run.blocks[bi];
+    const uint64_t block_start = block * block_size_;
+    const uint64_t begin = std::max<uint64_t>(block_start, run.start);
+    const uint64_t end = std::min<uint64_t>(block_start + block_size_, run.start + processed);
+    if (begin >= end) break;
+    std::vector<BlockMappingItem> items;
+    while (chunk_index < n) {
+      uint64_t cs = run.start + (chunk_index == 0 ? 0 : ends[chunk_index - 1]);
+      uint64_t ce = run.start + ends[chunk_index];
+      if (cs >= end) break;
+      uint64_t pb = std::max(cs, begin), pe = std::min(ce, end);
+      const ChunkRequest& c = chunks[chunk_index];
+      items.push_back(BlockMappingItem{c.fp, c.container, static_cast<uint32_t>(pb - cs),
+                                       static_cast<uint32_t>(pe - pb)});
+      if (ce > end) break;  // the chunk continues into the next block
+      chunk_index++;
+    }
+    DEDUPV1_RETURN_IF_ERROR(InstallBlock(BlockId{volume_id, block}, buffer, run.seqs[bi],
+                                         static_cast<uint32_t>(begin - block_start),
+                                         static_cast<uint32_t>(end - block_start), items));
+  }
+  return Status::OK();
+}
+
+Status WritePipeline::InstallBlock(const BlockId& id, WriteBuffer* buffer, uint64_t seq, uint32_t in_begin,
+                                   uint32_t in_end, const std::vector<BlockMappingItem>& items) {
+  std::unique_lock<std::shared_mutex> lock(block_locks_->For(id));
+  // Only the copy we chunked may be replaced: check the sequence first,
+  // then log and install the mapping, then clear the bytes (all under the
+  // lock, which Put and Discard need too, so the sequence cannot change in
+  // between). The bytes leave the buffer only after their event is logged:
+  // a sync that finds them gone (DrainUpTo) finds the event logged and
+  // makes it durable. If the install fails, they simply stay dirty.
+  BlockMapping old(block_size_);
+  Status s = block_index_->Get(id, &old);
+  // A block whose stored mapping cannot be read (Corruption: a damaged
+  // record) can still be overwritten whole: the new mapping needs nothing
+  // of the old one. It is logged without an old mapping, so the old
+  // chunks keep their references (too high a count only keeps garbage
+  // until dedupv1_check --repair recounts). A partial write needs the old
+  // mapping and fails, naming the block.
+  const bool whole_block = in_begin == 0 && in_end == block_size_;
+  if (!s.ok() && !s.IsNotFound() && !(s.IsCorruption() && whole_block)) return s;
+  if (s.IsCorruption()) stats_->damaged_mappings_overwritten++;
+  const bool had_old = s.ok();
+  if (!had_old) old = BlockMapping(block_size_);
+  BlockMapping mapping = old;
+  DEDUPV1_RETURN_IF_ERROR(mapping.Overlay(in_begin, items));
+  if (!buffer->Unchanged(id.block, seq)) {
+    stats_->mappings_skipped++;
+    return Status::OK();
+  }
+  DEDUPV1_RETURN_IF_ERROR(InstallMapping(id, had_old ? &old : nullptr, &mapping));
+  buffer->ClearIfUnchanged(id.block, seq, in_begin, in_end);
+  return Status::OK();
+}
+
+Status WritePipeline::InstallMapping(const BlockId& id, const BlockMapping* old, BlockMapping* mapping, bool unmap) {
+  // Everything that can refuse the mapping comes before its event is logged:
+  // a logged event is replayed after a crash and counted into usage counts,
+  // so the mapping it describes must then be installed.
+  DEDUPV1_RETURN_IF_ERROR(block_index_->PrepareInstall(id, *mapping));
+  LogEventType type = LogEventType::kBlockMappingWritten;
+  std::string payload;
+  if (unmap && mapping->IsAllZero()) {
+    // The block index keeps the all-zero mapping (the block reads zeros).
+    BlockMappingDeletedData deleted;
+    deleted.block = id;
+    if (old != nullptr) old->Serialize(id, &deleted.old_mapping);
+    type = LogEventType::kBlockMappingDeleted;
+    payload = deleted.Encode();
+  } else {
+    payload = EncodeMappingEvent(id, *mapping, old);
+  }
+  std::shared_lock<std::shared_mutex> l(mapping_mu_);
+  uint64_t event_id;
+  DEDUPV1_RETURN_IF_ERROR(log_->Append(type, payload, &event_id));
+  // The version is the event's id: replay applies an event only to an older mapping.
+  mapping->set_version(event_id);
+  return block_index_->Install(id, *mapping);
+}
+
+uint64_t WritePipeline::LastAppliedEventId() {
+  std::unique_lock<std::shared_mutex> l(mapping_mu_);
+  return log_->last_id();
+}
+
+}  // namespace dedupv1
