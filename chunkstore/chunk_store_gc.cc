@@ -79,11 +79,19 @@ Status ChunkStore::GetChunkFootprints(ContainerId requested, std::vector<ChunkFo
 }
 
 bool ChunkStore::GetSummary(ContainerId id, ContainerSummary* summary) const {
-  uint64_t dead_now = 0;
-  dead_marks_.WithMarksOf(id, [&dead_now](const FingerprintSet* dead) {
-    if (dead != nullptr) dead_now = dead->size();
-  });
-  return summaries_.Get(id, dead_now, summary);
+  auto dead_count = [this, id] {
+    uint64_t n = 0;
+    dead_marks_.WithMarksOf(id, [&n](const FingerprintSet* dead) {
+      if (dead != nullptr) n = dead->size();
+    });
+    return n;
+  };
+  // The marks and the summaries have locks of their own, and ResolveEntry
+  // unmarks before it withdraws: a count read before an unmark can still find
+  // the summary taken with that mark. It holds only if the count is the same
+  // after the lookup.
+  const uint64_t dead_before = dead_count();
+  return summaries_.Get(id, dead_before, summary) && dead_count() == dead_before;
 }
 
 }  // namespace dedupv1

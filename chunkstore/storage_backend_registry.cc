@@ -9,12 +9,13 @@ namespace {
 struct RegisteredBackend {
   const char* name;
   StorageBackendFactory open;
+  bool durable;  // keeps what it stores across processes: a config may name it
 };
 
 // One line per backend.
 constexpr RegisteredBackend kBackends[] = {
-    {"local", &OpenLocalStorageBackend},
-    {"memory", &OpenMemoryStorageBackend},
+    {"local", &OpenLocalStorageBackend, true},
+    {"memory", &OpenMemoryStorageBackend, false},
 };
 
 }  // namespace
@@ -32,6 +33,21 @@ bool IsStorageBackend(const std::string& name) {
     if (name == b.name) return true;
   }
   return false;
+}
+
+bool IsDurableStorageBackend(const std::string& name) {
+  for (const RegisteredBackend& b : kBackends) {
+    if (name == b.name) return b.durable;
+  }
+  return false;
+}
+
+std::string DurableStorageBackendNameList() {
+  std::string list;
+  for (const RegisteredBackend& b : kBackends) {
+    if (b.durable) list += (list.empty() ? "" : ", ") + std::string(b.name);
+  }
+  return list;
 }
 
 std::vector<std::string> StorageBackendNames() {

@@ -53,5 +53,12 @@ bool IsStorageBackend(const std::string& name);
 std::vector<std::string> StorageBackendNames();
 // "local, memory": for messages.
 std::string StorageBackendNameList();
+// Whether |name| is a registered backend that keeps its data across
+// processes. Only such a backend may be named in a config file: a store
+// opened once on a non-durable one would acknowledge synced writes it then
+// forgets, and hand out container ids the indexes already use.
+bool IsDurableStorageBackend(const std::string& name);
+// "local": the durable ones, for messages.
+std::string DurableStorageBackendNameList();
 
 }  // namespace dedupv1

@@ -122,6 +122,11 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          if (!IsStorageBackend(v)) {
            return Status::InvalidArgument("unknown backend '" + v + "' (known: " + StorageBackendNameList() + ")");
          }
+         if (!IsDurableStorageBackend(v)) {
+           // Tests choose it in code (ChunkStoreOptions::backend).
+           return Status::InvalidArgument("backend '" + v + "' is not durable and only for tests (a store needs: " +
+                                          DurableStorageBackendNameList() + ")");
+         }
          o->chunk_store.backend = v;
          return Status::OK();
        }},
