@@ -66,5 +66,24 @@ pid_t ForkWithPipe(const std::function<void(int write_fd)>& child, int* read_fd)
   return pid;
 }
 
+std::string FindSourceFile(const std::string& relative) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> starts;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) starts.push_back(exe.parent_path());
+  fs::path cwd = fs::current_path(ec);
+  if (!ec) starts.push_back(cwd);
+  for (fs::path dir : starts) {
+    for (;;) {
+      fs::path candidate = dir / relative;
+      if (fs::exists(candidate, ec)) return candidate.string();
+      if (dir == dir.parent_path() || dir.empty()) break;
+      dir = dir.parent_path();
+    }
+  }
+  return "";
+}
+
 }  // namespace test
 }  // namespace dedupv1

@@ -31,6 +31,12 @@ std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed);
 // Reads an integer knob from the environment (e.g. DEDUPV1_TEST_OPS), or |def|.
 uint64_t EnvKnob(const char* name, uint64_t def);
 
+// The path of |relative| (e.g. "docs/monitoring.md") in the source tree,
+// found by walking up from the test binary's directory and from the working
+// directory (a build directory is usually inside the tree); "" if neither
+// leads to it.
+std::string FindSourceFile(const std::string& relative);
+
 // Forks a child that runs |child| with the write end of a fresh pipe (it
 // should end the process itself, with _exit or by being killed; if it
 // returns, the child exits with 99). The parent gets the child's pid and the

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/base/testutil.h"
 #include "target/monitor/monitor_test_util.h"
 
 namespace dedupv1 {
@@ -102,27 +103,8 @@ TEST(MetricTableTest, CollectorJsonHasTheRowsKeys) {
   }
 }
 
-std::string FindMonitoringDoc() {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> starts;
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) starts.push_back(exe.parent_path());
-  fs::path cwd = fs::current_path(ec);
-  if (!ec) starts.push_back(cwd);
-  for (fs::path dir : starts) {
-    for (;;) {
-      fs::path candidate = dir / "docs" / "monitoring.md";
-      if (fs::exists(candidate, ec)) return candidate.string();
-      if (dir == dir.parent_path() || dir.empty()) break;
-      dir = dir.parent_path();
-    }
-  }
-  return "";
-}
-
 TEST(MetricTableTest, DocsNameEveryMetric) {
-  const std::string path = FindMonitoringDoc();
+  const std::string path = test::FindSourceFile("docs/monitoring.md");
   ASSERT_FALSE(path.empty()) << "docs/monitoring.md not found above the binary or the working directory";
   std::ifstream in(path);
   std::stringstream buf;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/base/config.h"
+#include "core/base/testutil.h"
 #include "target/service_options.h"
 
 namespace dedupv1 {
@@ -156,29 +157,8 @@ TEST(ServiceOptionsTest, UnknownKeysOfEveryLayerAreRefused) {
   EXPECT_NE(o.ToString().find("monitor.token = (set)\n"), std::string::npos) << "the token must not be shown";
 }
 
-// docs/configuration.md, found by walking up from the test binary and from the
-// working directory (a build dir is usually inside the source tree).
-std::string FindConfigurationDoc() {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> starts;
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) starts.push_back(exe.parent_path());
-  fs::path cwd = fs::current_path(ec);
-  if (!ec) starts.push_back(cwd);
-  for (fs::path dir : starts) {
-    for (;;) {
-      fs::path candidate = dir / "docs" / "configuration.md";
-      if (fs::exists(candidate, ec)) return candidate.string();
-      if (dir == dir.parent_path() || dir.empty()) break;
-      dir = dir.parent_path();
-    }
-  }
-  return "";
-}
-
 TEST(ServiceOptionsTest, EveryKeyIsDocumentedAndEveryDocumentedKeyExists) {
-  const std::string path = FindConfigurationDoc();
+  const std::string path = test::FindSourceFile("docs/configuration.md");
   ASSERT_FALSE(path.empty()) << "docs/configuration.md not found above the binary or the working directory";
   std::ifstream in(path);
   ASSERT_TRUE(in.good()) << path;
