@@ -115,6 +115,9 @@ void WritePipeline::SplitRun(uint32_t volume_id, const WriteBuffer::Run& run, st
   const uint64_t block = cut / block_size_;
   const uint64_t block_end = (block + 1) * block_size_;
   if (block_end > run.start + run.data.size()) return;  // the rest of the block is not here: a partial write
+  // Step 3 reads this block again: its reads must come after the GC barrier
+  // is taken (a mapping read before it may name chunks GC then removes), and
+  // this one must come before, as the cut decides what the claim hands on.
   BlockMapping stored;
   if (!block_index_->Get(BlockId{volume_id, block}, &stored).IsCorruption()) return;
   ends->clear();
