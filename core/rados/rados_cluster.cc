@@ -1,0 +1,164 @@
+#include "core/rados/rados_cluster.h"
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace dedupv1 {
+
+namespace {
+
+std::mutex registry_mu;
+// Live connections by RadosOptions::ConnectionKey(). Weak, so the last user
+// closing a store closes the connection.
+std::map<std::string, std::weak_ptr<RadosCluster>>& Registry() {
+  static auto* registry = new std::map<std::string, std::weak_ptr<RadosCluster>>();
+  return *registry;
+}
+
+}  // namespace
+
+const char* RadosOpKindName(RadosOpKind kind) {
+  switch (kind) {
+    case RadosOpKind::kRead: return "read";
+    case RadosOpKind::kWrite: return "write";
+    case RadosOpKind::kOmapRead: return "omap_read";
+    case RadosOpKind::kOmapWrite: return "omap_write";
+    case RadosOpKind::kStat: return "stat";
+    case RadosOpKind::kRemove: return "remove";
+    case RadosOpKind::kList: return "list";
+    case RadosOpKind::kLock: return "lock";
+    case RadosOpKind::kCount: break;
+  }
+  return "?";
+}
+
+uint64_t RadosStats::TotalOps() const {
+  uint64_t n = 0;
+  for (const Kind& k : kinds) n += k.ops;
+  return n;
+}
+
+Status RadosCluster::Shared(const RadosOptions& options, std::shared_ptr<RadosCluster>* out) {
+  std::lock_guard<std::mutex> l(registry_mu);
+  const std::string key = options.ConnectionKey();
+  auto it = Registry().find(key);
+  if (it != Registry().end()) {
+    if (std::shared_ptr<RadosCluster> live = it->second.lock()) {
+      *out = live;
+      return Status::OK();
+    }
+  }
+  std::shared_ptr<RadosCluster> cluster(new RadosCluster(options));
+  DEDUPV1_RETURN_IF_ERROR(cluster->Connect());
+  Registry()[key] = cluster;
+  *out = cluster;
+  return Status::OK();
+}
+
+RadosCluster::~RadosCluster() {
+  data_.close();
+  index_.close();
+  if (connected_) rados_.shutdown();
+}
+
+Status RadosCluster::Connect() {
+  const std::string who = "Ceph cluster (conf " + (options_.conf_file.empty() ? std::string("default") : options_.conf_file) +
+                          ", user " + options_.client_name + ")";
+  int r = rados_.init2(options_.client_name.c_str(), "ceph", 0);
+  if (r < 0) return Status::InvalidArgument(who + ": bad client name: " + std::strerror(-r));
+  r = rados_.conf_read_file(options_.conf_file.empty() ? nullptr : options_.conf_file.c_str());
+  if (r < 0) {
+    rados_.shutdown();
+    return Status::InvalidArgument(who + ": cannot read the conf file: " + std::strerror(-r));
+  }
+  if (!options_.keyring.empty()) rados_.conf_set("keyring", options_.keyring.c_str());
+  // No call may hang on a stopped cluster: every wait ends in ETIMEDOUT.
+  const std::string timeout = std::to_string(options_.op_timeout_s);
+  rados_.conf_set("rados_osd_op_timeout", timeout.c_str());
+  rados_.conf_set("rados_mon_op_timeout", timeout.c_str());
+  rados_.conf_set("client_mount_timeout", timeout.c_str());
+  // librados' own log stays out of the target's stderr.
+  rados_.conf_set("log_to_stderr", "false");
+  rados_.conf_set("err_to_stderr", "false");
+  r = rados_.connect();
+  if (r < 0) {
+    rados_.shutdown();
+    if (r == -ETIMEDOUT || r == -ENOENT || r == -ECONNREFUSED) {
+      return Status::IOError(who + ": cluster unreachable (no monitor answered within " + timeout +
+                             " s): " + std::strerror(-r));
+    }
+    if (r == -EPERM || r == -EACCES) {
+      return Status::IOError(who + ": authentication refused (check the keyring and the user's key): " +
+                             std::strerror(-r));
+    }
+    return Status::IOError(who + ": cannot connect: " + std::strerror(-r));
+  }
+  connected_ = true;
+  DEDUPV1_RETURN_IF_ERROR(OpenPool(options_.data_pool, &data_));
+  DEDUPV1_RETURN_IF_ERROR(OpenPool(options_.index_pool, &index_));
+  return Status::OK();
+}
+
+Status RadosCluster::OpenPool(const std::string& pool, librados::IoCtx* ioctx) {
+  int r = rados_.ioctx_create(pool.c_str(), *ioctx);
+  if (r == -ENOENT) {
+    return Status::NotFound("Ceph pool '" + pool + "' does not exist (create it: ceph osd pool create " + pool +
+                            "; see docs/ceph.md)");
+  }
+  if (r < 0) return ToStatus(r, "open pool", pool, "");
+  ioctx->set_namespace(options_.store);
+  return Status::OK();
+}
+
+std::string RadosCluster::Where(const std::string& pool, const std::string& object) const {
+  return "rados:" + pool + "/" + options_.store + (object.empty() ? "" : "/" + object);
+}
+
+Status RadosCluster::ToStatus(int r, const std::string& what, const std::string& pool, const std::string& object) const {
+  const std::string msg = what + " " + Where(pool, object) + ": " + std::strerror(-r);
+  switch (-r) {
+    case ENOENT: return Status::NotFound(msg);
+    case ENOSPC:
+    case EDQUOT: return Status::NoSpace(msg + " (pool '" + pool + "' is full or over its quota)");
+    case EPERM:
+    case EACCES:
+      return Status::IOError(msg + " (user " + options_.client_name + " lacks the caps for pool '" + pool +
+                             "': it needs 'osd allow rwx pool=" + pool + "')");
+    case ETIMEDOUT:
+      return Status::IOError(msg + " (the cluster did not answer within " + std::to_string(options_.op_timeout_s) +
+                             " s)");
+    case EBUSY: return Status::Busy(msg);
+    case EEXIST: return Status::Aborted(msg);
+    case EINVAL: return Status::InvalidArgument(msg);
+    default: return Status::IOError(msg);
+  }
+}
+
+void RadosCluster::Record(RadosOpKind kind, std::chrono::steady_clock::time_point start, uint64_t bytes, bool ok) {
+  const uint64_t us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+  RadosOpCounters& c = counters_[static_cast<int>(kind)];
+  c.ops.fetch_add(1, std::memory_order_relaxed);
+  if (!ok) c.errors.fetch_add(1, std::memory_order_relaxed);
+  c.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  c.latency_us_total.fetch_add(us, std::memory_order_relaxed);
+  uint64_t max = c.latency_us_max.load(std::memory_order_relaxed);
+  while (us > max && !c.latency_us_max.compare_exchange_weak(max, us, std::memory_order_relaxed)) {
+  }
+}
+
+RadosStats RadosCluster::stats() const {
+  RadosStats s;
+  for (int i = 0; i < static_cast<int>(RadosOpKind::kCount); i++) {
+    const RadosOpCounters& c = counters_[i];
+    s.kinds[i].ops = c.ops.load(std::memory_order_relaxed);
+    s.kinds[i].errors = c.errors.load(std::memory_order_relaxed);
+    s.kinds[i].bytes = c.bytes.load(std::memory_order_relaxed);
+    s.kinds[i].latency_us_total = c.latency_us_total.load(std::memory_order_relaxed);
+    s.kinds[i].latency_us_max = c.latency_us_max.load(std::memory_order_relaxed);
+  }
+  return s;
+}
+
+}  // namespace dedupv1

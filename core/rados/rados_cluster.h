@@ -1,0 +1,125 @@
+// RadosCluster is one connection to a Ceph cluster (librados) with the two
+// I/O contexts a store uses (data pool, index pool; both set to the store's
+// namespace), and the counters the monitor shows: operations, bytes and
+// latency per kind of operation.
+//
+// Every librados call of the project goes through a RadosCluster, so:
+//  - a failed call becomes a Status naming the pool, the object and what
+//    failed (ToStatus): ENOENT -> NotFound, ENOSPC/EDQUOT -> NoSpace (a full
+//    pool or a quota), EPERM/EACCES -> IOError naming the cephx user's caps,
+//    ETIMEDOUT -> IOError "cluster did not answer within N s";
+//  - no call blocks forever: rados_osd_op_timeout, rados_mon_op_timeout and
+//    client_mount_timeout are set to RadosOptions::op_timeout_s before the
+//    connect, so a stopped cluster turns into I/O errors.
+//
+// Connections are shared: Shared() returns the live connection for the same
+// RadosOptions::ConnectionKey() (one per process and cluster), so the
+// engine, the chunk store backend and the tools of one process do not open
+// several. Thread-safe (librados is; the counters are atomics).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <rados/librados.hpp>
+
+#include "core/base/status.h"
+#include "core/rados/rados_options.h"
+
+namespace dedupv1 {
+
+// Kinds of RADOS operations, counted separately.
+enum class RadosOpKind { kRead, kWrite, kOmapRead, kOmapWrite, kStat, kRemove, kList, kLock, kCount };
+
+const char* RadosOpKindName(RadosOpKind kind);
+
+struct RadosOpCounters {
+  std::atomic<uint64_t> ops{0};
+  std::atomic<uint64_t> errors{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> latency_us_total{0};
+  std::atomic<uint64_t> latency_us_max{0};
+};
+
+// A plain copy of the counters, for stats and the monitor.
+struct RadosStats {
+  struct Kind {
+    uint64_t ops = 0, errors = 0, bytes = 0, latency_us_total = 0, latency_us_max = 0;
+  };
+  Kind kinds[static_cast<int>(RadosOpKind::kCount)];
+  uint64_t TotalOps() const;
+};
+
+class RadosCluster {
+ public:
+  // Connects (or returns the shared connection) and opens both pools in the
+  // store's namespace. Errors name the conf file, the client and the pool:
+  // an unreachable cluster, a missing pool ("create it with ..."), missing
+  // caps.
+  static Status Shared(const RadosOptions& options, std::shared_ptr<RadosCluster>* out);
+
+  ~RadosCluster();
+  RadosCluster(const RadosCluster&) = delete;
+  RadosCluster& operator=(const RadosCluster&) = delete;
+
+  const RadosOptions& options() const { return options_; }
+  librados::Rados& rados() { return rados_; }
+  // I/O contexts in the store's namespace. IoCtx is not safe for concurrent
+  // set_namespace etc.; callers only issue operations on them, which is.
+  librados::IoCtx& data() { return data_; }
+  librados::IoCtx& index() { return index_; }
+  const std::string& data_pool() const { return options_.data_pool; }
+  const std::string& index_pool() const { return options_.index_pool; }
+
+  // A Status for librados result |r| (< 0) of |what| ("write", "read
+  // 4096@0", ...) on |object| in |pool|.
+  Status ToStatus(int r, const std::string& what, const std::string& pool, const std::string& object) const;
+
+  // Counts one finished operation.
+  void Record(RadosOpKind kind, std::chrono::steady_clock::time_point start, uint64_t bytes, bool ok);
+  RadosStats stats() const;
+
+  // "pool/namespace/object", for messages and tools.
+  std::string Where(const std::string& pool, const std::string& object) const;
+
+ private:
+  explicit RadosCluster(const RadosOptions& options) : options_(options) {}
+  Status Connect();
+  Status OpenPool(const std::string& pool, librados::IoCtx* ioctx);
+
+  const RadosOptions options_;
+  librados::Rados rados_;
+  librados::IoCtx data_;
+  librados::IoCtx index_;
+  bool connected_ = false;
+  RadosOpCounters counters_[static_cast<int>(RadosOpKind::kCount)];
+};
+
+// Times one operation and records it on destruction (or on Done()).
+class RadosOpTimer {
+ public:
+  RadosOpTimer(RadosCluster* cluster, RadosOpKind kind)
+      : cluster_(cluster), kind_(kind), start_(std::chrono::steady_clock::now()) {}
+  ~RadosOpTimer() {
+    if (!done_) cluster_->Record(kind_, start_, bytes_, ok_);
+  }
+  void Done(int r, uint64_t bytes) {
+    ok_ = r >= 0;
+    bytes_ = bytes;
+    cluster_->Record(kind_, start_, bytes_, ok_);
+    done_ = true;
+  }
+
+ private:
+  RadosCluster* const cluster_;
+  const RadosOpKind kind_;
+  const std::chrono::steady_clock::time_point start_;
+  uint64_t bytes_ = 0;
+  bool ok_ = false;
+  bool done_ = false;
+};
+
+}  // namespace dedupv1
