@@ -315,6 +315,34 @@ TEST_F(RadosEnvTest, LockOfADeadHolderExpires) {
   EXPECT_LT(waited, 4.0);
 }
 
+TEST_F(RadosEnvTest, AnObjectWithoutFileMetadataIsCorruption) {
+  librados::bufferlist bl;
+  bl.append("not written through RadosEnv");
+  ASSERT_EQ(0, cluster_->index().write_full("bad", bl));
+  std::unique_ptr<File> f;
+  Status s = env_->OpenFile(P("bad"), OpenMode::kReadOnly, &f);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("rados:dedupv1-index/")) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("/bad")) << s.ToString();
+}
+
+TEST_F(RadosEnvTest, EveryOperationIsCounted) {
+  const RadosStats before = cluster_->stats();
+  ASSERT_TRUE(WriteFileAtomically(env_.get(), P("m"), std::string(2 * kStripe, 'm')).ok());
+  EXPECT_EQ(std::string(2 * kStripe, 'm'), ReadAll(P("m")));
+  const RadosStats after = cluster_->stats();
+  auto delta = [&](RadosOpKind k) {
+    return after.kinds[static_cast<int>(k)].ops - before.kinds[static_cast<int>(k)].ops;
+  };
+  EXPECT_GE(delta(RadosOpKind::kWrite), 3u);   // create, data, rename copy
+  EXPECT_GE(delta(RadosOpKind::kRead), 2u);    // rename copy, ReadFileToString
+  EXPECT_GE(delta(RadosOpKind::kStat), 2u);
+  EXPECT_GE(delta(RadosOpKind::kOmapWrite), 2u);
+  EXPECT_GE(delta(RadosOpKind::kRemove), 1u);
+  std::printf("WriteFileAtomically of 128 KiB + ReadFileToString: %llu RADOS ops\n",
+              static_cast<unsigned long long>(after.TotalOps() - before.TotalOps()));
+}
+
 TEST_F(RadosEnvTest, GetFreeSpaceOfThePool) {
   uint64_t bytes = 0;
   Status s = env_->GetFreeSpace(kRoot, &bytes);

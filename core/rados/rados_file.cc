@@ -145,6 +145,7 @@ RadosFileState::RadosFileState(std::shared_ptr<RadosCluster> cluster, std::strin
       oid_(std::move(oid)),
       path_(std::move(path)),
       stripe_(cluster_->options().stripe_size),
+      id_(meta.id),
       size_(meta.size),
       durable_(std::move(meta)) {}
 
@@ -185,9 +186,11 @@ Status RadosFileState::Write(uint64_t offset, const void* data, size_t n) {
 // Before data may land past hwm in stripes >= 1, hwm must be durable past it.
 // Raised in steps of an eighth of the file (at least a stripe) so appends
 // pay one extra operation per step, not per write.
+// A write inside the size (a preallocated table) raises it to the size only,
+// so the next open has nothing to cut.
 Status RadosFileState::RaiseHwm(uint64_t end) {
   const uint64_t step = std::max(stripe_, end / 8);
-  const uint64_t hwm = (end + step + stripe_ - 1) / stripe_ * stripe_;
+  const uint64_t hwm = end <= size_ ? size_ : (end + step + stripe_ - 1) / stripe_ * stripe_;
   librados::ObjectWriteOperation op;
   op.assert_exists();
   op.setxattr(kHwmAttr, Decimal(hwm));
@@ -214,7 +217,7 @@ Status RadosFileState::SubmitWrite(uint64_t stripe, uint64_t offset_in_stripe, c
   } else {
     p.op->write(offset_in_stripe, bl);
   }
-  p.oid = RadosStripeOid(oid_, durable_.id, stripe);
+  p.oid = RadosStripeOid(oid_, id_, stripe);
   p.bytes = n;
   p.start = std::chrono::steady_clock::now();
   p.completion = librados::Rados::aio_create_completion();
@@ -321,7 +324,7 @@ Status RadosFileState::ReadStripes(uint64_t offset, size_t n, char* buf) {
       op.read(p.in, p.len, &p.bl, &p.rval);
       p.c = librados::Rados::aio_create_completion();
       p.start = std::chrono::steady_clock::now();
-      const int r = cluster_->index().aio_operate(RadosStripeOid(oid_, durable_.id, p.stripe), p.c, &op, nullptr);
+      const int r = cluster_->index().aio_operate(RadosStripeOid(oid_, id_, p.stripe), p.c, &op, nullptr);
       if (r < 0) {
         p.c->release();
         p.c = nullptr;
@@ -334,7 +337,7 @@ Status RadosFileState::ReadStripes(uint64_t offset, size_t n, char* buf) {
       p.c->wait_for_complete();
       const int r = p.c->get_return_value();
       p.c->release();
-      const std::string oid = RadosStripeOid(oid_, durable_.id, p.stripe);
+      const std::string oid = RadosStripeOid(oid_, id_, p.stripe);
       // A missing stripe >= 1 is a hole (zeros); a missing stripe 0 is a
       // missing file.
       const bool hole = r == -ENOENT && p.stripe != 0;
@@ -365,11 +368,11 @@ Status RadosFileState::CutData(uint64_t from, uint64_t to) {
     op.assert_exists();
     op.truncate(from % stripe_);
     int r = 0;
-    Status s = RadosOperate(cluster_.get(), RadosStripeOid(oid_, durable_.id, partial), &op, RadosOpKind::kWrite, 0,
+    Status s = RadosOperate(cluster_.get(), RadosStripeOid(oid_, id_, partial), &op, RadosOpKind::kWrite, 0,
                             "truncate " + path_, &r);
     if (!s.ok() && r != -ENOENT) return s;
   }
-  return RemoveRadosStripes(cluster_.get(), oid_, durable_.id, first_whole, (to - 1) / stripe_);
+  return RemoveRadosStripes(cluster_.get(), oid_, id_, first_whole, (to - 1) / stripe_);
 }
 
 Status RadosFileState::Truncate(uint64_t size) {

@@ -131,6 +131,7 @@ class RadosFileState {
   const std::string oid_;
   const std::string path_;
   const uint64_t stripe_;
+  const std::string id_;  // the incarnation: fixed for the life of the state
 
   std::mutex mu_;
   uint64_t size_;             // the file size as handles see it
