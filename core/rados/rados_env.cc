@@ -210,7 +210,10 @@ Status RadosEnv::OpenFile(const std::string& path, OpenMode mode, std::unique_pt
   if (state != nullptr) {
     if (mode == OpenMode::kCreateNew) return Status::FromErrno(EEXIST, "open " + path);
     if (mode == OpenMode::kTruncate) DEDUPV1_RETURN_IF_ERROR(state->Truncate(0));
-    if (writable) DEDUPV1_RETURN_IF_ERROR(AddEntry(rel, path));
+    if (writable) {
+      DEDUPV1_RETURN_IF_ERROR(AddEntry(rel, path));
+      DEDUPV1_RETURN_IF_ERROR(state->TrimStale());  // if only readers had it open since a crash
+    }
     file->reset(new RadosFile(state, path));
     return Status::OK();
   }

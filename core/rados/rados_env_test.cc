@@ -343,6 +343,31 @@ TEST_F(RadosEnvTest, EveryOperationIsCounted) {
               static_cast<unsigned long long>(after.TotalOps() - before.TotalOps()));
 }
 
+// An asynchronous write the OSD refuses (past osd_max_object_size, 128 MiB
+// by default) is reported by the next Sync, naming pool and object, once,
+// as Linux reports a writeback error to fsync.
+TEST_F(RadosEnvTest, FailedAsyncWriteIsReportedBySyncOnce) {
+  std::shared_ptr<RadosCluster> cluster;
+  ASSERT_TRUE(test::ConnectTestRados(&cluster, uint64_t{1} << 30, 3).ok());
+  std::unique_ptr<Env> env;
+  ASSERT_TRUE(NewRadosEnv(cluster, kRoot, &env).ok());
+  ASSERT_TRUE(env->CreateDirs(kRoot).ok());
+  std::unique_ptr<File> f;
+  ASSERT_TRUE(env->OpenFile(P("big"), OpenMode::kCreate, &f).ok());
+  ASSERT_TRUE(f->Write(0, "ok", 2).ok());
+  ASSERT_TRUE(f->Write(uint64_t{512} << 20, "refused", 7).ok());  // submitted; fails at the OSD
+  Status s = f->Sync();
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("rados:dedupv1-index/")) << s.ToString();
+  EXPECT_TRUE(f->Sync().ok());  // reported once
+  char buf[2];
+  ASSERT_TRUE(f->Read(0, 2, buf).ok());
+  EXPECT_EQ("ok", std::string(buf, 2));
+  f.reset();
+  env.reset();
+  test::RemoveIndexObjects(cluster.get());
+}
+
 TEST_F(RadosEnvTest, GetFreeSpaceOfThePool) {
   uint64_t bytes = 0;
   Status s = env_->GetFreeSpace(kRoot, &bytes);

@@ -17,6 +17,7 @@ constexpr char kSizeAttr[] = "size";
 constexpr char kHwmAttr[] = "hwm";
 constexpr char kIdAttr[] = "id";
 constexpr uint64_t kNoTruncate = ~uint64_t{0};
+constexpr uint64_t kUnknownSize = ~uint64_t{0};
 
 librados::bufferlist Decimal(uint64_t v) {
   librados::bufferlist bl;
@@ -161,7 +162,7 @@ RadosFileState::~RadosFileState() {
 
 Status RadosFileState::CheckUsable() const {
   if (detached_) return Status::NotFound(path_ + " was deleted or renamed while open");
-  return error_;
+  return Status::OK();
 }
 
 Status RadosFileState::Write(uint64_t offset, const void* data, size_t n) {
@@ -225,8 +226,10 @@ Status RadosFileState::SubmitWrite(uint64_t stripe, uint64_t offset_in_stripe, c
   if (r < 0) {
     p.completion->release();
     cluster_->Record(RadosOpKind::kWrite, p.start, n, false);
-    if (error_.ok()) error_ = cluster_->ToStatus(r, "write of " + path_, cluster_->index_pool(), p.oid);
-    return error_;
+    // Not submitted: this Write fails (and the size it may have carried is
+    // unknown, so the next flush writes it again).
+    if (stripe == 0) durable_.size = kUnknownSize;
+    return cluster_->ToStatus(r, "write of " + path_, cluster_->index_pool(), p.oid);
   }
   pending_.push_back(std::move(p));
   return Status::OK();
@@ -238,16 +241,20 @@ void RadosFileState::WaitOldest() {
   const int r = p.completion->get_return_value();
   p.completion->release();
   cluster_->Record(RadosOpKind::kWrite, p.start, p.bytes, r >= 0);
-  if (r < 0 && error_.ok()) {
-    error_ = cluster_->ToStatus(r, "write " + std::to_string(p.bytes) + " bytes of " + path_,
-                                cluster_->index_pool(), p.oid);
+  if (r < 0) {
+    // The size this op may have carried is unknown now: the next flush
+    // writes it again.
+    durable_.size = kUnknownSize;
+    if (error_.ok()) {
+      error_ = cluster_->ToStatus(r, "write " + std::to_string(p.bytes) + " bytes of " + path_,
+                                  cluster_->index_pool(), p.oid);
+    }
   }
   pending_.pop_front();
 }
 
-Status RadosFileState::WaitAll() {
+void RadosFileState::WaitAll() {
   while (!pending_.empty()) WaitOldest();
-  return error_;
 }
 
 Status RadosFileState::WriteMetaLocked(uint64_t stripe0_truncate_to) {
@@ -263,8 +270,14 @@ Status RadosFileState::WriteMetaLocked(uint64_t stripe0_truncate_to) {
   return Status::OK();
 }
 
+// Like fsync on Linux, a failed asynchronous write is reported once, by the
+// next flush: the caller redoes its writes (the operations log and the chunk
+// index table do) or gives up (LevelDB).
 Status RadosFileState::FlushLocked() {
-  DEDUPV1_RETURN_IF_ERROR(WaitAll());
+  WaitAll();
+  Status failed = error_;
+  error_ = Status::OK();
+  DEDUPV1_RETURN_IF_ERROR(failed);
   if (size_ != durable_.size) return WriteMetaLocked(kNoTruncate);
   return Status::OK();
 }
@@ -284,7 +297,7 @@ Status RadosFileState::Read(uint64_t offset, size_t n, void* buf) {
   {
     std::lock_guard<std::mutex> l(mu_);
     DEDUPV1_RETURN_IF_ERROR(CheckUsable());
-    DEDUPV1_RETURN_IF_ERROR(WaitAll());
+    WaitAll();
     if (offset + n > size_) {
       return Status::IOError("short read of " + path_ + " at offset " + std::to_string(std::max(offset, size_)) +
                              " (file size " + std::to_string(size_) + ")");
@@ -378,7 +391,7 @@ Status RadosFileState::CutData(uint64_t from, uint64_t to) {
 Status RadosFileState::Truncate(uint64_t size) {
   std::lock_guard<std::mutex> l(mu_);
   DEDUPV1_RETURN_IF_ERROR(CheckUsable());
-  DEDUPV1_RETURN_IF_ERROR(WaitAll());
+  WaitAll();
   if (size >= size_) {
     // Growing: nothing lies past size_ (writes never put data past it, and
     // TrimStale removed what a crash left), so the new range reads zeros.

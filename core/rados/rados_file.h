@@ -28,8 +28,10 @@
 // of the file reads zeros in its holes, as on posix.
 //
 // Writes are asynchronous (aio_operate, at most kMaxInFlight per file):
-// Sync waits for all of them and returns the first error, which then sticks
-// (the file's content is in doubt, as after a failed fsync). A write that
+// Sync waits for all of them and returns the first error since the last
+// Sync, once (as Linux reports a writeback error to fsync), so a caller that
+// redoes its writes after the cluster returns can sync again. Reads wait for
+// the pending writes but do not report their errors. A write that
 // touches stripe 0 carries the current size in the same atomic operation;
 // size changes from writes to other stripes are written by Sync or Close.
 //
@@ -121,7 +123,7 @@ class RadosFileState {
   Status SubmitWrite(uint64_t stripe, uint64_t offset_in_stripe, const char* data, size_t n);
   Status RaiseHwm(uint64_t end);
   void WaitOldest();
-  Status WaitAll();
+  void WaitAll();
   Status FlushLocked();
   Status WriteMetaLocked(uint64_t stripe0_truncate_to);
   Status ReadStripes(uint64_t offset, size_t n, char* buf);
@@ -137,7 +139,7 @@ class RadosFileState {
   uint64_t size_;             // the file size as handles see it
   RadosFileMeta durable_;     // what stripe 0's xattrs hold (or will, once pending ops complete)
   std::deque<Pending> pending_;
-  Status error_;              // first failed write; sticks
+  Status error_;              // first failed asynchronous write since the last flush
   bool detached_ = false;
 };
 
