@@ -461,7 +461,8 @@ Status RadosEnv::GetFreeSpace(const std::string& path, uint64_t* bytes) {
   librados::bufferlist in, out;
   std::string outs;
   RadosOpTimer timer(cluster(), RadosOpKind::kStat);
-  const int r = cluster_->rados().mon_command(R"({"prefix": "df", "format": "json"})", in, &out, &outs);
+  const std::string df = R"({"prefix": "df", "detail": "detail", "format": "json"})";  // detail: the quota
+  const int r = cluster_->rados().mon_command(df, in, &out, &outs);
   timer.Done(r, 0);
   if (r < 0) return cluster_->ToStatus(r, "ceph df (" + outs + ")", pool, "");
   const std::string json = out.to_str();

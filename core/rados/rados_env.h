@@ -34,7 +34,7 @@
 // detaches them (their later calls fail NotFound) instead of keeping the old
 // file alive as posix does; the engine closes files before it does either.
 //
-// GetFreeSpace: the index pool's MAX AVAIL of `ceph df` (what one more byte
+// GetFreeSpace: the index pool's MAX AVAIL of `ceph df detail` (what one more byte
 // of the pool may use, after replication), or the quota left if the pool has
 // a smaller max_bytes quota.
 //
