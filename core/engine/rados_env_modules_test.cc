@@ -32,6 +32,10 @@ class RadosEnvModulesTest : public ::testing::Test {
   }
   void TearDown() override {
     env_.reset();
+    if (cluster_ != nullptr) {
+      std::printf("%s: %llu RADOS operations\n", ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                  static_cast<unsigned long long>(cluster_->stats().TotalOps()));
+    }
     if (cluster_ != nullptr) test::RemoveIndexObjects(cluster_.get());
   }
 
