@@ -1,0 +1,55 @@
+// Helpers for tests that need a Ceph cluster: a connection in a namespace of
+// its own (unique per test, so tests and helpers never see each other's
+// objects), read from DEDUPV1_TEST_CEPH_CONF; cleanup of that namespace.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "core/base/status.h"
+#include "core/rados/rados_cluster.h"
+
+namespace dedupv1 {
+namespace test {
+
+inline Status ConnectTestRados(std::shared_ptr<RadosCluster>* out, uint64_t stripe_size = 64 << 10,
+                               uint32_t lock_duration_s = 3) {
+  const char* conf = std::getenv("DEDUPV1_TEST_CEPH_CONF");
+  if (conf == nullptr || *conf == '\0') {
+    return Status::InvalidArgument(
+        "DEDUPV1_TEST_CEPH_CONF is not set: this test needs a Ceph cluster with pools dedupv1-data and "
+        "dedupv1-index (start one with the cluster script and point the variable at its ceph.conf)");
+  }
+  static std::atomic<int> counter{0};
+  RadosOptions o;
+  o.conf_file = conf;
+  o.store = "t-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  o.op_timeout_s = 30;
+  o.stripe_size = stripe_size;
+  o.lock_duration_s = lock_duration_s;
+  return RadosCluster::Shared(o, out);
+}
+
+// Names of every object in the cluster's index pool namespace.
+inline std::set<std::string> IndexObjects(RadosCluster* cluster) {
+  std::set<std::string> names;
+  try {
+    for (auto it = cluster->index().nobjects_begin(); it != cluster->index().nobjects_end(); ++it) {
+      names.insert(it->get_oid());
+    }
+  } catch (...) {
+  }
+  return names;
+}
+
+inline void RemoveIndexObjects(RadosCluster* cluster) {
+  for (const std::string& oid : IndexObjects(cluster)) cluster->index().remove(oid);
+}
+
+}  // namespace test
+}  // namespace dedupv1

@@ -1,0 +1,118 @@
+#include "core/rados/rados_lock.h"
+
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <list>
+
+#include "core/rados/rados_file.h"
+
+namespace dedupv1 {
+
+namespace {
+
+constexpr char kLockName[] = "dedupv1.store";
+
+std::string HostName() {
+  char host[256] = {0};
+  if (::gethostname(host, sizeof(host) - 1) != 0) return "unknown-host";
+  return host;
+}
+
+}  // namespace
+
+RadosLock::RadosLock(std::shared_ptr<RadosCluster> cluster, std::string oid, std::string path, std::string cookie)
+    : cluster_(std::move(cluster)), oid_(std::move(oid)), path_(std::move(path)), cookie_(std::move(cookie)) {}
+
+int RadosLock::TryLock(bool renew) {
+  struct timeval duration = {static_cast<time_t>(cluster_->options().lock_duration_s), 0};
+  const std::string description = "dedupv1 on " + HostName() + " pid " + std::to_string(::getpid());
+  RadosOpTimer timer(cluster_.get(), RadosOpKind::kLock);
+  const int r = cluster_->index().lock_exclusive(oid_, kLockName, cookie_, description, &duration,
+                                                 renew ? LIBRADOS_LOCK_FLAG_MAY_RENEW : 0);
+  timer.Done(r, 0);
+  return r;
+}
+
+// "client.4123 at v1:127.0.0.1:0/123 (cookie host-pid-id)", or why not known.
+std::string RadosLock::Holder() {
+  int exclusive = 0;
+  std::string tag;
+  std::list<librados::locker_t> lockers;
+  RadosOpTimer timer(cluster_.get(), RadosOpKind::kLock);
+  const int r = cluster_->index().list_lockers(oid_, kLockName, &exclusive, &tag, &lockers);
+  timer.Done(r, 0);
+  if (r < 0) return std::string("an unknown holder (list_lockers: ") + std::strerror(-r) + ")";
+  if (lockers.empty()) return "nobody (just released)";
+  std::string out;
+  for (const librados::locker_t& l : lockers) {
+    if (!out.empty()) out += ", ";
+    out += l.client + " at " + l.address + " (cookie " + l.cookie + ")";
+  }
+  return out;
+}
+
+Status RadosLock::Acquire(std::shared_ptr<RadosCluster> cluster, const std::string& oid, const std::string& path,
+                          std::unique_ptr<FileLock>* out) {
+  const std::string cookie = HostName() + "-" + std::to_string(::getpid()) + "-" + NewRadosFileId();
+  std::unique_ptr<RadosLock> lock(new RadosLock(cluster, oid, path, cookie));
+  const auto lease = std::chrono::seconds(cluster->options().lock_duration_s);
+  // A holder killed without unlocking leaves a lease nobody renews: waiting
+  // one lease (and a second for clock steps) outlasts it.
+  const auto deadline = std::chrono::steady_clock::now() + lease + std::chrono::seconds(1);
+  for (;;) {
+    const int r = lock->TryLock(false);
+    if (r == 0) break;
+    if (r != -EBUSY && r != -EEXIST) return cluster->ToStatus(r, "lock " + path, cluster->index_pool(), oid);
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::Busy(path + " (" + cluster->Where(cluster->index_pool(), oid) + ") is locked by " +
+                          lock->Holder() + ": another gateway has this store open (waited one lease of " +
+                          std::to_string(cluster->options().lock_duration_s) + " s)");
+    }
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(500), deadline - std::chrono::steady_clock::now()));
+  }
+  RadosLock* raw = lock.get();
+  lock->renewer_ = std::thread([raw] { raw->RenewLoop(); });
+  *out = std::move(lock);
+  return Status::OK();
+}
+
+void RadosLock::RenewLoop() {
+  const auto period = std::chrono::milliseconds(cluster_->options().lock_duration_s * 1000 / 3);
+  std::unique_lock<std::mutex> l(mu_);
+  while (!cv_.wait_for(l, period, [this] { return stop_; })) {
+    l.unlock();
+    const int r = TryLock(true);
+    if (r < 0) {
+      const std::string why = r == -EBUSY || r == -EEXIST ? "now held by " + Holder() : std::strerror(-r);
+      std::fprintf(stderr, "dedupv1: renewing the store lock %s (%s) failed: %s; the lock is lost until renewal "
+                           "succeeds, another gateway may open the store meanwhile\n",
+                   path_.c_str(), cluster_->Where(cluster_->index_pool(), oid_).c_str(), why.c_str());
+    }
+    l.lock();
+  }
+}
+
+RadosLock::~RadosLock() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (renewer_.joinable()) renewer_.join();
+  RadosOpTimer timer(cluster_.get(), RadosOpKind::kLock);
+  const int r = cluster_->index().unlock(oid_, kLockName, cookie_);
+  timer.Done(r == -ENOENT ? 0 : r, 0);
+  if (r < 0 && r != -ENOENT) {
+    std::fprintf(stderr, "dedupv1: releasing the store lock %s: %s (the lease runs out by itself)\n", path_.c_str(),
+                 cluster_->ToStatus(r, "unlock", cluster_->index_pool(), oid_).ToString().c_str());
+  }
+}
+
+}  // namespace dedupv1
