@@ -163,7 +163,7 @@ int RunEngine(const Args& args) {
   double ceiling = CeilingMBs(g1, options.dedup_threads);
 
   std::unique_ptr<DedupSystem> sys;
-  s = DedupSystem::Open(options, Env::Default(), &sys);
+  s = DedupSystem::OpenStore(options, Env::Default(), &sys);
   if (!s.ok()) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
     return 1;
@@ -296,7 +296,7 @@ int RunGcBench(const Args& args) {
 
   std::unique_ptr<DedupSystem> sys;
   auto open = [&]() -> bool {
-    Status o = DedupSystem::Open(options, Env::Default(), &sys);
+    Status o = DedupSystem::OpenStore(options, Env::Default(), &sys);
     if (!o.ok()) {
       std::fprintf(stderr, "%s\n", o.ToString().c_str());
       return false;

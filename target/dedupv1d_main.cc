@@ -95,6 +95,7 @@
 #include "core/base/env.h"
 #include "core/base/identity.h"
 #include "core/engine/options.h"
+#include "core/engine/store_env.h"
 #include "core/base/status.h"
 #include "core/engine/volume_table.h"
 #include "target/monitor/monitor_client.h"
@@ -480,12 +481,14 @@ std::string MonitorPortProblem(const ServiceOptions& o) {
          "; choose another monitor.port (or monitor.enabled = false)";
 }
 
-// "" when the monitor answering on |host|:|port| is the one of |data_dir|
-// (the engine just opened it in our tgtd), else why not.
-std::string MonitorIdentityProblem(const std::string& host, uint16_t port, const std::string& data_dir) {
+// "" when the monitor answering on |host|:|port| is the one of the store
+// |engine| describes (the engine just opened it in our tgtd), else why not.
+std::string MonitorIdentityProblem(const std::string& host, uint16_t port, const Options& engine) {
   const std::string where = HostPort(host, port);
   ExpectedInstance expected;
-  Status s = ExpectInstanceOf(data_dir, &expected);
+  std::unique_ptr<StoreEnv> store;
+  Status s = StoreEnv::Open(engine, Env::Default(), &store);
+  if (s.ok()) s = ExpectInstanceOf(store->env(), engine.data_dir, &expected);
   if (!s.ok()) return "cannot tell this data dir's instance: " + s.ToString();
   auto client = MonitorClientFor(host, port, 10);
   MonitorIdentity got;
@@ -776,10 +779,12 @@ std::string VolumeTablePath(const std::string& data_dir) { return JoinPath(data_
 // the engine's own rule), so a lost table is refused here, naming it.
 Status PlanLuns(Setup* setup) {
   std::vector<VolumeRecord> records;
+  std::unique_ptr<StoreEnv> store;
+  DEDUPV1_RETURN_IF_ERROR(StoreEnv::Open(setup->options.engine, Env::Default(), &store));
   DataDirState state;
-  DEDUPV1_RETURN_IF_ERROR(InspectDataDir(Env::Default(), setup->options.engine, &state));
+  DEDUPV1_RETURN_IF_ERROR(InspectDataDir(store->env(), setup->options.engine, &state));
   if (state == DataDirState::kStore) {
-    DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(Env::Default(), VolumeTablePath(setup->data_dir), &records));
+    DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(store->env(), VolumeTablePath(setup->data_dir), &records));
   }
   bool changed = false;
   DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(setup->options.engine.volumes, &records, &changed));
@@ -794,9 +799,11 @@ Status PlanLuns(Setup* setup) {
 
 // "" when the engine gave every served volume the id PlanLuns made its LUN
 // number; else what differs.
-std::string VerifyLuns(const std::vector<Lun>& luns, const std::string& data_dir) {
+std::string VerifyLuns(const std::vector<Lun>& luns, const Options& options) {
   std::vector<VolumeRecord> records;
-  Status s = ReadVolumeTable(Env::Default(), VolumeTablePath(data_dir), &records);
+  std::unique_ptr<StoreEnv> store;
+  Status s = StoreEnv::Open(options, Env::Default(), &store);
+  if (s.ok()) s = ReadVolumeTable(store->env(), VolumeTablePath(options.data_dir), &records);
   if (!s.ok()) return "cannot read the volume table the engine wrote: " + s.ToString();
   for (const auto& l : luns) {
     const VolumeRecord* found = nullptr;
@@ -806,7 +813,7 @@ std::string VerifyLuns(const std::vector<Lun>& luns, const std::string& data_dir
     if (found == nullptr || found->id != static_cast<uint32_t>(l.lun)) {
       return "volume " + l.volume + " is LUN " + std::to_string(l.lun) + " but has " +
              (found ? "id " + std::to_string(found->id) : std::string("no line")) + " in " +
-             VolumeTablePath(data_dir) + " (was the table changed while starting?)";
+             VolumeTablePath(options.data_dir) + " (was the table changed while starting?)";
     }
   }
   return "";
@@ -938,6 +945,39 @@ bool EngineOpen(const std::string& data_dir) {
   return held;
 }
 
+// The engine options of the instance |st| describes: its config with its
+// data dir. If the config cannot be read any more (changed or removed since
+// the start), a local store at st.data_dir: what a running instance's
+// state file alone can tell.
+Options EngineOptionsOf(const State& st) {
+  Config config;
+  ServiceOptions options;
+  Status s = Config::Load(Env::Default(), st.config, &config);
+  if (s.ok()) {
+    config.Set("data-dir", st.data_dir);
+    s = ServiceOptions::FromConfig(config, &options);
+  }
+  if (!s.ok()) {
+    Options local;
+    local.data_dir = st.data_dir;
+    return local;
+  }
+  return options.engine;
+}
+
+// Whether the engine wrote its clean-close marker into the store |st|
+// serves (through the store's Env: a rados store keeps it in the cluster).
+bool CleanMarkerExists(const State& st) {
+  const std::string marker = JoinPath(st.data_dir, kCleanFileName);
+  std::unique_ptr<StoreEnv> store;
+  Status s = StoreEnv::Open(EngineOptionsOf(st), Env::Default(), &store);
+  if (!s.ok()) {
+    Complain("cannot reach the store to check its clean marker " + marker + ": " + s.ToString());
+    return false;
+  }
+  return store->env()->FileExists(marker);
+}
+
 // Stops the tgtd of |st| the way it allows; SIGKILL after a bounded wait.
 // Returns false if anything did not go as it should (said on stderr),
 // including an engine that did not close cleanly.
@@ -994,7 +1034,7 @@ bool StopTgtd(const State& st, const Tgtadm& adm, bool quiet = false) {
     clean = false;
   }
   RemoveStaleSocket(st.control_port);
-  if (engine_open && !Env::Default()->FileExists(JoinPath(st.data_dir, kCleanFileName))) {
+  if (engine_open && !CleanMarkerExists(st)) {
     Complain("the engine did not close cleanly (no " + JoinPath(st.data_dir, kCleanFileName) +
              "): what was not synced before may be lost or is replayed from the log at the next start; tgtd said:");
     std::string why = LogSince(log, log_start);
@@ -1069,7 +1109,7 @@ std::vector<std::string> MissingPieces(const State& st, const std::vector<ShownT
     if (!has(target->acl, a)) missing.push_back("ACL entry " + a + " (those initiators are not admitted)");
   }
   if (!st.monitor_host.empty()) {
-    std::string why = MonitorIdentityProblem(st.monitor_host, st.monitor_port, st.data_dir);
+    std::string why = MonitorIdentityProblem(st.monitor_host, st.monitor_port, EngineOptionsOf(st));
     if (!why.empty()) missing.push_back(why);
   }
   return missing;
@@ -1318,10 +1358,10 @@ int Start(const Args& args) {
               "volume=" + l.volume + ";datadir=" + setup.data_dir});
   }
   if (failed.empty()) {
-    failed = VerifyLuns(st.luns, setup.data_dir);
+    failed = VerifyLuns(st.luns, setup.options.engine);
   }
   if (failed.empty() && o.monitor.enabled) {
-    failed = MonitorIdentityProblem(o.monitor.host, o.monitor.port, setup.data_dir);
+    failed = MonitorIdentityProblem(o.monitor.host, o.monitor.port, setup.options.engine);
     if (failed.empty()) step_done("checking the monitor");
   }
   if (!o.target.chap_user.empty()) {

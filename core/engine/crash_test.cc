@@ -1,13 +1,8 @@
-// Crash test with real processes: a child process opens the system and
-// writes on several threads, syncing now and then and reporting through a
-// pipe which writes a sync acknowledged; the parent kills it with SIGKILL at
-// a random moment, reopens the system (an unclean start: recovery replays the
-// log), and checks every slot: it must hold the last acknowledged version or
-// a version written after it, never anything else. In every other cycle the
-// child also runs garbage collection rounds in a loop (so kills land inside
-// rounds), and after each reopen the usage counts must equal a recount from
-// the block mappings. Repeats for DEDUPV1_CRASH_CYCLES cycles (default 50),
-// bounded by DEDUPV1_CRASH_SECONDS.
+// Crash tests with real processes: a child opens the system, works, and is
+// killed with SIGKILL (or crashes by itself); the parent reopens the store
+// and checks what recovery made of it. The kill -9 cycles of the whole
+// system are in core/engine/crash_testutil.h (shared with the run on Ceph,
+// crash_rados_test.cc).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +20,7 @@
 #include <set>
 #include <thread>
 
+#include "core/engine/crash_testutil.h"
 #include "core/engine/dedup_system.h"
 #include "log/log_slot.h"
 #include "core/engine/system_testutil.h"
@@ -33,198 +29,16 @@
 
 namespace dedupv1 {
 
-// garbage_collector_test.cc (same test binary).
-void ExpectUsageMatchesRecount(DedupSystem* sys, bool expect_entries);
-
 namespace {
 
-constexpr uint64_t kSlot = 48 << 10;   // not a multiple of the block size: slots straddle blocks
-constexpr uint64_t kSlots = 640;       // 30 MiB volume
-constexpr int kThreads = 3;
-
-std::vector<uint8_t> SlotData(uint64_t slot, uint64_t version) {
-  if (version == 0) return std::vector<uint8_t>(kSlot, 0);
-  // A few versions share content so writes also deduplicate.
-  return test::RandomBytes(kSlot, (version % 7 == 0) ? slot * 1000003 : slot * 7919 + version * 104729);
-}
-
-Options CrashOptions(const std::string& dir) {
-  Options o;
-  o.data_dir = dir;
-  o.chunk_index.table.size_bytes = 32 << 20;
-  o.filters.bloom_expected_chunks = 1 << 18;
-  o.write_buffer_size = 8 << 20;
-  o.write_buffer_flush_delay_ms = 20;
-  o.chunk_store.commit_timeout_ms = 300;
-  o.log.size_bytes = 8 << 20;
-  o.volumes = {{"crash", kSlot * kSlots}};
-  EXPECT_TRUE(o.Finish().ok());
-  return o;
-}
-
-struct Record {
-  char kind;  // 'W' write issued, 'A' acknowledged by a sync
-  uint32_t slot;
-  uint64_t version;
-};
-
-[[noreturn]] void ChildMain(const Options& o, int fd, uint64_t version_base, uint64_t seed) {
-  std::unique_ptr<DedupSystem> sys;
-  if (!DedupSystem::Open(o, Env::Default(), &sys).ok()) _exit(10);
-  Volume* v;
-  if (!sys->GetVolume("crash", &v).ok()) _exit(11);
-  std::atomic<uint64_t> next_version{version_base};
-  auto send = [fd](const Record& r) {
-    if (write(fd, &r, sizeof(r)) != sizeof(r)) _exit(12);
-  };
-  std::vector<std::thread> threads;
-  if (seed % 2 == 1) {
-    threads.emplace_back([&] {
-      std::mt19937_64 rng(seed);
-      for (;;) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 100));
-        Status s = sys->RunGc();
-        if (!s.ok()) {
-          std::fprintf(stderr, "child GC failed: %s\n", s.ToString().c_str());
-          _exit(15);
-        }
-      }
-    });
-  }
-  for (int t = 0; t < kThreads; t++) {
-    threads.emplace_back([&, t] {
-      std::mt19937_64 rng(seed * 31 + t);
-      std::vector<Record> unacked;
-      for (;;) {
-        uint32_t slot = static_cast<uint32_t>(t + kThreads * (rng() % (kSlots / kThreads)));
-        uint64_t version = next_version++;
-        send({'W', slot, version});
-        auto data = SlotData(slot, version);
-        if (!v->Write(slot * kSlot, kSlot, data.data(), rng() % 20 == 0).ok()) _exit(13);
-        unacked.push_back({'A', slot, version});
-        if (rng() % 6 == 0) {
-          if (!v->Sync().ok()) _exit(14);
-          for (const auto& r : unacked) send(r);
-          unacked.clear();
-        }
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  _exit(0);
-}
-
+// The kill -9 cycles (core/engine/crash_testutil.h) on a local store:
+// DEDUPV1_CRASH_CYCLES cycles (default 50), bounded by DEDUPV1_CRASH_SECONDS.
 TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
   const uint64_t cycles = test::EnvKnob("DEDUPV1_CRASH_CYCLES", 50);
   const uint64_t budget_s = test::EnvKnob("DEDUPV1_CRASH_SECONDS", 240);
   test::TempDir dir;
-  Options o = CrashOptions(dir.path());
-  std::vector<uint64_t> acked(kSlots, 0);             // last acknowledged version per slot
-  std::vector<std::set<uint64_t>> written(kSlots);    // versions written after it
-  std::mt19937_64 rng(4242);
-  auto start = std::chrono::steady_clock::now();
-  uint64_t done = 0, dirty_starts = 0, mappings_applied = 0, gc_rounds = 0, marks_loaded = 0;
-  for (uint64_t cycle = 0; cycle < cycles; cycle++) {
-    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(budget_s)) break;
-    int report_fd = -1;
-    const pid_t pid =
-        test::ForkWithPipe([&](int fd) { ChildMain(o, fd, (cycle + 1) * 1000000, cycle); }, &report_fd);
-    ASSERT_GE(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(150 + rng() % 700));
-    kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "child exited early with code " << WEXITSTATUS(status);
-    Record r;
-    while (read(report_fd, &r, sizeof(r)) == sizeof(r)) {
-      if (r.kind == 'W') {
-        written[r.slot].insert(r.version);
-      } else if (r.version > acked[r.slot]) {
-        acked[r.slot] = r.version;
-      }
-    }
-    close(report_fd);
-
-    std::unique_ptr<DedupSystem> sys;
-    Status s = DedupSystem::Open(o, Env::Default(), &sys);
-    ASSERT_TRUE(s.ok()) << "cycle " << cycle << ": " << s.ToString();
-    dirty_starts += sys->recovery().dirty_start;
-    mappings_applied += sys->recovery().mappings_applied;
-    // GC's persisted dead marks (rounds in the children and the parent): the
-    // parent's rounds and the next cycle's reads check that none was wrong.
-    marks_loaded += sys->chunk_store()->stats().dead_marks_loaded;
-    // The usage counts the recovery replayed are exact. (A child killed before
-    // its first chunk was stored leaves nothing to compare.) A mismatch fails
-    // the test after the read check below, so a failure also tells whether
-    // the data was right.
-    ExpectUsageMatchesRecount(sys.get(), /*expect_entries=*/false);
-    if (HasFatalFailure()) FAIL() << "usage check failed after cycle " << cycle;
-    const bool usage_wrong = HasNonfatalFailure();
-    Volume* v;
-    ASSERT_TRUE(sys->GetVolume("crash", &v).ok());
-    std::vector<uint8_t> got(kSlot);
-    for (uint64_t slot = 0; slot < kSlots; slot++) {
-      ASSERT_TRUE(v->Read(slot * kSlot, kSlot, got.data()).ok());
-      // Candidates: the acknowledged version, or any version written after it.
-      std::vector<uint64_t> candidates{acked[slot]};
-      for (uint64_t w : written[slot]) {
-        if (w > acked[slot]) candidates.push_back(w);
-      }
-      // Byte-wise: each byte must come from one of the candidates (writes are
-      // not atomic across a crash, but never invent bytes).
-      std::vector<std::vector<uint8_t>> datas;
-      for (uint64_t c : candidates) datas.push_back(SlotData(slot, c));
-      uint64_t matched_version = 0;
-      bool whole = false;
-      for (size_t i = 0; i < datas.size(); i++) {
-        if (datas[i] == got) {
-          matched_version = candidates[i];
-          whole = true;
-          break;
-        }
-      }
-      if (!whole) {
-        for (uint64_t b = 0; b < kSlot; b++) {
-          bool ok = false;
-          for (const auto& d : datas) ok |= d[b] == got[b];
-          ASSERT_TRUE(ok) << "cycle " << cycle << " slot " << slot << " byte " << b
-                          << ": a byte that no acknowledged or later write put there (acked version "
-                          << acked[slot] << ")";
-        }
-        // Mixed content: not a consistent version, but every byte is legal;
-        // the acknowledged version itself must win where nothing newer was written.
-        ASSERT_GT(candidates.size(), 1u) << "cycle " << cycle << " slot " << slot
-                                         << ": acknowledged data was lost";
-        matched_version = UINT64_MAX;  // unknown mix: rewrite below
-      }
-      if (matched_version == UINT64_MAX) {
-        // Give the slot a known content again (acknowledged by the clean close).
-        auto data = SlotData(slot, acked[slot]);
-        ASSERT_TRUE(v->Write(slot * kSlot, kSlot, data.data(), false).ok());
-        matched_version = acked[slot];
-      }
-      acked[slot] = matched_version;
-      written[slot].clear();
-    }
-    ASSERT_FALSE(usage_wrong) << "usage counts wrong after cycle " << cycle << " (every slot read back right)";
-    if (cycle % 3 == 2) {
-      // A round in the parent too, then everything must still read back.
-      ASSERT_TRUE(sys->RunGc().ok());
-      gc_rounds++;
-      for (uint64_t slot = 0; slot < kSlots; slot += 7) {
-        ASSERT_TRUE(v->Read(slot * kSlot, kSlot, got.data()).ok());
-        ASSERT_TRUE(got == SlotData(slot, acked[slot])) << "cycle " << cycle << " slot " << slot << " after GC";
-      }
-    }
-    ASSERT_TRUE(sys->Close().ok());
-    done++;
-  }
-  std::printf("crash cycles: %llu, unclean starts detected: %llu, block mappings restored from the log: %llu, "
-              "GC rounds in the parent: %llu, dead marks loaded at the opens: %llu\n",
-              (unsigned long long)done, (unsigned long long)dirty_starts, (unsigned long long)mappings_applied,
-              (unsigned long long)gc_rounds, (unsigned long long)marks_loaded);
+  const uint64_t done = RunKillNineCycles(KillNineOptions(dir.path()), cycles, budget_s);
   EXPECT_GE(done, std::min<uint64_t>(cycles, 10));
-  EXPECT_EQ(dirty_starts, done);
 }
 
 }  // namespace
@@ -270,7 +84,7 @@ void CrashAfter(const Options& o, const std::function<int(DedupSystem*, Volume*)
 // data written before the crash still deduplicates.
 TEST(CrashTest, BloomFilterIsRebuiltAfterUncleanStop) {
   test::TempDir dir;
-  Options o = CrashOptions(dir.path());
+  Options o = KillNineOptions(dir.path());
   auto data = test::RandomBytes(8 << 20, 99);
   std::unique_ptr<DedupSystem> sys;
   Volume* v = nullptr;
@@ -304,7 +118,7 @@ TEST(CrashTest, BloomFilterIsRebuiltAfterUncleanStop) {
 // the corruption suite).
 TEST(CrashTest, RefusedOpenAfterAnUncleanStopKeepsTheLog) {
   test::TempDir dir;
-  Options o = CrashOptions(dir.path());
+  Options o = KillNineOptions(dir.path());
   auto data = test::RandomBytes(1 << 20, 77);
   ASSERT_NO_FATAL_FAILURE(KillAfter(o, [&](DedupSystem* cs, Volume* cv) {
     cs->PauseReplay(true);  // the mappings stay in the log only
@@ -333,7 +147,7 @@ TEST(CrashTest, RefusedOpenAfterAnUncleanStopKeepsTheLog) {
 // record) instead of failing the open on the unreadable record.
 TEST(CrashTest, DirtyStartReplacesAnUnreadableStoredMappingWithTheLoggedOne) {
   test::TempDir dir;
-  Options o = CrashOptions(dir.path());
+  Options o = KillNineOptions(dir.path());
   const uint32_t block = o.block_size;
   auto first = test::RandomBytes(block, 1);
   auto second = test::RandomBytes(block, 2);
@@ -391,7 +205,7 @@ TEST(CrashTest, DirtyStartReplacesAnUnreadableStoredMappingWithTheLoggedOne) {
 // the synced data back instead of the older store copy.
 TEST(CrashTest, CheckpointKeepsEventsOfMappingsReplacedInMemory) {
   test::TempDir dir;
-  Options o = CrashOptions(dir.path());
+  Options o = KillNineOptions(dir.path());
   const uint32_t block = o.block_size;
   auto first = test::RandomBytes(block, 1);
   auto second = test::RandomBytes(block, 2);
@@ -430,7 +244,7 @@ TEST(CrashTest, CheckpointKeepsEventsOfMappingsReplacedInMemory) {
 // read zeros where unmapped) and counted (usage counts equal a recount).
 TEST(CrashTest, UnmapIsLoggedAndRecoveredAfterKill) {
   test::TempDir dir;
-  Options o = CrashOptions(dir.path());
+  Options o = KillNineOptions(dir.path());
   o.idle.period_ms = 3600 * 1000;  // an idle checkpoint would trim the events counted below
   ASSERT_TRUE(o.Finish().ok());
   const uint64_t block = o.block_size;
@@ -478,7 +292,7 @@ TEST(CrashTest, UnmapIsLoggedAndRecoveredAfterKill) {
 // usage counts equal a recount, and a GC round makes nothing unreadable.
 TEST(CrashTest, DamagedLogSlotIsRefusedAndAcceptingItLosesOnlyItsEvent) {
   test::TempDir dir;
-  Options o = CrashOptions(dir.path());
+  Options o = KillNineOptions(dir.path());
   o.idle.period_ms = 3600 * 1000;  // no idle checkpoint
   ASSERT_TRUE(o.Finish().ok());
   const uint64_t block = o.block_size;
@@ -644,7 +458,7 @@ TEST(CrashTest, KillDuringFirstOpenLeavesAStartableSystem) {
   for (int i = 0; i < 3; i++) {
     test::TempDir dir;
     const auto start = std::chrono::steady_clock::now();
-    auto sys = test::OpenSystemOrDie(CrashOptions(dir.path()));
+    auto sys = test::OpenSystemOrDie(KillNineOptions(dir.path()));
     create_us = std::min<uint64_t>(
         create_us,
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
@@ -652,10 +466,10 @@ TEST(CrashTest, KillDuringFirstOpenLeavesAStartableSystem) {
   }
   std::mt19937_64 rng(777);
   uint64_t opened_before_kill = 0, synced_before_kill = 0;
-  const std::vector<uint8_t> data = SlotData(3, 5);
+  const std::vector<uint8_t> data = CrashSlotData(3, 5);
   for (uint64_t cycle = 0; cycle < cycles; cycle++) {
     test::TempDir dir;
-    const Options o = CrashOptions(dir.path());
+    const Options o = KillNineOptions(dir.path());
     int report_fd = -1;
     const pid_t pid = test::ForkWithPipe(
         [&](int fd) {
@@ -664,7 +478,7 @@ TEST(CrashTest, KillDuringFirstOpenLeavesAStartableSystem) {
           if (write(fd, "o", 1) != 1) _exit(12);
           Volume* v;
           if (!sys->GetVolume("crash", &v).ok()) _exit(11);
-          if (!v->Write(3 * kSlot, kSlot, data.data(), false).ok() || !v->Sync().ok()) _exit(13);
+          if (!v->Write(3 * kCrashSlot, kCrashSlot, data.data(), false).ok() || !v->Sync().ok()) _exit(13);
           if (write(fd, "s", 1) != 1) _exit(12);
           for (;;) pause();
         },
@@ -688,14 +502,14 @@ TEST(CrashTest, KillDuringFirstOpenLeavesAStartableSystem) {
                         << " the first open): " << s.ToString();
     Volume* v;
     ASSERT_TRUE(sys->GetVolume("crash", &v).ok());
-    std::vector<uint8_t> read_back(kSlot);
-    ASSERT_TRUE(v->Read(3 * kSlot, kSlot, read_back.data()).ok());
+    std::vector<uint8_t> read_back(kCrashSlot);
+    ASSERT_TRUE(v->Read(3 * kCrashSlot, kCrashSlot, read_back.data()).ok());
     if (synced) {
       ASSERT_TRUE(read_back == data) << "cycle " << cycle << ": the synced write is lost";
     } else {
-      ASSERT_TRUE(read_back == data || read_back == std::vector<uint8_t>(kSlot, 0)) << "cycle " << cycle;
+      ASSERT_TRUE(read_back == data || read_back == std::vector<uint8_t>(kCrashSlot, 0)) << "cycle " << cycle;
     }
-    ASSERT_TRUE(v->Write(0, kSlot, data.data(), false).ok());
+    ASSERT_TRUE(v->Write(0, kCrashSlot, data.data(), false).ok());
     ASSERT_TRUE(v->Sync().ok());
     ASSERT_TRUE(sys->Close().ok());
   }

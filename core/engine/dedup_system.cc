@@ -46,8 +46,12 @@ constexpr int kOldestFormatRead = 1;
 
 }  // namespace
 
-DedupSystem::DedupSystem(const Options& options, Env* env)
-    : options_(options), env_(env), idle_(options.idle), budget_(options.write_buffer_size) {}
+DedupSystem::DedupSystem(const Options& options, Env* env, std::unique_ptr<StoreEnv> owned_store_env)
+    : options_(options),
+      owned_store_env_(std::move(owned_store_env)),
+      env_(env),
+      idle_(options.idle),
+      budget_(options.write_buffer_size) {}
 
 Status DedupSystem::OpenConfigFile(const std::string& config_path, const std::string& data_dir_override,
                                    Env* env, std::unique_ptr<DedupSystem>* out) {
@@ -56,12 +60,31 @@ Status DedupSystem::OpenConfigFile(const std::string& config_path, const std::st
   if (!data_dir_override.empty()) config.Set("data-dir", data_dir_override);
   Options options;
   DEDUPV1_RETURN_IF_ERROR(Options::FromConfig(config, &options));
-  return Open(options, env, out);
+  return OpenStore(options, env, out);
 }
 
 Status DedupSystem::Open(const Options& options, Env* env, std::unique_ptr<DedupSystem>* out) {
+  return OpenOn(options, env, nullptr, out);
+}
+
+Status DedupSystem::OpenStore(const Options& options, Env* local, std::unique_ptr<DedupSystem>* out) {
+  std::unique_ptr<StoreEnv> store_env;
+  DEDUPV1_RETURN_IF_ERROR(StoreEnv::Open(options, local, &store_env));
+  if (UsesRados(options)) {
+    // The store's own lock is in RADOS (taken by PrepareDataDir through the
+    // store's Env); the gateway's local data dir is locked too, so dedupv1d
+    // and the tools on this machine see an open engine as they do for a
+    // local store.
+    DEDUPV1_RETURN_IF_ERROR(store_env->LockGatewayDir(local));
+  }
+  Env* env = store_env->env();
+  return OpenOn(options, env, std::move(store_env), out);
+}
+
+Status DedupSystem::OpenOn(const Options& options, Env* env, std::unique_ptr<StoreEnv> owned_store_env,
+                           std::unique_ptr<DedupSystem>* out) {
   TuneAllocatorForLargeBuffers();
-  std::unique_ptr<DedupSystem> sys(new DedupSystem(options, env));
+  std::unique_ptr<DedupSystem> sys(new DedupSystem(options, env, std::move(owned_store_env)));
   Status s = sys->Init();
   if (!s.ok()) {
     sys->stop_ = true;
@@ -111,6 +134,7 @@ class DedupSystem::VolumeAccess : public VolumeHost {
 };
 
 Status DedupSystem::Init() {
+  if (UsesRados(options_)) DEDUPV1_RETURN_IF_ERROR(RadosCluster::Shared(options_.rados, &rados_));
   DEDUPV1_RETURN_IF_ERROR(PrepareDataDir());
   std::unique_ptr<Chunker> chunker;
   DEDUPV1_RETURN_IF_ERROR(Chunker::Create(options_.chunking, &chunker));

@@ -30,6 +30,7 @@
 #include "core/base/identity.h"
 #include "core/engine/idle_detector.h"
 #include "core/engine/options.h"
+#include "core/engine/store_env.h"
 #include "core/engine/system_stats.h"
 #include "core/base/thread_pool.h"
 #include "core/engine/usage_counter.h"
@@ -47,7 +48,14 @@ namespace dedupv1 {
 
 class DedupSystem {
  public:
+  // Opens the store |options| describe, with its files reached through
+  // |env|: for a rados store (storage.backend = rados) that is the env of a
+  // StoreEnv (core/engine/store_env.h) the caller keeps open longer than
+  // the system (tools hold it with their lock); for a local store any Env.
   static Status Open(const Options& options, Env* env, std::unique_ptr<DedupSystem>* out);
+  // Opens a StoreEnv for |options| over |local| (which serves a local
+  // store) and the system on it; the system owns the StoreEnv.
+  static Status OpenStore(const Options& options, Env* local, std::unique_ptr<DedupSystem>* out);
   // Loads |config_path| through |env|; |data_dir_override| (if not empty)
   // replaces data-dir.
   static Status OpenConfigFile(const std::string& config_path, const std::string& data_dir_override, Env* env,
@@ -143,7 +151,9 @@ class DedupSystem {
   class GcAccess;      // the GcHost garbage collection uses (dedup_system.cc)
   class VolumeAccess;  // the VolumeHost the volumes use (dedup_system.cc)
 
-  DedupSystem(const Options& options, Env* env);
+  DedupSystem(const Options& options, Env* env, std::unique_ptr<StoreEnv> owned_store_env);
+  static Status OpenOn(const Options& options, Env* env, std::unique_ptr<StoreEnv> owned_store_env,
+                       std::unique_ptr<DedupSystem>* out);
   // Open's steps, in order.
   Status Init();
   // Creates or checks the data directory: lock, creation marker, system
@@ -209,7 +219,12 @@ class DedupSystem {
   Status ReportParked(uint64_t epoch);
 
   const Options options_;
-  Env* const env_;
+  // Set by OpenStore (first member: destroyed after everything using env_).
+  const std::unique_ptr<StoreEnv> owned_store_env_;
+  Env* const env_;  // where the store's files are
+  // A rados store's connection (shared, RadosCluster::Shared): its op
+  // counters are the monitor's backend figures. Null for a local store.
+  std::shared_ptr<RadosCluster> rados_;
   std::unique_ptr<FileLock> lock_;
   Id128 instance_id_{};
   std::unique_ptr<ChunkStore> chunk_store_;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "chunkstore/container_summary_file.h"
+#include "core/engine/crash_testutil.h"
 #include "core/engine/dedup_system.h"
 #include "core/engine/system_testutil.h"
 #include "core/base/testutil.h"
@@ -24,7 +25,6 @@ namespace dedupv1 {
 // mapping names its fingerprint (the rule of core/engine/usage_counter.h), and every
 // referenced chunk has an entry. Also used by crash_test.cc.
 // |expect_entries|: fail if there was nothing to compare (a test that wrote data).
-void ExpectUsageMatchesRecount(DedupSystem* sys, bool expect_entries = true);
 
 namespace {
 
@@ -56,41 +56,6 @@ uint64_t UsedBytes(DedupSystem* sys) {
 }
 
 }  // namespace
-
-void ExpectUsageMatchesRecount(DedupSystem* sys, bool expect_entries) {
-  std::map<Fingerprint, uint64_t> recount;
-  for (Volume* v : sys->volumes()) {
-    ASSERT_TRUE(sys->block_index()
-                    ->ForEachBlock(v->id(),
-                                   [&](uint64_t, const BlockMapping& m) {
-                                     std::set<Fingerprint> seen;
-                                     for (const auto& item : m.items()) {
-                                       if (!item.IsZero() && seen.insert(item.fp).second) recount[item.fp]++;
-                                     }
-                                     return true;
-                                   })
-                    .ok());
-  }
-  std::vector<Fingerprint> fps;
-  ASSERT_TRUE(sys->chunk_index()->ForEachFingerprint([&](const Fingerprint& fp) { fps.push_back(fp); }).ok());
-  size_t checked = 0;
-  for (const Fingerprint& fp : fps) {
-    ChunkIndexEntry e;
-    Status s = sys->chunk_index()->Lookup(fp, &e);
-    if (s.IsNotFound()) continue;  // erased; the table scan may still list it
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    auto it = recount.find(fp);
-    EXPECT_EQ(e.usage_count, it == recount.end() ? 0u : it->second) << fp.ToHex();
-    checked++;
-  }
-  for (const auto& [fp, n] : recount) {
-    ChunkIndexEntry e;
-    EXPECT_TRUE(sys->chunk_index()->Lookup(fp, &e).ok()) << "referenced chunk without entry " << fp.ToHex();
-  }
-  if (expect_entries) {
-    EXPECT_GT(checked, 0u);
-  }
-}
 
 namespace {
 

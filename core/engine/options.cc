@@ -128,6 +128,7 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
                                           DurableStorageBackendNameList() + ")");
          }
          o->chunk_store.backend = v;
+         o->container_backend_set_ = true;
          return Status::OK();
        }},
       {"container.dir", [](const std::string& v, Options* o) {
@@ -159,7 +160,61 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
        }},
       {"chunk-index.aux-soft-limit", [](const std::string& v, Options* o) { return ParseSize(v, &o->chunk_index.aux_soft_limit); }},
       {"chunk-index.aux-hard-limit", [](const std::string& v, Options* o) { return ParseSize(v, &o->chunk_index.aux_hard_limit); }},
-      {"block-index.backend", [](const std::string& v, Options* o) { return ParseKvBackend(v, &o->block_index.backend); }},
+      {"block-index.backend", [](const std::string& v, Options* o) {
+         o->block_index_backend_set_ = true;
+         return ParseKvBackend(v, &o->block_index.backend);
+       }},
+      {"storage.backend", [](const std::string& v, Options* o) {
+         if (v != "local" && v != "rados") {
+           return Status::InvalidArgument("storage.backend must be local or rados, got '" + v + "'");
+         }
+         o->storage_backend = v;
+         return Status::OK();
+       }},
+      {"storage.rados.conf", [](const std::string& v, Options* o) { o->rados.conf_file = v; return Status::OK(); }},
+      {"storage.rados.client", [](const std::string& v, Options* o) {
+         if (v.rfind("client.", 0) != 0 || v.size() == 7) {
+           return Status::InvalidArgument("storage.rados.client must be client.<id>, got '" + v + "'");
+         }
+         o->rados.client_name = v;
+         return Status::OK();
+       }},
+      {"storage.rados.keyring", [](const std::string& v, Options* o) { o->rados.keyring = v; return Status::OK(); }},
+      {"storage.rados.data-pool", [](const std::string& v, Options* o) {
+         if (v.empty()) return Status::InvalidArgument("storage.rados.data-pool must not be empty");
+         o->rados.data_pool = v;
+         return Status::OK();
+       }},
+      {"storage.rados.index-pool", [](const std::string& v, Options* o) {
+         if (v.empty()) return Status::InvalidArgument("storage.rados.index-pool must not be empty");
+         o->rados.index_pool = v;
+         return Status::OK();
+       }},
+      {"storage.rados.store", [](const std::string& v, Options* o) {
+         if (v.empty() || v.find_first_of("/ \t") != std::string::npos) {
+           return Status::InvalidArgument("storage.rados.store must be a name without '/' or spaces, got '" + v + "'");
+         }
+         o->rados.store = v;
+         return Status::OK();
+       }},
+      {"storage.rados.op-timeout", [](const std::string& v, Options* o) {
+         uint64_t ms;
+         DEDUPV1_RETURN_IF_ERROR(ParseDurationMs(v, &ms));
+         if (ms < 1000 || ms > 3600 * 1000) {
+           return Status::InvalidArgument("storage.rados.op-timeout must be from 1s to 1h, got " + v);
+         }
+         o->rados.op_timeout_s = static_cast<uint32_t>(ms / 1000);
+         return Status::OK();
+       }},
+      {"storage.rados.lock-lease", [](const std::string& v, Options* o) {
+         uint64_t ms;
+         DEDUPV1_RETURN_IF_ERROR(ParseDurationMs(v, &ms));
+         if (ms < 3000 || ms > 3600 * 1000) {
+           return Status::InvalidArgument("storage.rados.lock-lease must be from 3s to 1h, got " + v);
+         }
+         o->rados.lock_duration_s = static_cast<uint32_t>(ms / 1000);
+         return Status::OK();
+       }},
       {"block-index.path", [](const std::string& v, Options* o) {
          o->block_index.path = v;
          o->block_index_path_set_ = true;
@@ -286,6 +341,7 @@ Status Options::Finish() {
   }
   uint64_t pages = chunk_index.table.size_bytes / chunk_index.table.page_size;
   if (pages < 2) return Status::InvalidArgument("chunk-index.size must hold at least two pages");
+  DEDUPV1_RETURN_IF_ERROR(FinishStorageBackend());
   chunk_store.fp_type = fingerprint;
   chunk_index.table.key_size = FingerprintSize(fingerprint);
   block_index.block_size = block_size;
@@ -303,11 +359,45 @@ Status Options::Finish() {
   return Status::OK();
 }
 
+Status Options::FinishStorageBackend() {
+  if (storage_backend == "local") {
+    if (chunk_store.backend == "rados") {
+      return Status::InvalidArgument("container.backend = rados needs storage.backend = rados (a store keeps all "
+                                     "its durable state in one place)");
+    }
+    return Status::OK();
+  }
+  // rados: every durable byte in the cluster. Tokyo Cabinet does its own file
+  // I/O (index/tc_kv_store.h), past the Env that maps files to RADOS objects,
+  // so the block index is LevelDB there.
+  if (container_backend_set_ && chunk_store.backend != "rados") {
+    return Status::InvalidArgument("storage.backend = rados keeps containers in RADOS; container.backend = " +
+                                   chunk_store.backend + " contradicts it (leave container.backend out)");
+  }
+  if (block_index_backend_set_ && block_index.backend != KvBackend::kLevelDb) {
+    return Status::InvalidArgument("storage.backend = rados needs block-index.backend = leveldb (Tokyo Cabinet "
+                                   "writes its file past the RADOS mapping); leave block-index.backend out");
+  }
+  chunk_store.backend = "rados";
+  chunk_store.rados = rados;
+  block_index.backend = KvBackend::kLevelDb;
+  return Status::OK();
+}
+
 std::string Options::ToString() const { return SettingsToString() + VolumesToString(); }
 
 std::string Options::SettingsToString() const {
   std::ostringstream o;
   o << "data-dir = " << data_dir << "\n"
+    << "storage.backend = " << storage_backend << "\n"
+    << "storage.rados.conf = " << rados.conf_file << "\n"
+    << "storage.rados.client = " << rados.client_name << "\n"
+    << "storage.rados.keyring = " << rados.keyring << "\n"
+    << "storage.rados.data-pool = " << rados.data_pool << "\n"
+    << "storage.rados.index-pool = " << rados.index_pool << "\n"
+    << "storage.rados.store = " << rados.store << "\n"
+    << "storage.rados.op-timeout = " << rados.op_timeout_s << "s\n"
+    << "storage.rados.lock-lease = " << rados.lock_duration_s << "s\n"
     << "block-size = " << block_size << "\n"
     << "fingerprint = " << FingerprintTypeName(fingerprint) << "\n"
     << "chunking = " << chunking.name << "\n"

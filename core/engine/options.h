@@ -24,6 +24,7 @@
 #include "core/base/config_keys.h"
 #include "core/base/fingerprint.h"
 #include "core/engine/idle_detector.h"
+#include "core/rados/rados_options.h"
 #include "filters/filter_options.h"
 #include "index/block_index.h"
 #include "index/chunk_index.h"
@@ -39,6 +40,13 @@ struct VolumeOptions {
 
 struct Options {
   std::string data_dir = "/var/lib/dedupv1";
+  // Where the store's durable state lives (storage.backend): "local" (files
+  // under data_dir, the default) or "rados" (every durable byte in a Ceph
+  // cluster, docs/ceph.md: containers in rados.data_pool, everything else in
+  // rados.index_pool; data_dir names the store's root there and holds only
+  // the gateway's runtime files locally).
+  std::string storage_backend = "local";
+  RadosOptions rados;  // storage.rados.*; used when storage_backend is "rados"
   uint32_t block_size = 128 << 10;
   FingerprintType fingerprint = FingerprintType::kSha1;
   ChunkerOptions chunking;
@@ -79,9 +87,17 @@ struct Options {
   std::string SettingsToString() const;
   std::string VolumesToString() const;
 
+  // Checks storage.backend against the module backends and points them at
+  // RADOS when it is "rados". Called by Finish().
+  Status FinishStorageBackend();
+
   // Whether a path was given explicitly (else it is derived from data_dir).
   bool chunk_store_dir_set_ = false, chunk_index_path_set_ = false, block_index_path_set_ = false,
        log_path_set_ = false;
+  bool block_index_backend_set_ = false, container_backend_set_ = false;
 };
+
+// Whether |options| keep their durable state in a Ceph cluster.
+inline bool UsesRados(const Options& options) { return options.storage_backend == "rados"; }
 
 }  // namespace dedupv1

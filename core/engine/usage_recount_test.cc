@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/engine/crash_testutil.h"
 #include "core/engine/dedup_system.h"
 #include "core/engine/system_testutil.h"
 #include "core/base/testutil.h"
@@ -9,7 +10,7 @@
 namespace dedupv1 {
 
 // garbage_collector_test.cc (same test binary).
-void ExpectUsageMatchesRecount(DedupSystem* sys, bool expect_entries);
+
 
 namespace {
 

@@ -17,8 +17,8 @@
 namespace dedupv1 {
 namespace test {
 
-inline Status ConnectTestRados(std::shared_ptr<RadosCluster>* out, uint64_t stripe_size = 64 << 10,
-                               uint32_t lock_duration_s = 3) {
+// RadosOptions for the test cluster, in a namespace no other test uses.
+inline Status TestRadosOptions(RadosOptions* out, uint64_t stripe_size = 64 << 10, uint32_t lock_duration_s = 3) {
   const char* conf = std::getenv("DEDUPV1_TEST_CEPH_CONF");
   if (conf == nullptr || *conf == '\0') {
     return Status::InvalidArgument(
@@ -32,6 +32,14 @@ inline Status ConnectTestRados(std::shared_ptr<RadosCluster>* out, uint64_t stri
   o.op_timeout_s = 30;
   o.stripe_size = stripe_size;
   o.lock_duration_s = lock_duration_s;
+  *out = o;
+  return Status::OK();
+}
+
+inline Status ConnectTestRados(std::shared_ptr<RadosCluster>* out, uint64_t stripe_size = 64 << 10,
+                               uint32_t lock_duration_s = 3) {
+  RadosOptions o;
+  DEDUPV1_RETURN_IF_ERROR(TestRadosOptions(&o, stripe_size, lock_duration_s));
   return RadosCluster::Shared(o, out);
 }
 

@@ -36,6 +36,7 @@
 #include "target/monitor/monitor_client.h"
 #include "target/monitor/monitor_identity.h"
 #include "target/monitor/monitor_view.h"
+#include "core/engine/store_env.h"
 #include "target/service_options.h"
 
 namespace {
@@ -180,6 +181,7 @@ int ResolveTarget(const std::string& config_path, const std::string& data_dir, c
                   Target* t) {
   std::string dir = data_dir;
   if (!dir.empty()) dir = std::filesystem::absolute(dir).lexically_normal().string();
+  dedupv1::Options engine;  // a local store unless the config says otherwise
   if (!config_path.empty()) {
     dedupv1::Config config;
     dedupv1::ServiceOptions options;
@@ -196,9 +198,14 @@ int ResolveTarget(const std::string& config_path, const std::string& data_dir, c
     t->port = options.monitor.port;
     t->token = options.monitor.token;
     dir = options.engine.data_dir;
+    engine = options.engine;
   }
   if (!dir.empty()) {
-    dedupv1::Status s = dedupv1::ExpectInstanceOf(dir, &t->expected);
+    // The instance id is in the store (for a rados store: in the cluster).
+    engine.data_dir = dir;
+    std::unique_ptr<dedupv1::StoreEnv> store;
+    dedupv1::Status s = dedupv1::StoreEnv::Open(engine, dedupv1::Env::Default(), &store);
+    if (s.ok()) s = dedupv1::ExpectInstanceOf(store->env(), dir, &t->expected);
     if (!s.ok()) {
       std::fprintf(stderr, "dedupv1_mon: %s; nothing sent\n", s.message().c_str());
       return kExitWrongInstance;

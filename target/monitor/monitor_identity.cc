@@ -49,9 +49,9 @@ Status FetchMonitorIdentity(MonitorClient* client, MonitorIdentity* identity) {
   return Status::OK();
 }
 
-Status ExpectInstanceOf(const std::string& data_dir, ExpectedInstance* expected) {
+Status ExpectInstanceOf(Env* env, const std::string& data_dir, ExpectedInstance* expected) {
   Id128 id{};
-  Status s = ReadInstanceId(Env::Default(), data_dir, &id);
+  Status s = ReadInstanceId(env, data_dir, &id);
   if (s.IsNotFound()) {
     return Status::NotFound("data dir " + data_dir + " has no instance id (" + s.message() +
                             "): the engine never opened it, so no monitor serves it");

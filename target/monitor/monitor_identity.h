@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "core/base/env.h"
 #include "core/base/status.h"
 #include "target/monitor/monitor_client.h"
 
@@ -39,7 +40,9 @@ struct ExpectedInstance {
 // The expectation for |data_dir|: its path and DATA-DIR/instance-id.
 // NotFound when the directory has no instance id (the engine never opened it,
 // so no monitor can be its monitor); Corruption for a bad file.
-Status ExpectInstanceOf(const std::string& data_dir, ExpectedInstance* expected);
+// The instance id is read through |env|: the store's Env (a rados store
+// keeps it in the cluster, core/engine/store_env.h).
+Status ExpectInstanceOf(Env* env, const std::string& data_dir, ExpectedInstance* expected);
 
 // OK when |got| is the |expected| instance; otherwise Aborted with a message
 // naming the monitor at |where| and both instances.

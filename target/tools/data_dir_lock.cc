@@ -45,23 +45,35 @@ class DataDirLock::LockHoldingEnv : public Env {
   const std::string lock_path_;
 };
 
-DataDirLock::DataDirLock(std::string lock_path, std::unique_ptr<FileLock> lock)
-    : lock_path_(std::move(lock_path)), lock_(std::move(lock)),
-      env_(std::make_unique<LockHoldingEnv>(Env::Default(), lock_path_)) {}
+DataDirLock::DataDirLock(std::string lock_path, std::unique_ptr<FileLock> lock, std::unique_ptr<StoreEnv> store,
+                         std::unique_ptr<FileLock> store_lock)
+    : lock_path_(std::move(lock_path)),
+      lock_(std::move(lock)),
+      store_(std::move(store)),
+      store_lock_(std::move(store_lock)),
+      env_(std::make_unique<LockHoldingEnv>(store_->env(), lock_path_)) {}
 
 DataDirLock::~DataDirLock() = default;
 
-Status DataDirLock::Acquire(const std::string& data_dir, std::unique_ptr<DataDirLock>* out) {
+Status DataDirLock::Acquire(const Options& options, std::unique_ptr<DataDirLock>* out) {
+  const std::string& data_dir = options.data_dir;
   const std::string path = JoinPath(data_dir, "LOCK");
+  const std::string in_use = " is in use: another process (tgtd with bs_dedupv1, dedupv1d or another tool) holds ";
+  // A rados store's gateway dir holds only runtime files and may be new.
+  if (UsesRados(options)) DEDUPV1_RETURN_IF_ERROR(Env::Default()->CreateDirs(data_dir));
   std::unique_ptr<FileLock> lock;
   Status s = Env::Default()->LockFile(path, &lock);
-  if (s.IsBusy()) {
-    return Status::Busy("data directory " + data_dir +
-                        " is in use: another process (tgtd with bs_dedupv1, dedupv1d or another tool) "
-                        "holds " + path + "; stop it first");
-  }
+  if (s.IsBusy()) return Status::Busy("data directory " + data_dir + in_use + path + "; stop it first");
   DEDUPV1_RETURN_IF_ERROR(s);
-  out->reset(new DataDirLock(path, std::move(lock)));
+  std::unique_ptr<StoreEnv> store;
+  DEDUPV1_RETURN_IF_ERROR(StoreEnv::Open(options, Env::Default(), &store));
+  std::unique_ptr<FileLock> store_lock;
+  if (UsesRados(options)) {
+    s = store->env()->LockFile(path, &store_lock);
+    if (s.IsBusy()) return Status::Busy("store " + options.rados.store + in_use + "its lock in RADOS (" + s.message() + ")");
+    DEDUPV1_RETURN_IF_ERROR(s);
+  }
+  out->reset(new DataDirLock(path, std::move(lock), std::move(store), std::move(store_lock)));
   return Status::OK();
 }
 

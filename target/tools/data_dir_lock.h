@@ -6,10 +6,14 @@
 //
 // flock locks belong to an open file description, so DedupSystem::Open
 // taking the same lock again would fail against our own lock. env() is
-// therefore an Env that forwards everything to Env::Default() except
-// LockFile on this LOCK path, which succeeds without locking (the lock is
-// already held, by this object): pass it to DedupSystem::Open and to the
-// components a tool opens directly.
+// therefore an Env that forwards everything to the store's Env (a StoreEnv,
+// core/engine/store_env.h) except LockFile on this LOCK path, which succeeds
+// without locking (the lock is already held, by this object): pass it to
+// DedupSystem::Open and to the components a tool opens directly.
+//
+// A rados store (storage.backend = rados) is locked twice: the local LOCK of
+// the gateway's data dir (against a target on this machine) and the store's
+// lock in RADOS (against a target anywhere, core/rados/rados_env.h).
 #pragma once
 
 #include <memory>
@@ -17,15 +21,17 @@
 
 #include "core/base/env.h"
 #include "core/base/status.h"
+#include "core/engine/options.h"
+#include "core/engine/store_env.h"
 
 namespace dedupv1 {
 namespace tools {
 
 class DataDirLock {
  public:
-  // Takes DATA_DIR/LOCK. Busy naming the directory if another process has
-  // it open.
-  static Status Acquire(const std::string& data_dir, std::unique_ptr<DataDirLock>* out);
+  // Takes DATA_DIR/LOCK (and the store's lock in RADOS for a rados store).
+  // Busy naming the directory or store if another process has it open.
+  static Status Acquire(const Options& options, std::unique_ptr<DataDirLock>* out);
   ~DataDirLock();
 
   DataDirLock(const DataDirLock&) = delete;
@@ -37,10 +43,13 @@ class DataDirLock {
 
  private:
   class LockHoldingEnv;
-  DataDirLock(std::string lock_path, std::unique_ptr<FileLock> lock);
+  DataDirLock(std::string lock_path, std::unique_ptr<FileLock> lock, std::unique_ptr<StoreEnv> store,
+              std::unique_ptr<FileLock> store_lock);
 
   const std::string lock_path_;
   std::unique_ptr<FileLock> lock_;
+  std::unique_ptr<StoreEnv> store_;
+  std::unique_ptr<FileLock> store_lock_;  // the lock in RADOS; null for a local store
   std::unique_ptr<LockHoldingEnv> env_;
 };
 

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   Status s = LoadToolOptions(args.config, args.data_dir, &options);
   if (!s.ok()) return Fail(ExitCodeForLoadError(s), "cannot open", s);
   std::unique_ptr<DataDirLock> lock;
-  s = DataDirLock::Acquire(options.data_dir, &lock);
+  s = DataDirLock::Acquire(options, &lock);
   if (!s.ok()) return Fail(kExitCannotOpen, "cannot open", s);
   std::vector<VolumeEntry> volumes;
   s = ReadVolumeTable(lock->env(), options, &volumes);

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     return ExitCodeForLoadError(s);
   }
   std::unique_ptr<DataDirLock> lock;
-  s = DataDirLock::Acquire(options.data_dir, &lock);
+  s = DataDirLock::Acquire(options, &lock);
   if (!s.ok()) {
     std::fprintf(stderr, "dedupv1_debug: cannot open: %s\n", s.ToString().c_str());
     return kExitCannotOpen;

@@ -6,6 +6,7 @@
 
 #include "core/base/config.h"
 #include "core/engine/data_dir.h"
+#include "core/engine/store_env.h"
 #include "core/base/env.h"
 #include "target/service_options.h"
 
@@ -76,8 +77,10 @@ Status LoadToolOptions(const std::string& config_path, const std::string& data_d
   *options = service.engine;
   // Opening a directory without a store would create an empty one; a tool
   // must never do that (a typo in --data-dir would "check" a new empty store).
+  std::unique_ptr<StoreEnv> store;
+  DEDUPV1_RETURN_IF_ERROR(StoreEnv::Open(*options, Env::Default(), &store));
   DataDirState state;
-  DEDUPV1_RETURN_IF_ERROR(InspectDataDir(Env::Default(), *options, &state));
+  DEDUPV1_RETURN_IF_ERROR(InspectDataDir(store->env(), *options, &state));
   if (state == DataDirState::kFresh) {
     return Status::NotFound(options->data_dir + " is not a dedupv1 data directory (it holds no store)");
   }
