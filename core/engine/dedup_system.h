@@ -81,6 +81,9 @@ class DedupSystem {
   ChunkIndex* chunk_index() { return chunk_index_.get(); }
   BlockIndex* block_index() { return block_index_.get(); }
   OperationsLog* log() { return log_.get(); }
+  // The RADOS connection of a rados store (its op counters and pools, for
+  // the monitor); null for a local store.
+  RadosCluster* rados() const { return rados_.get(); }
 
   // Writes the indexes back, commits open containers and trims the
   // operations log up to what is now persistent. Runs in the background when

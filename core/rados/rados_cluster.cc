@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <list>
 #include <map>
 #include <mutex>
 
@@ -109,6 +110,38 @@ Status RadosCluster::OpenPool(const std::string& pool, librados::IoCtx* ioctx) {
   }
   if (r < 0) return ToStatus(r, "open pool", pool, "");
   ioctx->set_namespace(options_.store);
+  // A write to a full pool (or one over its quota) fails at once with
+  // EDQUOT/ENOSPC instead of waiting for space until the op timeout (which
+  // would turn "pool full" into a vague timeout), and removes still run, so
+  // garbage collection can free space in a full pool.
+  ioctx->set_pool_full_try();
+  return Status::OK();
+}
+
+Status RadosCluster::PoolUsage(const std::string& pool, uint64_t* objects, uint64_t* bytes, int max_age_s) {
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> l(usage_mu_);
+    auto it = usage_.find(pool);
+    if (it != usage_.end() && now - it->second.at < std::chrono::seconds(max_age_s)) {
+      *objects = it->second.objects;
+      *bytes = it->second.bytes;
+      return Status::OK();
+    }
+  }
+  std::map<std::string, librados::pool_stat_t> stats;
+  RadosOpTimer timer(this, RadosOpKind::kStat);
+  std::list<std::string> pools{pool};
+  int r = rados_.get_pool_stats(pools, stats);
+  timer.Done(r, 0);
+  if (r < 0) return ToStatus(r, "pool stats", pool, "");
+  auto it = stats.find(pool);
+  if (it == stats.end()) return Status::NotFound("no stats for pool " + pool);
+  std::lock_guard<std::mutex> l(usage_mu_);
+  PoolUsageCache& c = usage_[pool];
+  c.at = now;
+  c.objects = *objects = it->second.num_objects;
+  c.bytes = *bytes = it->second.num_bytes;
   return Status::OK();
 }
 

@@ -21,7 +21,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <rados/librados.hpp>
@@ -82,6 +84,11 @@ class RadosCluster {
   void Record(RadosOpKind kind, std::chrono::steady_clock::time_point start, uint64_t bytes, bool ok);
   RadosStats stats() const;
 
+  // Objects and bytes of |pool| (the whole pool, every namespace: RADOS
+  // keeps no per-namespace totals), at most |max_age_s| seconds old (one
+  // query to the cluster when older). Errors as ToStatus.
+  Status PoolUsage(const std::string& pool, uint64_t* objects, uint64_t* bytes, int max_age_s = 10);
+
   // "pool/namespace/object", for messages and tools.
   std::string Where(const std::string& pool, const std::string& object) const;
 
@@ -95,6 +102,12 @@ class RadosCluster {
   librados::IoCtx data_;
   librados::IoCtx index_;
   bool connected_ = false;
+  struct PoolUsageCache {
+    std::chrono::steady_clock::time_point at;
+    uint64_t objects = 0, bytes = 0;
+  };
+  std::mutex usage_mu_;
+  std::map<std::string, PoolUsageCache> usage_;  // guarded by usage_mu_
   RadosOpCounters counters_[static_cast<int>(RadosOpKind::kCount)];
 };
 

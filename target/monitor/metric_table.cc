@@ -576,11 +576,89 @@ const char* MetricItemLabel(const std::string& section) {
   return nullptr;
 }
 
+// The storage backend (storage.backend): a rados store's pools and the
+// RADOS operations of this process per kind, with their latency.
+template <RadosOpKind K>
+RadosStats::Kind KindStats(C c) {
+  return c.system()->rados()->stats().kinds[static_cast<int>(K)];
+}
+bool OnRados(C c) { return c.system()->rados() != nullptr; }
+Json PoolUsageJson(RadosCluster* cluster, const std::string& pool) {
+  uint64_t objects = 0, bytes = 0;
+  Status s = cluster->PoolUsage(pool, &objects, &bytes);
+  if (!s.ok()) return Json{{"pool", pool}, {"error", s.ToString()}};
+  return Json{{"pool", pool}, {"objects", objects}, {"bytes", bytes}};
+}
+
+// The rows of one kind of RADOS operation: count, errors, bytes, latency.
+// (A template, so the readers stay plain functions, one per kind.)
+template <RadosOpKind K>
+std::vector<MetricRow> KindRows() {
+  static const std::string name = RadosOpKindName(K);
+  static const std::string key = "rados_" + name;
+  static const std::string keys[] = {key + "_ops", key + "_errors", key + "_bytes", key + "_seconds",
+                                     key + "_mean_ms", key + "_max_ms"};
+  static const std::string label = "RADOS " + name;
+  static const std::string page = "count(v." + keys[0] + ") + \" ops, \" + count(v." + keys[1] + ") + \" errors, \" + bytes(v." +
+                                  keys[2] + ") + \", mean \" + v." + keys[4] + ".toFixed(2) + \" ms, max \" + v." + keys[5] +
+                                  ".toFixed(1) + \" ms\"";
+  return {
+      Row("backend", keys[0].c_str(), U::kCount, [](C c) -> Json { return KindStats<K>(c).ops; })
+          .When(OnRados)
+          .Counter("dedupv1_rados_ops_total", "RADOS operations of this process, by kind.")
+          .Labeled("kind", name.c_str())
+          .Page(10 + static_cast<int>(K), label.c_str(), page.c_str()),
+      Row("backend", keys[1].c_str(), U::kCount, [](C c) -> Json { return KindStats<K>(c).errors; }).When(OnRados),
+      Row("backend", keys[2].c_str(), U::kBytes, [](C c) -> Json { return KindStats<K>(c).bytes; }).When(OnRados),
+      Row("backend", keys[3].c_str(), U::kSeconds,
+          [](C c) -> Json { return KindStats<K>(c).latency_us_total / 1e6; })
+          .When(OnRados)
+          .Counter("dedupv1_rados_op_seconds_total", "Seconds RADOS operations of this process took, by kind.")
+          .Labeled("kind", name.c_str()),
+      Row("backend", keys[4].c_str(), U::kMilliseconds,
+          [](C c) -> Json {
+            RadosStats::Kind k = KindStats<K>(c);
+            return k.ops == 0 ? 0.0 : k.latency_us_total / 1e3 / k.ops;
+          })
+          .When(OnRados),
+      Row("backend", keys[5].c_str(), U::kMilliseconds, [](C c) -> Json { return KindStats<K>(c).latency_us_max / 1e3; })
+          .When(OnRados),
+  };
+}
+
+std::vector<MetricRow> BackendRows() {
+  std::vector<MetricRow> rows = {
+      Row("backend", "kind", U::kText, [](C c) -> Json { return c.options().storage_backend; })
+          .Page(1, "Storage backend"),
+      Row("backend", "store", U::kText, [](C c) -> Json { return c.options().rados.store; })
+          .When(OnRados)
+          .Page(2, "Store (RADOS namespace)"),
+      Row("backend", "data_pool", U::kText,
+          [](C c) -> Json { return PoolUsageJson(c.system()->rados(), c.options().rados.data_pool); })
+          .When(OnRados)
+          .Page(3, "Data pool", R"js(v.data_pool.pool + ": " + (v.data_pool.error || count(v.data_pool.objects) + " objects, " + bytes(v.data_pool.bytes)))js"),
+      Row("backend", "index_pool", U::kText,
+          [](C c) -> Json { return PoolUsageJson(c.system()->rados(), c.options().rados.index_pool); })
+          .When(OnRados)
+          .Page(4, "Index pool", R"js(v.index_pool.pool + ": " + (v.index_pool.error || count(v.index_pool.objects) + " objects, " + bytes(v.index_pool.bytes)))js"),
+      Row("backend", "rados_ops", U::kCount, [](C c) -> Json { return c.system()->rados()->stats().TotalOps(); })
+          .When(OnRados)
+          .Page(5, "RADOS operations"),
+  };
+  for (auto kind_rows : {KindRows<RadosOpKind::kRead>, KindRows<RadosOpKind::kWrite>,
+                         KindRows<RadosOpKind::kOmapRead>, KindRows<RadosOpKind::kOmapWrite>,
+                         KindRows<RadosOpKind::kStat>, KindRows<RadosOpKind::kRemove>, KindRows<RadosOpKind::kList>,
+                         KindRows<RadosOpKind::kLock>}) {
+    for (MetricRow& r : kind_rows()) rows.push_back(r);
+  }
+  return rows;
+}
+
 const std::vector<MetricRow>& MetricTable() {
   static const std::vector<MetricRow>* table = [] {
     auto* t = new std::vector<MetricRow>;
     for (auto part : {DedupAndIoRows, VolumeAndFilterRows, ChunkIndexRows, BlockIndexRows, ContainerRows,
-                      LogRows, GcRows, IdleRows}) {
+                      LogRows, GcRows, IdleRows, BackendRows}) {
       for (MetricRow& r : part()) t->push_back(r);
     }
     return t;

@@ -149,6 +149,7 @@ dd_tgtd_with_ctl() { pgrep -f "tgtd -f -C $1 --iscsi" >/dev/null; }
 
 # dd_write_config FILE DATA_DIR [LINE...]: an engine config for tests (small
 # chunk index, monitor off so tests never fight over its port) plus LINEs.
+# DD_STORAGE=rados puts the store in the test cluster (DEDUPV1_TEST_CEPH_CONF).
 dd_write_config() {
   local file="$1" dir="$2" line
   shift 2
@@ -158,6 +159,15 @@ dd_write_config() {
     echo "chunk-index.size = 64M"
     echo "monitor.enabled = false"
     echo "target.control-port = $CTL"
+    if [ "${DD_STORAGE:-local}" = rados ]; then
+      # The store in the test cluster (ctest fixture "ceph"), a namespace
+      # per data dir and test run.
+      echo "storage.backend = rados"
+      echo "storage.rados.conf = ${DEDUPV1_TEST_CEPH_CONF:?DD_STORAGE=rados needs DEDUPV1_TEST_CEPH_CONF}"
+      echo "storage.rados.store = dd-$$-$(basename "$dir")"
+      echo "storage.rados.lock-lease = ${DD_RADOS_LEASE:-5s}"
+      echo "storage.rados.op-timeout = ${DD_RADOS_TIMEOUT:-30s}"
+    fi
     for line in "$@"; do echo "$line"; done
   } >"$file"
 }
