@@ -91,19 +91,23 @@ TEST_P(ContainerStoreTest, ExistingModeFindsOnlyWhatWasCreated) {
   EXPECT_EQ(bytes, "five");
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ContainerStoreTest, ::testing::ValuesIn(StorageBackendNames()),
+INSTANTIATE_TEST_SUITE_P(Backends, ContainerStoreTest, ::testing::ValuesIn(test::BackendsWithoutCluster()),
                          test::BackendName);
 
 TEST(StorageBackendRegistryTest, UnknownBackendIsRefusedNamingTheKnownOnes) {
   ChunkStoreOptions o;
-  o.backend = "rados";
+  o.backend = "tape";
   o.dir = "/nonexistent";
   StorageBackend b;
   Status s = OpenStorageBackend(o, Env::Default(), StorageOpenMode::kCreate, &b);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
-  EXPECT_NE(s.message().find("rados"), std::string::npos) << s.ToString();
-  EXPECT_NE(s.message().find("local, memory"), std::string::npos) << s.ToString();
-  EXPECT_EQ(StorageBackendNames(), (std::vector<std::string>{"local", "memory"}));
+  EXPECT_NE(s.message().find("tape"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("local, memory, rados"), std::string::npos) << s.ToString();
+  EXPECT_EQ(StorageBackendNames(), (std::vector<std::string>{"local", "memory", "rados"}));
+  EXPECT_EQ(DurableStorageBackendNameList(), "local, rados");
+  EXPECT_TRUE(StorageBackendNeedsCluster("rados"));
+  EXPECT_FALSE(StorageBackendNeedsCluster("local"));
+  EXPECT_EQ(test::BackendsWithoutCluster(), (std::vector<std::string>{"local", "memory"}));
 }
 
 }  // namespace
