@@ -13,6 +13,8 @@ constexpr char kObjectPrefix[] = "c.";
 constexpr size_t kHexDigits = 16;
 // Stats in flight while counting the used bytes.
 constexpr size_t kStatsInFlight = 64;
+// Reads in flight in GetRanges.
+constexpr size_t kReadsInFlight = 64;
 // Objects asked for per listing op.
 constexpr size_t kListPage = 1024;
 constexpr char kMarkerContent[] = "dedupv1 container store 1\n";
@@ -174,7 +176,24 @@ Status RadosContainerStore::Get(ContainerId id, std::string* bytes) {
   return CopyOut(bl, bytes);
 }
 
-Status RadosContainerStore::ReadObject(ContainerId id, uint64_t offset, size_t n, std::string* bytes) {
+Status RadosContainerStore::ReadResult(ContainerId id, uint64_t offset, size_t n, bool exact, int r,
+                                       const librados::bufferlist& bl, std::string* bytes) const {
+  bytes->clear();
+  if (r == -ENOENT) return Status::NotFound(Name(id) + " is not in the container store (" + Where(id) + ")");
+  if (r < 0) {
+    return cluster_->ToStatus(r, "read " + std::to_string(n) + "@" + std::to_string(offset), cluster_->data_pool(),
+                              ObjectName(id))
+        .WithContext("read from " + Name(id));
+  }
+  if (exact && bl.length() != n) {
+    return Status::Corruption(Name(id) + " (" + Where(id) + ") ends " + std::to_string(n - bl.length()) +
+                              " bytes short of its chunk at " + std::to_string(offset) + "+" + std::to_string(n) +
+                              ": shorter than its metadata says");
+  }
+  return CopyOut(bl, bytes);
+}
+
+Status RadosContainerStore::ReadObject(ContainerId id, uint64_t offset, size_t n, bool exact, std::string* bytes) {
   bytes->clear();
   if (n == 0) {
     // A read of length 0 would read the whole object; only existence matters.
@@ -183,34 +202,59 @@ Status RadosContainerStore::ReadObject(ContainerId id, uint64_t offset, size_t n
     if (s.IsNotFound()) return Status::NotFound(Name(id) + " is not in the container store (" + Where(id) + ")");
     return s;
   }
-  const std::string object = ObjectName(id);
   librados::bufferlist bl;
   RadosOpTimer t(cluster_.get(), RadosOpKind::kRead);
-  const int r = cluster_->data().read(object, bl, n, offset);
+  const int r = cluster_->data().read(ObjectName(id), bl, n, offset);
   t.Done(r, bl.length());
-  if (r == -ENOENT) return Status::NotFound(Name(id) + " is not in the container store (" + Where(id) + ")");
-  if (r < 0) {
-    return cluster_->ToStatus(r, "read " + std::to_string(n) + "@" + std::to_string(offset), cluster_->data_pool(),
-                              object)
-        .WithContext("read from " + Name(id));
-  }
-  return CopyOut(bl, bytes);
+  return ReadResult(id, offset, n, exact, r, bl, bytes);
 }
 
 Status RadosContainerStore::GetHead(ContainerId id, size_t n, std::string* bytes) {
-  return ReadObject(id, 0, n, bytes);
+  return ReadObject(id, 0, n, /*exact=*/false, bytes);
 }
 
 Status RadosContainerStore::GetRange(ContainerId id, uint64_t offset, size_t n, std::string* bytes) {
-  DEDUPV1_RETURN_IF_ERROR(ReadObject(id, offset, n, bytes));
-  if (bytes->size() != n) {
-    const size_t got = bytes->size();
-    bytes->clear();
-    return Status::Corruption(Name(id) + " (" + Where(id) + ") ends " + std::to_string(n - got) +
-                              " bytes short of its chunk at " + std::to_string(offset) + "+" + std::to_string(n) +
-                              ": shorter than its metadata says");
+  return ReadObject(id, offset, n, /*exact=*/true, bytes);
+}
+
+void RadosContainerStore::GetRanges(std::vector<RangeRead>* reads) {
+  struct InFlight {
+    size_t index = 0;
+    librados::AioCompletion* done = nullptr;
+    librados::bufferlist bl;
+    std::chrono::steady_clock::time_point start;
+  };
+  std::deque<InFlight> flying;  // a deque: the bufferlists librados fills stay where they are
+  auto finish_oldest = [&] {
+    InFlight& f = flying.front();
+    f.done->wait_for_complete();
+    const int r = f.done->get_return_value();
+    f.done->release();
+    cluster_->Record(RadosOpKind::kRead, f.start, r >= 0 ? f.bl.length() : 0, r >= 0);
+    RangeRead& rr = (*reads)[f.index];
+    rr.status = ReadResult(rr.id, rr.offset, rr.n, /*exact=*/true, r, f.bl, &rr.bytes);
+    flying.pop_front();
+  };
+  for (size_t i = 0; i < reads->size(); i++) {
+    RangeRead& rr = (*reads)[i];
+    if (rr.n == 0) {
+      rr.status = GetRange(rr.id, rr.offset, rr.n, &rr.bytes);
+      continue;
+    }
+    if (flying.size() >= kReadsInFlight) finish_oldest();
+    flying.emplace_back();
+    InFlight& f = flying.back();
+    f.index = i;
+    f.done = librados::Rados::aio_create_completion();
+    f.start = std::chrono::steady_clock::now();
+    const int r = cluster_->data().aio_read(ObjectName(rr.id), f.done, &f.bl, rr.n, rr.offset);
+    if (r < 0) {
+      f.done->release();
+      flying.pop_back();
+      rr.status = ReadResult(rr.id, rr.offset, rr.n, /*exact=*/true, r, {}, &rr.bytes);
+    }
   }
-  return Status::OK();
+  while (!flying.empty()) finish_oldest();
 }
 
 Status RadosContainerStore::Delete(ContainerId id) {

@@ -8,7 +8,8 @@
 //   once every replica has it on disk, so an acknowledged Put is durable.
 // - Get reads the whole object and its size in one compound op (the size
 //   proves the read was not cut short); GetHead and GetRange read only their
-//   range, one op each. A range shorter than asked is Corruption.
+//   range, one op each. A range shorter than asked is Corruption. GetRanges
+//   has many such reads in flight at once.
 // - List pages through the namespace's object listing and parses the names.
 // - UsedBytes: RADOS keeps no per-namespace byte count (pool stats cover all
 //   stores of a pool), so the first call lists the namespace and stats every
@@ -53,6 +54,8 @@ class RadosContainerStore : public ContainerStore {
   Status Get(ContainerId id, std::string* bytes) override;
   Status GetHead(ContainerId id, size_t n, std::string* bytes) override;
   Status GetRange(ContainerId id, uint64_t offset, size_t n, std::string* bytes) override;
+  // Up to 64 reads in flight, one op each.
+  void GetRanges(std::vector<RangeRead>* reads) override;
   Status Delete(ContainerId id) override;
   Status List(std::vector<ContainerId>* ids) override;
   Status UsedBytes(uint64_t* bytes) override;
@@ -70,8 +73,13 @@ class RadosContainerStore : public ContainerStore {
   // Writes |bytes| over the object; |*replaced| is the size of the object it
   // replaced (0 if there was none).
   Status WriteObject(const std::string& object, const std::string& bytes, uint64_t* replaced);
-  // Up to |n| bytes from |offset|.
-  Status ReadObject(ContainerId id, uint64_t offset, size_t n, std::string* bytes);
+  // |n| bytes from |offset|; with |exact| fewer is Corruption, else the read
+  // stops at the end of the object.
+  Status ReadObject(ContainerId id, uint64_t offset, size_t n, bool exact, std::string* bytes);
+  // The Status and bytes of a read of |n| bytes at |offset| that returned |r|
+  // and |bl|.
+  Status ReadResult(ContainerId id, uint64_t offset, size_t n, bool exact, int r, const librados::bufferlist& bl,
+                    std::string* bytes) const;
   // Sums the sizes of all containers (stats in flight).
   Status CountUsedBytes(uint64_t* total);
 

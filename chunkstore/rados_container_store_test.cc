@@ -200,6 +200,40 @@ TEST_F(RadosBackendTest, HeadAndRangeReadPartsOfAContainer) {
   EXPECT_TRUE(store->GetRange(4, 0, 1, &bytes).IsNotFound());
 }
 
+TEST_F(RadosBackendTest, GetRangesHasManyReadsInFlightEachWithItsResult) {
+  Open();
+  ContainerStore* store = storage_.containers.get();
+  std::string content;
+  for (int i = 0; i < 1000; i++) content += static_cast<char>('a' + i % 26);
+  for (ContainerId id = 1; id <= 10; id++) ASSERT_TRUE(store->Put(id, std::to_string(id) + content).ok());
+  std::vector<ContainerStore::RangeRead> reads;
+  for (int i = 0; i < 200; i++) {
+    ContainerStore::RangeRead r;
+    r.id = 1 + i % 10;
+    r.offset = i;
+    r.n = 100;
+    reads.push_back(r);
+  }
+  reads.push_back({});
+  reads.back().id = 11;  // absent
+  reads.back().n = 1;
+  reads.push_back({});
+  reads.back().id = 1;  // past the end
+  reads.back().offset = 990;
+  reads.back().n = 20;
+  const RadosStats before = cluster_->stats();
+  store->GetRanges(&reads);
+  const int read = static_cast<int>(RadosOpKind::kRead);
+  EXPECT_EQ(cluster_->stats().kinds[read].ops - before.kinds[read].ops, 202u);
+  for (int i = 0; i < 200; i++) {
+    ASSERT_TRUE(reads[i].status.ok()) << i << ": " << reads[i].status.ToString();
+    EXPECT_EQ(reads[i].bytes, (std::to_string(1 + i % 10) + content).substr(i, 100)) << i;
+  }
+  EXPECT_TRUE(reads[200].status.IsNotFound()) << reads[200].status.ToString();
+  EXPECT_TRUE(reads[201].status.IsCorruption()) << reads[201].status.ToString();
+  EXPECT_NE(reads[201].status.message().find("container 1"), std::string::npos);
+}
+
 TEST_F(RadosBackendTest, ExistingModeFindsOnlyACreatedStore) {
   StorageBackend existing;
   Status s = OpenStorageBackend(options_, Env::Default(), StorageOpenMode::kExisting, &existing);
