@@ -4,8 +4,11 @@
 // unambiguous (anything else in the namespace, such as the store marker
 // "container-store", is not a container) and sorts by id.
 //
-// - Put is one write_full: RADOS applies it atomically and acknowledges it
-//   once every replica has it on disk, so an acknowledged Put is durable.
+// - Put is one write op (an exclusive create and write_full, see UsedBytes):
+//   RADOS applies it atomically and acknowledges it once every replica has
+//   it on disk, so an acknowledged Put is durable. Writes carry FULL_TRY: a
+//   pool that is full or over its quota fails them at once (NoSpace) instead
+//   of librados holding them until the op timeout, and removes still pass.
 // - Get reads the whole object and its size in one compound op (the size
 //   proves the read was not cut short); GetHead and GetRange read only their
 //   range, one op each. A range shorter than asked is Corruption. GetRanges
