@@ -176,6 +176,7 @@ double ChunkStoreWrite(const Args& args, int threads, uint64_t* writes) {
   s = OpenStorageBackend(o, Env::Default(), StorageOpenMode::kExisting, &backend);
   if (!s.ok()) Die("reopen", s);
   RemoveAll(backend.containers.get());
+  cluster->data().remove(kRadosStoreMarkerObject);
   std::string rm = "rm -rf '" + o.dir + "'";
   if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "cannot remove %s\n", o.dir.c_str());
   return mb / secs;
