@@ -131,7 +131,7 @@ TEST_P(ChunkStoreBackendTest, ContainersAndCatalogSurviveAReopen) {
   ExpectReadable(cs.get(), more);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ChunkStoreBackendTest, ::testing::ValuesIn(StorageBackendNames()),
+INSTANTIATE_TEST_SUITE_P(Backends, ChunkStoreBackendTest, ::testing::ValuesIn(test::BackendsWithoutCluster()),
                          test::BackendName);
 
 TEST(ChunkStoreBackendRegistryTest, UnknownBackendIsRefused) {

@@ -14,9 +14,11 @@ namespace dedupv1 {
 
 struct ChunkStoreOptions {
   // Storage backend by name (chunkstore/storage_backend_registry.h): "local"
-  // (files under dir) or "memory" (tests; not durable).
+  // (files under dir), "rados" (containers in a Ceph cluster) or "memory"
+  // (tests; not durable).
   std::string backend = "local";
   std::string dir;                         // container directory (also holds the catalog files)
+  RadosOptions rados;                      // the cluster, pools and store of backend "rados"
   size_t container_size = 4 << 20;         // serialized size limit of a container
   Compression compression = Compression::kNone;
   int open_containers = 4;                 // containers open for writing at once

@@ -162,7 +162,7 @@ TEST_P(ContainerCatalogTest, CheckCompleteRequiresTheIdMarkAndTheMergeRecordsOnc
   EXPECT_TRUE(catalog()->CheckComplete(storage_.containers.get(), {5}, true).ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ContainerCatalogTest, ::testing::ValuesIn(StorageBackendNames()),
+INSTANTIATE_TEST_SUITE_P(Backends, ContainerCatalogTest, ::testing::ValuesIn(test::BackendsWithoutCluster()),
                          test::BackendName);
 
 // ---- Local files: the formats of docs/formats.md, damage names the file ----

@@ -46,6 +46,22 @@ class ContainerStore {
     bytes->assign(all, offset, n);
     return Status::OK();
   }
+  // One GetRange of a batch (GetRanges): in |id|, |offset|, |n|; out
+  // |bytes| and |status|, as GetRange would return them.
+  struct RangeRead {
+    ContainerId id = kNoContainer;
+    uint64_t offset = 0;
+    size_t n = 0;
+    std::string bytes;
+    Status status;
+  };
+  // Many ranges, of one or many containers, each with its own result: for a
+  // read path that knows several chunks it needs, an object store reads them
+  // all at once (many operations in flight) instead of one round trip after
+  // the other. The default reads them one after the other.
+  virtual void GetRanges(std::vector<RangeRead>* reads) {
+    for (RangeRead& r : *reads) r.status = GetRange(r.id, r.offset, r.n, &r.bytes);
+  }
   // NotFound if absent. Durable when OK is returned.
   virtual Status Delete(ContainerId id) = 0;
   // Ids of all stored containers, in no particular order.

@@ -78,6 +78,25 @@ TEST_P(ContainerStoreTest, HeadAndRangeReadPartsOfAContainer) {
   EXPECT_TRUE(store->GetRange(4, 0, 1, &bytes).IsNotFound());
 }
 
+TEST_P(ContainerStoreTest, GetRangesGivesEachRangeItsOwnResult) {
+  Reopen();
+  ContainerStore* store = storage_.containers.get();
+  ASSERT_TRUE(store->Put(3, "0123456789").ok());
+  ASSERT_TRUE(store->Put(4, "abcdef").ok());
+  std::vector<ContainerStore::RangeRead> reads(4);
+  reads[0].id = 3, reads[0].offset = 6, reads[0].n = 4;
+  reads[1].id = 4, reads[1].offset = 1, reads[1].n = 2;
+  reads[2].id = 5, reads[2].offset = 0, reads[2].n = 1;  // absent
+  reads[3].id = 4, reads[3].offset = 4, reads[3].n = 4;  // short
+  store->GetRanges(&reads);
+  ASSERT_TRUE(reads[0].status.ok()) << reads[0].status.ToString();
+  EXPECT_EQ(reads[0].bytes, "6789");
+  ASSERT_TRUE(reads[1].status.ok()) << reads[1].status.ToString();
+  EXPECT_EQ(reads[1].bytes, "bc");
+  EXPECT_TRUE(reads[2].status.IsNotFound()) << reads[2].status.ToString();
+  EXPECT_TRUE(reads[3].status.IsCorruption()) << reads[3].status.ToString();
+}
+
 TEST_P(ContainerStoreTest, ExistingModeFindsOnlyWhatWasCreated) {
   StorageBackend existing;
   Status s = OpenStorageBackend(options_, Env::Default(), StorageOpenMode::kExisting, &existing);
@@ -91,19 +110,23 @@ TEST_P(ContainerStoreTest, ExistingModeFindsOnlyWhatWasCreated) {
   EXPECT_EQ(bytes, "five");
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ContainerStoreTest, ::testing::ValuesIn(StorageBackendNames()),
+INSTANTIATE_TEST_SUITE_P(Backends, ContainerStoreTest, ::testing::ValuesIn(test::BackendsWithoutCluster()),
                          test::BackendName);
 
 TEST(StorageBackendRegistryTest, UnknownBackendIsRefusedNamingTheKnownOnes) {
   ChunkStoreOptions o;
-  o.backend = "rados";
+  o.backend = "tape";
   o.dir = "/nonexistent";
   StorageBackend b;
   Status s = OpenStorageBackend(o, Env::Default(), StorageOpenMode::kCreate, &b);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
-  EXPECT_NE(s.message().find("rados"), std::string::npos) << s.ToString();
-  EXPECT_NE(s.message().find("local, memory"), std::string::npos) << s.ToString();
-  EXPECT_EQ(StorageBackendNames(), (std::vector<std::string>{"local", "memory"}));
+  EXPECT_NE(s.message().find("tape"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("local, memory, rados"), std::string::npos) << s.ToString();
+  EXPECT_EQ(StorageBackendNames(), (std::vector<std::string>{"local", "memory", "rados"}));
+  EXPECT_EQ(DurableStorageBackendNameList(), "local, rados");
+  EXPECT_TRUE(StorageBackendNeedsCluster("rados"));
+  EXPECT_FALSE(StorageBackendNeedsCluster("local"));
+  EXPECT_EQ(test::BackendsWithoutCluster(), (std::vector<std::string>{"local", "memory"}));
 }
 
 }  // namespace

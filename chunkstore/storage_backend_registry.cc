@@ -2,6 +2,7 @@
 
 #include "chunkstore/local_storage_backend.h"
 #include "chunkstore/memory_storage_backend.h"
+#include "chunkstore/rados_storage_backend.h"
 
 namespace dedupv1 {
 namespace {
@@ -9,13 +10,15 @@ namespace {
 struct RegisteredBackend {
   const char* name;
   StorageBackendFactory open;
-  bool durable;  // keeps what it stores across processes: a config may name it
+  bool durable;        // keeps what it stores across processes: a config may name it
+  bool needs_cluster;  // needs a running Ceph cluster (ChunkStoreOptions::rados)
 };
 
 // One line per backend.
 constexpr RegisteredBackend kBackends[] = {
-    {"local", &OpenLocalStorageBackend, true},
-    {"memory", &OpenMemoryStorageBackend, false},
+    {"local", &OpenLocalStorageBackend, true, false},
+    {"memory", &OpenMemoryStorageBackend, false, false},
+    {"rados", &OpenRadosStorageBackend, true, true},
 };
 
 }  // namespace
@@ -38,6 +41,13 @@ bool IsStorageBackend(const std::string& name) {
 bool IsDurableStorageBackend(const std::string& name) {
   for (const RegisteredBackend& b : kBackends) {
     if (name == b.name) return b.durable;
+  }
+  return false;
+}
+
+bool StorageBackendNeedsCluster(const std::string& name) {
+  for (const RegisteredBackend& b : kBackends) {
+    if (name == b.name) return b.needs_cluster;
   }
   return false;
 }

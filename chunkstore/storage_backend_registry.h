@@ -9,6 +9,8 @@
 //           the default
 //   memory  in memory, NOT DURABLE: for tests and tools that need a store
 //           without a disk (memory_storage_backend.h)
+//   rados   containers as objects of a Ceph cluster's data pool
+//           (ChunkStoreOptions::rados; rados_storage_backend.h)
 //
 // Adding a backend means new files (its ContainerStore, its
 // ContainerCatalog and a function making both, like local_storage_backend.h)
@@ -51,14 +53,18 @@ Status OpenStorageBackend(const ChunkStoreOptions& options, Env* env, StorageOpe
 // Whether |name| is a registered backend, and all names, in registry order.
 bool IsStorageBackend(const std::string& name);
 std::vector<std::string> StorageBackendNames();
-// "local, memory": for messages.
+// "local, memory, rados": for messages.
 std::string StorageBackendNameList();
 // Whether |name| is a registered backend that keeps its data across
 // processes. Only such a backend may be named in a config file: a store
 // opened once on a non-durable one would acknowledge synced writes it then
 // forgets, and hand out container ids the indexes already use.
 bool IsDurableStorageBackend(const std::string& name);
-// "local": the durable ones, for messages.
+// "local, rados": the durable ones, for messages.
 std::string DurableStorageBackendNameList();
+// Whether |name| needs a running Ceph cluster to open. Tests that run over
+// every backend without a cluster leave these out; the tests needing a
+// cluster (*rados*_test.cc) cover them.
+bool StorageBackendNeedsCluster(const std::string& name);
 
 }  // namespace dedupv1

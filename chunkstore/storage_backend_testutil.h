@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "chunkstore/memory_storage_backend.h"
 #include "chunkstore/storage_backend_registry.h"
@@ -34,6 +35,17 @@ class StorageBackendTest : public ::testing::TestWithParam<std::string> {
   ChunkStoreOptions options_;
   StorageBackend storage_;
 };
+
+// The backends these tests run over: every registered one that needs no Ceph
+// cluster. Backends needing one (rados) are covered by the *rados*_test.cc
+// tests, which run where a cluster is (the rados_tests binary).
+inline std::vector<std::string> BackendsWithoutCluster() {
+  std::vector<std::string> names;
+  for (const std::string& name : StorageBackendNames()) {
+    if (!StorageBackendNeedsCluster(name)) names.push_back(name);
+  }
+  return names;
+}
 
 // The test name suffix: the backend's name.
 inline std::string BackendName(const ::testing::TestParamInfo<std::string>& info) { return info.param; }

@@ -62,7 +62,7 @@ TEST(OptionsTest, BadValuesNameKeyAndLine) {
   ExpectRefused("dedup.threads = 0\n", {"dedup.threads"});
   ExpectRefused("write-buffer.flush-delay = soon\n", {"write-buffer.flush-delay"});
   ExpectRefused("block-index.backend = berkeleydb\n", {"block-index.backend"});
-  ExpectRefused("container.backend = rados\n", {"test.conf:1", "container.backend", "rados", "local, memory"});
+  ExpectRefused("container.backend = tape\n", {"test.conf:1", "container.backend", "tape", "local, memory, rados"});
   ExpectRefused("container.backend = memory\n", {"test.conf:1", "container.backend", "not durable", "local"});
 }
 
