@@ -26,7 +26,6 @@ struct ChunkStoreOptions {
   uint64_t commit_timeout_ms = 4000;       // a container open longer than this is committed
   size_t read_cache_containers = 32;       // LRU of parsed containers for reads
   FingerprintType fp_type = FingerprintType::kSha1;
-  RadosOptions rados;  // the cluster and pools of backend "rados"
 };
 
 }  // namespace dedupv1
