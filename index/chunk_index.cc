@@ -76,6 +76,7 @@ Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* f
       aux_hits_++;
       return Status::OK();
     }
+    table_reads_++;
     auto p = prefetch_.find(fp);
     if (p != prefetch_.end()) {
       const Prefetched got = p->second;
@@ -157,8 +158,16 @@ void ChunkIndex::Prefetch(const std::vector<Fingerprint>& fps) {
     for (const Fingerprint& fp : fps) {
       if (aux_.count(fp) == 0 && prefetch_.count(fp) == 0) rest.push_back(fp);
     }
+    if (rest.empty()) return;
+    // Without history every offered fingerprint is assumed to need the table.
+    const double share = offered_ < 1 ? 1.0 : std::min(1.0, table_reads_ / offered_);
+    offered_ += static_cast<double>(rest.size());
+    if (offered_ > kPrefetchHistory) {
+      offered_ /= 2;
+      table_reads_ /= 2;
+    }
+    if (share * static_cast<double>(rest.size()) < table_->GetManyCost(rest.size())) return;
   }
-  if (rest.empty()) return;
   std::vector<ChunkIndexEntry> got;
   std::vector<bool> got_found;
   if (!table_->GetMany(rest, &got, &got_found).ok()) return;

@@ -120,7 +120,13 @@ class ChunkIndex {
   // hold, in one GetMany, for Lookup to use (the write pipeline prefetches a
   // run before deciding its chunks one by one). Errors are not reported here:
   // Lookup then reads the table itself and reports them. Does nothing for a
-  // table that does not batch.
+  // table that does not batch, nor when the batch would cost more round trips
+  // than the lookups it is expected to save: of the fingerprints offered
+  // here, only the share that Lookup then had to read from the table
+  // (table_reads_ / offered_) would have cost a round trip each; in a backup's
+  // next generation the container cache answers most of a run after the first
+  // table hit per container, and a prefetch of the whole run would cost far
+  // more operations than those few lookups.
   void Prefetch(const std::vector<Fingerprint>& fps);
   // Forgets the prefetched answers for |fps| that Lookup did not use.
   void DropPrefetch(const std::vector<Fingerprint>& fps);
@@ -287,6 +293,14 @@ class ChunkIndex {
   uint64_t table_generation_ = 0;
   std::unordered_map<Fingerprint, Prefetched, FingerprintHasher> prefetch_;
   static constexpr size_t kMaxPrefetched = 1 << 20;  // bounds prefetch_ (runs that never finish)
+  // Fingerprints offered to Prefetch that the auxiliary index did not hold,
+  // and Lookups that missed the auxiliary index (answered by the table or a
+  // prefetch): their ratio estimates the share of offered fingerprints that
+  // need the table. Both halve now and then, so the estimate follows the
+  // workload.
+  static constexpr double kPrefetchHistory = 1 << 16;
+  double offered_ = 0;
+  double table_reads_ = 0;
 
   std::atomic<uint64_t> lookups_{0};
   std::atomic<uint64_t> aux_hits_{0};

@@ -54,6 +54,9 @@ class ChunkTable {
   // True if GetMany costs much less than the same number of Gets (one round
   // trip per shard, not per key): callers then prefetch runs of lookups.
   virtual bool batched() const { return false; }
+  // Round trips a GetMany of |keys| random fingerprints costs (the default
+  // loops Get: one each).
+  virtual double GetManyCost(size_t keys) const { return static_cast<double>(keys); }
 
   // Applies the batch (see the contract above). NoSpace if the table cannot
   // take it (DiskHashTable: all-or-nothing, nothing applied).

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <set>
@@ -88,6 +89,11 @@ std::string RadosChunkTable::ShardObject(uint32_t shard, int shard_bits) {
   std::string hex(width, '0');
   for (int i = width - 1; i >= 0; i--, shard >>= 4) hex[i] = digits[shard & 15];
   return "ci." + hex;
+}
+
+double RadosChunkTable::GetManyCost(size_t keys) const {
+  const double s = shards_;
+  return s * (1.0 - std::pow(1.0 - 1.0 / s, static_cast<double>(keys)));
 }
 
 std::string RadosChunkTable::Where() const {

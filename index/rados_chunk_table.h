@@ -76,6 +76,8 @@ class RadosChunkTable : public ChunkTable {
   Status GetMany(const std::vector<Fingerprint>& fps, std::vector<ChunkIndexEntry>* entries,
                  std::vector<bool>* found) override;
   bool batched() const override { return true; }
+  // The shards |keys| random keys touch: shards * (1 - (1 - 1/shards)^keys).
+  double GetManyCost(size_t keys) const override;
   Status Apply(const std::vector<Op>& ops) override;
   uint64_t entry_count() const override { return entry_count_.load(); }
   uint64_t capacity() const override { return uint64_t{1} << 62; }

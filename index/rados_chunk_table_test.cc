@@ -385,6 +385,25 @@ TEST_F(RadosChunkIndexTest, PrefetchedAnswersAreUsedOnlyWhileCurrent) {
   EXPECT_EQ(e.container, 21u);
 }
 
+TEST_F(RadosChunkIndexTest, PrefetchStopsWhenLookupsRarelyNeedTheTable) {
+  auto idx = MustOpenIndex();
+  ASSERT_TRUE(idx);
+  // Runs whose chunks the filters before the chunk index answer (as the
+  // container cache does in a next generation): offered, never looked up.
+  for (uint64_t run = 0; run < 20; run++) idx->Prefetch(Fps(run * 1000, 200));
+  const uint64_t before = cluster_->stats().TotalOps();
+  idx->Prefetch(Fps(50000, 200));
+  EXPECT_EQ(cluster_->stats().TotalOps(), before) << "a prefetch that saves nothing was made";
+  // Lookups that do need the table bring it back.
+  for (const auto& fp : Fps(60000, 4000)) {
+    ChunkIndexEntry e;
+    ASSERT_TRUE(idx->Lookup(fp, &e).IsNotFound());
+  }
+  const uint64_t after_lookups = cluster_->stats().TotalOps();
+  idx->Prefetch(Fps(70000, 200));
+  EXPECT_GT(cluster_->stats().TotalOps(), after_lookups);
+}
+
 // Figures, not a timed test: run with --gtest_also_run_disabled_tests.
 TEST_F(RadosChunkTableTest, DISABLED_MeasureKeysPerSecond) {
   const size_t n = 100000;
