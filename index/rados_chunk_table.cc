@@ -404,7 +404,7 @@ Status RadosChunkTable::Apply(const std::vector<Op>& ops) {
       if (op->erase) {
         if (!exists) continue;
         rms.insert(key);
-        b.new_count--;
+        if (b.new_count > 0) b.new_count--;  // a count already wrong (Verify reports it) stays >= 0
       } else {
         sets[key] = ToBufferlist(EncodeValue(op->fp, op->entry));
         if (!exists) b.new_count++;
