@@ -435,44 +435,69 @@ Status RadosChunkTable::Apply(const std::vector<Op>& ops) {
   return s;
 }
 
-Status RadosChunkTable::ScanShard(uint32_t shard, bool check_count, uint64_t* pages, const Visitor& visit) {
-  const std::string object = ShardObject(shard, shard_bits_);
-  std::string after;
-  uint64_t seen = 0, stored = 0;
-  bool more = true;
-  bool first = true;
-  while (more) {
-    librados::ObjectReadOperation op;
+Status RadosChunkTable::ScanShards(bool check_count, uint64_t* pages, const Visitor& visit) {
+  struct Cursor {
+    uint32_t shard = 0;
+    std::string after;  // last key read
+    bool done = false;
+    bool first = true;
+    uint64_t seen = 0, stored = 0;
+    std::unique_ptr<librados::ObjectReadOperation> op;
     std::map<std::string, librados::bufferlist> vals;
     librados::bufferlist header;
     int rval = 0, rval_header = 0;
-    if (first && check_count) op.omap_get_header(&header, &rval_header);
-    op.omap_get_vals2(after, kScanPage, &vals, &more, &rval);
-    int r;
-    {
-      RadosOpTimer t(cluster_.get(), RadosOpKind::kOmapRead);
-      r = cluster_->index().operate(object, &op, nullptr);
-      t.Done(r == -ENOENT ? 0 : r, 0);
+    bool more = false;
+  };
+  std::vector<Cursor> cursors(shards_);
+  for (uint32_t s = 0; s < shards_; s++) cursors[s].shard = s;
+  // Rounds of one page read per unfinished shard, all in flight at once;
+  // entries are visited in this thread as the pages arrive.
+  for (;;) {
+    std::vector<Cursor*> active;
+    for (Cursor& c : cursors) {
+      if (!c.done) active.push_back(&c);
     }
-    (*pages)++;
-    if (r == -ENOENT) break;
-    if (r < 0) return ShardError(r, "scan", shard);
-    if (first && check_count) DEDUPV1_RETURN_IF_ERROR(DecodeCount(shard, header.to_str(), &stored));
-    first = false;
-    for (auto& [key, bl] : vals) {
-      ChunkIndexEntry entry;
-      DEDUPV1_RETURN_IF_ERROR(DecodeValue(shard, key, bl.to_str(), &entry));
-      Fingerprint fp(reinterpret_cast<const uint8_t*>(key.data()), key.size());
-      if (ShardOf(fp, shard_bits_) != shard) return ShardCorruption(shard, key, "key belongs to another shard");
-      seen++;
-      if (visit) visit(fp, entry);
-    }
-    if (!vals.empty()) after = vals.rbegin()->first;
-    else more = false;
+    if (active.empty()) break;
+    DEDUPV1_RETURN_IF_ERROR(RunAsync(
+        active.size(), RadosOpKind::kOmapRead,
+        [&](size_t i, librados::AioCompletion* completion) {
+          Cursor& c = *active[i];
+          c.op = std::make_unique<librados::ObjectReadOperation>();
+          c.vals.clear();
+          c.header.clear();
+          if (c.first && check_count) c.op->omap_get_header(&c.header, &c.rval_header);
+          c.op->omap_get_vals2(c.after, kScanPage, &c.vals, &c.more, &c.rval);
+          return cluster_->index().aio_operate(ShardObject(c.shard, shard_bits_), completion, c.op.get(), nullptr);
+        },
+        [&](size_t i, int r) {
+          Cursor& c = *active[i];
+          (*pages)++;
+          c.done = true;
+          if (r == -ENOENT) return Status::OK();  // no entries ever
+          if (r < 0) return ShardError(r, "scan", c.shard);
+          if (c.first && check_count) DEDUPV1_RETURN_IF_ERROR(DecodeCount(c.shard, c.header.to_str(), &c.stored));
+          c.first = false;
+          for (auto& [key, bl] : c.vals) {
+            ChunkIndexEntry entry;
+            DEDUPV1_RETURN_IF_ERROR(DecodeValue(c.shard, key, bl.to_str(), &entry));
+            Fingerprint fp(reinterpret_cast<const uint8_t*>(key.data()), key.size());
+            if (ShardOf(fp, shard_bits_) != c.shard) return ShardCorruption(c.shard, key, "key belongs to another shard");
+            c.seen++;
+            if (visit) visit(fp, entry);
+          }
+          if (c.more && !c.vals.empty()) {
+            c.after = c.vals.rbegin()->first;
+            c.done = false;
+          }
+          return Status::OK();
+        }));
   }
-  if (check_count && seen != stored) {
-    return ShardCorruption(shard, "", "holds " + std::to_string(seen) + " entries, its count says " +
-                                          std::to_string(stored));
+  if (!check_count) return Status::OK();
+  for (const Cursor& c : cursors) {
+    if (c.seen != c.stored) {
+      return ShardCorruption(c.shard, "", "holds " + std::to_string(c.seen) + " entries, its count says " +
+                                              std::to_string(c.stored));
+    }
   }
   return Status::OK();
 }
@@ -480,18 +505,12 @@ Status RadosChunkTable::ScanShard(uint32_t shard, bool check_count, uint64_t* pa
 Status RadosChunkTable::Verify(uint64_t* pages_checked, const Visitor& visit) {
   std::lock_guard<std::mutex> l(apply_mu_);
   *pages_checked = 1;  // the header, checked at Open
-  for (uint32_t shard = 0; shard < shards_; shard++) {
-    DEDUPV1_RETURN_IF_ERROR(ScanShard(shard, true, pages_checked, visit));
-  }
-  return Status::OK();
+  return ScanShards(true, pages_checked, visit);
 }
 
 Status RadosChunkTable::ForEachEntry(const Visitor& visit) {
   uint64_t pages = 0;
-  for (uint32_t shard = 0; shard < shards_; shard++) {
-    DEDUPV1_RETURN_IF_ERROR(ScanShard(shard, false, &pages, visit));
-  }
-  return Status::OK();
+  return ScanShards(false, &pages, visit);
 }
 
 }  // namespace dedupv1

@@ -22,7 +22,8 @@
 //    shard object and key; its data is never used.
 //  - Operations are batched per shard and run asynchronously, up to
 //    max_in_flight at once: a GetMany of n keys costs one omap read per shard
-//    touched, an Apply one read and one write per shard touched.
+//    touched, an Apply one read and one write per shard touched, a scan
+//    (Verify, ForEachEntry) rounds of one page read per unfinished shard.
 //  - An Apply that failed on some shard may have been applied on others;
 //    ChunkIndex keeps such entries in memory and re-applies them (puts and
 //    erases are idempotent).
@@ -104,9 +105,10 @@ class RadosChunkTable : public ChunkTable {
   Status RunAsync(size_t n, RadosOpKind kind, const std::function<int(size_t, librados::AioCompletion*)>& start,
                   const std::function<Status(size_t, int)>& finish);
 
-  // Pages through shard |shard|'s omap, checks every record and calls |visit|.
-  // With |count| the shard's stored count is read too and compared.
-  Status ScanShard(uint32_t shard, bool check_count, uint64_t* pages, const Visitor& visit);
+  // Pages through every shard's omap (one page per shard in flight at once),
+  // checks every record and calls |visit| in this thread. With |check_count|
+  // each shard's stored count is read too and compared.
+  Status ScanShards(bool check_count, uint64_t* pages, const Visitor& visit);
 
   Status DecodeValue(uint32_t shard, const std::string& key, const std::string& value, ChunkIndexEntry* entry) const;
   Status DecodeCount(uint32_t shard, const std::string& header, uint64_t* count) const;

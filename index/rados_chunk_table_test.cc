@@ -447,10 +447,20 @@ TEST_F(RadosChunkTableTest, DISABLED_MeasureKeysPerSecond) {
         get_ops += cluster->stats().TotalOps() - o0;
         for (bool f : found) ASSERT_TRUE(f);
       }
-      std::printf("shards %u batch %zu: Apply %.0f keys/s (%.4f ops/key, %.1f keys/op), GetMany %.0f keys/s "
+      std::printf("shards %u batch %zu: Apply (%s) %.0f keys/s (%.4f ops/key, %.1f keys/op), GetMany %.0f keys/s "
                   "(%.4f ops/key, %.1f keys/op)\n",
-                  shards, batch, n / apply_s, double(apply_ops) / n, double(n) / apply_ops, n / get_s,
+                  shards, batch, batch == 16384 ? "new keys" : "overwrites", n / apply_s, double(apply_ops) / n, double(n) / apply_ops, n / get_s,
                   double(get_ops) / n, double(n) / get_ops);
+    }
+    {
+      uint64_t seen = 0;
+      const uint64_t o0 = cluster->stats().TotalOps();
+      auto t0 = std::chrono::steady_clock::now();
+      ASSERT_TRUE(t->ForEachEntry([&](const Fingerprint&, const ChunkIndexEntry&) { seen++; }).ok());
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      EXPECT_EQ(seen, n);
+      std::printf("shards %u ForEachEntry: %.0f entries/s (%llu ops)\n", shards, seen / s,
+                  static_cast<unsigned long long>(cluster->stats().TotalOps() - o0));
     }
     // Small batches, as a write run's prefetch makes them (1 MiB of 8 KiB chunks).
     const size_t small = 128;
