@@ -22,6 +22,11 @@ class BlockIndexFilter : public Filter {
     chunk->container = it->second;
     return FilterResult::kStrongMaybe;
   }
+  bool Settles(const ChunkRequest& chunk) const override {
+    if (chunk.previous_chunks == nullptr) return false;
+    auto it = chunk.previous_chunks->find(chunk.fp);
+    return it != chunk.previous_chunks->end() && it->second != kZeroContainer;
+  }
 };
 
 }  // namespace dedupv1

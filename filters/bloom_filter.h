@@ -20,6 +20,7 @@ class BloomFilter : public Filter {
   FilterResult Check(ChunkRequest* chunk, Status* error) override {
     return set_->MightContain(chunk->fp) ? FilterResult::kWeakMaybe : FilterResult::kNotExisting;
   }
+  bool Settles(const ChunkRequest& chunk) const override { return !set_->MightContain(chunk.fp); }
   Status UpdateNew(const ChunkRequest& chunk) override {
     set_->Add(chunk.fp);
     return Status::OK();

@@ -1,7 +1,9 @@
 // ChunkIndexFilter is the basic deduplication filter: a chunk index lookup
 // gives STRONG-MAYBE with the chunk's container, or NOT-EXISTING. UpdateNew
 // records a newly stored chunk in the auxiliary index (memory only; the index
-// writes it back in the background after the container commits).
+// writes it back in the background after the container commits). On a table
+// that batches lookups (RadosChunkTable) it prefetches the run's chunks that
+// reach it in one ChunkIndex::Prefetch, so Check costs no round trip each.
 #pragma once
 
 #include "filters/filter.h"
@@ -27,11 +29,21 @@ class ChunkIndexFilter : public Filter {
     chunk->container = entry.container;
     return FilterResult::kStrongMaybe;
   }
+  bool WantsRun() const override { return index_->batched_table(); }
+  void PrepareRun(const std::vector<const ChunkRequest*>& chunks) override { index_->Prefetch(Fps(chunks)); }
+  void FinishRun(const std::vector<const ChunkRequest*>& chunks) override { index_->DropPrefetch(Fps(chunks)); }
   Status UpdateNew(const ChunkRequest& chunk) override {
     return index_->PutNew(chunk.fp, chunk.container);
   }
 
  private:
+  static std::vector<Fingerprint> Fps(const std::vector<const ChunkRequest*>& chunks) {
+    std::vector<Fingerprint> fps;
+    fps.reserve(chunks.size());
+    for (const ChunkRequest* c : chunks) fps.push_back(c->fp);
+    return fps;
+  }
+
   ChunkIndex* index_;
 };
 

@@ -12,6 +12,11 @@ FilterResult ContainerCacheFilter::Check(ChunkRequest* chunk, Status* error) {
   return FilterResult::kStrongMaybe;
 }
 
+bool ContainerCacheFilter::Settles(const ChunkRequest& chunk) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return by_fp_.count(chunk.fp) > 0;
+}
+
 Status ContainerCacheFilter::UpdateKnown(const ChunkRequest& chunk) {
   if (chunk.container == kNoContainer || chunk.container == kZeroContainer) return Status::OK();
   // Loading a list costs about as much as a few hundred in-memory index

@@ -28,6 +28,7 @@ class ContainerCacheFilter : public Filter {
   FilterResult MaxResult() const override { return FilterResult::kStrongMaybe; }
   FilterResult Check(ChunkRequest* chunk, Status* error) override;
   Status UpdateKnown(const ChunkRequest& chunk) override;
+  bool Settles(const ChunkRequest& chunk) const override;
 
   size_t cached_containers() const;
   // Forgets every cached container (garbage collection marked chunks dead:

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/base/fingerprint.h"
 #include "core/base/status.h"
@@ -62,6 +63,19 @@ class Filter {
   // is between decision and mapping). A filter that remembers where chunks
   // are forgets it, so it cannot hand a dead chunk out again.
   virtual void OnChunksMarkedDead() {}
+
+  // Run-level batching, for a filter whose Check reads a remote table: if
+  // WantsRun, the chain calls PrepareRun before a run's chunks are decided
+  // one by one, with those of them that may reach this filter (no earlier
+  // filter Settles them), so it can fetch their answers in one batch, and
+  // FinishRun with the same chunks after the run (also after an error).
+  virtual bool WantsRun() const { return false; }
+  virtual void PrepareRun(const std::vector<const ChunkRequest*>& chunks) {}
+  virtual void FinishRun(const std::vector<const ChunkRequest*>& chunks) {}
+  // Whether Check would settle |chunk| (stop the chain or give STRONG-MAYBE)
+  // judged from memory, without side effects. Only a hint for PrepareRun's
+  // choice of chunks (false is always safe).
+  virtual bool Settles(const ChunkRequest& chunk) const { return false; }
 };
 
 // Per-filter counters of the results each filter gave.

@@ -46,6 +46,36 @@ Status FilterChain::UpdateKnown(const ChunkRequest& chunk) {
   return Status::OK();
 }
 
+FilterChain::PreparedRun::~PreparedRun() {
+  for (auto& [filter, chunks] : prepared_) filter->FinishRun(chunks);
+}
+
+std::unique_ptr<FilterChain::PreparedRun> FilterChain::PrepareRun(const std::vector<ChunkRequest>& chunks) {
+  size_t last = filters_.size();  // the last filter that wants the run
+  for (size_t i = 0; i < filters_.size(); i++) {
+    if (filters_[i]->WantsRun()) last = i;
+  }
+  if (last == filters_.size()) return nullptr;
+  PreparedRun::Prepared prepared;
+  std::vector<const ChunkRequest*> reaching;
+  reaching.reserve(chunks.size());
+  for (const ChunkRequest& c : chunks) reaching.push_back(&c);
+  for (size_t i = 0; i <= last && !reaching.empty(); i++) {
+    Filter* f = filters_[i].get();
+    if (f->WantsRun()) {
+      f->PrepareRun(reaching);
+      prepared.emplace_back(f, reaching);
+    }
+    if (i == last) break;
+    std::vector<const ChunkRequest*> rest;
+    for (const ChunkRequest* c : reaching) {
+      if (!f->Settles(*c)) rest.push_back(c);
+    }
+    reaching.swap(rest);
+  }
+  return std::make_unique<PreparedRun>(std::move(prepared));
+}
+
 void FilterChain::OnChunksMarkedDead() {
   for (auto& f : filters_) f->OnChunksMarkedDead();
 }

@@ -32,6 +32,23 @@ class FilterChain {
   }
   Status UpdateNew(const ChunkRequest& chunk);
   Status UpdateKnown(const ChunkRequest& chunk);
+  // Run-level batching (Filter::WantsRun): hands each filter that wants it
+  // the chunks of |chunks| no earlier filter Settles, and on destruction of
+  // the result calls its FinishRun with the same chunks. Null (and no work at
+  // all) if no filter wants it. |chunks| must outlive the result.
+  class PreparedRun {
+   public:
+    using Prepared = std::vector<std::pair<Filter*, std::vector<const ChunkRequest*>>>;
+    explicit PreparedRun(Prepared prepared) : prepared_(std::move(prepared)) {}
+    ~PreparedRun();
+    PreparedRun(const PreparedRun&) = delete;
+    PreparedRun& operator=(const PreparedRun&) = delete;
+
+   private:
+    const Prepared prepared_;
+  };
+  std::unique_ptr<PreparedRun> PrepareRun(const std::vector<ChunkRequest>& chunks);
+
   // Tells every filter (Filter::OnChunksMarkedDead).
   void OnChunksMarkedDead();
 

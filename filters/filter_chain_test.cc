@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
 #include "filters/block_index_filter.h"
 #include "filters/zero_chunk_filter.h"
 
@@ -139,6 +143,51 @@ TEST(BlockIndexFilterTest, MatchesPreviousChunksOfTheBlock) {
   other.previous_chunks = &prev;
   other.fp = b;
   EXPECT_EQ(f.Check(&other, &e), R::kWeakMaybe);
+}
+
+// Records the chunks PrepareRun and FinishRun hand it.
+class BatchingFilter : public Filter {
+ public:
+  const char* name() const override { return "batching"; }
+  FilterResult MaxResult() const override { return FilterResult::kStrongMaybe; }
+  FilterResult Check(ChunkRequest*, Status*) override { return FilterResult::kWeakMaybe; }
+  bool WantsRun() const override { return true; }
+  void PrepareRun(const std::vector<const ChunkRequest*>& chunks) override { prepared = chunks; }
+  void FinishRun(const std::vector<const ChunkRequest*>& chunks) override { finished = chunks; }
+  std::vector<const ChunkRequest*> prepared, finished;
+};
+
+TEST(FilterChainTest, PrepareRunHandsOnlyUnsettledChunksAndFinishesThem) {
+  int calls = 0;
+  {
+    FilterChain plain;
+    plain.Add(std::make_unique<ZeroChunkFilter>());
+    plain.Add(std::make_unique<ScriptedFilter>("f", R::kStrongMaybe, R::kWeakMaybe, &calls));
+    std::vector<ChunkRequest> chunks(2);
+    EXPECT_EQ(plain.PrepareRun(chunks), nullptr);  // no filter batches: no work at all
+  }
+  FilterChain chain;
+  chain.Add(std::make_unique<ZeroChunkFilter>());
+  chain.Add(std::make_unique<BlockIndexFilter>());
+  auto batching = std::make_unique<BatchingFilter>();
+  BatchingFilter* b = batching.get();
+  chain.Add(std::move(batching));
+  std::unordered_map<Fingerprint, ContainerId, FingerprintHasher> previous;
+  std::vector<ChunkRequest> chunks(4);
+  for (size_t i = 0; i < chunks.size(); i++) {
+    chunks[i].fp.size = 20;
+    chunks[i].fp.bytes[0] = static_cast<uint8_t>(i + 1);
+    chunks[i].previous_chunks = &previous;
+  }
+  chunks[0].is_zero = true;            // the zero-chunk filter settles it
+  previous[chunks[2].fp] = 9;          // the block-index filter settles it
+  {
+    auto run = chain.PrepareRun(chunks);
+    ASSERT_NE(run, nullptr);
+    EXPECT_EQ(b->prepared, (std::vector<const ChunkRequest*>{&chunks[1], &chunks[3]}));
+    EXPECT_TRUE(b->finished.empty());
+  }
+  EXPECT_EQ(b->finished, b->prepared);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ class ZeroChunkFilter : public Filter {
     chunk->container = kZeroContainer;
     return FilterResult::kExisting;
   }
+  bool Settles(const ChunkRequest& chunk) const override { return chunk.is_zero; }
 };
 
 }  // namespace dedupv1

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <limits>
 
+#include "index/rados_chunk_table.h"
+
 namespace dedupv1 {
 namespace {
 
@@ -18,11 +20,11 @@ bool IsEntryError(const Status& s) { return s.IsNoSpace() || s.IsCorruption(); }
 
 }  // namespace
 
-ChunkIndex::ChunkIndex(const ChunkIndexOptions& options, std::unique_ptr<DiskHashTable> table,
+ChunkIndex::ChunkIndex(const ChunkIndexOptions& options, std::unique_ptr<ChunkTable> table,
                        std::function<bool(ContainerId)> is_committed)
     : options_(options), table_(std::move(table)), is_committed_(std::move(is_committed)),
       write_back_batch_(static_cast<size_t>(std::clamp<uint64_t>(
-          4 * table_->bucket_count(), kMinWriteBackBatch, kMaxWriteBackBatch))) {
+          4 * table_->batch_units(), kMinWriteBackBatch, kMaxWriteBackBatch))) {
   thread_ = std::thread([this] { WriteBackThread(); });
 }
 
@@ -38,8 +40,23 @@ Status ChunkIndex::Open(const ChunkIndexOptions& options, Env* env,
                                    " must be at least 1 and not below the soft limit " +
                                    std::to_string(options.aux_soft_limit));
   }
-  std::unique_ptr<DiskHashTable> table;
-  DEDUPV1_RETURN_IF_ERROR(DiskHashTable::Open(options.table, env, &table));
+  std::unique_ptr<ChunkTable> table;
+  if (options.table_backend == "disk") {
+    std::unique_ptr<DiskHashTable> disk;
+    DEDUPV1_RETURN_IF_ERROR(DiskHashTable::Open(options.table, env, &disk));
+    table = std::move(disk);
+  } else if (options.table_backend == "rados") {
+    RadosChunkTableOptions ro;
+    ro.rados = options.rados;
+    ro.shards = options.rados_shards;
+    ro.key_size = options.table.key_size;
+    std::unique_ptr<RadosChunkTable> rados;
+    DEDUPV1_RETURN_IF_ERROR(RadosChunkTable::Open(ro, &rados));
+    table = std::move(rados);
+  } else {
+    return Status::InvalidArgument("chunk index: unknown table backend '" + options.table_backend +
+                                   "' (disk or rados)");
+  }
   out->reset(new ChunkIndex(options, std::move(table), std::move(is_committed)));
   return Status::OK();
 }
@@ -59,6 +76,22 @@ Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* f
       aux_hits_++;
       return Status::OK();
     }
+    table_reads_++;
+    auto p = prefetch_.find(fp);
+    if (p != prefetch_.end()) {
+      const Prefetched got = p->second;
+      prefetch_.erase(p);
+      if (got.generation == table_generation_) {
+        if (!got.found) {
+          misses_++;
+          return Status::NotFound("chunk " + fp.ToHex() + " not in the chunk index");
+        }
+        *entry = got.entry;
+        disk_hits_++;
+        if (from_table != nullptr) *from_table = true;
+        return Status::OK();
+      }
+    }
   }
   // Not holding mu_: an entry written back meanwhile is in the table before
   // it leaves the auxiliary index.
@@ -70,6 +103,88 @@ Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* f
     misses_++;
   }
   return s;
+}
+
+Status ChunkIndex::LookupMany(const std::vector<Fingerprint>& fps, std::vector<ChunkIndexEntry>* entries,
+                              std::vector<bool>* found, std::vector<bool>* from_table) {
+  lookups_ += fps.size();
+  entries->assign(fps.size(), ChunkIndexEntry());
+  found->assign(fps.size(), false);
+  if (from_table != nullptr) from_table->assign(fps.size(), false);
+  std::vector<size_t> rest;
+  std::vector<Fingerprint> rest_fps;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (size_t i = 0; i < fps.size(); i++) {
+      auto it = aux_.find(fps[i]);
+      if (it == aux_.end()) {
+        rest.push_back(i);
+        rest_fps.push_back(fps[i]);
+      } else if (it->second.erased) {
+        misses_++;
+      } else {
+        (*entries)[i] = it->second.entry;
+        (*found)[i] = true;
+        aux_hits_++;
+      }
+    }
+  }
+  if (rest.empty()) return Status::OK();
+  // As in Lookup: the table is read after the auxiliary index, and write-back
+  // writes the table before it drops an auxiliary entry.
+  std::vector<ChunkIndexEntry> got;
+  std::vector<bool> got_found;
+  DEDUPV1_RETURN_IF_ERROR(table_->GetMany(rest_fps, &got, &got_found));
+  for (size_t j = 0; j < rest.size(); j++) {
+    if (!got_found[j]) {
+      misses_++;
+      continue;
+    }
+    disk_hits_++;
+    (*entries)[rest[j]] = got[j];
+    (*found)[rest[j]] = true;
+    if (from_table != nullptr) (*from_table)[rest[j]] = true;
+  }
+  return Status::OK();
+}
+
+void ChunkIndex::Prefetch(const std::vector<Fingerprint>& fps) {
+  if (!table_->batched()) return;
+  uint64_t generation;
+  std::vector<Fingerprint> rest;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    generation = table_generation_;
+    for (const Fingerprint& fp : fps) {
+      if (aux_.count(fp) == 0 && prefetch_.count(fp) == 0) rest.push_back(fp);
+    }
+    if (rest.empty()) return;
+    // Without history every offered fingerprint is assumed to need the table.
+    const double share = offered_ < 1 ? 1.0 : std::min(1.0, table_reads_ / offered_);
+    offered_ += static_cast<double>(rest.size());
+    if (offered_ > kPrefetchHistory) {
+      offered_ /= 2;
+      table_reads_ /= 2;
+    }
+    if (share * static_cast<double>(rest.size()) < table_->GetManyCost(rest.size())) return;
+  }
+  std::vector<ChunkIndexEntry> got;
+  std::vector<bool> got_found;
+  if (!table_->GetMany(rest, &got, &got_found).ok()) return;
+  std::lock_guard<std::mutex> l(mu_);
+  if (prefetch_.size() + rest.size() > kMaxPrefetched) return;
+  for (size_t i = 0; i < rest.size(); i++) {
+    Prefetched& p = prefetch_[rest[i]];
+    p.entry = got[i];
+    p.found = got_found[i];
+    p.generation = generation;
+  }
+}
+
+void ChunkIndex::DropPrefetch(const std::vector<Fingerprint>& fps) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (prefetch_.empty()) return;
+  for (const Fingerprint& fp : fps) prefetch_.erase(fp);
 }
 
 void ChunkIndex::EnqueueLocked(const Fingerprint& fp, AuxEntry* e) {
@@ -327,7 +442,7 @@ void ChunkIndex::SetIdle(bool idle) {
 
 Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
   std::lock_guard<std::mutex> wb(write_back_mu_);
-  std::vector<DiskHashTable::Op> ops;
+  std::vector<ChunkTable::Op> ops;
   std::vector<uint64_t> versions;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -336,7 +451,7 @@ Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
       if (it == aux_.end()) continue;
       const AuxEntry& e = it->second;
       if (!e.entry.committed && !e.table_delete) continue;
-      DiskHashTable::Op op;
+      ChunkTable::Op op;
       op.fp = fp;
       op.entry = e.entry;
       op.erase = e.erased || e.table_delete;
@@ -356,6 +471,7 @@ Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
   }
 
   std::lock_guard<std::mutex> l(mu_);
+  table_generation_++;  // the table changed (or may have): prefetched answers are stale
   Status first;
   uint64_t ok_count = 0;
   for (size_t i = 0; i < ops.size(); i++) {

@@ -1,7 +1,8 @@
 // ChunkIndex maps chunk fingerprints to their ChunkIndexEntry (paper 3.4). It
-// combines the persistent DiskHashTable with an in-memory auxiliary index in
-// front of it, LSM-like: writes on the request path only touch memory; a
-// background thread moves entries into the table later.
+// combines a persistent ChunkTable (the local DiskHashTable, or the
+// RadosChunkTable sharded over a Ceph index pool) with an in-memory auxiliary
+// index in front of it, LSM-like: writes on the request path only touch
+// memory; a background thread moves entries into the table later.
 //
 // Invariants:
 //  - An entry whose container is not committed stays in the auxiliary index
@@ -40,13 +41,20 @@
 #include "core/base/fingerprint.h"
 #include "core/base/status.h"
 #include "core/base/types.h"
+#include "core/rados/rados_options.h"
 #include "index/chunk_index_entry.h"
+#include "index/chunk_table.h"
 #include "index/disk_hash_table.h"
 
 namespace dedupv1 {
 
 struct ChunkIndexOptions {
+  // "disk": the DiskHashTable at table.path; "rados": a RadosChunkTable in
+  // rados' index pool (table.key_size still gives the fingerprint size).
+  std::string table_backend = "disk";
   DiskHashTableOptions table;
+  RadosOptions rados;
+  uint32_t rados_shards = 64;  // power of two; fixed when the table is created
   uint64_t aux_soft_limit = 1 << 20;  // entries: above this the background thread writes back
   uint64_t aux_hard_limit = 4 << 20;  // entries: PutNew waits (throttles) above this
 };
@@ -94,7 +102,34 @@ class ChunkIndex {
 
   // Auxiliary index first, then the table. NotFound if neither has |fp|.
   // |from_table| (optional) tells whether the entry came from the table.
+  // A table answer fetched by Prefetch is used if no write-back dropped an
+  // auxiliary entry since it was read (see prefetch_).
   Status Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* from_table = nullptr);
+
+  // Lookup of many fingerprints: the auxiliary index first, the rest in one
+  // ChunkTable::GetMany. (*found)[i] tells whether (*entries)[i] is the entry
+  // of fps[i]; (*from_table)[i] (optional) whether it came from the table. An
+  // error of the table fails the call.
+  Status LookupMany(const std::vector<Fingerprint>& fps, std::vector<ChunkIndexEntry>* entries,
+                    std::vector<bool>* found, std::vector<bool>* from_table = nullptr);
+
+  // Whether the table batches lookups (ChunkTable::batched): only then is
+  // Prefetch worth calling.
+  bool batched_table() const { return table_->batched(); }
+  // Reads the table's answers for those of |fps| the auxiliary index does not
+  // hold, in one GetMany, for Lookup to use (the write pipeline prefetches a
+  // run before deciding its chunks one by one). Errors are not reported here:
+  // Lookup then reads the table itself and reports them. Does nothing for a
+  // table that does not batch, nor when the batch would cost more round trips
+  // than the lookups it is expected to save: of the fingerprints offered
+  // here, only the share that Lookup then had to read from the table
+  // (table_reads_ / offered_) would have cost a round trip each; in a backup's
+  // next generation the container cache answers most of a run after the first
+  // table hit per container, and a prefetch of the whole run would cost far
+  // more operations than those few lookups.
+  void Prefetch(const std::vector<Fingerprint>& fps);
+  // Forgets the prefetched answers for |fps| that Lookup did not use.
+  void DropPrefetch(const std::vector<Fingerprint>& fps);
 
   // Records a chunk just stored in |container| (a fingerprint Lookup reported
   // NotFound). Goes to the auxiliary index only. Its committed flag is
@@ -186,7 +221,7 @@ class ChunkIndex {
   };
   using AuxMap = std::unordered_map<Fingerprint, AuxEntry, FingerprintHasher>;
 
-  ChunkIndex(const ChunkIndexOptions& options, std::unique_ptr<DiskHashTable> table,
+  ChunkIndex(const ChunkIndexOptions& options, std::unique_ptr<ChunkTable> table,
              std::function<bool(ContainerId)> is_committed);
 
   void WriteBackThread();
@@ -211,7 +246,7 @@ class ChunkIndex {
   static constexpr size_t kMaxWriteBackBatch = 1 << 16;
 
   const ChunkIndexOptions options_;
-  const std::unique_ptr<DiskHashTable> table_;
+  const std::unique_ptr<ChunkTable> table_;
   const std::function<bool(ContainerId)> is_committed_;
   const size_t write_back_batch_;  // after table_: computed from its geometry
 
@@ -242,6 +277,30 @@ class ChunkIndex {
   uint64_t write_back_errors_ = 0;
   uint64_t throttled_puts_ = 0;
   uint64_t refused_puts_ = 0;
+
+  // A table answer read by Prefetch, and table_generation_ before that read.
+  struct Prefetched {
+    ChunkIndexEntry entry;
+    bool found = false;
+    uint64_t generation = 0;
+  };
+  // Bumped by every write-back round when it updates the auxiliary index
+  // after its table write. A prefetched answer was read before Lookup looks
+  // into the auxiliary index (the other way round from a plain Lookup), so it
+  // is only valid if no write-back dropped an entry in between: same
+  // generation, and an entry written by a round not finished yet is still in
+  // the auxiliary index.
+  uint64_t table_generation_ = 0;
+  std::unordered_map<Fingerprint, Prefetched, FingerprintHasher> prefetch_;
+  static constexpr size_t kMaxPrefetched = 1 << 20;  // bounds prefetch_ (runs that never finish)
+  // Fingerprints offered to Prefetch that the auxiliary index did not hold,
+  // and Lookups that missed the auxiliary index (answered by the table or a
+  // prefetch): their ratio estimates the share of offered fingerprints that
+  // need the table. Both halve now and then, so the estimate follows the
+  // workload.
+  static constexpr double kPrefetchHistory = 1 << 16;
+  double offered_ = 0;
+  double table_reads_ = 0;
 
   std::atomic<uint64_t> lookups_{0};
   std::atomic<uint64_t> aux_hits_{0};

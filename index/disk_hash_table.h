@@ -49,6 +49,7 @@
 #include "core/base/fingerprint.h"
 #include "core/base/status.h"
 #include "index/chunk_index_entry.h"
+#include "index/chunk_table.h"
 
 namespace dedupv1 {
 
@@ -61,14 +62,9 @@ struct DiskHashTableOptions {
   int max_probe_pages = 8;         // pages a bucket may overflow into (incl. its own); fixed at creation
 };
 
-class DiskHashTable {
+class DiskHashTable : public ChunkTable {
  public:
-  // One change of a batch: put |entry| under |fp|, or erase |fp| (absent = no-op).
-  struct Op {
-    Fingerprint fp;
-    ChunkIndexEntry entry;
-    bool erase = false;
-  };
+  using Op = ChunkTable::Op;
 
   // Creates the file (preallocated) if missing, else opens it, re-applies a
   // valid journal, and checks that page size, key size, size and probe limit
@@ -84,12 +80,12 @@ class DiskHashTable {
 
   // Finishes a batch whose in-place write failed earlier, if possible; if not,
   // the journal stays and the next Open redoes it.
-  ~DiskHashTable();
+  ~DiskHashTable() override;
   DiskHashTable(const DiskHashTable&) = delete;
   DiskHashTable& operator=(const DiskHashTable&) = delete;
 
   // NotFound if |fp| has no entry; Corruption if a page on its probe path is damaged.
-  Status Get(const Fingerprint& fp, ChunkIndexEntry* entry);
+  Status Get(const Fingerprint& fp, ChunkIndexEntry* entry) override;
 
   // Applies puts and erases in order (a later op on the same fingerprint wins),
   // grouped by page: each page is read, changed in memory and written once,
@@ -97,12 +93,14 @@ class DiskHashTable {
   // would not fit (fill limit or full bucket chain), nothing is applied.
   // On an I/O error the batch may or may not be applied; re-applying the same
   // batch is always safe (puts and erases are idempotent).
-  Status Apply(const std::vector<Op>& ops);
+  Status Apply(const std::vector<Op>& ops) override;
 
-  uint64_t entry_count() const { return entry_count_.load(); }
+  uint64_t entry_count() const override { return entry_count_.load(); }
   // Entries the fill limit admits: total slots * max_fill.
-  uint64_t capacity() const { return capacity_; }
+  uint64_t capacity() const override { return capacity_; }
   uint64_t bucket_count() const { return bucket_count_; }
+  uint64_t batch_units() const override { return bucket_count_; }
+  std::string Where() const override { return options_.path; }
   size_t slots_per_page() const { return slots_per_page_; }
   const std::string& path() const { return options_.path; }
 
@@ -111,8 +109,7 @@ class DiskHashTable {
   // equals the entries found. |pages_checked| counts the header page too.
   // |visit|, if given, sees every entry in the table, once: Apply waits until
   // the pass is over, so the table does not change under it.
-  Status Verify(uint64_t* pages_checked,
-                const std::function<void(const Fingerprint&, const ChunkIndexEntry&)>& visit = nullptr);
+  Status Verify(uint64_t* pages_checked, const Visitor& visit = nullptr) override;
 
   // Visits every entry, reading the table in order in runs of pages, each run
   // under the page lock a Get takes, so Apply goes on between runs (Verify
@@ -121,11 +118,11 @@ class DiskHashTable {
   // inserted into a page already read is missed; entries never move between
   // pages, so none is seen twice unless it is deleted and inserted again
   // during the pass.
-  Status ForEachEntry(const std::function<void(const Fingerprint&, const ChunkIndexEntry&)>& visit);
+  Status ForEachEntry(const Visitor& visit) override;
 
   // Makes every applied batch durable (Apply already syncs; this also retries
   // a batch whose in-place write failed).
-  Status Sync();
+  Status Sync() override;
 
  private:
   DiskHashTable(const DiskHashTableOptions& options, Env* env);

@@ -143,6 +143,9 @@ void WritePipeline::ComputeFingerprints(const uint8_t* data, const std::vector<s
 // The fingerprint lock covers decide + store + update so a chunk is stored
 // once. Holds the GC barrier shared (ProcessRun).
 Status WritePipeline::FilterAndStore(uint32_t volume_id, Chunks* chunks, RunOutcome* outcome) {
+  // Filters that read a remote table (the chunk index on RADOS) fetch the
+  // run's answers in one batch first; nothing happens on the local backend.
+  auto prepared = filter_chain_.PrepareRun(*chunks);
   for (ChunkRequest& c : *chunks) {
     std::lock_guard<std::mutex> fp_lock(fp_locks_.For(c.fp));
     Status error;
