@@ -30,6 +30,26 @@ ChunkIndex::ChunkIndex(const ChunkIndexOptions& options, std::unique_ptr<ChunkTa
 
 ChunkIndex::~ChunkIndex() { (void)Close(); }
 
+Status ChunkIndex::OpenTable(const ChunkIndexOptions& options, Env* env, std::unique_ptr<ChunkTable>* out) {
+  if (options.table_backend == "disk") {
+    std::unique_ptr<DiskHashTable> disk;
+    DEDUPV1_RETURN_IF_ERROR(DiskHashTable::Open(options.table, env, &disk));
+    *out = std::move(disk);
+    return Status::OK();
+  }
+  if (options.table_backend == "rados") {
+    RadosChunkTableOptions ro;
+    ro.rados = options.rados;
+    ro.shards = options.rados_shards;
+    ro.key_size = options.table.key_size;
+    std::unique_ptr<RadosChunkTable> rados;
+    DEDUPV1_RETURN_IF_ERROR(RadosChunkTable::Open(ro, &rados));
+    *out = std::move(rados);
+    return Status::OK();
+  }
+  return Status::InvalidArgument("chunk index: unknown table backend '" + options.table_backend + "' (disk or rados)");
+}
+
 Status ChunkIndex::Open(const ChunkIndexOptions& options, Env* env,
                         std::function<bool(ContainerId)> is_committed,
                         std::unique_ptr<ChunkIndex>* out) {
@@ -41,22 +61,7 @@ Status ChunkIndex::Open(const ChunkIndexOptions& options, Env* env,
                                    std::to_string(options.aux_soft_limit));
   }
   std::unique_ptr<ChunkTable> table;
-  if (options.table_backend == "disk") {
-    std::unique_ptr<DiskHashTable> disk;
-    DEDUPV1_RETURN_IF_ERROR(DiskHashTable::Open(options.table, env, &disk));
-    table = std::move(disk);
-  } else if (options.table_backend == "rados") {
-    RadosChunkTableOptions ro;
-    ro.rados = options.rados;
-    ro.shards = options.rados_shards;
-    ro.key_size = options.table.key_size;
-    std::unique_ptr<RadosChunkTable> rados;
-    DEDUPV1_RETURN_IF_ERROR(RadosChunkTable::Open(ro, &rados));
-    table = std::move(rados);
-  } else {
-    return Status::InvalidArgument("chunk index: unknown table backend '" + options.table_backend +
-                                   "' (disk or rados)");
-  }
+  DEDUPV1_RETURN_IF_ERROR(OpenTable(options, env, &table));
   out->reset(new ChunkIndex(options, std::move(table), std::move(is_committed)));
   return Status::OK();
 }

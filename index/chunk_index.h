@@ -93,6 +93,10 @@ class ChunkIndex {
  public:
   // |is_committed| tells whether a container is durably committed (the chunk
   // store's IsCommitted). Starts the write-back thread.
+  // The persistent table |options| name (table_backend): the DiskHashTable
+  // at table.path through |env|, or the RadosChunkTable in the index pool.
+  // The tools open it alone with this.
+  static Status OpenTable(const ChunkIndexOptions& options, Env* env, std::unique_ptr<ChunkTable>* out);
   static Status Open(const ChunkIndexOptions& options, Env* env,
                      std::function<bool(ContainerId)> is_committed,
                      std::unique_ptr<ChunkIndex>* out);

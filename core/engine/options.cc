@@ -206,6 +206,15 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          o->rados.op_timeout_s = static_cast<uint32_t>(ms / 1000);
          return Status::OK();
        }},
+      {"storage.rados.index-shards", [](const std::string& v, Options* o) {
+         uint64_t x;
+         DEDUPV1_RETURN_IF_ERROR(ParseUint(v, &x));
+         if (x < 1 || x > 65536 || (x & (x - 1)) != 0) {
+           return Status::InvalidArgument("storage.rados.index-shards must be a power of two from 1 to 65536, got " + v);
+         }
+         o->chunk_index.rados_shards = static_cast<uint32_t>(x);
+         return Status::OK();
+       }},
       {"storage.rados.lock-lease", [](const std::string& v, Options* o) {
          uint64_t ms;
          DEDUPV1_RETURN_IF_ERROR(ParseDurationMs(v, &ms));
@@ -380,6 +389,8 @@ Status Options::FinishStorageBackend() {
   }
   chunk_store.backend = "rados";
   chunk_store.rados = rados;
+  chunk_index.table_backend = "rados";
+  chunk_index.rados = rados;
   block_index.backend = KvBackend::kLevelDb;
   return Status::OK();
 }
@@ -398,6 +409,7 @@ std::string Options::SettingsToString() const {
     << "storage.rados.store = " << rados.store << "\n"
     << "storage.rados.op-timeout = " << rados.op_timeout_s << "s\n"
     << "storage.rados.lock-lease = " << rados.lock_duration_s << "s\n"
+    << "storage.rados.index-shards = " << chunk_index.rados_shards << "\n"
     << "block-size = " << block_size << "\n"
     << "fingerprint = " << FingerprintTypeName(fingerprint) << "\n"
     << "chunking = " << chunking.name << "\n"

@@ -7,6 +7,7 @@
 
 #include "core/base/fingerprint.h"
 #include "index/block_mapping.h"
+#include "index/chunk_index.h"
 #include "target/tools/progress.h"
 
 namespace dedupv1 {
@@ -719,12 +720,12 @@ Status StoreChecker::RepairMappings(CheckReport* report) {
 Status ApplyIndexRepairs(const Options& options, Env* env, const std::vector<IndexRepair>& repairs,
                          CheckReport* report) {
   if (repairs.empty()) return Status::OK();
-  std::unique_ptr<DiskHashTable> table;
-  Status s = DiskHashTable::Open(options.chunk_index.table, env, &table);
+  std::unique_ptr<ChunkTable> table;
+  Status s = ChunkIndex::OpenTable(options.chunk_index, env, &table);
   if (!s.ok()) return s.WithContext("open the chunk index table for repair");
   for (size_t begin = 0; begin < repairs.size(); begin += kIndexRepairBatch) {
     const size_t end = std::min(repairs.size(), begin + kIndexRepairBatch);
-    std::vector<DiskHashTable::Op> ops;
+    std::vector<ChunkTable::Op> ops;
     for (size_t i = begin; i < end; i++) ops.push_back(repairs[i].op);
     s = table->Apply(ops);
     if (!s.ok()) {

@@ -8,6 +8,7 @@
 #include "chunkstore/storage_backend_registry.h"
 #include "index/block_index.h"
 #include "index/block_mapping.h"
+#include "index/chunk_index.h"
 #include "index/disk_hash_table.h"
 #include "log/operations_log.h"
 #include "target/tools/container_dump.h"
@@ -96,11 +97,13 @@ Status StoreInspector::PrintContainer(ContainerId id) {
 }
 
 Status StoreInspector::PrintChunk(const Fingerprint& fp) {
-  const DiskHashTableOptions& table_options = options_.chunk_index.table;
-  if (!env_->FileExists(table_options.path)) return Status::NotFound("no chunk index " + table_options.path);
-  std::unique_ptr<DiskHashTable> table;
-  Status s = DiskHashTable::Open(table_options, env_, &table);
-  if (!s.ok()) return s.WithContext("open chunk index " + table_options.path);
+  const ChunkIndexOptions& index_options = options_.chunk_index;
+  if (index_options.table_backend == "disk" && !env_->FileExists(index_options.table.path)) {
+    return Status::NotFound("no chunk index " + index_options.table.path);
+  }
+  std::unique_ptr<ChunkTable> table;
+  Status s = ChunkIndex::OpenTable(index_options, env_, &table);
+  if (!s.ok()) return s.WithContext("open chunk index");
   ChunkIndexEntry entry;
   s = table->Get(fp, &entry);
   table.reset();
