@@ -50,6 +50,24 @@ Status ChunkIndex::OpenTable(const ChunkIndexOptions& options, Env* env, std::un
   return Status::InvalidArgument("chunk index: unknown table backend '" + options.table_backend + "' (disk or rados)");
 }
 
+Status ChunkIndex::TableExists(const ChunkIndexOptions& options, Env* env, bool* exists) {
+  if (options.table_backend == "rados") {
+    RadosChunkTableOptions ro;
+    ro.rados = options.rados;
+    return RadosChunkTable::Exists(ro, exists);
+  }
+  *exists = env->FileExists(options.table.path);
+  return Status::OK();
+}
+
+std::string ChunkIndex::TableWhere(const ChunkIndexOptions& options) {
+  if (options.table_backend == "rados") {
+    return "the chunk index table (rados:" + options.rados.index_pool + "/" + options.rados.store + "/" +
+           RadosChunkTable::kHeaderObject + " and its shards)";
+  }
+  return options.table.path;
+}
+
 Status ChunkIndex::Open(const ChunkIndexOptions& options, Env* env,
                         std::function<bool(ContainerId)> is_committed,
                         std::unique_ptr<ChunkIndex>* out) {

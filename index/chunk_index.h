@@ -97,6 +97,10 @@ class ChunkIndex {
   // at table.path through |env|, or the RadosChunkTable in the index pool.
   // The tools open it alone with this.
   static Status OpenTable(const ChunkIndexOptions& options, Env* env, std::unique_ptr<ChunkTable>* out);
+  // Whether that table exists (nothing is created), and where it is, for
+  // messages.
+  static Status TableExists(const ChunkIndexOptions& options, Env* env, bool* exists);
+  static std::string TableWhere(const ChunkIndexOptions& options);
   static Status Open(const ChunkIndexOptions& options, Env* env,
                      std::function<bool(ContainerId)> is_committed,
                      std::unique_ptr<ChunkIndex>* out);

@@ -121,6 +121,23 @@ Status RadosChunkTable::CheckKey(const Fingerprint& fp) const {
   return Status::OK();
 }
 
+Status RadosChunkTable::Exists(const RadosChunkTableOptions& options, bool* exists) {
+  std::shared_ptr<RadosCluster> cluster;
+  DEDUPV1_RETURN_IF_ERROR(RadosCluster::Shared(options.rados, &cluster));
+  uint64_t size = 0;
+  time_t mtime = 0;
+  RadosOpTimer t(cluster.get(), RadosOpKind::kStat);
+  int r = cluster->index().stat(kHeaderObject, &size, &mtime);
+  t.Done(r == -ENOENT ? 0 : r, 0);
+  if (r == -ENOENT) {
+    *exists = false;
+    return Status::OK();
+  }
+  if (r < 0) return cluster->ToStatus(r, "stat chunk index header", cluster->index_pool(), kHeaderObject);
+  *exists = true;
+  return Status::OK();
+}
+
 Status RadosChunkTable::OpenHeader() {
   std::string want(kHeaderMagic, 8);
   PutFixed32(&want, kFormatVersion);

@@ -66,6 +66,9 @@ class RadosChunkTable : public ChunkTable {
   // Connects (RadosCluster::Shared), creates the header object if missing or
   // checks it, and reads the shards' entry counts.
   static Status Open(const RadosChunkTableOptions& options, std::unique_ptr<RadosChunkTable>* out);
+  // Whether the table's header object exists (the table was created); one
+  // stat, nothing created.
+  static Status Exists(const RadosChunkTableOptions& options, bool* exists);
 
   // The shard of |fp| among 2^|shard_bits| shards, and the shard's object name.
   static uint32_t ShardOf(const Fingerprint& fp, int shard_bits);

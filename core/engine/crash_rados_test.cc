@@ -15,8 +15,15 @@
 namespace dedupv1 {
 namespace {
 
+// Paths derived again from data_dir (a block index on RADOS is LevelDB, so
+// its default path differs from the local default one Finish() chose).
+void DerivePathsAgain(Options* o) {
+  o->chunk_store_dir_set_ = o->chunk_index_path_set_ = o->block_index_path_set_ = o->log_path_set_ = false;
+}
+
 Options OnRados(Options o) {
   o.storage_backend = "rados";
+  DerivePathsAgain(&o);
   EXPECT_TRUE(test::TestRadosOptions(&o.rados, 4 << 20, /*lock_duration_s=*/3).ok())
       << "DEDUPV1_TEST_CEPH_CONF must name the test cluster's ceph.conf";
   EXPECT_TRUE(o.Finish().ok());
@@ -65,8 +72,7 @@ TEST(CrashRadosTest, FreshGatewayDirectoryServesTheStore) {
 
   Options second = first;
   second.data_dir = second_dir.path();
-  second.chunk_store_dir_set_ = second.chunk_index_path_set_ = second.block_index_path_set_ =
-      second.log_path_set_ = false;
+  DerivePathsAgain(&second);
   ASSERT_TRUE(second.Finish().ok());
   std::unique_ptr<DedupSystem> sys;
   Status s = DedupSystem::OpenStore(second, Env::Default(), &sys);

@@ -8,7 +8,9 @@
 #include "chunkstore/dead_chunk_file.h"
 #include "chunkstore/local_container_catalog.h"
 #include "chunkstore/local_container_store.h"
+#include "chunkstore/storage_backend_registry.h"
 #include "core/base/config.h"
+#include "index/chunk_index.h"
 #include "index/disk_hash_table.h"
 
 namespace dedupv1 {
@@ -21,6 +23,7 @@ constexpr char kRestore[] = "restore it from a backup of the data directory";
 struct Required {
   std::string path;
   std::string why_and_what;  // why it cannot be recreated; what to do instead
+  int exists = -1;           // known presence (0/1) of what is not a file; -1: ask the Env
 };
 
 }  // namespace
@@ -57,27 +60,47 @@ Status InspectDataDir(Env* env, const Options& options, DataDirState* state) {
     *state = DataDirState::kCreating;
     return Status::OK();
   }
+  // The chunk index table: a file with its journal, or shards in RADOS (no
+  // journal: each shard's batch is atomic).
+  const bool table_in_rados = options.chunk_index.table_backend == "rados";
   const std::string journal = DiskHashTable::JournalPath(options.chunk_index.table.path);
+  bool table_exists = false;
+  DEDUPV1_RETURN_IF_ERROR(ChunkIndex::TableExists(options.chunk_index, env, &table_exists));
 
   // Containers are listed only when it matters (nothing else was found, or a
   // catalog file is missing): a listing reads every subdirectory.
-  std::unique_ptr<LocalContainerStore> containers;
+  std::unique_ptr<ContainerStore> containers;
   std::vector<ContainerId> ids;
   auto list_containers = [&]() -> Status {
-    if (containers || !env->FileExists(options.chunk_store.dir)) return Status::OK();
-    DEDUPV1_RETURN_IF_ERROR(LocalContainerStore::OpenExisting(env, options.chunk_store.dir, &containers));
+    if (containers) return Status::OK();
+    if (options.chunk_store.backend == "local") {
+      // Read only: another process may have the store open.
+      if (!env->FileExists(options.chunk_store.dir)) return Status::OK();
+      std::unique_ptr<LocalContainerStore> local;
+      DEDUPV1_RETURN_IF_ERROR(LocalContainerStore::OpenExisting(env, options.chunk_store.dir, &local));
+      containers = std::move(local);
+      return containers->List(&ids);
+    }
+    // Through the store's backend (the data pool); a backend that holds no
+    // store yet is NotFound here: no containers.
+    StorageBackend backend;
+    Status s = OpenStorageBackend(options.chunk_store, env, StorageOpenMode::kExisting, &backend);
+    if (s.IsNotFound()) return Status::OK();
+    DEDUPV1_RETURN_IF_ERROR(s);
+    containers = std::move(backend.containers);
     return containers->List(&ids);
   };
 
   // Any file of a store (except LOCK, which any open takes, and dedupv1d's
   // own files) means the directory holds one.
-  std::string evidence;
+  std::string evidence = table_exists ? ChunkIndex::TableWhere(options.chunk_index) : "";
   for (const std::string& f :
-       {in_dir(kSystemFileName), in_dir(kVolumesFileName), options.log.path, options.chunk_index.table.path,
-        journal, options.block_index.path, in_dir(kCheckpointFileName), in_dir(kCleanFileName),
+       {in_dir(kSystemFileName), in_dir(kVolumesFileName), options.log.path,
+        table_in_rados ? options.log.path : journal, options.block_index.path, in_dir(kCheckpointFileName),
+        in_dir(kCleanFileName),
         in_dir(kBloomFileName), in_containers(kContainerIdFileName), in_containers(kContainerAliasFileName),
         in_containers(kDeadChunkFileName), in_containers(kContainerSummaryFileName)}) {
-    if (env->FileExists(f)) {
+    if (evidence.empty() && env->FileExists(f)) {
       evidence = f;
       break;
     }
@@ -88,7 +111,7 @@ Status InspectDataDir(Env* env, const Options& options, DataDirState* state) {
       *state = DataDirState::kFresh;
       return Status::OK();
     }
-    evidence = containers->ContainerPath(ids.front());
+    evidence = containers->Where(ids.front());
   }
   *state = DataDirState::kStore;
 
@@ -108,15 +131,16 @@ Status InspectDataDir(Env* env, const Options& options, DataDirState* state) {
        "a new, empty log would restart the event ids the chunk index's usage counts are tagged with (garbage "
        "collection could then free live chunks) and, after an unclean stop, lose synced writes; " +
            std::string(kRestore) + " (taken together with the other files)"},
-      {options.chunk_index.table.path,
+      {ChunkIndex::TableWhere(options.chunk_index),
        "it lists every stored chunk and its usage count, and an empty one would make garbage collection "
-       "take every stored chunk for garbage; " + std::string(kRestore)},
+       "take every stored chunk for garbage; " + std::string(kRestore),
+       table_exists ? 1 : 0},
       {options.block_index.path,
        "it holds the block mappings of every volume, without which every volume would read zeros; " +
            std::string(kRestore)},
       {options.chunk_store.dir, "it holds the stored chunks; " + std::string(kRestore)},
   };
-  if (!clean) {
+  if (!clean && !table_in_rados) {
     // After a clean stop the journal is empty; after any other it may hold
     // the page images of a write-back a crash interrupted.
     required.push_back(
@@ -127,7 +151,7 @@ Status InspectDataDir(Env* env, const Options& options, DataDirState* state) {
   }
   std::string missing;
   for (const Required& r : required) {
-    if (env->FileExists(r.path)) continue;
+    if (r.exists == 1 || (r.exists == -1 && env->FileExists(r.path))) continue;
     missing += (missing.empty() ? "" : "; and ") + r.path + " is missing: " + r.why_and_what;
   }
   if (env->FileExists(options.chunk_store.dir) &&
