@@ -213,6 +213,7 @@ Json StatusCollector::Stats() const {
   j["log"] = LogJson(context);
   j["gc"] = MetricSectionJson("gc", context);
   j["idle"] = MetricSectionJson("idle", context);
+  j["backend"] = MetricSectionJson("backend", context);
   return j;
 }
 

@@ -136,6 +136,10 @@ const char kPage[] = R"page(<!DOCTYPE html>
     <h2>Idle state</h2>
     <dl id="idle"></dl><p class="na" id="idle-na"></p>
   </section>
+  <section>
+    <h2>Storage backend</h2>
+    <dl id="backend"></dl>
+  </section>
 </main>
 <footer>
   JSON: <a href="stats">stats</a> &middot; <a href="volumes">volumes</a> &middot;
@@ -197,6 +201,18 @@ function fillTable(id, rows) {
 // from the metric table (target/monitor/metric_table.cc) by the server.
 const PAGE_LISTS = @PAGE_LISTS@;
 function pageLines(section, v) { return PAGE_LISTS[section].map(([label, value]) => [label, value(v)]); }
+// The lines whose keys the section has (rows present only for some stores,
+// e.g. the RADOS figures of a rados store).
+function presentLines(section, v) {
+  return PAGE_LISTS[section].flatMap(([label, value]) => {
+    try {
+      const x = value(v);
+      return typeof x === "string" && /undefined|NaN/.test(x) ? [] : [[label, x]];
+    } catch (e) {
+      return [];
+    }
+  });
+}
 // A part that is not built yet: its JSON says {"available": false, "message"}.
 function availability(part, listId, naId) {
   const na = $(naId);
@@ -260,6 +276,7 @@ function render(s) {
   fillList("gc", availability(s.gc, "gc", "gc-na") ? Object.entries(s.gc) : []);
   const i = s.idle;
   fillList("idle", availability(i, "idle", "idle-na") ? pageLines("idle", i) : []);
+  if (s.backend) fillList("backend", presentLines("backend", s.backend));
 }
 
 function drawChart(h) {
