@@ -7,8 +7,9 @@
 #  - the offline tools (check, debug, replay) work on the RADOS-backed store;
 #  - the gateway is only a cache: its local directory deleted, the same config
 #    on a fresh directory serves every volume with every synced write;
-#  - bad input: a wrong pool name and an unreachable cluster stop the start
-#    with an error naming them, and what was stored stays readable.
+#  - bad input: a wrong pool name, an unreachable cluster and a cephx user
+#    without write caps stop the start with an error naming them, and what
+#    was stored stays readable.
 #
 #   dedupv1d-rados-test.sh DEDUPV1D
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -86,6 +87,16 @@ check_output "the error says the cluster is unreachable" "unreachable"
 elapsed=$(($(date +%s) - start))
 if [ "$elapsed" -lt 60 ]; then ok "refused within ${elapsed} s (op timeout 3 s)"; else
   fail "the refusal took ${elapsed} s"; fi
+# A cephx user without write caps on the pools.
+ro_user="client.dd-readonly-$$"
+ceph -c "$DEDUPV1_TEST_CEPH_CONF" auth get-or-create "$ro_user" mon 'allow r' osd 'allow r' \
+  -o "$WORK/readonly.keyring" >/dev/null 2>&1
+readonly_conf="$WORK/readonly.conf"
+{ cat "$conf"; echo "storage.rados.client = $ro_user"; echo "storage.rados.keyring = $WORK/readonly.keyring"; } \
+  >"$readonly_conf"
+check_fails "start as a user without write caps is refused" dd_start "$readonly_conf"
+check_output "the error names the user's missing caps" "lacks the caps|not permitted|Operation not permitted"
+ceph -c "$DEDUPV1_TEST_CEPH_CONF" auth del "$ro_user" >/dev/null 2>&1 || true
 check "after the refusals the store starts again" dd_start "$conf"
 check "generation 2 still reads back" same "$WORK/gen2.img" 2
 check "final stop" dd_stop "$conf"
