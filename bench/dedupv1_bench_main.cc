@@ -10,6 +10,13 @@
 // chunk+hash ceiling: Rabin chunking plus SHA-1 over the same bytes with no
 // storage at all.
 //
+// On a rados store (--set storage.backend=rados ...) it also counts the
+// process's RADOS operations during generation 1 (with its sync), generation
+// 2 and the Close, per GiB written and per chunk; then a fresh gateway (new
+// connection, empty local data dir "<dir>-reopen") opens the store again:
+// the time until it serves, and generation 3 written into volume gen1 while
+// its caches refill (bench/rados-bench.sh runs both backends side by side).
+//
 // The gc mode measures garbage collection rounds: generation 1 is written into
 // one volume and a first round runs (the full scan every open starts with);
 // generation 2 overwrites the volume and a round gives generation 1's unique
@@ -39,6 +46,7 @@
 #include "core/base/chunker.h"
 #include "core/base/config.h"
 #include "core/engine/dedup_system.h"
+#include "core/rados/rados_cluster.h"
 
 namespace dedupv1 {
 namespace {
@@ -148,78 +156,219 @@ bool FreshStoreOptions(const Args& args, const char* name, const std::vector<std
   return s.ok();
 }
 
+// What one engine run measured.
+struct EngineResult {
+  double ceiling = 0, mbs1 = 0, mbs2 = 0;
+  uint64_t stored1 = 0, stored2 = 0;
+  uint64_t chunks1 = 0, chunks2 = 0;  // chunks the engine cut per generation
+  double cpu_s = 0, peak_rss_mb = 0;
+  // A rados store: RADOS operations of the process (RadosCluster counters),
+  // per phase; generation 1 and 2 include their final sync.
+  bool rados = false;
+  uint64_t open_ops = 0, gen1_ops = 0, gen2_ops = 0, close_ops = 0;
+  // A rados store after Close, opened again by a fresh gateway (new
+  // connection, empty local data dir): the time until it serves, then
+  // generation 3 into volume gen1 while its caches refill.
+  double reopen_seconds = 0, gen3_mbs = 0;
+  uint64_t reopen_ops = 0, gen3_ops = 0;
+  // The operations of a phase per kind ({"write": N, ...}; kinds that occurred).
+  std::string gen1_kinds = "{}", gen2_kinds = "{}", close_kinds = "{}", reopen_kinds = "{}";
+
+  uint64_t IngestOps() const { return gen1_ops + gen2_ops + close_ops; }
+};
+
+// The RADOS op counters of |sys| (all zero for a local store).
+RadosStats RadosSnapshot(const DedupSystem* sys) { return sys->rados() ? sys->rados()->stats() : RadosStats(); }
+
+// RADOS operations |sys| has made so far (0 for a local store).
+uint64_t RadosOps(const DedupSystem* sys) { return RadosSnapshot(sys).TotalOps(); }
+
+// The operations between |a| and |b| per kind, as a JSON object of the kinds that occurred.
+std::string KindsJson(const RadosStats& a, const RadosStats& b) {
+  std::string out = "{";
+  for (int k = 0; k < static_cast<int>(RadosOpKind::kCount); k++) {
+    const uint64_t n = b.kinds[k].ops - a.kinds[k].ops;
+    if (n == 0) continue;
+    if (out.size() > 1) out += ", ";
+    out += "\"" + std::string(RadosOpKindName(static_cast<RadosOpKind>(k))) + "\": " + std::to_string(n);
+  }
+  return out + "}";
+}
+
+bool OpenSystem(const Options& options, std::unique_ptr<DedupSystem>* sys) {
+  Status s = DedupSystem::OpenStore(options, Env::Default(), sys);
+  if (!s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
+  return s.ok();
+}
+
+// Generation 1 into volume gen1 and generation 2 into gen2 of |sys|, then
+// Close; fills |r|. Returns Close's status.
+Status WriteGenerations(DedupSystem* sys, const bench::Generation& g1, const bench::Generation& g2, bool json,
+                        EngineResult* r) {
+  Volume *v1, *v2;
+  sys->GetVolume("gen1", &v1);
+  sys->GetVolume("gen2", &v2);
+  auto& st = sys->stats();
+  r->rados = sys->rados() != nullptr;
+  const RadosStats opened = RadosSnapshot(sys);
+  r->open_ops = opened.TotalOps();
+  r->mbs1 = WriteGeneration(v1, g1, json, "generation 1");
+  const RadosStats after1 = RadosSnapshot(sys);
+  r->gen1_ops = after1.TotalOps() - r->open_ops;
+  r->gen1_kinds = KindsJson(opened, after1);
+  r->stored1 = sys->chunk_store()->stats().bytes_stored;
+  r->chunks1 = st.chunks.load();
+  r->mbs2 = WriteGeneration(v2, g2, json, "generation 2");
+  const RadosStats after2 = RadosSnapshot(sys);
+  r->gen2_ops = after2.TotalOps() - after1.TotalOps();
+  r->gen2_kinds = KindsJson(after1, after2);
+  r->stored2 = sys->chunk_store()->stats().bytes_stored - r->stored1;
+  r->chunks2 = st.chunks.load() - r->chunks1;
+  if (!json) {
+    std::fprintf(stderr, "worker time: claim %.2fs chunk %.2fs fingerprint %.2fs filter+store %.2fs install %.2fs\n",
+                 st.ns_claiming / 1e9, st.ns_chunking / 1e9, st.ns_fingerprinting / 1e9, st.ns_filtering / 1e9,
+                 st.ns_installing / 1e9);
+  }
+  const RadosStats before_close = RadosSnapshot(sys);
+  Status s = sys->Close();
+  const RadosStats closed = RadosSnapshot(sys);
+  r->close_ops = closed.TotalOps() - before_close.TotalOps();
+  r->close_kinds = KindsJson(before_close, closed);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  r->peak_rss_mb = ru.ru_maxrss / 1024.0;
+  r->cpu_s = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  return s;
+}
+
+// A fresh gateway over the closed rados store |base| describes: a new
+// connection and the empty local data dir |dir| (only data-dir changes; the
+// paths derived from it are derived again). Times the open, then writes |g3|
+// into volume gen1 and closes.
+bool ReopenRados(const Options& base, const std::string& dir, const bench::Generation& g3, bool json,
+                 EngineResult* r) {
+  Options o = base;
+  o.data_dir = dir;
+  o.chunk_store_dir_set_ = o.chunk_index_path_set_ = o.block_index_path_set_ = o.log_path_set_ = false;
+  Status s = o.Finish();
+  if (!s.ok()) {
+    std::fprintf(stderr, "reopen options: %s\n", s.ToString().c_str());
+    return false;
+  }
+  std::filesystem::remove_all(dir);
+  std::unique_ptr<DedupSystem> sys;
+  auto start = Clock::now();
+  if (!OpenSystem(o, &sys)) return false;
+  Volume* v;
+  s = sys->GetVolume("gen1", &v);
+  r->reopen_seconds = Seconds(start);
+  r->reopen_ops = RadosOps(sys.get());
+  r->reopen_kinds = KindsJson(RadosStats(), RadosSnapshot(sys.get()));
+  if (s.ok()) r->gen3_mbs = WriteGeneration(v, g3, json, "generation 3");
+  r->gen3_ops = RadosOps(sys.get()) - r->reopen_ops;
+  if (s.ok()) s = sys->Close();
+  if (!s.ok()) std::fprintf(stderr, "after reopen: %s\n", s.ToString().c_str());
+  return s.ok();
+}
+
+// The RADOS keys of the JSON report (a rados store only).
+void PrintRadosJson(const EngineResult& r, uint64_t written) {
+  const uint64_t ops = std::max<uint64_t>(1, r.IngestOps());
+  std::printf(
+      ", \"open_rados_ops\": %llu, \"gen1_rados_ops\": %llu, \"gen2_rados_ops\": %llu, \"close_rados_ops\": %llu, "
+      "\"rados_ops_per_gib\": %.1f, \"chunks_per_rados_op\": %.1f, \"rados_ops_per_100_chunks\": %.3f, "
+      "\"reopen_seconds\": %.2f, \"reopen_rados_ops\": %llu, \"gen3_after_reopen_mb_s\": %.1f, "
+      "\"gen3_rados_ops\": %llu, \"rados_ops_by_kind\": {\"gen1\": %s, \"gen2\": %s, \"close\": %s, \"reopen\": %s}",
+      (unsigned long long)r.open_ops, (unsigned long long)r.gen1_ops, (unsigned long long)r.gen2_ops,
+      (unsigned long long)r.close_ops, r.IngestOps() / (written / double(1ULL << 30)),
+      double(r.chunks1 + r.chunks2) / ops, 100.0 * r.IngestOps() / std::max<uint64_t>(1, r.chunks1 + r.chunks2),
+      r.reopen_seconds, (unsigned long long)r.reopen_ops, r.gen3_mbs, (unsigned long long)r.gen3_ops, r.gen1_kinds.c_str(), r.gen2_kinds.c_str(),
+      r.close_kinds.c_str(), r.reopen_kinds.c_str());
+}
+
+void PrintEngineJson(const bench::Generation& g1, const bench::Generation& g2, const EngineResult& r) {
+  std::printf(
+      "{\"size\": %llu, \"backend\": \"%s\", \"gen1_mb_s\": %.1f, \"gen2_mb_s\": %.1f, \"ceiling_mb_s\": %.1f, "
+      "\"gen1_vs_ceiling\": %.3f, \"gen2_vs_ceiling\": %.3f, \"gen1_stored_bytes\": %llu, "
+      "\"gen2_stored_bytes\": %llu, \"gen2_dedup_ratio\": %.4f, \"ground_truth_ratio\": %.4f, "
+      "\"gen1_ground_truth_ratio\": %.4f, \"gen1_dedup_ratio\": %.4f, \"chunks\": %llu, \"gen1_chunks\": %llu, "
+      "\"gen2_chunks\": %llu, \"cpu_seconds\": %.1f, \"peak_rss_mb\": %.0f",
+      (unsigned long long)g1.size(), r.rados ? "rados" : "local", r.mbs1, r.mbs2, r.ceiling, r.mbs1 / r.ceiling,
+      r.mbs2 / r.ceiling, (unsigned long long)r.stored1, (unsigned long long)r.stored2,
+      1.0 - double(r.stored2) / double(g2.size()), g2.truth().redundancy(), g1.truth().redundancy(),
+      1.0 - double(r.stored1) / double(g1.size()), (unsigned long long)(r.chunks1 + r.chunks2),
+      (unsigned long long)r.chunks1, (unsigned long long)r.chunks2, r.cpu_s, r.peak_rss_mb);
+  if (r.rados) PrintRadosJson(r, g1.size() + g2.size());
+  std::printf("}\n");
+}
+
+void PrintRadosText(const EngineResult& r, uint64_t written) {
+  std::printf("%-34s %14llu %14llu\n", "RADOS operations (incl. sync)", (unsigned long long)r.gen1_ops,
+              (unsigned long long)r.gen2_ops);
+  std::printf("\nRADOS operations: open %llu, close %llu; %.1f per GiB written, %.1f chunks per operation "
+              "(%.3f per 100 chunks)\n",
+              (unsigned long long)r.open_ops, (unsigned long long)r.close_ops,
+              r.IngestOps() / (written / double(1ULL << 30)),
+              double(r.chunks1 + r.chunks2) / std::max<uint64_t>(1, r.IngestOps()),
+              100.0 * r.IngestOps() / std::max<uint64_t>(1, r.chunks1 + r.chunks2));
+  std::printf("RADOS operations by kind: gen1 %s, gen2 %s, close %s, reopen %s\n", r.gen1_kinds.c_str(),
+              r.gen2_kinds.c_str(), r.close_kinds.c_str(), r.reopen_kinds.c_str());
+  std::printf("fresh gateway (empty local data dir): serving after %.2f s (%llu RADOS operations); "
+              "generation 3 into gen1 at %.0f MB/s (%llu RADOS operations)\n",
+              r.reopen_seconds, (unsigned long long)r.reopen_ops, r.gen3_mbs, (unsigned long long)r.gen3_ops);
+}
+
+void PrintEngineText(const bench::Generation& g1, const bench::Generation& g2, const EngineResult& r,
+                     const std::string& dir) {
+  std::printf("\n%-34s %14s %14s\n", "", "generation 1", "generation 2");
+  std::printf("%-34s %14s %14s\n", "written", HumanBytes(g1.size()).c_str(), HumanBytes(g2.size()).c_str());
+  std::printf("%-34s %14s %14s\n", "stored (new chunks)", HumanBytes(r.stored1).c_str(),
+              HumanBytes(r.stored2).c_str());
+  std::printf("%-34s %13.1f%% %13.1f%%\n", "redundancy removed", 100.0 * (1.0 - double(r.stored1) / g1.size()),
+              100.0 * (1.0 - double(r.stored2) / g2.size()));
+  std::printf("%-34s %13.1f%% %13.1f%%\n", "ground truth (generator)", 100.0 * g1.truth().redundancy(),
+              100.0 * g2.truth().redundancy());
+  std::printf("%-34s %14llu %14llu\n", "chunks", (unsigned long long)r.chunks1, (unsigned long long)r.chunks2);
+  std::printf("%-34s %12.0f   %12.0f\n", "throughput MB/s (incl. sync)", r.mbs1, r.mbs2);
+  std::printf("%-34s %12.0f   %12.0f\n", "chunk+hash ceiling MB/s", r.ceiling, r.ceiling);
+  std::printf("%-34s %13.0f%% %13.0f%%\n", "share of the ceiling", 100 * r.mbs1 / r.ceiling,
+              100 * r.mbs2 / r.ceiling);
+  if (r.rados) PrintRadosText(r, g1.size() + g2.size());
+  std::printf("\ntotal stored %s for %s written: %.1fx; peak RSS %.0f MB; %s in %s\n",
+              HumanBytes(r.stored1 + r.stored2).c_str(), HumanBytes(g1.size() + g2.size()).c_str(),
+              double(g1.size() + g2.size()) / double(std::max<uint64_t>(1, r.stored1 + r.stored2)), r.peak_rss_mb,
+              r.rados ? "gateway dir" : "data", dir.c_str());
+}
+
 int RunEngine(const Args& args) {
   std::string dir;
   bool temp = false;
   uint64_t vol_size = 0;
   Options options;
   if (!FreshStoreOptions(args, "dedupv1-bench", {"gen1", "gen2"}, &dir, &temp, &vol_size, &options)) return 1;
-  Status s;
   bench::BackupGenerator generator(bench::GeneratorParams(), 1);
   bench::Generation g1 = generator.First(vol_size);
   bench::Generation g2 = generator.Next(g1);
 
+  EngineResult r;
   if (!args.json) std::fprintf(stderr, "measuring the chunk+hash ceiling...\n");
-  double ceiling = CeilingMBs(g1, options.dedup_threads);
-
+  r.ceiling = CeilingMBs(g1, options.dedup_threads);
   std::unique_ptr<DedupSystem> sys;
-  s = DedupSystem::OpenStore(options, Env::Default(), &sys);
-  if (!s.ok()) {
-    std::fprintf(stderr, "%s\n", s.ToString().c_str());
-    return 1;
-  }
-  Volume *v1, *v2;
-  sys->GetVolume("gen1", &v1);
-  sys->GetVolume("gen2", &v2);
-  double mbs1 = WriteGeneration(v1, g1, args.json, "generation 1");
-  uint64_t stored1 = sys->chunk_store()->stats().bytes_stored;
-  double mbs2 = WriteGeneration(v2, g2, args.json, "generation 2");
-  uint64_t stored2 = sys->chunk_store()->stats().bytes_stored - stored1;
-  auto& st = sys->stats();
-  double gen2_redundancy = 1.0 - double(stored2) / double(g2.size());
-  if (!args.json) {
-    std::fprintf(stderr, "worker time: claim %.2fs chunk %.2fs fingerprint %.2fs filter+store %.2fs install %.2fs\n",
-                 st.ns_claiming / 1e9, st.ns_chunking / 1e9, st.ns_fingerprinting / 1e9, st.ns_filtering / 1e9,
-                 st.ns_installing / 1e9);
-  }
-  s = sys->Close();
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  double peak_rss_mb = ru.ru_maxrss / 1024.0;
-  double cpu_s = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-
+  if (!OpenSystem(options, &sys)) return 1;
+  Status s = WriteGenerations(sys.get(), g1, g2, args.json, &r);
+  sys.reset();  // a fresh gateway below connects anew
+  const std::string reopen_dir = dir + "-reopen";
+  if (s.ok() && r.rados && !ReopenRados(options, reopen_dir, generator.Next(g2), args.json, &r)) return 1;
   if (args.json) {
-    std::printf(
-        "{\"size\": %llu, \"gen1_mb_s\": %.1f, \"gen2_mb_s\": %.1f, \"ceiling_mb_s\": %.1f, "
-        "\"gen1_vs_ceiling\": %.3f, \"gen2_vs_ceiling\": %.3f, \"gen1_stored_bytes\": %llu, "
-        "\"gen2_stored_bytes\": %llu, \"gen2_dedup_ratio\": %.4f, \"ground_truth_ratio\": %.4f, "
-        "\"gen1_ground_truth_ratio\": %.4f, \"gen1_dedup_ratio\": %.4f, \"chunks\": %llu, "
-        "\"chunks_new\": %llu, \"chunks_known\": %llu, \"cpu_seconds\": %.1f, \"peak_rss_mb\": %.0f}\n",
-        (unsigned long long)vol_size, mbs1, mbs2, ceiling, mbs1 / ceiling, mbs2 / ceiling,
-        (unsigned long long)stored1, (unsigned long long)stored2, gen2_redundancy, g2.truth().redundancy(),
-        g1.truth().redundancy(), 1.0 - double(stored1) / double(g1.size()),
-        (unsigned long long)st.chunks.load(), (unsigned long long)st.chunks_new.load(),
-        (unsigned long long)st.chunks_known.load(), cpu_s, peak_rss_mb);
+    PrintEngineJson(g1, g2, r);
   } else {
-    std::printf("\n%-34s %14s %14s\n", "", "generation 1", "generation 2");
-    std::printf("%-34s %14s %14s\n", "written", HumanBytes(g1.size()).c_str(), HumanBytes(g2.size()).c_str());
-    std::printf("%-34s %14s %14s\n", "stored (new chunks)", HumanBytes(stored1).c_str(), HumanBytes(stored2).c_str());
-    std::printf("%-34s %13.1f%% %13.1f%%\n", "redundancy removed", 100.0 * (1.0 - double(stored1) / g1.size()),
-                100.0 * gen2_redundancy);
-    std::printf("%-34s %13.1f%% %13.1f%%\n", "ground truth (generator)", 100.0 * g1.truth().redundancy(),
-                100.0 * g2.truth().redundancy());
-    std::printf("%-34s %12.0f   %12.0f\n", "throughput MB/s (incl. sync)", mbs1, mbs2);
-    std::printf("%-34s %12.0f   %12.0f\n", "chunk+hash ceiling MB/s", ceiling, ceiling);
-    std::printf("%-34s %13.0f%% %13.0f%%\n", "share of the ceiling", 100 * mbs1 / ceiling, 100 * mbs2 / ceiling);
-    std::printf("\ntotal stored %s for %s written: %.1fx; peak RSS %.0f MB; data in %s\n",
-                HumanBytes(stored1 + stored2).c_str(), HumanBytes(g1.size() + g2.size()).c_str(),
-                double(g1.size() + g2.size()) / double(std::max<uint64_t>(1, stored1 + stored2)), peak_rss_mb,
-                dir.c_str());
+    PrintEngineText(g1, g2, r, dir);
   }
   if (!s.ok()) {
     std::fprintf(stderr, "close failed: %s\n", s.ToString().c_str());
     return 1;
   }
+  if (!args.keep) std::filesystem::remove_all(reopen_dir);
   if (temp && !args.keep) std::filesystem::remove_all(dir);
   return 0;
 }
@@ -382,7 +531,8 @@ int Usage() {
                "usage: dedupv1_bench engine|gc [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...\n"
                "                                [--drop-caches] (gc only)\n"
                "  engine: writes two synthetic backup generations into a fresh system and reports MB/s,\n"
-               "          dedup ratio vs the generator's ground truth, and the chunk+hash ceiling\n"
+               "          dedup ratio vs the generator's ground truth, and the chunk+hash ceiling; on a rados\n"
+               "          store also RADOS operations, a fresh gateway's open time and generation 3 after it\n"
                "  gc:     writes generation 1, then generation 2 over it, and times garbage collection\n"
                "          rounds (first after open, after the overwrite, after unmapping half, after a restart)\n");
   return 2;

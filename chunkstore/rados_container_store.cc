@@ -140,6 +140,7 @@ Status RadosContainerStore::WriteObject(const std::string& object, const std::st
 }
 
 Status RadosContainerStore::Put(ContainerId id, const std::string& bytes) {
+  DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
   std::shared_lock<std::shared_mutex> l(used_mu_);
   uint64_t replaced = 0;
   Status s = WriteObject(ObjectName(id), bytes, &replaced);
@@ -258,6 +259,7 @@ void RadosContainerStore::GetRanges(std::vector<RangeRead>* reads) {
 }
 
 Status RadosContainerStore::Delete(ContainerId id) {
+  DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
   std::shared_lock<std::shared_mutex> l(used_mu_);
   const std::string object = ObjectName(id);
   uint64_t size = 0;

@@ -366,6 +366,7 @@ Status RadosChunkTable::GetMany(const std::vector<Fingerprint>& fps, std::vector
 // shard), so the counts stay exact without reading whole shards.
 Status RadosChunkTable::Apply(const std::vector<Op>& ops) {
   for (const Op& op : ops) DEDUPV1_RETURN_IF_ERROR(CheckKey(op.fp));
+  DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
   std::lock_guard<std::mutex> l(apply_mu_);
   struct ShardBatch {
     uint32_t shard = 0;

@@ -24,14 +24,14 @@ void DerivePathsAgain(Options* o) {
 Options OnRados(Options o) {
   o.storage_backend = "rados";
   DerivePathsAgain(&o);
-  EXPECT_TRUE(test::TestRadosOptions(&o.rados, 4 << 20, /*lock_duration_s=*/3).ok())
+  EXPECT_TRUE(test::TestRadosOptions(&o.rados, 4 << 20, /*lock_duration_s=*/5).ok())
       << "DEDUPV1_TEST_CEPH_CONF must name the test cluster's ceph.conf";
   EXPECT_TRUE(o.Finish().ok());
   return o;
 }
 
 // DEDUPV1_CRASH_RADOS_CYCLES cycles (default 8; each restart after a kill
-// waits for the store lock's lease, 3 s here), bounded by
+// waits for the store lock's lease, 5 s here), bounded by
 // DEDUPV1_CRASH_RADOS_SECONDS. docs/durability.md counts them.
 TEST(CrashRadosTest, KillNineKeepsEverySyncedWrite) {
   const uint64_t cycles = test::EnvKnob("DEDUPV1_CRASH_RADOS_CYCLES", 8);

@@ -86,7 +86,11 @@ Status RadosCluster::Connect() {
   r = rados_.connect();
   if (r < 0) {
     rados_.shutdown();
-    if (r == -ETIMEDOUT || r == -ENOENT || r == -ECONNREFUSED) {
+    if (r == -ENOENT) {
+      return Status::InvalidArgument(who + ": the conf names no monitor (mon_host) or the user has no keyring: " +
+                                     std::strerror(-r));
+    }
+    if (r == -ETIMEDOUT || r == -ECONNREFUSED) {
       return Status::IOError(who + ": cluster unreachable (no monitor answered within " + timeout +
                              " s): " + std::strerror(-r));
     }
@@ -124,6 +128,7 @@ Status RadosCluster::PoolUsage(const std::string& pool, uint64_t* objects, uint6
     std::lock_guard<std::mutex> l(usage_mu_);
     auto it = usage_.find(pool);
     if (it != usage_.end() && now - it->second.at < std::chrono::seconds(max_age_s)) {
+      if (!it->second.error.ok()) return it->second.error;
       *objects = it->second.objects;
       *bytes = it->second.bytes;
       return Status::OK();
@@ -134,14 +139,49 @@ Status RadosCluster::PoolUsage(const std::string& pool, uint64_t* objects, uint6
   std::list<std::string> pools{pool};
   int r = rados_.get_pool_stats(pools, stats);
   timer.Done(r, 0);
-  if (r < 0) return ToStatus(r, "pool stats", pool, "");
+  if (r < 0) {
+    // Not asked again for max_age_s: a monitor refreshing its page must not
+    // wait for a stopped cluster's timeout on every request.
+    std::lock_guard<std::mutex> l(usage_mu_);
+    usage_[pool].at = now;
+    usage_[pool].error = ToStatus(r, "pool stats", pool, "");
+    return usage_[pool].error;
+  }
   auto it = stats.find(pool);
   if (it == stats.end()) return Status::NotFound("no stats for pool " + pool);
   std::lock_guard<std::mutex> l(usage_mu_);
   PoolUsageCache& c = usage_[pool];
   c.at = now;
+  c.error = Status::OK();
   c.objects = *objects = it->second.num_objects;
   c.bytes = *bytes = it->second.num_bytes;
+  return Status::OK();
+}
+
+void RadosCluster::LeaseRenewed(const void* lock, std::chrono::steady_clock::time_point began) {
+  std::lock_guard<std::mutex> l(lease_mu_);
+  leases_[lock] = began;
+}
+
+void RadosCluster::LeaseReleased(const void* lock) {
+  std::lock_guard<std::mutex> l(lease_mu_);
+  leases_.erase(lock);
+}
+
+Status RadosCluster::CheckLease() const {
+  std::lock_guard<std::mutex> l(lease_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  const auto lease = std::chrono::seconds(options_.lock_duration_s);
+  for (const auto& [lock, began] : leases_) {
+    if (now - began >= lease) {
+      const auto ago = std::chrono::duration_cast<std::chrono::milliseconds>(now - began).count();
+      return Status::IOError("the store's lock in RADOS (" + Where(options_.index_pool, "") + ") was last renewed " +
+                             std::to_string(ago / 1000.0).substr(0, 5) + " s ago, longer than its lease of " +
+                             std::to_string(options_.lock_duration_s) +
+                             " s: writes are refused, since another gateway may hold the store now (renewal goes on; "
+                             "if it keeps failing, restart the target)");
+    }
+  }
   return Status::OK();
 }
 
@@ -163,6 +203,9 @@ Status RadosCluster::ToStatus(int r, const std::string& what, const std::string&
       return Status::IOError(msg + " (the cluster did not answer within " + std::to_string(options_.op_timeout_s) +
                              " s)");
     case EBUSY: return Status::Busy(msg);
+    case EOPNOTSUPP:
+      return Status::NotSupported(msg + " (pool '" + pool + "' does not support this operation: the index pool must " +
+                                  "be replicated, since erasure-coded pools have no omap; docs/ceph.md)");
     case EEXIST: return Status::Aborted(msg);
     case EINVAL: return Status::InvalidArgument(msg);
     default: return Status::IOError(msg);

@@ -89,6 +89,16 @@ class RadosCluster {
   // query to the cluster when older). Errors as ToStatus.
   Status PoolUsage(const std::string& pool, uint64_t* objects, uint64_t* bytes, int max_age_s = 10);
 
+  // The store's leases (core/rados/rados_lock.h): each held lock reports
+  // when its last successful take or renewal began. CheckLease is OK while
+  // no lock is held or every held one was renewed less than a lease ago;
+  // else an IOError: the lease may have passed to another gateway, whose
+  // store this process must not write into (every writer of a rados store
+  // calls it before a write: RadosEnv's files, containers, the chunk table).
+  void LeaseRenewed(const void* lock, std::chrono::steady_clock::time_point began);
+  void LeaseReleased(const void* lock);
+  Status CheckLease() const;
+
   // "pool/namespace/object", for messages and tools.
   std::string Where(const std::string& pool, const std::string& object) const;
 
@@ -105,7 +115,10 @@ class RadosCluster {
   struct PoolUsageCache {
     std::chrono::steady_clock::time_point at;
     uint64_t objects = 0, bytes = 0;
+    Status error;  // of the last query, kept as long as a result would be
   };
+  mutable std::mutex lease_mu_;
+  std::map<const void*, std::chrono::steady_clock::time_point> leases_;  // guarded by lease_mu_
   std::mutex usage_mu_;
   std::map<std::string, PoolUsageCache> usage_;  // guarded by usage_mu_
   RadosOpCounters counters_[static_cast<int>(RadosOpKind::kCount)];

@@ -248,6 +248,12 @@ Status RadosEnv::OpenFile(const std::string& path, OpenMode mode, std::unique_pt
   return Status::OK();
 }
 
+// False only when RADOS says "no such object" for both the file and the
+// directory object. Any other answer (a timeout, EIO, missing caps, a damaged
+// file object) counts as "exists": callers take false as "create it fresh"
+// (LevelDB writes a new empty database, the log a new empty log), which over
+// an existing but unreadable file would throw stored data away; the open or
+// read that follows reports the real error, naming pool and object.
 bool RadosEnv::FileExists(const std::string& path) {
   std::string rel;
   if (!Map(path, &rel).ok()) return false;
@@ -255,7 +261,8 @@ bool RadosEnv::FileExists(const std::string& path) {
   if (!rel.empty()) {
     if (Live(rel) != nullptr) return true;
     RadosFileMeta meta;
-    if (StatRadosFile(cluster(), rel, &meta).ok()) return true;
+    Status s = StatRadosFile(cluster(), rel, &meta);
+    if (!s.IsNotFound()) return true;
   }
   librados::ObjectReadOperation op;
   uint64_t size = 0;
@@ -263,7 +270,7 @@ bool RadosEnv::FileExists(const std::string& path) {
   int stat_r = 0;
   op.stat(&size, &mtime, &stat_r);
   int r = 0;
-  return RadosOperateRead(cluster(), DirOid(rel), &op, RadosOpKind::kStat, "stat", &r).ok();
+  return !RadosOperateRead(cluster(), DirOid(rel), &op, RadosOpKind::kStat, "stat", &r).IsNotFound();
 }
 
 Status RadosEnv::DeleteFile(const std::string& path) {

@@ -168,6 +168,7 @@ Status RadosFileState::CheckUsable() const {
 Status RadosFileState::Write(uint64_t offset, const void* data, size_t n) {
   std::lock_guard<std::mutex> l(mu_);
   DEDUPV1_RETURN_IF_ERROR(CheckUsable());
+  DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
   if (n == 0) return Status::OK();
   const uint64_t end = offset + n;
   if (end > stripe_ && end > durable_.hwm) DEDUPV1_RETURN_IF_ERROR(RaiseHwm(end));
@@ -285,6 +286,7 @@ Status RadosFileState::FlushLocked() {
 Status RadosFileState::Sync() {
   std::lock_guard<std::mutex> l(mu_);
   DEDUPV1_RETURN_IF_ERROR(CheckUsable());
+  DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
   return FlushLocked();
 }
 

@@ -32,10 +32,13 @@ RadosLock::RadosLock(std::shared_ptr<RadosCluster> cluster, std::string oid, std
 int RadosLock::TryLock(bool renew) {
   struct timeval duration = {static_cast<time_t>(cluster_->options().lock_duration_s), 0};
   const std::string description = "dedupv1 on " + HostName() + " pid " + std::to_string(::getpid());
+  // The lease runs from the moment the request was sent, at the latest.
+  const auto began = std::chrono::steady_clock::now();
   RadosOpTimer timer(cluster_.get(), RadosOpKind::kLock);
   const int r = cluster_->index().lock_exclusive(oid_, kLockName, cookie_, description, &duration,
                                                  renew ? LIBRADOS_LOCK_FLAG_MAY_RENEW : 0);
   timer.Done(r, 0);
+  if (r == 0) cluster_->LeaseRenewed(this, began);
   return r;
 }
 
@@ -106,6 +109,7 @@ RadosLock::~RadosLock() {
   }
   cv_.notify_all();
   if (renewer_.joinable()) renewer_.join();
+  cluster_->LeaseReleased(this);
   RadosOpTimer timer(cluster_.get(), RadosOpKind::kLock);
   const int r = cluster_->index().unlock(oid_, kLockName, cookie_);
   timer.Done(r == -ENOENT ? 0 : r, 0);
