@@ -9,6 +9,12 @@
 //
 // Every file LevelDB touches goes through our Env by way of a leveldb::Env
 // adapter, so FaultInjectionEnv reaches the store's tables and logs.
+//
+// A write that fails with an I/O error closes the database: LevelDB would
+// keep that error for good, failing every later write of the process (on
+// RADOS: after any cluster outage). The next call opens it again (replaying
+// LevelDB's log, counting the records again), so the store serves once the
+// storage does; while it cannot be opened, calls fail naming why.
 #pragma once
 
 #include <memory>
