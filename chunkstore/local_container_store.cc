@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/base/coding.h"
+
 namespace dedupv1 {
 namespace {
 
@@ -18,21 +20,7 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 // Parses "<16 hex digits>.ctr".
 bool ParseContainerFileName(const std::string& name, ContainerId* id) {
   if (name.size() != 16 + sizeof(kSuffix) - 1 || !EndsWith(name, kSuffix)) return false;
-  ContainerId v = 0;
-  for (size_t i = 0; i < 16; i++) {
-    char c = name[i];
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      d = c - 'a' + 10;
-    } else {
-      return false;
-    }
-    v = v << 4 | static_cast<ContainerId>(d);
-  }
-  *id = v;
-  return true;
+  return ParseHex64(name.data(), 16, id);
 }
 
 std::string Name(ContainerId id) { return "container " + std::to_string(id); }

@@ -6,6 +6,8 @@
 #include <exception>
 #include <mutex>
 
+#include "core/base/coding.h"
+
 namespace dedupv1 {
 namespace {
 
@@ -53,21 +55,7 @@ std::string RadosContainerStore::ObjectName(ContainerId id) {
 bool RadosContainerStore::ParseObjectName(const std::string& name, ContainerId* id) {
   const size_t prefix = sizeof(kObjectPrefix) - 1;
   if (name.size() != prefix + kHexDigits || name.compare(0, prefix, kObjectPrefix) != 0) return false;
-  ContainerId v = 0;
-  for (size_t i = prefix; i < name.size(); i++) {
-    const char c = name[i];
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      d = c - 'a' + 10;
-    } else {
-      return false;
-    }
-    v = v << 4 | static_cast<ContainerId>(d);
-  }
-  *id = v;
-  return true;
+  return ParseHex64(name.data() + prefix, kHexDigits, id);
 }
 
 std::string RadosContainerStore::Where(ContainerId id) const {

@@ -22,4 +22,23 @@ uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
   return ~c32;
 }
 
+bool ParseHex64(const char* text, size_t n, uint64_t* value) {
+  if (n != 16) return false;
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char c = text[i];
+    int d;
+    if (c >= '0' && c <= '9') {
+      d = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      d = c - 'a' + 10;
+    } else {
+      return false;
+    }
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  *value = v;
+  return true;
+}
+
 }  // namespace dedupv1

@@ -23,4 +23,9 @@ inline void PutFixed64(std::string* s, uint64_t v) { s->append(reinterpret_cast<
 // Uses the SSE4.2 crc32 instruction.
 uint32_t Crc32c(const void* data, size_t n, uint32_t crc = 0);
 
+// Parses exactly 16 lowercase hex digits (as "%016llx" prints them), e.g.
+// the container id in a container's file or object name. False for any
+// other text; *value is set only on success.
+bool ParseHex64(const char* text, size_t n, uint64_t* value);
+
 }  // namespace dedupv1
