@@ -248,9 +248,7 @@ Status WriteGenerations(DedupSystem* sys, const bench::Generation& g1, const ben
 bool ReopenRados(const Options& base, const std::string& dir, const bench::Generation& g3, bool json,
                  EngineResult* r) {
   Options o = base;
-  o.data_dir = dir;
-  o.chunk_store_dir_set_ = o.chunk_index_path_set_ = o.block_index_path_set_ = o.log_path_set_ = false;
-  Status s = o.Finish();
+  Status s = o.DerivePathsFrom(dir);
   if (!s.ok()) {
     std::fprintf(stderr, "reopen options: %s\n", s.ToString().c_str());
     return false;

@@ -15,18 +15,13 @@
 namespace dedupv1 {
 namespace {
 
-// Paths derived again from data_dir (a block index on RADOS is LevelDB, so
-// its default path differs from the local default one Finish() chose).
-void DerivePathsAgain(Options* o) {
-  o->chunk_store_dir_set_ = o->chunk_index_path_set_ = o->block_index_path_set_ = o->log_path_set_ = false;
-}
-
 Options OnRados(Options o) {
   o.storage_backend = "rados";
-  DerivePathsAgain(&o);
   EXPECT_TRUE(test::TestRadosOptions(&o.rados, 4 << 20, /*lock_duration_s=*/5).ok())
       << "DEDUPV1_TEST_CEPH_CONF must name the test cluster's ceph.conf";
-  EXPECT_TRUE(o.Finish().ok());
+  // A block index on RADOS is LevelDB: its default path differs from the
+  // local one Finish() chose.
+  EXPECT_TRUE(o.DerivePathsFrom(o.data_dir).ok());
   return o;
 }
 
@@ -71,9 +66,7 @@ TEST(CrashRadosTest, FreshGatewayDirectoryServesTheStore) {
   std::filesystem::remove_all(first_dir.path());
 
   Options second = first;
-  second.data_dir = second_dir.path();
-  DerivePathsAgain(&second);
-  ASSERT_TRUE(second.Finish().ok());
+  ASSERT_TRUE(second.DerivePathsFrom(second_dir.path()).ok());
   std::unique_ptr<DedupSystem> sys;
   Status s = DedupSystem::OpenStore(second, Env::Default(), &sys);
   ASSERT_TRUE(s.ok()) << s.ToString();

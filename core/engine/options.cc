@@ -368,6 +368,12 @@ Status Options::Finish() {
   return Status::OK();
 }
 
+Status Options::DerivePathsFrom(const std::string& dir) {
+  data_dir = dir;
+  chunk_store_dir_set_ = chunk_index_path_set_ = block_index_path_set_ = log_path_set_ = false;
+  return Finish();
+}
+
 Status Options::FinishStorageBackend() {
   if (storage_backend == "local") {
     if (chunk_store.backend == "rados") {

@@ -74,6 +74,11 @@ struct Options {
   // cross-key constraints. FromConfig calls it; call it after changing fields
   // by hand.
   Status Finish();
+  // Moves the options to |data_dir| with every module path derived from it
+  // again (explicitly configured paths too) and Finish()es: a rados store
+  // opened by a gateway on a new local directory, or options whose storage
+  // backend changed the default paths (a rados block index is LevelDB).
+  Status DerivePathsFrom(const std::string& data_dir);
   // The engine's keys and their parsers (for loaders of the whole file).
   static const ConfigKeyTable<Options>& KeyTable();
   // Every key FromConfig understands.
