@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <unordered_set>
 
 #include "index/rados_chunk_table.h"
 
@@ -353,30 +354,59 @@ bool ApplyUsageTo(ChunkIndexEntry* e, int64_t delta, uint64_t event_id) {
 
 }  // namespace
 
+void ChunkIndex::ApplyUsageLocked(const Fingerprint& fp, AuxEntry* e, const UsageChange& change,
+                                  UsageOutcome* outcome) {
+  const bool changed = ApplyUsageTo(&e->entry, change.delta, change.event_id);
+  outcome->applied = changed;
+  outcome->usage = e->entry.usage_count;
+  if (!changed) return;
+  if (!e->entry.committed && change.committed_copy != kNoContainer && is_committed_(change.committed_copy)) {
+    e->entry.container = change.committed_copy;
+    e->entry.committed = true;
+    e->table_delete = false;  // writing the entry replaces the table's older one
+    aux_uncommitted_--;
+  }
+  e->version = ++next_version_;
+  EnqueueLocked(fp, e);
+  if (WorkAvailableLocked()) work_cv_.notify_one();
+}
+
+void ChunkIndex::ApplyUsageToLoadedLocked(const Fingerprint& fp, const ChunkIndexEntry& loaded,
+                                          const UsageChange& change, UsageOutcome* outcome) {
+  AuxEntry e;
+  e.entry = loaded;
+  e.entry.committed = true;  // only committed entries ever reach the table
+  e.in_table = true;
+  if (!ApplyUsageTo(&e.entry, change.delta, change.event_id)) {
+    // Already counted: nothing to write back.
+    outcome->applied = false;
+    outcome->usage = loaded.usage_count;
+    return;
+  }
+  outcome->applied = true;
+  outcome->usage = e.entry.usage_count;
+  e.version = ++next_version_;
+  auto [ins, inserted] = aux_.emplace(fp, e);
+  EnqueueLocked(fp, &ins->second);
+  if (WorkAvailableLocked()) work_cv_.notify_one();
+}
+
 Status ChunkIndex::AddUsage(const Fingerprint& fp, int64_t delta, uint64_t event_id, uint32_t* usage,
                             bool* applied, ContainerId committed_copy) {
-  auto update = [&](AuxEntry* e) {
-    bool changed = ApplyUsageTo(&e->entry, delta, event_id);
-    if (applied != nullptr) *applied = changed;
-    if (usage != nullptr) *usage = e->entry.usage_count;
-    if (!changed) return;
-    if (!e->entry.committed && committed_copy != kNoContainer && is_committed_(committed_copy)) {
-      e->entry.container = committed_copy;
-      e->entry.committed = true;
-      e->table_delete = false;  // writing the entry replaces the table's older one
-      aux_uncommitted_--;
-    }
-    e->version = ++next_version_;
-    EnqueueLocked(fp, e);
-    if (WorkAvailableLocked()) work_cv_.notify_one();
+  const UsageChange change{fp, delta, event_id, committed_copy};
+  UsageOutcome outcome;
+  auto report = [&] {
+    if (applied != nullptr) *applied = outcome.applied;
+    if (usage != nullptr) *usage = outcome.usage;
+    return Status::OK();
   };
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = aux_.find(fp);
     if (it != aux_.end()) {
       if (it->second.erased) return Status::NotFound("chunk " + fp.ToHex() + " was erased");
-      update(&it->second);
-      return Status::OK();
+      ApplyUsageLocked(fp, &it->second, change, &outcome);
+      return report();
     }
   }
   // Load from the table. Holding write_back_mu_ keeps a write-back from
@@ -389,26 +419,74 @@ Status ChunkIndex::AddUsage(const Fingerprint& fp, int64_t delta, uint64_t event
   if (it != aux_.end()) {
     // Someone put it into the auxiliary index meanwhile; that version is newer.
     if (it->second.erased) return Status::NotFound("chunk " + fp.ToHex() + " was erased");
-    update(&it->second);
-    return Status::OK();
+    ApplyUsageLocked(fp, &it->second, change, &outcome);
+    return report();
   }
   DEDUPV1_RETURN_IF_ERROR(s);
-  AuxEntry e;
-  e.entry = loaded;
-  e.entry.committed = true;  // only committed entries ever reach the table
-  e.in_table = true;
-  if (!ApplyUsageTo(&e.entry, delta, event_id)) {
-    // Already counted: nothing to write back.
-    if (applied != nullptr) *applied = false;
-    if (usage != nullptr) *usage = loaded.usage_count;
+  ApplyUsageToLoadedLocked(fp, loaded, change, &outcome);
+  return report();
+}
+
+Status ChunkIndex::AddUsageMany(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes) {
+  outcomes->assign(changes.size(), UsageOutcome());
+  if (!table_->batched()) {
+    // One Get per load costs what a GetMany would: the plain loop keeps the
+    // local table's write-back waiting no longer than one read at a time.
+    for (size_t i = 0; i < changes.size(); i++) {
+      const UsageChange& c = changes[i];
+      UsageOutcome& o = (*outcomes)[i];
+      o.status = AddUsage(c.fp, c.delta, c.event_id, &o.usage, &o.applied, c.committed_copy);
+      if (!o.status.ok() && !o.status.IsNotFound()) return o.status;
+    }
     return Status::OK();
   }
-  if (applied != nullptr) *applied = true;
-  if (usage != nullptr) *usage = e.entry.usage_count;
-  e.version = ++next_version_;
-  auto [ins, inserted] = aux_.emplace(fp, e);
-  EnqueueLocked(fp, &ins->second);
-  if (WorkAvailableLocked()) work_cv_.notify_one();
+  // Held from before the auxiliary index is read until the loaded entries
+  // are in it: no write-back round drops an entry the batch found in memory,
+  // nor changes an entry in the table between its load and its insert.
+  std::lock_guard<std::mutex> wb(write_back_mu_);
+  std::vector<Fingerprint> to_load;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    std::unordered_set<Fingerprint, FingerprintHasher> seen;
+    for (const UsageChange& c : changes) {
+      if (aux_.count(c.fp) == 0 && seen.insert(c.fp).second) to_load.push_back(c.fp);
+    }
+  }
+  std::unordered_map<Fingerprint, ChunkIndexEntry, FingerprintHasher> loaded;
+  if (!to_load.empty()) {
+    std::vector<ChunkIndexEntry> got;
+    std::vector<bool> found;
+    DEDUPV1_RETURN_IF_ERROR(table_->GetMany(to_load, &got, &found));
+    for (size_t i = 0; i < to_load.size(); i++) {
+      if (found[i]) loaded.emplace(to_load[i], got[i]);
+    }
+  }
+  // One hold of mu_ for the whole batch: a fingerprint then either has an
+  // entry for all of its changes or for none (all NotFound), so a caller
+  // that retries the NotFound ones one by one keeps each entry's changes in
+  // order.
+  std::lock_guard<std::mutex> l(mu_);
+  for (size_t i = 0; i < changes.size(); i++) {
+    const UsageChange& c = changes[i];
+    UsageOutcome& o = (*outcomes)[i];
+    auto it = aux_.find(c.fp);
+    if (it != aux_.end()) {
+      if (it->second.erased) {
+        o.status = Status::NotFound("chunk " + c.fp.ToHex() + " was erased");
+      } else {
+        ApplyUsageLocked(c.fp, &it->second, c, &o);
+      }
+      continue;
+    }
+    auto got = loaded.find(c.fp);
+    if (got == loaded.end()) {
+      // Neither in memory nor in the table (for every change of the batch:
+      // mu_ is held throughout).
+      o.status = Status::NotFound("chunk " + c.fp.ToHex() + " not in the chunk index");
+      continue;
+    }
+    ApplyUsageToLoadedLocked(c.fp, got->second, c, &o);
+  }
   return Status::OK();
 }
 

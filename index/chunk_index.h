@@ -175,6 +175,31 @@ class ChunkIndex {
                   uint32_t* usage = nullptr, bool* applied = nullptr,
                   ContainerId committed_copy = kNoContainer);
 
+  // One change of AddUsageMany: AddUsage's arguments.
+  struct UsageChange {
+    Fingerprint fp;
+    int64_t delta = 0;
+    uint64_t event_id = 0;
+    ContainerId committed_copy = kNoContainer;
+  };
+  // What AddUsage reported for one change.
+  struct UsageOutcome {
+    Status status;
+    uint32_t usage = 0;
+    bool applied = false;
+  };
+  // AddUsage for each change, in order, with the entries the auxiliary index
+  // does not hold loaded from the table in one GetMany (a batching table:
+  // one round trip per shard instead of one per entry; otherwise a plain loop
+  // of AddUsage). Write-back waits meanwhile. (*outcomes)[i] is what AddUsage
+  // would have reported for changes[i]; NotFound outcomes are not errors of
+  // the call. A fingerprint either has all of its changes in the batch
+  // applied or all NotFound, so a caller that re-creates a missing entry can
+  // retry the NotFound ones with AddUsage in order. An error of the table
+  // fails the call; changes made before it stay made (event-tagged ones
+  // count once when retried).
+  Status AddUsageMany(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes);
+
   // Removes the entry of |fp| (garbage collection). In memory an erased entry
   // is a tombstone in the auxiliary index (Lookup reports NotFound at once);
   // write-back deletes it from the table. NotFound if there is no entry. A
@@ -232,6 +257,11 @@ class ChunkIndex {
   ChunkIndex(const ChunkIndexOptions& options, std::unique_ptr<ChunkTable> table,
              std::function<bool(ContainerId)> is_committed);
 
+  // AddUsage's change to an entry of the auxiliary index, and to one loaded
+  // from the table (inserted into the auxiliary index if the change applies).
+  void ApplyUsageLocked(const Fingerprint& fp, AuxEntry* e, const UsageChange& change, UsageOutcome* outcome);
+  void ApplyUsageToLoadedLocked(const Fingerprint& fp, const ChunkIndexEntry& loaded, const UsageChange& change,
+                                UsageOutcome* outcome);
   void WriteBackThread();
   // Writes the current versions of the committed entries among |fps| to the
   // table (deletes, for tombstones and table_delete entries) and drops them

@@ -404,6 +404,61 @@ TEST_F(RadosChunkIndexTest, PrefetchStopsWhenLookupsRarelyNeedTheTable) {
   EXPECT_GT(cluster_->stats().TotalOps(), after_lookups);
 }
 
+TEST_F(RadosChunkIndexTest, AddUsageManyLoadsTheEntriesInOneReadPerShard) {
+  const auto fps = Fps(80000, 1000);
+  {
+    auto idx = MustOpenIndex();
+    ASSERT_TRUE(idx);
+    for (const auto& fp : fps) ASSERT_TRUE(idx->PutNew(fp, 30).ok());
+    Commit(30);
+    idx->OnContainerCommitted(30, fps);
+    ASSERT_TRUE(idx->Flush().ok());
+    ASSERT_EQ(idx->stats().aux_entries, 0u);  // every entry only in the table
+    ASSERT_TRUE(idx->Erase(fps[999]).ok());   // a tombstone in memory
+
+    std::vector<ChunkIndex::UsageChange> changes;
+    for (const auto& fp : fps) changes.push_back({fp, 2, 5, kNoContainer});
+    for (size_t i = 0; i < 10; i++) changes.push_back({fps[i], -1, 6, kNoContainer});
+    changes.push_back({Fp(99999), 1, 6, 30});  // no entry
+    std::vector<ChunkIndex::UsageOutcome> out;
+    const uint64_t before = cluster_->stats().TotalOps();
+    ASSERT_TRUE(idx->AddUsageMany(changes, &out).ok());
+    EXPECT_LE(cluster_->stats().TotalOps() - before, 16u) << "one omap read per shard at most";
+    ASSERT_EQ(out.size(), changes.size());
+    for (size_t i = 0; i < 999; i++) {
+      ASSERT_TRUE(out[i].status.ok()) << i << ": " << out[i].status.ToString();
+      EXPECT_TRUE(out[i].applied);
+      EXPECT_EQ(out[i].usage, 2u);
+    }
+    EXPECT_TRUE(out[999].status.IsNotFound()) << "an erased entry is not counted";
+    for (size_t i = 1000; i < 1010; i++) {
+      ASSERT_TRUE(out[i].status.ok());
+      EXPECT_EQ(out[i].usage, 1u);
+    }
+    EXPECT_TRUE(out.back().status.IsNotFound());
+
+    // The same events again (a replay after a crash): counted once.
+    ASSERT_TRUE(idx->Flush().ok());
+    ASSERT_TRUE(idx->AddUsageMany(changes, &out).ok());
+    for (size_t i = 0; i < 1010; i++) {
+      if (i == 999) continue;
+      ASSERT_TRUE(out[i].status.ok()) << i;
+      EXPECT_FALSE(out[i].applied) << i;
+    }
+    ASSERT_TRUE(idx->Close().ok());
+  }
+  auto idx = MustOpenIndex();
+  ASSERT_TRUE(idx);
+  ChunkIndexEntry e;
+  ASSERT_TRUE(idx->Lookup(fps[0], &e).ok());
+  EXPECT_EQ(e.usage_count, 1u);
+  EXPECT_EQ(e.last_event_id, 6u);
+  ASSERT_TRUE(idx->Lookup(fps[500], &e).ok());
+  EXPECT_EQ(e.usage_count, 2u);
+  EXPECT_EQ(e.last_event_id, 5u);
+  EXPECT_TRUE(idx->Lookup(fps[999], &e).IsNotFound());
+}
+
 // Figures, not a timed test: run with --gtest_also_run_disabled_tests.
 TEST_F(RadosChunkTableTest, DISABLED_MeasureKeysPerSecond) {
   const size_t n = 100000;

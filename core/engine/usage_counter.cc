@@ -52,23 +52,49 @@ Status UsageCounter::CountUpTo(uint64_t up_to) {
     applied_id_ = std::max(applied_id_, std::min(up_to, log_->last_id()));
     return Status::OK();
   }
+  // Events are counted in batches of changes (one AddUsageMany each, so the
+  // entries a remote table holds load in one round trip per shard). A
+  // batch's events count as applied once the batch is; collecting an event
+  // also changes dropped_, which a failed batch puts back as it was, so the
+  // retry collects the same changes again.
+  Batch batch;
+  std::unordered_map<BlockId, std::string, BlockIdHasher> dropped_before;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    dropped_before = dropped_;
+  }
+  auto apply = [&]() -> Status {
+    DEDUPV1_RETURN_IF_ERROR(ApplyBatch(batch));
+    std::lock_guard<std::mutex> l(mu_);
+    applied_id_ = std::max(applied_id_, batch.last_id);
+    stats_.events_counted += batch.events_counted;
+    stats_.events_dropped += batch.events_dropped;
+    dropped_before = dropped_;
+    batch = Batch();
+    return Status::OK();
+  };
   Status s = log_->Replay(from, [&](const LogEvent& e) -> Status {
     if (e.id > up_to) return Status::OK();
     if (e.type == LogEventType::kBlockMappingWritten || e.type == LogEventType::kBlockMappingDeleted) {
-      DEDUPV1_RETURN_IF_ERROR(CountEvent(e));
+      DEDUPV1_RETURN_IF_ERROR(CollectEvent(e, &batch));
     }
-    std::lock_guard<std::mutex> l(mu_);
-    applied_id_ = e.id;
+    batch.last_id = e.id;
+    if (batch.changes.size() >= kBatchChanges) return apply();
     return Status::OK();
   });
-  if (!s.ok()) return s.WithContext("count block-mapping events into usage counts");
+  if (s.ok()) s = apply();
+  if (!s.ok()) {
+    std::lock_guard<std::mutex> l(mu_);
+    dropped_ = std::move(dropped_before);
+    return s.WithContext("count block-mapping events into usage counts");
+  }
   std::lock_guard<std::mutex> l(mu_);
   applied_id_ = std::max(applied_id_, up_to);
   stats_.applied_id = applied_id_;
   return Status::OK();
 }
 
-Status UsageCounter::CountEvent(const LogEvent& e) {
+Status UsageCounter::CollectEvent(const LogEvent& e, Batch* batch) {
   BlockMappingWrittenData data;  // a deletion: no new mapping
   if (e.type == LogEventType::kBlockMappingDeleted) {
     BlockMappingDeletedData deleted;
@@ -85,7 +111,7 @@ Status UsageCounter::CountEvent(const LogEvent& e) {
     // Recover drops this mapping: the block keeps what it had.
     std::lock_guard<std::mutex> l(mu_);
     dropped_.emplace(block, data.old_mapping);  // an earlier drop's mapping stays
-    stats_.events_dropped++;
+    batch->events_dropped++;
     return Status::OK();
   }
   std::map<Fingerprint, ContainerId> now;
@@ -113,39 +139,64 @@ Status UsageCounter::CountEvent(const LogEvent& e) {
   }
   for (const auto& [fp, d] : deltas) {
     if (d.first == 0) continue;
-    uint32_t usage = 0;
-    bool applied = false;
     // An increment names the copy of the chunk the mapping uses (committed,
     // see above): an entry waiting for a newer copy's container moves to it.
     const ContainerId copy = d.first > 0 ? d.second : kNoContainer;
-    Status s = index_->AddUsage(fp, d.first, e.id, &usage, &applied, copy);
-    if (s.IsNotFound() && d.first > 0) {
-      // The chunk's entry was erased by GC, yet a mapping references it again
-      // (e.g. the container-cache filter found it in its container after a
-      // restart, before the next GC round marked it dead). Re-create the
-      // entry so the chunk is live again and not dropped from its container.
-      if (!store_->IsCommitted(d.second)) continue;
-      DEDUPV1_RETURN_IF_ERROR(index_->PutNew(fp, d.second));
-      // Live again: a dead mark for it must not make a merge drop it.
-      store_->UnmarkIfDead(d.second, fp);
-      // A writer may have stored the chunk again meanwhile (PutNew keeps its
-      // entry): the copy moves that entry to d.second if it is uncommitted.
-      s = index_->AddUsage(fp, d.first, e.id, &usage, &applied, copy);
-      std::lock_guard<std::mutex> l(mu_);
-      stats_.entries_restored++;
-    }
-    if (s.IsNotFound()) {
-      std::lock_guard<std::mutex> l(mu_);
-      stats_.missing_entries++;
-      continue;
-    }
-    DEDUPV1_RETURN_IF_ERROR(s);
-    std::lock_guard<std::mutex> l(mu_);
-    if (!applied) stats_.changes_skipped++;
-    if (usage == 0) candidates_.insert(fp);
+    batch->changes.push_back(ChunkIndex::UsageChange{fp, d.first, e.id, copy});
   }
-  std::lock_guard<std::mutex> l(mu_);
-  stats_.events_counted++;
+  batch->events_counted++;
+  return Status::OK();
+}
+
+Status UsageCounter::ApplyBatch(const Batch& batch) {
+  if (batch.changes.empty()) return Status::OK();
+  std::vector<ChunkIndex::UsageOutcome> outcomes;
+  DEDUPV1_RETURN_IF_ERROR(index_->AddUsageMany(batch.changes, &outcomes));
+  for (size_t i = 0; i < batch.changes.size(); i++) {
+    ChunkIndex::UsageOutcome& o = outcomes[i];
+    if (o.status.IsNotFound()) {
+      // No entry during the batch (for all of this fingerprint's changes in
+      // it, so these retries keep their order).
+      bool counted = false;
+      DEDUPV1_RETURN_IF_ERROR(ApplyAlone(batch.changes[i], &o, &counted));
+      if (!counted) continue;
+    } else {
+      DEDUPV1_RETURN_IF_ERROR(o.status);
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    if (!o.applied) stats_.changes_skipped++;
+    if (o.usage == 0) candidates_.insert(batch.changes[i].fp);
+  }
+  return Status::OK();
+}
+
+Status UsageCounter::ApplyAlone(const ChunkIndex::UsageChange& c, ChunkIndex::UsageOutcome* o, bool* counted) {
+  *counted = false;
+  Status s = index_->AddUsage(c.fp, c.delta, c.event_id, &o->usage, &o->applied, c.committed_copy);
+  if (s.IsNotFound() && c.delta > 0) {
+    // The chunk's entry was erased by GC, yet a mapping references it again
+    // (e.g. the container-cache filter found it in its container after a
+    // restart, before the next GC round marked it dead). Re-create the
+    // entry so the chunk is live again and not dropped from its container.
+    // An increment's committed_copy is the container its mapping names.
+    if (!store_->IsCommitted(c.committed_copy)) return Status::OK();
+    DEDUPV1_RETURN_IF_ERROR(index_->PutNew(c.fp, c.committed_copy));
+    // Live again: a dead mark for it must not make a merge drop it.
+    store_->UnmarkIfDead(c.committed_copy, c.fp);
+    // A writer may have stored the chunk again meanwhile (PutNew keeps its
+    // entry): the copy moves that entry to committed_copy if it is
+    // uncommitted.
+    s = index_->AddUsage(c.fp, c.delta, c.event_id, &o->usage, &o->applied, c.committed_copy);
+    std::lock_guard<std::mutex> l(mu_);
+    stats_.entries_restored++;
+  }
+  if (s.IsNotFound()) {
+    std::lock_guard<std::mutex> l(mu_);
+    stats_.missing_entries++;
+    return Status::OK();
+  }
+  DEDUPV1_RETURN_IF_ERROR(s);
+  *counted = true;
   return Status::OK();
 }
 

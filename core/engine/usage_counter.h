@@ -81,7 +81,26 @@ class UsageCounter {
   UsageCounterStats stats() const;
 
  private:
-  Status CountEvent(const LogEvent& e);
+  // Changes collected from consecutive events, counted together.
+  struct Batch {
+    std::vector<ChunkIndex::UsageChange> changes;
+    uint64_t last_id = 0;  // the last event collected
+    uint64_t events_counted = 0;
+    uint64_t events_dropped = 0;
+  };
+  // Changes per AddUsageMany: loading up to this many entries from a
+  // sharded table costs one round trip per shard (64 by default), well
+  // under one per 100 changes.
+  static constexpr size_t kBatchChanges = 1 << 15;
+
+  // Adds the usage changes of mapping event |e| to |batch| (none if Recover
+  // would drop it; dropped_ is updated either way).
+  Status CollectEvent(const LogEvent& e, Batch* batch);
+  Status ApplyBatch(const Batch& batch);
+  // One change whose entry the batch did not find: AddUsage alone, and the
+  // entry re-created for an increment if GC had erased it. |counted| is
+  // false if the change found no entry (counted in the stats here).
+  Status ApplyAlone(const ChunkIndex::UsageChange& c, ChunkIndex::UsageOutcome* o, bool* counted);
 
   OperationsLog* const log_;
   ChunkIndex* const index_;
