@@ -272,12 +272,9 @@ ClusterCost GatewaySim::Cluster(int osds, uint32_t shards) const {
     const double touched = ShardsTouched(step.batch_chunks, shards);
     const double ops = share * step.per_chunk * touched / step.batch_chunks;
     const double keys_per_op = step.batch_chunks * step.keys_per_chunk / touched;
-    const double seconds = ops * OmapOpSeconds(keys_per_op) * chunks;
-    if (step.write) {
-      c.index_write_s += seconds * in_.replicas;
-    } else {
-      c.index_read_s += seconds;
-    }
+    const double seconds = ops * OmapOpSeconds(keys_per_op) * chunks * (step.write ? in_.replicas : 1);
+    (step.write ? c.index_write_s : c.index_read_s) += seconds;
+    c.steps.push_back({step.name, ops, keys_per_op, seconds / chunks});
     c.index_ops_per_chunk += ops;
     c.index_keys_per_chunk += share * step.per_chunk * step.keys_per_chunk;
   }
@@ -414,6 +411,9 @@ What it leaves out:
     chunks, one read per entry): assumed batched, as design-15 2.5 plans.
   - Networks other than the gateway's link: OSD public and cluster networks,
     switches, placement of data PGs (data is assumed spread evenly).
+  - The index pool's PG count: shards are placed on OSDs as if each had a PG
+    of its own; an index pool with fewer PGs than shards (or than OSDs /
+    replicas) concentrates them further.
   - OSD hardware: per-OSD capacity is this machine's 3-OSD cluster divided by
     3, where 3 OSDs shared 2 cores and one virtual disk and the omap rates came
     from a python client on the same cores. Real OSDs have their own disks and

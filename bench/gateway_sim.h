@@ -100,9 +100,18 @@ struct IndexStep {
   double per_chunk = 1;         // times a (new) chunk takes the step
 };
 
+// One index step's share of the cluster's cost, per ingested chunk.
+struct StepCost {
+  std::string name;
+  double ops = 0;          // RADOS operations per ingested chunk
+  double keys_per_op = 0;
+  double osd_s = 0;        // OSD seconds per ingested chunk, replicas included
+};
+
 // What one OSD-limited cluster costs per ingested MB (OSD seconds, summed over OSDs).
 struct ClusterCost {
   uint32_t shards = 0;
+  std::vector<StepCost> steps;
   double data_bw_s = 0;       // container bytes
   double data_ops_s = 0;      // small writes
   double index_read_s = 0;    // chunk-index reads (primaries)

@@ -2,7 +2,7 @@
 // real fingerprints (docs/benchmarks.md section 12).
 //
 //   dedupv1_gateway_sim [project] [--inputs FILE] [--set KEY=VALUE]... [--gateways LIST]
-//                       [--osds LIST] [--csv] [--explain] [--list-inputs]
+//                       [--osds LIST] [--csv] [--costs] [--explain] [--list-inputs]
 //   dedupv1_gateway_sim shard-balance [--shards LIST] [--max-bytes SIZE] [--random-keys N] FILE|DIR...
 #include <cstdio>
 #include <cstdlib>
@@ -24,11 +24,11 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: dedupv1_gateway_sim [project] [--inputs FILE] [--set KEY=VALUE]... [--gateways 1,2,3,...]\n"
-    "                           [--osds 3,30,300] [--csv] [--explain] [--list-inputs]\n"
+    "                           [--osds 3,30,300] [--csv] [--costs] [--explain] [--list-inputs]\n"
     "       dedupv1_gateway_sim shard-balance [--shards 64,256,1024,4096] [--max-bytes 512M]\n"
     "                           [--random-keys N] FILE|DIR...\n"
     "project: throughput, dedup ratio and index traffic of G gateways on N OSDs (a model; --explain says\n"
-    "what it covers). Inputs default to costs measured on this machine (--list-inputs: values, sources).\n"
+    "what it covers; --costs: where an ingested chunk's OSD time goes). Inputs default to costs measured on this machine (--list-inputs: values, sources).\n"
     "shard-balance: chunks files (Rabin, SHA-1, as the engine does) and prints max/mean distinct\n"
     "fingerprints per chunk-index shard, next to what uniformly random keys of the same count give.\n";
 
@@ -107,11 +107,34 @@ void PrintTable(const GatewaySim& sim, const std::vector<Projection>& rows) {
   }
 }
 
+// Where one ingested chunk's OSD time goes on |osds| OSDs.
+void PrintCosts(const GatewaySim& sim, int osds) {
+  const GatewaySimInputs& in = sim.inputs();
+  const ClusterCost c = sim.Cluster(osds, sim.ShardsFor(osds));
+  const double chunks_per_mb = 1e6 / in.chunk_bytes;
+  std::printf("%d OSDs, %u shards, %.1f%% duplicates: OSD time per ingested chunk (all OSDs, replicas included)\n",
+              osds, c.shards, in.dup * 100);
+  std::printf("%-22s %12s %12s %14s\n", "part", "ops/100 ch", "keys/op", "OSD us/chunk");
+  std::printf("%-22s %12.3f %12s %14.1f\n", "containers", 100 * (1 - in.dup) * in.chunk_bytes / in.container_bytes,
+              "", 1e6 * c.data_bw_s / chunks_per_mb);
+  std::printf("%-22s %12.3f %12s %14.1f\n", "log, checkpoint", in.other_ops_per_100_chunks, "",
+              1e6 * c.data_ops_s / chunks_per_mb);
+  for (const StepCost& s : c.steps) {
+    std::printf("%-22s %12.3f %12.1f %14.1f\n", ("index " + s.name).c_str(), 100 * s.ops, s.keys_per_op,
+                1e6 * s.osd_s);
+  }
+  std::printf("%-22s %12s %12s %14.1f  (busiest OSD's index load / mean: %.2f)\n", "index hot spot extra", "", "",
+              1e6 * (c.hot - 1) * c.index_s() / chunks_per_mb, c.hot);
+  std::printf("cluster: %.0f MB/s (%s); plain 4 MiB writes: %.0f MB/s; omap op = %.1f us + %.2f us/key per replica\n",
+              c.CapacityMBps(osds), c.Limit(), sim.PlainRadosMBps(1 << 20, osds), 1e6 * sim.OmapOpSeconds(0),
+              1e6 * (sim.OmapOpSeconds(1) - sim.OmapOpSeconds(0)));
+}
+
 int Project(int argc, char** argv, int first) {
   GatewaySimInputs in;
   std::vector<int> gateways = {1, 2, 3, 5, 10, 20, 30, 50, 100};
   std::vector<int> osds = {3, 30, 300};
-  bool csv = false, explain = false, list = false;
+  bool csv = false, explain = false, list = false, costs = false;
   for (int i = first; i < argc; i++) {
     const std::string a = argv[i];
     auto value = [&](std::string* v) {
@@ -126,6 +149,8 @@ int Project(int argc, char** argv, int first) {
       explain = true;
     } else if (a == "--list-inputs") {
       list = true;
+    } else if (a == "--costs") {
+      costs = true;
     } else if (a == "--inputs") {
       if (!value(&v)) return Usage("--inputs needs a file");
       std::ifstream f(v);
@@ -157,6 +182,10 @@ int Project(int argc, char** argv, int first) {
     return 0;
   }
   GatewaySim sim(in);
+  if (costs) {
+    for (int n : osds) PrintCosts(sim, n);
+    return 0;
+  }
   std::vector<Projection> rows;
   for (int n : osds) {
     std::vector<Projection> part = sim.ProjectGateways(gateways, n);
