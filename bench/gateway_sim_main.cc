@@ -28,7 +28,8 @@ constexpr char kUsage[] =
     "       dedupv1_gateway_sim shard-balance [--shards 64,256,1024,4096] [--max-bytes 512M]\n"
     "                           [--random-keys N] FILE|DIR...\n"
     "project: throughput, dedup ratio and index traffic of G gateways on N OSDs (a model; --explain says\n"
-    "what it covers; --costs: where an ingested chunk's OSD time goes). Inputs default to costs measured on this machine (--list-inputs: values, sources).\n"
+    "what it covers; --costs: where an ingested chunk's OSD time goes). Inputs default to costs\n"
+    "measured on this machine (--list-inputs: values, sources).\n"
     "shard-balance: chunks files (Rabin, SHA-1, as the engine does) and prints max/mean distinct\n"
     "fingerprints per chunk-index shard, next to what uniformly random keys of the same count give.\n";
 
