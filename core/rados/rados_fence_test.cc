@@ -285,14 +285,20 @@ TEST_F(GatewayFence, OwnAddressIsRefused) {
   EXPECT_EQ(0, RawWrite(victim_.get(), "obj", "still"));
 }
 
-// Policy off (today's behaviour): a renewal refused after a forced takeover
-// does not fence the connection; CheckLease fails only once the lease ran out
-// and says renewal goes on.
+// Policy off (today's behaviour): a renewal refused because another
+// gateway took the lock does not fence the connection; CheckLease fails once
+// the lease ran out and says renewal goes on; once the lock is free again,
+// renewal re-takes it and writes are allowed again.
 TEST_F(GatewayFence, PolicyOffKeepsTodaysLeaseBehaviour) {
   ASSERT_NO_FATAL_FAILURE(Open(/*lease_s=*/3, /*policy=*/false));
   Env* env = NewEnv(victim_);
   ASSERT_TRUE(Lock(env).ok());
-  ASSERT_TRUE(FenceLockHolder(fencer_.get(), "LOCK", RadosLock::kLockName, kBlocklistS, {}).ok());
+  std::vector<RadosLockHolder> holders;
+  ASSERT_TRUE(ListLockHolders(fencer_.get(), "LOCK", RadosLock::kLockName, &holders).ok());
+  ASSERT_EQ(1u, holders.size());
+  ASSERT_TRUE(BreakLock(fencer_.get(), "LOCK", RadosLock::kLockName, holders[0]).ok());
+  std::unique_ptr<FileLock> taken;
+  ASSERT_TRUE(RadosLock::Acquire(fencer_, "LOCK", kRoot + "/LOCK", &taken).ok());
   Status s;
   ASSERT_TRUE(WaitFor(std::chrono::seconds(10), [&] {
     s = victim_->CheckLease();
@@ -300,6 +306,12 @@ TEST_F(GatewayFence, PolicyOffKeepsTodaysLeaseBehaviour) {
   }));
   EXPECT_NE(s.ToString().find("renewal goes on"), std::string::npos) << s.ToString();
   EXPECT_FALSE(victim_->fenced());
+  taken.reset();
+  ASSERT_TRUE(WaitFor(std::chrono::seconds(10), [&] { return victim_->CheckLease().ok(); }));
+  ASSERT_TRUE(ListLockHolders(fencer_.get(), "LOCK", RadosLock::kLockName, &holders).ok());
+  ASSERT_EQ(1u, holders.size());
+  EXPECT_EQ(Bare(victim_->client_address()), Bare(holders[0].address));
+  EXPECT_TRUE(WriteFile(env, "log", "again").ok());
 }
 
 // A user with mon 'allow r' only: the message names the user and the cap.
