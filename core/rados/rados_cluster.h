@@ -7,7 +7,8 @@
 //  - a failed call becomes a Status naming the pool, the object and what
 //    failed (ToStatus): ENOENT -> NotFound, ENOSPC/EDQUOT -> NoSpace (a full
 //    pool or a quota), EPERM/EACCES -> IOError naming the cephx user's caps,
-//    ETIMEDOUT -> IOError "cluster did not answer within N s";
+//    ETIMEDOUT -> IOError "cluster did not answer within N s", ESHUTDOWN
+//    -> IOError "this client is blocklisted" (another gateway fenced it);
 //  - no call blocks forever: rados_osd_op_timeout, rados_mon_op_timeout and
 //    client_mount_timeout are set to RadosOptions::op_timeout_s before the
 //    connect, so a stopped cluster turns into I/O errors.
@@ -23,7 +24,8 @@
 // lock is lost for good (core/rados/rados_lock.h) the connection is fenced,
 // stickily: CheckLease, which every writer calls before a write, fails from
 // then on, so the process can never write into the store again, even if
-// the cluster would let it. Reads still work.
+// the cluster would let it. Reads still work (unless the cluster has
+// blocklisted this client too: then every op fails ESHUTDOWN).
 #pragma once
 
 #include <atomic>

@@ -28,7 +28,8 @@ struct RadosOptions {
   uint32_t lock_duration_s = 20;             // lease of the store lock; renewed every third of it
   // Lost for good (gateway mode, design 2.2): a renewal refused (EBUSY: another holder; ESHUTDOWN: this client
   // was blocklisted) or any renewal failing past the lease fences this connection for good (no re-take; every
-  // write fails; core/rados/rados_lock.h). Off: a lost lock is re-taken once renewal succeeds again.
+  // write fails; core/rados/rados_lock.h). Off: a lost lock is re-taken once renewal succeeds again. Not in
+  // ConnectionKey: a shared connection keeps the value of whoever opened it first.
   bool fence_on_lease_loss = false;
 
   // Two RadosOptions with the same key share one connection and its pool
