@@ -58,6 +58,13 @@ Status RadosCluster::Shared(const RadosOptions& options, std::shared_ptr<RadosCl
   return Status::OK();
 }
 
+Status RadosCluster::Unshared(const RadosOptions& options, std::shared_ptr<RadosCluster>* out) {
+  std::shared_ptr<RadosCluster> cluster(new RadosCluster(options));
+  DEDUPV1_RETURN_IF_ERROR(cluster->Connect());
+  *out = cluster;
+  return Status::OK();
+}
+
 RadosCluster::~RadosCluster() {
   data_.close();
   index_.close();
@@ -168,21 +175,50 @@ void RadosCluster::LeaseReleased(const void* lock) {
   leases_.erase(lock);
 }
 
-Status RadosCluster::CheckLease() const {
+namespace {
+
+Status FencedStatus(const std::string& why) { return Status::IOError("gateway lost its store lock (fenced): " + why); }
+
+}  // namespace
+
+Status RadosCluster::CheckLease() {
   std::lock_guard<std::mutex> l(lease_mu_);
+  if (!fenced_why_.empty()) return FencedStatus(fenced_why_);
   const auto now = std::chrono::steady_clock::now();
   const auto lease = std::chrono::seconds(options_.lock_duration_s);
   for (const auto& [lock, began] : leases_) {
     if (now - began >= lease) {
       const auto ago = std::chrono::duration_cast<std::chrono::milliseconds>(now - began).count();
-      return Status::IOError("the store's lock in RADOS (" + Where(options_.index_pool, "") + ") was last renewed " +
-                             std::to_string(ago / 1000.0).substr(0, 5) + " s ago, longer than its lease of " +
-                             std::to_string(options_.lock_duration_s) +
-                             " s: writes are refused, since another gateway may hold the store now (renewal goes on; "
+      const std::string renewed = "the store's lock in RADOS (" + Where(options_.index_pool, "") +
+                                  ") was last renewed " + std::to_string(ago / 1000.0).substr(0, 5) +
+                                  " s ago, longer than its lease of " + std::to_string(options_.lock_duration_s) + " s";
+      if (options_.fence_on_lease_loss) {
+        // Another gateway may have taken over and recovered meanwhile: a
+        // later successful renewal must not make this process a writer again.
+        fenced_why_ = renewed;
+        return FencedStatus(fenced_why_);
+      }
+      return Status::IOError(renewed +
+                             ": writes are refused, since another gateway may hold the store now (renewal goes on; "
                              "if it keeps failing, restart the target)");
     }
   }
   return Status::OK();
+}
+
+void RadosCluster::SetFenced(const std::string& why) {
+  std::lock_guard<std::mutex> l(lease_mu_);
+  if (fenced_why_.empty()) fenced_why_ = why.empty() ? "unknown reason" : why;
+}
+
+bool RadosCluster::fenced() const {
+  std::lock_guard<std::mutex> l(lease_mu_);
+  return !fenced_why_.empty();
+}
+
+Status RadosCluster::CheckFenced() const {
+  std::lock_guard<std::mutex> l(lease_mu_);
+  return fenced_why_.empty() ? Status::OK() : FencedStatus(fenced_why_);
 }
 
 std::string RadosCluster::Where(const std::string& pool, const std::string& object) const {
@@ -203,6 +239,10 @@ Status RadosCluster::ToStatus(int r, const std::string& what, const std::string&
       return Status::IOError(msg + " (the cluster did not answer within " + std::to_string(options_.op_timeout_s) +
                              " s)");
     case EBUSY: return Status::Busy(msg);
+    case ESHUTDOWN:
+      // EBLOCKLISTED: another gateway fenced this client (core/rados/rados_fence.h).
+      return Status::IOError(msg + " (this client " + client_address() +
+                             " is blocklisted: another gateway fenced it and took over the store)");
     case EOPNOTSUPP:
       return Status::NotSupported(msg + " (pool '" + pool + "' does not support this operation: the index pool must " +
                                   "be replicated, since erasure-coded pools have no omap; docs/ceph.md)");

@@ -7,7 +7,8 @@
 //  - a failed call becomes a Status naming the pool, the object and what
 //    failed (ToStatus): ENOENT -> NotFound, ENOSPC/EDQUOT -> NoSpace (a full
 //    pool or a quota), EPERM/EACCES -> IOError naming the cephx user's caps,
-//    ETIMEDOUT -> IOError "cluster did not answer within N s";
+//    ETIMEDOUT -> IOError "cluster did not answer within N s", ESHUTDOWN
+//    -> IOError "this client is blocklisted" (another gateway fenced it);
 //  - no call blocks forever: rados_osd_op_timeout, rados_mon_op_timeout and
 //    client_mount_timeout are set to RadosOptions::op_timeout_s before the
 //    connect, so a stopped cluster turns into I/O errors.
@@ -15,7 +16,16 @@
 // Connections are shared: Shared() returns the live connection for the same
 // RadosOptions::ConnectionKey() (one per process and cluster), so the
 // engine, the chunk store backend and the tools of one process do not open
-// several. Thread-safe (librados is; the counters are atomics).
+// several; Unshared() opens one of its own (two independent clients of one
+// store in a process: fencing tests). Thread-safe (librados is; the counters
+// are atomics).
+//
+// Fenced (gateway mode, RadosOptions::fence_on_lease_loss): once the store
+// lock is lost for good (core/rados/rados_lock.h) the connection is fenced,
+// stickily: CheckLease, which every writer calls before a write, fails from
+// then on, so the process can never write into the store again, even if
+// the cluster would let it. Reads still work (unless the cluster has
+// blocklisted this client too: then every op fails ESHUTDOWN).
 #pragma once
 
 #include <atomic>
@@ -62,6 +72,8 @@ class RadosCluster {
   // an unreachable cluster, a missing pool ("create it with ..."), missing
   // caps.
   static Status Shared(const RadosOptions& options, std::shared_ptr<RadosCluster>* out);
+  // A connection of its own, never shared (errors as Shared).
+  static Status Unshared(const RadosOptions& options, std::shared_ptr<RadosCluster>* out);
 
   ~RadosCluster();
   RadosCluster(const RadosCluster&) = delete;
@@ -91,13 +103,28 @@ class RadosCluster {
 
   // The store's leases (core/rados/rados_lock.h): each held lock reports
   // when its last successful take or renewal began. CheckLease is OK while
-  // no lock is held or every held one was renewed less than a lease ago;
-  // else an IOError: the lease may have passed to another gateway, whose
-  // store this process must not write into (every writer of a rados store
-  // calls it before a write: RadosEnv's files, containers, the chunk table).
+  // the connection is not fenced and no lock is held or every held one was
+  // renewed less than a lease ago; else an IOError: the lease may have passed
+  // to another gateway, whose store this process must not write into (every
+  // writer of a rados store calls it before a write: RadosEnv's files,
+  // containers, the chunk table). With fence_on_lease_loss a lapsed lease
+  // fences the connection (SetFenced), so the refusal stays.
   void LeaseRenewed(const void* lock, std::chrono::steady_clock::time_point began);
   void LeaseReleased(const void* lock);
-  Status CheckLease() const;
+  Status CheckLease();
+
+  // Fences this connection for good (the first |why| is kept): "gateway lost
+  // its store lock (fenced): <why>" is CheckLease's answer from now on.
+  // CheckFenced is that answer alone (OK unless fenced), for writes that
+  // never checked the lease (RadosEnv's creates, renames, removes).
+  void SetFenced(const std::string& why);
+  bool fenced() const;
+  Status CheckFenced() const;
+
+  // This client's address as the cluster knows it ("127.0.0.1:0/2546039316"):
+  // what Fence (core/rados/rados_fence.h) blocklists. A gateway records it
+  // at open, since list_lockers forgets it once the lease ran out.
+  std::string client_address() const { return rados_.get_addrs(); }
 
   // "pool/namespace/object", for messages and tools.
   std::string Where(const std::string& pool, const std::string& object) const;
@@ -119,6 +146,7 @@ class RadosCluster {
   };
   mutable std::mutex lease_mu_;
   std::map<const void*, std::chrono::steady_clock::time_point> leases_;  // guarded by lease_mu_
+  std::string fenced_why_;                                               // guarded by lease_mu_; "" = not fenced
   std::mutex usage_mu_;
   std::map<std::string, PoolUsageCache> usage_;  // guarded by usage_mu_
   RadosOpCounters counters_[static_cast<int>(RadosOpKind::kCount)];

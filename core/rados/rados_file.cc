@@ -62,6 +62,9 @@ uint64_t RadosLastStripe(const RadosFileMeta& meta, uint64_t stripe_size) {
 
 Status RadosOperate(RadosCluster* cluster, const std::string& oid, librados::ObjectWriteOperation* op,
                     RadosOpKind kind, uint64_t bytes, const std::string& what, int* r) {
+  // Every synchronous write of RadosEnv (create, truncate, directory
+  // entries, remove, rename, link) passes here: none after a fence.
+  DEDUPV1_RETURN_IF_ERROR(cluster->CheckFenced());
   RadosOpTimer timer(cluster, kind);
   const int rr = cluster->index().operate(oid, op);
   // A caller that takes the raw result accepts ENOENT (removing what is gone).

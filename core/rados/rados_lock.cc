@@ -16,8 +16,6 @@ namespace dedupv1 {
 
 namespace {
 
-constexpr char kLockName[] = "dedupv1.store";
-
 std::string HostName() {
   char host[256] = {0};
   if (::gethostname(host, sizeof(host) - 1) != 0) return "unknown-host";
@@ -29,7 +27,7 @@ std::string HostName() {
 RadosLock::RadosLock(std::shared_ptr<RadosCluster> cluster, std::string oid, std::string path, std::string cookie)
     : cluster_(std::move(cluster)), oid_(std::move(oid)), path_(std::move(path)), cookie_(std::move(cookie)) {}
 
-int RadosLock::TryLock(bool renew) {
+int RadosLock::TryLock(bool renew, std::chrono::steady_clock::time_point* began_out) {
   struct timeval duration = {static_cast<time_t>(cluster_->options().lock_duration_s), 0};
   const std::string description = "dedupv1 on " + HostName() + " pid " + std::to_string(::getpid());
   // The lease runs from the moment the request was sent, at the latest.
@@ -39,6 +37,7 @@ int RadosLock::TryLock(bool renew) {
                                                  renew ? LIBRADOS_LOCK_FLAG_MAY_RENEW : 0);
   timer.Done(r, 0);
   if (r == 0) cluster_->LeaseRenewed(this, began);
+  if (began_out != nullptr) *began_out = began;
   return r;
 }
 
@@ -62,14 +61,17 @@ std::string RadosLock::Holder() {
 
 Status RadosLock::Acquire(std::shared_ptr<RadosCluster> cluster, const std::string& oid, const std::string& path,
                           std::unique_ptr<FileLock>* out) {
+  // A fenced connection never takes a lock again (CheckLease says why).
+  if (cluster->fenced()) return cluster->CheckLease();
   const std::string cookie = HostName() + "-" + std::to_string(::getpid()) + "-" + NewRadosFileId();
   std::unique_ptr<RadosLock> lock(new RadosLock(cluster, oid, path, cookie));
   const auto lease = std::chrono::seconds(cluster->options().lock_duration_s);
   // A holder killed without unlocking leaves a lease nobody renews: waiting
   // one lease (and a second for clock steps) outlasts it.
   const auto deadline = std::chrono::steady_clock::now() + lease + std::chrono::seconds(1);
+  std::chrono::steady_clock::time_point began;
   for (;;) {
-    const int r = lock->TryLock(false);
+    const int r = lock->TryLock(false, &began);
     if (r == 0) break;
     if (r != -EBUSY && r != -EEXIST) return cluster->ToStatus(r, "lock " + path, cluster->index_pool(), oid);
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -81,22 +83,52 @@ Status RadosLock::Acquire(std::shared_ptr<RadosCluster> cluster, const std::stri
         std::chrono::milliseconds(500), deadline - std::chrono::steady_clock::now()));
   }
   RadosLock* raw = lock.get();
-  lock->renewer_ = std::thread([raw] { raw->RenewLoop(); });
+  lock->renewer_ = std::thread([raw, began] { raw->RenewLoop(began); });
   *out = std::move(lock);
   return Status::OK();
 }
 
-void RadosLock::RenewLoop() {
+bool RadosLock::LostForGood(int r, std::chrono::steady_clock::time_point last_began) const {
+  if (!cluster_->options().fence_on_lease_loss) return false;
+  if (r == -EBUSY || r == -EEXIST || r == -ESHUTDOWN) return true;
+  return std::chrono::steady_clock::now() - last_began >= std::chrono::seconds(cluster_->options().lock_duration_s);
+}
+
+void RadosLock::RenewLoop(std::chrono::steady_clock::time_point last_began) {
   const auto period = std::chrono::milliseconds(cluster_->options().lock_duration_s * 1000 / 3);
   std::unique_lock<std::mutex> l(mu_);
   while (!cv_.wait_for(l, period, [this] { return stop_; })) {
     l.unlock();
-    const int r = TryLock(true);
-    if (r < 0) {
-      const std::string why = r == -EBUSY || r == -EEXIST ? "now held by " + Holder() : std::strerror(-r);
-      std::fprintf(stderr, "dedupv1: renewing the store lock %s (%s) failed: %s; the lock is lost until renewal "
-                           "succeeds, another gateway may open the store meanwhile\n",
-                   path_.c_str(), cluster_->Where(cluster_->index_pool(), oid_).c_str(), why.c_str());
+    // Fenced (by another lock of this connection, or CheckLease): no re-take.
+    if (cluster_->fenced()) return;
+    int r = 0;
+    std::string why;
+    if (!LostForGood(0, last_began)) {
+      std::chrono::steady_clock::time_point began;
+      r = TryLock(true, &began);
+      if (r == 0) last_began = began;
+      if (r == -EBUSY || r == -EEXIST) {
+        why = "now held by " + Holder();
+      } else if (r == -ESHUTDOWN) {
+        why = std::string(std::strerror(-r)) + " (this client " + cluster_->client_address() +
+              " is blocklisted: another gateway fenced it)";
+      } else if (r < 0) {
+        why = std::strerror(-r);
+      }
+    } else {
+      why = "not renewed within its lease of " + std::to_string(cluster_->options().lock_duration_s) + " s";
+    }
+    if (r < 0 || !why.empty()) {
+      const std::string what = "renewing the store lock " + path_ + " (" +
+                               cluster_->Where(cluster_->index_pool(), oid_) + ") failed: " + why;
+      if (LostForGood(r, last_began)) {
+        cluster_->SetFenced(what);
+        std::fprintf(stderr, "dedupv1: %s; the lock is lost for good: this gateway is fenced and writes nothing "
+                             "more (restart it to serve again)\n", what.c_str());
+        return;
+      }
+      std::fprintf(stderr, "dedupv1: %s; the lock is lost until renewal succeeds, another gateway may open the "
+                           "store meanwhile\n", what.c_str());
     }
     l.lock();
   }

@@ -26,6 +26,11 @@ struct RadosOptions {
   uint32_t op_timeout_s = 30;                // an operation (or the connect) failing after this is an I/O error
   uint64_t stripe_size = 4 << 20;            // files of the store are cut into objects of this size
   uint32_t lock_duration_s = 20;             // lease of the store lock; renewed every third of it
+  // Lost for good (gateway mode, design 2.2): a renewal refused (EBUSY: another holder; ESHUTDOWN: this client
+  // was blocklisted) or any renewal failing past the lease fences this connection for good (no re-take; every
+  // write fails; core/rados/rados_lock.h). Off: a lost lock is re-taken once renewal succeeds again. Not in
+  // ConnectionKey: a shared connection keeps the value of whoever opened it first.
+  bool fence_on_lease_loss = false;
 
   // Two RadosOptions with the same key share one connection and its pool
   // contexts (core/rados/rados_cluster.h).

@@ -1,0 +1,139 @@
+#include "core/rados/rados_fence.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <list>
+#include <memory>
+
+namespace dedupv1 {
+
+namespace {
+
+// "127.0.0.1:0/123" for "v1:127.0.0.1:0/123", "v2:...", "any:...": the same
+// client, however list_lockers or get_addrs spell it.
+std::string BareAddress(const std::string& addr) {
+  for (const char* type : {"v1:", "v2:", "any:"}) {
+    if (addr.rfind(type, 0) == 0) return addr.substr(std::strlen(type));
+  }
+  return addr;
+}
+
+Status BlocklistStatus(RadosCluster* cluster, int r, const std::string& addr) {
+  const std::string what = "blocklisting client " + addr + " (to fence it) in the cluster of " +
+                           cluster->Where(cluster->index_pool(), "");
+  if (r == -EACCES || r == -EPERM) {
+    return Status::IOError(what + ": " + std::strerror(-r) + " (user " + cluster->options().client_name +
+                           " lacks the mon cap to fence another gateway: it needs mon 'allow r, allow command " +
+                           "\"osd blocklist\"' (or mon 'profile rbd'); docs/ceph.md)");
+  }
+  if (r == -EINVAL) return Status::InvalidArgument(what + ": not a client address: " + std::strerror(-r));
+  if (r == -ETIMEDOUT) {
+    return Status::IOError(what + ": " + std::strerror(-r) + " (no monitor answered within " +
+                           std::to_string(cluster->options().op_timeout_s) + " s)");
+  }
+  return Status::IOError(what + ": " + std::strerror(-r));
+}
+
+// One stat per object, all in flight; the first error other than ENOENT.
+Status TouchAll(RadosCluster* cluster, const std::vector<std::string>& objects) {
+  struct Touch {
+    std::unique_ptr<librados::AioCompletion> done;
+    uint64_t size = 0;
+    time_t mtime = 0;
+  };
+  std::vector<Touch> touches(objects.size());
+  const auto start = std::chrono::steady_clock::now();
+  Status first;
+  size_t sent = 0;
+  for (; sent < objects.size(); sent++) {
+    Touch& t = touches[sent];
+    t.done.reset(librados::Rados::aio_create_completion());
+    const int r = cluster->index().aio_stat(objects[sent], t.done.get(), &t.size, &t.mtime);
+    if (r < 0) {
+      first = cluster->ToStatus(r, "stat (fence touch)", cluster->index_pool(), objects[sent]);
+      break;
+    }
+  }
+  for (size_t i = 0; i < sent; i++) {
+    touches[i].done->wait_for_complete();
+    const int r = touches[i].done->get_return_value();
+    cluster->Record(RadosOpKind::kStat, start, 0, r >= 0 || r == -ENOENT);
+    if (r < 0 && r != -ENOENT && first.ok()) {
+      first = cluster->ToStatus(r, "stat (fence touch)", cluster->index_pool(), objects[i]);
+    }
+  }
+  return first;
+}
+
+}  // namespace
+
+Status Fence(RadosCluster* cluster, const std::string& client_addr, uint32_t expire_s,
+             const std::vector<std::string>& touch_index_objects) {
+  if (BareAddress(client_addr) == BareAddress(cluster->client_address())) {
+    return Status::InvalidArgument("refusing to fence client " + client_addr + ": it is this process' own connection");
+  }
+  {
+    RadosOpTimer timer(cluster, RadosOpKind::kLock);
+    const int r = cluster->rados().blocklist_add(client_addr, expire_s);
+    timer.Done(r, 0);
+    if (r < 0) return BlocklistStatus(cluster, r, client_addr);
+  }
+  {
+    // The OSDs hear of the new epoch lazily; from here on every op of ours
+    // carries it, so the touched objects' OSDs catch up before answering.
+    RadosOpTimer timer(cluster, RadosOpKind::kLock);
+    const int r = cluster->rados().wait_for_latest_osdmap();
+    timer.Done(r, 0);
+    if (r < 0) return cluster->ToStatus(r, "waiting for the OSD map after blocklisting " + client_addr,
+                                        cluster->index_pool(), "");
+  }
+  return TouchAll(cluster, touch_index_objects);
+}
+
+Status ListLockHolders(RadosCluster* cluster, const std::string& object, const std::string& lock_name,
+                       std::vector<RadosLockHolder>* holders) {
+  holders->clear();
+  int exclusive = 0;
+  std::string tag;
+  std::list<librados::locker_t> lockers;
+  RadosOpTimer timer(cluster, RadosOpKind::kLock);
+  const int r = cluster->index().list_lockers(object, lock_name, &exclusive, &tag, &lockers);
+  timer.Done(r == -ENOENT ? 0 : r, 0);
+  if (r == -ENOENT) return Status::OK();
+  if (r < 0) return cluster->ToStatus(r, "list lockers of " + lock_name, cluster->index_pool(), object);
+  for (const librados::locker_t& l : lockers) holders->push_back(RadosLockHolder{l.client, l.cookie, l.address});
+  return Status::OK();
+}
+
+Status BreakLock(RadosCluster* cluster, const std::string& object, const std::string& lock_name,
+                 const RadosLockHolder& holder) {
+  RadosOpTimer timer(cluster, RadosOpKind::kLock);
+  const int r = cluster->index().break_lock(object, lock_name, holder.client, holder.cookie);
+  timer.Done(r == -ENOENT ? 0 : r, 0);
+  if (r < 0 && r != -ENOENT) {
+    return cluster->ToStatus(r, "break lock " + lock_name + " of " + holder.client + " (cookie " + holder.cookie + ")",
+                             cluster->index_pool(), object);
+  }
+  return Status::OK();
+}
+
+Status FenceLockHolder(RadosCluster* cluster, const std::string& object, const std::string& lock_name,
+                       uint32_t expire_s, const std::vector<std::string>& touch_index_objects,
+                       std::vector<RadosLockHolder>* fenced) {
+  std::vector<RadosLockHolder> holders;
+  DEDUPV1_RETURN_IF_ERROR(ListLockHolders(cluster, object, lock_name, &holders));
+  std::vector<std::string> touch = touch_index_objects;
+  touch.push_back(object);
+  for (const RadosLockHolder& h : holders) {
+    // Fenced before its lock is broken: between the two it could otherwise
+    // still write while the caller already believes the store is its own.
+    DEDUPV1_RETURN_IF_ERROR(Fence(cluster, h.address, expire_s, touch));
+    DEDUPV1_RETURN_IF_ERROR(BreakLock(cluster, object, lock_name, h));
+    if (fenced != nullptr) fenced->push_back(h);
+  }
+  return Status::OK();
+}
+
+}  // namespace dedupv1
