@@ -131,6 +131,12 @@ Status LevelDbKvStore::Open(const std::string& path, Env* env, std::unique_ptr<K
   options.block_cache = store->cache_.get();
   options.filter_policy = store->filter_.get();
   options.max_open_files = MaxOpenTables();
+  // A table block is LevelDB's unit of reading: scans (the record count
+  // below, compactions) read every block, one read each. On RADOS 4 KiB
+  // blocks made a fresh gateway's open of a 10 GiB store 21,640 reads.
+  // Each table records its own block boundaries, so tables written with
+  // another size stay readable.
+  options.block_size = std::max<size_t>(options.block_size, env->PreferredReadSize());
   {
     std::unique_lock<std::shared_mutex> l(store->db_mu_);
     DEDUPV1_RETURN_IF_ERROR(store->OpenDb());

@@ -85,7 +85,11 @@ class RadosChunkTable : public ChunkTable {
   Status Apply(const std::vector<Op>& ops) override;
   uint64_t entry_count() const override { return entry_count_.load(); }
   uint64_t capacity() const override { return uint64_t{1} << 62; }
-  uint64_t batch_units() const override { return uint64_t{shards_} * 64; }
+  // A batch costs two omap operations per shard it touches whatever its
+  // size (index/rados_chunk_table.cc, Apply), so a batch should be as large
+  // as ChunkIndex admits: 256 units per shard reach its upper bound (64 K
+  // entries, ~1 K keys per shard operation) at the default 64 shards.
+  uint64_t batch_units() const override { return uint64_t{shards_} * 256; }
   std::string Where() const override;
   Status Verify(uint64_t* pages_checked, const Visitor& visit = nullptr) override;
   Status ForEachEntry(const Visitor& visit) override;

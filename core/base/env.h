@@ -72,6 +72,12 @@ class Env {
   virtual Status LockFile(const std::string& path, std::unique_ptr<FileLock>* lock) = 0;
   // Free bytes on the file system holding |path|.
   virtual Status GetFreeSpace(const std::string& path, uint64_t* bytes) = 0;
+  // The smallest read worth making: about what one read costs in time,
+  // expressed in bytes. Local files (page cache, SSD) read a page cheaply;
+  // where every read is a network round trip, a read of 4 KiB costs about as
+  // much as one of 64 KiB. Formats that choose their own read unit (LevelDB's
+  // table blocks) size it from this; it never changes what is stored.
+  virtual size_t PreferredReadSize() const { return 4096; }
 };
 
 // Writes |data| to |path| so that after a crash the file holds either the old

@@ -60,6 +60,7 @@ class FaultInjectionEnv : public Env {
   Status GetFreeSpace(const std::string& path, uint64_t* bytes) override {
     return base_->GetFreeSpace(path, bytes);
   }
+  size_t PreferredReadSize() const override { return base_->PreferredReadSize(); }
 
   static Status FaultStatus(Fault fault, const std::string& what);
 

@@ -39,6 +39,7 @@ class DataDirLock::LockHoldingEnv : public Env {
   Status GetFreeSpace(const std::string& path, uint64_t* bytes) override {
     return base_->GetFreeSpace(path, bytes);
   }
+  size_t PreferredReadSize() const override { return base_->PreferredReadSize(); }
 
  private:
   Env* const base_;
