@@ -429,17 +429,7 @@ Status ChunkIndex::AddUsage(const Fingerprint& fp, int64_t delta, uint64_t event
 
 Status ChunkIndex::AddUsageMany(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes) {
   outcomes->assign(changes.size(), UsageOutcome());
-  if (!table_->batched()) {
-    // One Get per load costs what a GetMany would: the plain loop keeps the
-    // local table's write-back waiting no longer than one read at a time.
-    for (size_t i = 0; i < changes.size(); i++) {
-      const UsageChange& c = changes[i];
-      UsageOutcome& o = (*outcomes)[i];
-      o.status = AddUsage(c.fp, c.delta, c.event_id, &o.usage, &o.applied, c.committed_copy);
-      if (!o.status.ok() && !o.status.IsNotFound()) return o.status;
-    }
-    return Status::OK();
-  }
+  if (!table_->batched()) return AddUsageEach(changes, outcomes);
   // Held from before the auxiliary index is read until the loaded entries
   // are in it: no write-back round drops an entry the batch found in memory,
   // nor changes an entry in the table between its load and its insert.
@@ -464,28 +454,59 @@ Status ChunkIndex::AddUsageMany(const std::vector<UsageChange>& changes, std::ve
   // One hold of mu_ for the whole batch: a fingerprint then either has an
   // entry for all of its changes or for none (all NotFound), so a caller
   // that retries the NotFound ones one by one keeps each entry's changes in
-  // order.
-  std::lock_guard<std::mutex> l(mu_);
+  // order. (Messages are made after it: formatting is no work for the lock.)
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    aux_.reserve(aux_.size() + loaded.size());
+    for (size_t i = 0; i < changes.size(); i++) {
+      const UsageChange& c = changes[i];
+      UsageOutcome& o = (*outcomes)[i];
+      auto it = aux_.find(c.fp);
+      if (it != aux_.end()) {
+        if (it->second.erased) {
+          o.no_entry = true;
+        } else {
+          ApplyUsageLocked(c.fp, &it->second, c, &o);
+        }
+        continue;
+      }
+      auto got = loaded.find(c.fp);
+      if (got == loaded.end()) {
+        o.no_entry = true;  // neither in memory nor in the table
+        continue;
+      }
+      ApplyUsageToLoadedLocked(c.fp, got->second, c, &o);
+    }
+  }
+  for (size_t i = 0; i < changes.size(); i++) {
+    UsageOutcome& o = (*outcomes)[i];
+    if (o.no_entry) o.status = Status::NotFound("chunk " + changes[i].fp.ToHex() + " has no entry");
+  }
+  return Status::OK();
+}
+
+Status ChunkIndex::AddUsageEach(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes) {
+  // One Get per load costs what a GetMany would: the plain loop keeps the
+  // local table's write-back waiting no longer than one read at a time. The
+  // lock is not held across the loop, so an entry may appear between two
+  // changes of one fingerprint (PutNew): once a change found none, the later
+  // ones of that fingerprint are not tried (NotFound, no_entry false), and
+  // the caller's retries in order keep the entry's changes in order.
+  std::unordered_set<Fingerprint, FingerprintHasher> without_entry;
   for (size_t i = 0; i < changes.size(); i++) {
     const UsageChange& c = changes[i];
     UsageOutcome& o = (*outcomes)[i];
-    auto it = aux_.find(c.fp);
-    if (it != aux_.end()) {
-      if (it->second.erased) {
-        o.status = Status::NotFound("chunk " + c.fp.ToHex() + " was erased");
-      } else {
-        ApplyUsageLocked(c.fp, &it->second, c, &o);
-      }
+    if (without_entry.count(c.fp) != 0) {
+      o.status = Status::NotFound("chunk " + c.fp.ToHex() + ": an earlier change found no entry");
       continue;
     }
-    auto got = loaded.find(c.fp);
-    if (got == loaded.end()) {
-      // Neither in memory nor in the table (for every change of the batch:
-      // mu_ is held throughout).
-      o.status = Status::NotFound("chunk " + c.fp.ToHex() + " not in the chunk index");
-      continue;
+    o.status = AddUsage(c.fp, c.delta, c.event_id, &o.usage, &o.applied, c.committed_copy);
+    if (o.status.IsNotFound()) {
+      o.no_entry = true;
+      without_entry.insert(c.fp);
+    } else if (!o.status.ok()) {
+      return o.status;
     }
-    ApplyUsageToLoadedLocked(c.fp, got->second, c, &o);
   }
   return Status::OK();
 }

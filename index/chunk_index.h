@@ -187,17 +187,22 @@ class ChunkIndex {
     Status status;
     uint32_t usage = 0;
     bool applied = false;
+    // NotFound because this change found no entry (none in memory or the
+    // table, or an erased one), as opposed to one not tried because an
+    // earlier change of its fingerprint in the batch found none.
+    bool no_entry = false;
   };
   // AddUsage for each change, in order, with the entries the auxiliary index
   // does not hold loaded from the table in one GetMany (a batching table:
-  // one round trip per shard instead of one per entry; otherwise a plain loop
-  // of AddUsage). Write-back waits meanwhile. (*outcomes)[i] is what AddUsage
+  // one round trip per shard instead of one per entry; otherwise a loop of
+  // AddUsage). Write-back waits meanwhile. (*outcomes)[i] is what AddUsage
   // would have reported for changes[i]; NotFound outcomes are not errors of
-  // the call. A fingerprint either has all of its changes in the batch
-  // applied or all NotFound, so a caller that re-creates a missing entry can
-  // retry the NotFound ones with AddUsage in order. An error of the table
-  // fails the call; changes made before it stay made (event-tagged ones
-  // count once when retried).
+  // the call. For each fingerprint the changes applied are a prefix of its
+  // changes in the batch (with a batching table: all or none) and the rest
+  // are NotFound, so a caller that re-creates a missing entry can retry the
+  // NotFound ones with AddUsage in order. An error of the table fails the
+  // call; changes made before it stay made (event-tagged ones count once
+  // when retried).
   Status AddUsageMany(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes);
 
   // Removes the entry of |fp| (garbage collection). In memory an erased entry
@@ -259,6 +264,8 @@ class ChunkIndex {
 
   // AddUsage's change to an entry of the auxiliary index, and to one loaded
   // from the table (inserted into the auxiliary index if the change applies).
+  // AddUsageMany for a table that does not batch.
+  Status AddUsageEach(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes);
   void ApplyUsageLocked(const Fingerprint& fp, AuxEntry* e, const UsageChange& change, UsageOutcome* outcome);
   void ApplyUsageToLoadedLocked(const Fingerprint& fp, const ChunkIndexEntry& loaded, const UsageChange& change,
                                 UsageOutcome* outcome);

@@ -464,6 +464,36 @@ TEST_F(ChunkIndexTest, AddUsageUpdatesAuxAndTable) {
   EXPECT_EQ(e.usage_count, 0u);
 }
 
+TEST_F(ChunkIndexTest, AddUsageManyOnTheLocalTableKeepsEachFingerprintsChangesInOrder) {
+  oracle_.Commit(1);
+  auto idx = MustOpen(Options());
+  ASSERT_TRUE(idx->PutNew(Fp(1), 1).ok());
+  ASSERT_TRUE(idx->PutNew(Fp(2), 1).ok());
+  ASSERT_TRUE(idx->Flush().ok());
+  ASSERT_TRUE(idx->Erase(Fp(2)).ok());
+  // Fp(3) has no entry: its first change finds none, its later ones are not
+  // tried, so an entry created meanwhile (the local loop holds no lock across
+  // changes) cannot take event 20 before a retry of event 10.
+  std::vector<ChunkIndex::UsageChange> changes = {
+      {Fp(3), 1, 10, 1}, {Fp(1), 2, 10, kNoContainer}, {Fp(2), -1, 10, kNoContainer},
+      {Fp(3), 1, 20, 1}, {Fp(1), -1, 20, kNoContainer},
+  };
+  std::vector<ChunkIndex::UsageOutcome> out;
+  ASSERT_TRUE(idx->AddUsageMany(changes, &out).ok());
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_TRUE(out[0].status.IsNotFound());
+  EXPECT_TRUE(out[0].no_entry);
+  ASSERT_TRUE(out[1].status.ok());
+  EXPECT_EQ(out[1].usage, 2u);
+  EXPECT_TRUE(out[2].status.IsNotFound());
+  EXPECT_TRUE(out[2].no_entry) << "an erased entry is no entry";
+  EXPECT_TRUE(out[3].status.IsNotFound());
+  EXPECT_FALSE(out[3].no_entry) << "not tried behind the first change of its fingerprint";
+  ASSERT_TRUE(out[4].status.ok());
+  EXPECT_EQ(out[4].usage, 1u);
+  EXPECT_TRUE(out[4].applied);
+}
+
 TEST_F(ChunkIndexTest, AddUsageWithEventIdCountsEachEventOnce) {
   auto o = Options();
   oracle_.Commit(1);

@@ -1,6 +1,7 @@
 #include "core/engine/usage_counter.h"
 
 #include <map>
+#include <unordered_set>
 
 #include "index/block_mapping.h"
 #include "log/log_event.h"
@@ -152,26 +153,39 @@ Status UsageCounter::ApplyBatch(const Batch& batch) {
   if (batch.changes.empty()) return Status::OK();
   std::vector<ChunkIndex::UsageOutcome> outcomes;
   DEDUPV1_RETURN_IF_ERROR(index_->AddUsageMany(batch.changes, &outcomes));
+  // Fingerprints whose entry a retry below re-created: their later changes
+  // must reach it even where the batch found no entry.
+  std::unordered_set<Fingerprint, FingerprintHasher> restored;
   for (size_t i = 0; i < batch.changes.size(); i++) {
+    const ChunkIndex::UsageChange& c = batch.changes[i];
     ChunkIndex::UsageOutcome& o = outcomes[i];
     if (o.status.IsNotFound()) {
-      // No entry during the batch (for all of this fingerprint's changes in
-      // it, so these retries keep their order).
+      if (o.no_entry && c.delta < 0 && restored.count(c.fp) == 0) {
+        // A decrement of a chunk without an entry: AddUsage alone would
+        // only read the table again to find none.
+        std::lock_guard<std::mutex> l(mu_);
+        stats_.missing_entries++;
+        continue;
+      }
       bool counted = false;
-      DEDUPV1_RETURN_IF_ERROR(ApplyAlone(batch.changes[i], &o, &counted));
+      bool was_restored = false;
+      DEDUPV1_RETURN_IF_ERROR(ApplyAlone(c, &o, &counted, &was_restored));
+      if (was_restored) restored.insert(c.fp);
       if (!counted) continue;
     } else {
       DEDUPV1_RETURN_IF_ERROR(o.status);
     }
     std::lock_guard<std::mutex> l(mu_);
     if (!o.applied) stats_.changes_skipped++;
-    if (o.usage == 0) candidates_.insert(batch.changes[i].fp);
+    if (o.usage == 0) candidates_.insert(c.fp);
   }
   return Status::OK();
 }
 
-Status UsageCounter::ApplyAlone(const ChunkIndex::UsageChange& c, ChunkIndex::UsageOutcome* o, bool* counted) {
+Status UsageCounter::ApplyAlone(const ChunkIndex::UsageChange& c, ChunkIndex::UsageOutcome* o, bool* counted,
+                                bool* restored) {
   *counted = false;
+  *restored = false;
   Status s = index_->AddUsage(c.fp, c.delta, c.event_id, &o->usage, &o->applied, c.committed_copy);
   if (s.IsNotFound() && c.delta > 0) {
     // The chunk's entry was erased by GC, yet a mapping references it again
@@ -187,6 +201,7 @@ Status UsageCounter::ApplyAlone(const ChunkIndex::UsageChange& c, ChunkIndex::Us
     // entry): the copy moves that entry to committed_copy if it is
     // uncommitted.
     s = index_->AddUsage(c.fp, c.delta, c.event_id, &o->usage, &o->applied, c.committed_copy);
+    *restored = true;
     std::lock_guard<std::mutex> l(mu_);
     stats_.entries_restored++;
   }

@@ -89,19 +89,21 @@ class UsageCounter {
     uint64_t events_dropped = 0;
   };
   // Changes per AddUsageMany: loading up to this many entries from a
-  // sharded table costs one round trip per shard (64 by default), ~0.05 per
-  // 100 changes; the batch holds ~10 MB and keeps the chunk index's lock for
-  // ~10 ms while it applies.
-  static constexpr size_t kBatchChanges = 1 << 17;
+  // sharded table costs one round trip per shard (64 by default), ~0.1 per
+  // 100 changes. The batch holds ~5 MB; lookups and new chunks wait while
+  // it applies under the chunk index's lock (tens of ms at most: a hash
+  // lookup or insert per change), write-back while it loads.
+  static constexpr size_t kBatchChanges = 1 << 16;
 
   // Adds the usage changes of mapping event |e| to |batch| (none if Recover
   // would drop it; dropped_ is updated either way).
   Status CollectEvent(const LogEvent& e, Batch* batch);
   Status ApplyBatch(const Batch& batch);
   // One change whose entry the batch did not find: AddUsage alone, and the
-  // entry re-created for an increment if GC had erased it. |counted| is
-  // false if the change found no entry (counted in the stats here).
-  Status ApplyAlone(const ChunkIndex::UsageChange& c, ChunkIndex::UsageOutcome* o, bool* counted);
+  // entry re-created for an increment if GC had erased it (|restored|).
+  // |counted| is false if the change found no entry (counted in the stats
+  // here).
+  Status ApplyAlone(const ChunkIndex::UsageChange& c, ChunkIndex::UsageOutcome* o, bool* counted, bool* restored);
 
   OperationsLog* const log_;
   ChunkIndex* const index_;
