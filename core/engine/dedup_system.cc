@@ -183,6 +183,13 @@ Status DedupSystem::PrepareDataDir() {
   Status s = env_->CreateDirs(options_.data_dir);
   if (!s.ok()) return s.WithContext("cannot create data directory");
   DEDUPV1_RETURN_IF_ERROR(env_->LockFile(JoinPath(options_.data_dir, kLockFile), &lock_));
+  if (UsesRados(options_) && !options_.rados.gateway.empty()) {
+    // Holding the slot's lock: this open is the slot's next incarnation.
+    // The slot number (its container id range) is fixed at registration.
+    GatewayRegistry registry(rados_);
+    DEDUPV1_RETURN_IF_ERROR(registry.Register(options_.rados.gateway, &gateway_record_));
+    DEDUPV1_RETURN_IF_ERROR(registry.BeginIncarnation(options_.rados.gateway, false, &gateway_record_));
+  }
   // A store that lacks a file its data depends on is refused here, before
   // anything could recreate the file empty.
   DataDirState state;

@@ -99,6 +99,10 @@ class RadosCluster {
   void LeaseReleased(const void* lock);
   Status CheckLease() const;
 
+  // This client's address as the cluster sees it ("v1:127.0.0.1:0/2105015478",
+  // what list_lockers shows and blocklist_add takes); "" before the connect.
+  std::string client_address() const { return connected_ ? rados_.get_addrs() : ""; }
+
   // "pool/namespace/object", for messages and tools.
   std::string Where(const std::string& pool, const std::string& object) const;
 
