@@ -13,7 +13,10 @@ Status OpenRadosStorageBackend(const ChunkStoreOptions& options, Env* env, Stora
   std::shared_ptr<RadosCluster> cluster;
   DEDUPV1_RETURN_IF_ERROR(RadosCluster::Shared(options.rados, &cluster));
   const bool create = mode == StorageOpenMode::kCreate;
-  ContainerId first = 0, end = 0;
+  // A store without slots lists ids below 1 << 48 only: should slots ever be
+  // opened on its namespace, its GC and recovery never take their
+  // containers for its own.
+  ContainerId first = 0, end = GatewaySlotIdBase(1);
   if (!options.rados.gateway.empty()) {
     // A slot's range comes from its number in the registry: the engine
     // registers the slot when it opens it; a tool finds an unregistered

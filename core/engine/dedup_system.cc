@@ -5,6 +5,7 @@
 #include "core/engine/memory_tuning.h"
 #include "core/engine/usage_recount.h"
 #include "core/engine/volume_table.h"
+#include "core/rados/rados_env.h"
 
 #include <algorithm>
 #include <chrono>
@@ -180,10 +181,12 @@ Status DedupSystem::Init() {
 }
 
 Status DedupSystem::PrepareDataDir() {
+  const bool slot = UsesRados(options_) && !options_.rados.gateway.empty();
+  if (slot) DEDUPV1_RETURN_IF_ERROR(RefuseSlotBesideSingleStore());  // before creating anything
   Status s = env_->CreateDirs(options_.data_dir);
   if (!s.ok()) return s.WithContext("cannot create data directory");
   DEDUPV1_RETURN_IF_ERROR(env_->LockFile(JoinPath(options_.data_dir, kLockFile), &lock_));
-  if (UsesRados(options_) && !options_.rados.gateway.empty()) {
+  if (slot) {
     // Holding the slot's lock: this open is the slot's next incarnation.
     // The slot number (its container id range) is fixed at registration.
     GatewayRegistry registry(rados_);
@@ -203,6 +206,18 @@ Status DedupSystem::PrepareDataDir() {
   }
   DEDUPV1_RETURN_IF_ERROR(CheckSystemMetadata());
   return LoadOrCreateInstanceId(env_, options_.data_dir, &instance_id_);
+}
+
+// A namespace holding a store without slots (its root directory object "/")
+// takes no slots: its gateway would list and collect their containers.
+Status DedupSystem::RefuseSlotBesideSingleStore() {
+  std::unique_ptr<Env> single;
+  DEDUPV1_RETURN_IF_ERROR(NewRadosEnv(rados_, options_.data_dir, &single));
+  if (!single->FileExists(options_.data_dir)) return Status::OK();
+  return Status::InvalidArgument("storage.rados.gateway = " + options_.rados.gateway + ": RADOS namespace '" +
+                                 options_.rados.store + "' holds a store without gateway slots (" +
+                                 rados_->Where(rados_->index_pool(), "/") +
+                                 "); gateway slots need a namespace of their own (storage.rados.store)");
 }
 
 Status DedupSystem::OpenLog() {

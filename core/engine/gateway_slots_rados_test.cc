@@ -218,6 +218,16 @@ TEST_F(GatewaySlotsTest, StoreWithoutGatewayKeepsItsObjectNames) {
     EXPECT_NE(name.rfind("gw.", 0), 0u) << name;
     EXPECT_NE(name, GatewayRegistry::kObject);
   }
+  // Its namespace takes no gateway slots.
+  test::TempDir slot_dir;
+  std::unique_ptr<DedupSystem> slot;
+  Status s = DedupSystem::OpenStore(SlotOptions(slot_dir.path(), rados_, "gw-a"), Env::Default(), &slot);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find(rados_.store + "//"), std::string::npos) << s.ToString();
+  for (const std::string& name : test::IndexObjects(cluster_.get())) {
+    EXPECT_NE(name.rfind("gw.", 0), 0u) << "the refused slot created " << name;
+    EXPECT_NE(name, GatewayRegistry::kObject);
+  }
 }
 
 TEST(GatewayOptionsTest, GatewayNameIsValidated) {
