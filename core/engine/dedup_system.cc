@@ -5,9 +5,9 @@
 #include "core/engine/memory_tuning.h"
 #include "core/engine/usage_recount.h"
 #include "core/engine/volume_table.h"
-#include "core/rados/rados_env.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -211,9 +211,13 @@ Status DedupSystem::PrepareDataDir() {
 // A namespace holding a store without slots (its root directory object "/")
 // takes no slots: its gateway would list and collect their containers.
 Status DedupSystem::RefuseSlotBesideSingleStore() {
-  std::unique_ptr<Env> single;
-  DEDUPV1_RETURN_IF_ERROR(NewRadosEnv(rados_, options_.data_dir, &single));
-  if (!single->FileExists(options_.data_dir)) return Status::OK();
+  uint64_t size = 0;
+  time_t mtime = 0;
+  RadosOpTimer timer(rados_.get(), RadosOpKind::kStat);
+  const int r = rados_->index().stat("/", &size, &mtime);
+  timer.Done(r == -ENOENT ? 0 : r, 0);
+  if (r == -ENOENT) return Status::OK();
+  if (r < 0) return rados_->ToStatus(r, "look for a store without gateway slots", rados_->index_pool(), "/");
   return Status::InvalidArgument("storage.rados.gateway = " + options_.rados.gateway + ": RADOS namespace '" +
                                  options_.rados.store + "' holds a store without gateway slots (" +
                                  rados_->Where(rados_->index_pool(), "/") +
