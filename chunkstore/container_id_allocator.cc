@@ -16,7 +16,7 @@ Status ContainerIdAllocator::Load(ContainerId highest_stored) {
   bool found = false;
   DEDUPV1_RETURN_IF_ERROR(catalog_->ReadIdMark(&mark, &found));
   if (!found) mark = 1;
-  ContainerId next = std::max<ContainerId>(mark, 1);
+  ContainerId next = std::max<ContainerId>(mark, base_ + 1);
   if (highest_stored != kNoContainer) next = std::max(next, highest_stored + 1);
   session_first_ = next;
   next_ = next;

@@ -18,10 +18,12 @@ namespace dedupv1 {
 
 class ContainerIdAllocator {
  public:
-  explicit ContainerIdAllocator(ContainerCatalog* catalog) : catalog_(catalog) {}
+  // Ids are above |base| (0, or a gateway slot's (slot << 48): its range).
+  explicit ContainerIdAllocator(ContainerCatalog* catalog, ContainerId base = 0) : catalog_(catalog), base_(base) {}
 
-  // Reads the id mark; the first id of this run is above it and above
-  // |highest_stored| (kNoContainer if no container is stored).
+  // Reads the id mark; the first id of this run is above it, above the
+  // base and above |highest_stored| (the highest of this range's stored
+  // containers; kNoContainer if none).
   Status Load(ContainerId highest_stored);
   // The next id; raises the mark first when the reserved batch is used up
   // (the catalog's error, naming it, if that fails: no id is handed out).
@@ -34,6 +36,7 @@ class ContainerIdAllocator {
 
  private:
   ContainerCatalog* const catalog_;
+  const ContainerId base_;
   ContainerId session_first_ = 1;
   ContainerId next_ = 1;
   ContainerId reserved_until_ = 1;  // ids < this are covered by the persisted mark

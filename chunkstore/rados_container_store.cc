@@ -44,7 +44,8 @@ Status CopyOut(const librados::bufferlist& bl, std::string* out) {
 
 }  // namespace
 
-RadosContainerStore::RadosContainerStore(std::shared_ptr<RadosCluster> cluster) : cluster_(std::move(cluster)) {}
+RadosContainerStore::RadosContainerStore(std::shared_ptr<RadosCluster> cluster, ContainerId first, ContainerId end)
+    : cluster_(std::move(cluster)), first_(first), end_(end) {}
 
 std::string RadosContainerStore::ObjectName(ContainerId id) {
   char buf[32];
@@ -288,7 +289,8 @@ Status RadosContainerStore::List(std::vector<ContainerId>* ids) {
     for (const librados::ObjectItem& item : items) {
       ContainerId id;
       // The namespace check is belt and braces: the context lists only its own.
-      if (item.nspace == cluster_->options().store && ParseObjectName(item.oid, &id)) ids->push_back(id);
+      if (item.nspace != cluster_->options().store || !ParseObjectName(item.oid, &id)) continue;
+      if (id >= first_ && (end_ == 0 || id < end_)) ids->push_back(id);  // another slot's otherwise
     }
     cursor = next;
   }

@@ -13,7 +13,11 @@
 //   proves the read was not cut short); GetHead and GetRange read only their
 //   range, one op each. A range shorter than asked is Corruption. GetRanges
 //   has many such reads in flight at once.
-// - List pages through the namespace's object listing and parses the names.
+// - List pages through the namespace's object listing and parses the names;
+//   it lists only the ids of the store's range (a gateway slot's: ids
+//   (slot << 48) + sequence, RadosOptions::gateway), so everything that
+//   enumerates containers (recovery, GC, UsedBytes, the checker) sees only
+//   its own slot's. Get, GetRange and Delete serve any id.
 // - UsedBytes: RADOS keeps no per-namespace byte count (pool stats cover all
 //   stores of a pool), so the first call lists the namespace and stats every
 //   container (many stats in flight), and later calls return that total kept
@@ -48,7 +52,9 @@ constexpr char kRadosStoreMarkerObject[] = "container-store";
 
 class RadosContainerStore : public ContainerStore {
  public:
-  explicit RadosContainerStore(std::shared_ptr<RadosCluster> cluster);
+  // Lists ids in [first, end); end 0 = no upper bound (a store without
+  // gateway slots: every container).
+  explicit RadosContainerStore(std::shared_ptr<RadosCluster> cluster, ContainerId first = 0, ContainerId end = 0);
 
   // Whether the store marker exists; creates it if |create| (one op either way).
   Status CheckMarker(bool create, bool* exists);
@@ -87,6 +93,8 @@ class RadosContainerStore : public ContainerStore {
   Status CountUsedBytes(uint64_t* total);
 
   const std::shared_ptr<RadosCluster> cluster_;
+  const ContainerId first_;  // List's range: [first_, end_), end_ 0 = unbounded
+  const ContainerId end_;
   // Put and Delete hold it shared across their op and the update of the
   // total; counting the total holds it exclusively, so a Put is either seen
   // by the count or added after it, never both.

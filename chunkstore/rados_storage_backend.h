@@ -13,6 +13,12 @@
 // created exists, and a namespace that only ever saw foreign objects does
 // not. kExisting creates nothing; it is NotFound naming the pool and the
 // store otherwise.
+//
+// Gateway slots (ChunkStoreOptions::rados.gateway): the containers are the
+// slot's id range ((slot << 48) + sequence, core/rados/gateway_registry.h):
+// listed only there, new ids handed out there (StorageBackend::id_base).
+// kCreate registers the slot if it is not yet; kExisting of a slot that is
+// not registered is NotFound.
 #pragma once
 
 #include "chunkstore/storage_backend_registry.h"

@@ -39,6 +39,9 @@ enum class StorageOpenMode {
 struct StorageBackend {
   std::unique_ptr<ContainerStore> containers;
   std::unique_ptr<ContainerCatalog> catalog;
+  // Ids this store hands out start above it: 0, or a gateway slot's
+  // (slot << 48) (rados backend with RadosOptions::gateway).
+  ContainerId id_base = 0;
 };
 
 // A backend's factory: opens the containers and the catalog |options| name

@@ -64,7 +64,7 @@ Status ChunkIndex::TableExists(const ChunkIndexOptions& options, Env* env, bool*
 std::string ChunkIndex::TableWhere(const ChunkIndexOptions& options) {
   if (options.table_backend == "rados") {
     return "the chunk index table (rados:" + options.rados.index_pool + "/" + options.rados.store + "/" +
-           RadosChunkTable::kHeaderObject + " and its shards)";
+           options.rados.ObjectPrefix() + RadosChunkTable::kHeaderObject + " and its shards)";
   }
   return options.table.path;
 }

@@ -55,7 +55,7 @@ std::string FingerprintName(size_t key_size) {
 
 RadosChunkTable::RadosChunkTable(const RadosChunkTableOptions& options, std::shared_ptr<RadosCluster> cluster)
     : options_(options), cluster_(std::move(cluster)), shards_(options.shards), shard_bits_(Log2(options.shards)),
-      counts_(options.shards, 0) {}
+      prefix_(options.rados.ObjectPrefix()), header_(prefix_ + kHeaderObject), counts_(options.shards, 0) {}
 
 Status RadosChunkTable::Open(const RadosChunkTableOptions& options, std::unique_ptr<RadosChunkTable>* out) {
   if (options.shards == 0 || options.shards > 65536 || (options.shards & (options.shards - 1)) != 0) {
@@ -97,11 +97,11 @@ double RadosChunkTable::GetManyCost(size_t keys) const {
 }
 
 std::string RadosChunkTable::Where() const {
-  return cluster_->Where(cluster_->index_pool(), "ci.*") + " (" + std::to_string(shards_) + " shards)";
+  return cluster_->Where(cluster_->index_pool(), prefix_ + "ci.*") + " (" + std::to_string(shards_) + " shards)";
 }
 
 Status RadosChunkTable::ShardError(int r, const std::string& what, uint32_t shard) const {
-  Status s = cluster_->ToStatus(r, "chunk index " + what, cluster_->index_pool(), ShardObject(shard, shard_bits_));
+  Status s = cluster_->ToStatus(r, "chunk index " + what, cluster_->index_pool(), ShardOid(shard));
   // A full pool or quota is no fault of the entries being written: ChunkIndex
   // retries I/O errors as a whole instead of parking entries one by one.
   if (s.IsNoSpace()) return Status::IOError(s.ToString());
@@ -109,7 +109,7 @@ Status RadosChunkTable::ShardError(int r, const std::string& what, uint32_t shar
 }
 
 Status RadosChunkTable::ShardCorruption(uint32_t shard, const std::string& key, const std::string& what) const {
-  return Status::Corruption("chunk index shard " + cluster_->Where(cluster_->index_pool(), ShardObject(shard, shard_bits_)) +
+  return Status::Corruption("chunk index shard " + cluster_->Where(cluster_->index_pool(), ShardOid(shard)) +
                             (key.empty() ? "" : " key " + Hex(key)) + ": " + what);
 }
 
@@ -127,13 +127,14 @@ Status RadosChunkTable::Exists(const RadosChunkTableOptions& options, bool* exis
   uint64_t size = 0;
   time_t mtime = 0;
   RadosOpTimer t(cluster.get(), RadosOpKind::kStat);
-  int r = cluster->index().stat(kHeaderObject, &size, &mtime);
+  const std::string header = options.rados.ObjectPrefix() + kHeaderObject;
+  int r = cluster->index().stat(header, &size, &mtime);
   t.Done(r == -ENOENT ? 0 : r, 0);
   if (r == -ENOENT) {
     *exists = false;
     return Status::OK();
   }
-  if (r < 0) return cluster->ToStatus(r, "stat chunk index header", cluster->index_pool(), kHeaderObject);
+  if (r < 0) return cluster->ToStatus(r, "stat chunk index header", cluster->index_pool(), header);
   *exists = true;
   return Status::OK();
 }
@@ -145,13 +146,13 @@ Status RadosChunkTable::OpenHeader() {
   PutFixed32(&want, static_cast<uint32_t>(options_.key_size));
   PutFixed32(&want, Crc32c(want.data(), want.size()));
   librados::IoCtx& io = cluster_->index();
-  const std::string where = cluster_->Where(cluster_->index_pool(), kHeaderObject);
+  const std::string where = cluster_->Where(cluster_->index_pool(), header_);
   for (int attempt = 0; attempt < 2; attempt++) {
     librados::bufferlist bl;
     int r;
     {
       RadosOpTimer t(cluster_.get(), RadosOpKind::kRead);
-      r = io.read(kHeaderObject, bl, 0, 0);
+      r = io.read(header_, bl, 0, 0);
       t.Done(r == -ENOENT ? 0 : r, r > 0 ? r : 0);
     }
     if (r == -ENOENT) {
@@ -160,13 +161,13 @@ Status RadosChunkTable::OpenHeader() {
       op.create(true);
       op.write_full(ToBufferlist(want));
       RadosOpTimer t(cluster_.get(), RadosOpKind::kWrite);
-      r = io.operate(kHeaderObject, &op);
+      r = io.operate(header_, &op);
       t.Done(r == -EEXIST ? 0 : r, want.size());
       if (r == -EEXIST) continue;  // someone else created it: read theirs
-      if (r < 0) return cluster_->ToStatus(r, "create chunk index header", cluster_->index_pool(), kHeaderObject);
+      if (r < 0) return cluster_->ToStatus(r, "create chunk index header", cluster_->index_pool(), header_);
       return Status::OK();
     }
-    if (r < 0) return cluster_->ToStatus(r, "read chunk index header", cluster_->index_pool(), kHeaderObject);
+    if (r < 0) return cluster_->ToStatus(r, "read chunk index header", cluster_->index_pool(), header_);
     const std::string got = bl.to_str();
     if (got.size() != kHeaderSize || got.compare(0, 8, std::string(kHeaderMagic, 8)) != 0 ||
         DecodeFixed32(reinterpret_cast<const uint8_t*>(got.data()) + kHeaderSize - 4) !=
@@ -237,7 +238,7 @@ Status RadosChunkTable::LoadCounts() {
       shards_, RadosOpKind::kOmapRead,
       [&](size_t i, librados::AioCompletion* c) {
         ops[i].omap_get_header(&headers[i], &rvals[i]);
-        return cluster_->index().aio_operate(ShardObject(i, shard_bits_), c, &ops[i], nullptr);
+        return cluster_->index().aio_operate(ShardOid(i), c, &ops[i], nullptr);
       },
       [&](size_t i, int r) {
         if (r == -ENOENT) return Status::OK();  // a shard object appears with its first entry
@@ -345,7 +346,7 @@ Status RadosChunkTable::GetMany(const std::vector<Fingerprint>& fps, std::vector
         std::set<std::string> keys;
         for (size_t item : *r.items) keys.insert(Key(fps[item]));
         r.op.omap_get_vals_by_keys(keys, &r.vals, &r.rval);
-        return cluster_->index().aio_operate(ShardObject(r.shard, shard_bits_), c, &r.op, nullptr);
+        return cluster_->index().aio_operate(ShardOid(r.shard), c, &r.op, nullptr);
       },
       [&](size_t i, int result) {
         ShardRead& r = reads[i];
@@ -398,7 +399,7 @@ Status RadosChunkTable::Apply(const std::vector<Op>& ops) {
         for (const auto& [key, op] : b.last) keys.insert(key);
         b.read.omap_get_header(&b.header, &b.rval_header);
         b.read.omap_get_vals_by_keys(keys, &b.existing, &b.rval_keys);
-        return cluster_->index().aio_operate(ShardObject(b.shard, shard_bits_), c, &b.read, nullptr);
+        return cluster_->index().aio_operate(ShardOid(b.shard), c, &b.read, nullptr);
       },
       [&](size_t i, int r) {
         ShardBatch& b = *batches[i];
@@ -441,7 +442,7 @@ Status RadosChunkTable::Apply(const std::vector<Op>& ops) {
   s = RunAsync(
       writes.size(), RadosOpKind::kOmapWrite,
       [&](size_t i, librados::AioCompletion* c) {
-        return cluster_->index().aio_operate(ShardObject(writes[i]->shard, shard_bits_), c, &writes[i]->write);
+        return cluster_->index().aio_operate(ShardOid(writes[i]->shard), c, &writes[i]->write);
       },
       [&](size_t i, int r) {
         ShardBatch& b = *writes[i];
@@ -485,7 +486,7 @@ Status RadosChunkTable::ScanShards(bool check_count, uint64_t* pages, const Visi
           c.header.clear();
           if (c.first && check_count) c.op->omap_get_header(&c.header, &c.rval_header);
           c.op->omap_get_vals2(c.after, kScanPage, &c.vals, &c.more, &c.rval);
-          return cluster_->index().aio_operate(ShardObject(c.shard, shard_bits_), completion, c.op.get(), nullptr);
+          return cluster_->index().aio_operate(ShardOid(c.shard), completion, c.op.get(), nullptr);
         },
         [&](size_t i, int r) {
           Cursor& c = *active[i];

@@ -12,6 +12,9 @@
 //    entry is one omap key (the fingerprint's bytes) whose value is the
 //    encoded entry with a CRC32C over key and value; the shard's omap header
 //    holds its entry count (with a CRC).
+//  - In a gateway slot (RadosOptions::gateway) both are named under the
+//    slot: "gw.NAME/ci.header", "gw.NAME/ci.<hex>": each slot has a table
+//    of its own and dedups on its own.
 //
 // Invariants:
 //  - A shard's keys, values and entry count change together, in one atomic
@@ -124,11 +127,14 @@ class RadosChunkTable : public ChunkTable {
   Status ShardCorruption(uint32_t shard, const std::string& key, const std::string& what) const;
   std::string Key(const Fingerprint& fp) const { return std::string(reinterpret_cast<const char*>(fp.bytes), fp.size); }
   Status CheckKey(const Fingerprint& fp) const;
+  std::string ShardOid(uint32_t shard) const { return prefix_ + ShardObject(shard, shard_bits_); }
 
   const RadosChunkTableOptions options_;
   const std::shared_ptr<RadosCluster> cluster_;
   const uint32_t shards_;
   const int shard_bits_;
+  const std::string prefix_;  // RadosOptions::ObjectPrefix: "gw.NAME/" in a gateway slot, else ""
+  const std::string header_;  // prefix_ + kHeaderObject
 
   std::mutex apply_mu_;                 // serializes Apply and Verify; guards counts_
   std::vector<uint64_t> counts_;        // entries per shard

@@ -7,6 +7,7 @@
 #include "core/engine/volume_table.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -180,9 +181,18 @@ Status DedupSystem::Init() {
 }
 
 Status DedupSystem::PrepareDataDir() {
+  const bool slot = UsesRados(options_) && !options_.rados.gateway.empty();
+  if (slot) DEDUPV1_RETURN_IF_ERROR(RefuseSlotBesideSingleStore());  // before creating anything
   Status s = env_->CreateDirs(options_.data_dir);
   if (!s.ok()) return s.WithContext("cannot create data directory");
   DEDUPV1_RETURN_IF_ERROR(env_->LockFile(JoinPath(options_.data_dir, kLockFile), &lock_));
+  if (slot) {
+    // Holding the slot's lock: this open is the slot's next incarnation.
+    // The slot number (its container id range) is fixed at registration.
+    GatewayRegistry registry(rados_);
+    DEDUPV1_RETURN_IF_ERROR(registry.Register(options_.rados.gateway, &gateway_record_));
+    DEDUPV1_RETURN_IF_ERROR(registry.BeginIncarnation(options_.rados.gateway, false, &gateway_record_));
+  }
   // A store that lacks a file its data depends on is refused here, before
   // anything could recreate the file empty.
   DataDirState state;
@@ -196,6 +206,22 @@ Status DedupSystem::PrepareDataDir() {
   }
   DEDUPV1_RETURN_IF_ERROR(CheckSystemMetadata());
   return LoadOrCreateInstanceId(env_, options_.data_dir, &instance_id_);
+}
+
+// A namespace holding a store without slots (its root directory object "/")
+// takes no slots: its gateway would list and collect their containers.
+Status DedupSystem::RefuseSlotBesideSingleStore() {
+  uint64_t size = 0;
+  time_t mtime = 0;
+  RadosOpTimer timer(rados_.get(), RadosOpKind::kStat);
+  const int r = rados_->index().stat("/", &size, &mtime);
+  timer.Done(r == -ENOENT ? 0 : r, 0);
+  if (r == -ENOENT) return Status::OK();
+  if (r < 0) return rados_->ToStatus(r, "look for a store without gateway slots", rados_->index_pool(), "/");
+  return Status::InvalidArgument("storage.rados.gateway = " + options_.rados.gateway + ": RADOS namespace '" +
+                                 options_.rados.store + "' holds a store without gateway slots (" +
+                                 rados_->Where(rados_->index_pool(), "/") +
+                                 "); gateway slots need a namespace of their own (storage.rados.store)");
 }
 
 Status DedupSystem::OpenLog() {

@@ -37,6 +37,7 @@
 #include "core/engine/volume.h"
 #include "core/engine/write_buffer.h"
 #include "core/engine/write_pipeline.h"
+#include "core/rados/gateway_registry.h"
 #include "filters/bloom_set.h"
 #include "filters/filter_chain.h"
 #include "index/block_index.h"
@@ -76,6 +77,9 @@ class DedupSystem {
   const Options& options() const { return options_; }
   // The data directory's identity (core/base/identity.h), reported by the monitor.
   const Id128& instance_id() const { return instance_id_; }
+  // A gateway slot's registry record as this open wrote it (slot number,
+  // incarnation; core/rados/gateway_registry.h); all zero without a gateway.
+  const GatewayRecord& gateway_record() const { return gateway_record_; }
   SystemStats& stats() { return stats_; }
   ChunkStore* chunk_store() { return chunk_store_.get(); }
   ChunkIndex* chunk_index() { return chunk_index_.get(); }
@@ -162,6 +166,7 @@ class DedupSystem {
   // Creates or checks the data directory: lock, creation marker, system
   // metadata, instance id.
   Status PrepareDataDir();
+  Status RefuseSlotBesideSingleStore();
   Status OpenLog();
   // Chunk store, chunk index, block index, and the container events they log.
   Status OpenStores();
@@ -230,6 +235,7 @@ class DedupSystem {
   std::shared_ptr<RadosCluster> rados_;
   std::unique_ptr<FileLock> lock_;
   Id128 instance_id_{};
+  GatewayRecord gateway_record_;
   std::unique_ptr<ChunkStore> chunk_store_;
   std::unique_ptr<ChunkIndex> chunk_index_;
   std::unique_ptr<BlockIndex> block_index_;

@@ -197,6 +197,14 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          o->rados.store = v;
          return Status::OK();
        }},
+      {"storage.rados.gateway", [](const std::string& v, Options* o) {
+         if (!v.empty() && !IsValidGatewayName(v)) {
+           return Status::InvalidArgument("storage.rados.gateway must be 1 to 32 characters of a-z, 0-9 and '-', got '" +
+                                          v + "'");
+         }
+         o->rados.gateway = v;
+         return Status::OK();
+       }},
       {"storage.rados.op-timeout", [](const std::string& v, Options* o) {
          uint64_t ms;
          DEDUPV1_RETURN_IF_ERROR(ParseDurationMs(v, &ms));
@@ -376,6 +384,10 @@ Status Options::DerivePathsFrom(const std::string& dir) {
 
 Status Options::FinishStorageBackend() {
   if (storage_backend == "local") {
+    if (!rados.gateway.empty()) {
+      return Status::InvalidArgument("storage.rados.gateway = " + rados.gateway +
+                                     " needs storage.backend = rados (gateway slots share one Ceph store)");
+    }
     if (chunk_store.backend == "rados") {
       return Status::InvalidArgument("container.backend = rados needs storage.backend = rados (a store keeps all "
                                      "its durable state in one place)");
@@ -413,6 +425,7 @@ std::string Options::SettingsToString() const {
     << "storage.rados.data-pool = " << rados.data_pool << "\n"
     << "storage.rados.index-pool = " << rados.index_pool << "\n"
     << "storage.rados.store = " << rados.store << "\n"
+    << "storage.rados.gateway = " << rados.gateway << "\n"
     << "storage.rados.op-timeout = " << rados.op_timeout_s << "s\n"
     << "storage.rados.lock-lease = " << rados.lock_duration_s << "s\n"
     << "storage.rados.index-shards = " << chunk_index.rados_shards << "\n"

@@ -13,7 +13,7 @@ Status StoreEnv::Open(const Options& options, Env* local, std::unique_ptr<StoreE
     return Status::OK();
   }
   DEDUPV1_RETURN_IF_ERROR(RadosCluster::Shared(options.rados, &store->cluster_));
-  DEDUPV1_RETURN_IF_ERROR(NewRadosEnv(store->cluster_, options.data_dir, &store->owned_));
+  DEDUPV1_RETURN_IF_ERROR(NewRadosEnv(store->cluster_, options.data_dir, options.rados.GatewayDir(), &store->owned_));
   store->env_ = store->owned_.get();
   *out = std::move(store);
   return Status::OK();

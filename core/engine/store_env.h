@@ -6,7 +6,10 @@
 //          an object of the index pool, so the log, the block index
 //          (LevelDB), the chunk index table, the container catalog and the
 //          metadata files live in the cluster; the chunk store's backend
-//          "rados" puts the containers in the data pool.
+//          "rados" puts the containers in the data pool. With
+//          storage.rados.gateway = NAME every object is named under the
+//          slot's "gw.NAME/" (RadosOptions::GatewayDir), so gateways of one
+//          store never share a file.
 // The engine, dedupv1d and the tools open the store's files only through a
 // StoreEnv, so they all see the same store whatever the backend.
 #pragma once

@@ -123,8 +123,9 @@ class RadosCluster {
 
   // This client's address as the cluster knows it ("127.0.0.1:0/2546039316"):
   // what Fence (core/rados/rados_fence.h) blocklists. A gateway records it
-  // at open, since list_lockers forgets it once the lease ran out.
-  std::string client_address() const { return rados_.get_addrs(); }
+  // at open (GatewayRegistry), since list_lockers forgets it once the lease
+  // ran out. "" before the connect.
+  std::string client_address() const { return connected_ ? rados_.get_addrs() : ""; }
 
   // "pool/namespace/object", for messages and tools.
   std::string Where(const std::string& pool, const std::string& object) const;

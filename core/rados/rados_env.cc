@@ -64,8 +64,8 @@ bool FindJsonNumber(const std::string& json, size_t from, const std::string& key
 
 class RadosEnv : public Env {
  public:
-  RadosEnv(std::shared_ptr<RadosCluster> cluster, std::string root)
-      : cluster_(std::move(cluster)), root_(std::move(root)) {}
+  RadosEnv(std::shared_ptr<RadosCluster> cluster, std::string root, std::string base)
+      : cluster_(std::move(cluster)), root_(std::move(root)), base_(std::move(base)) {}
 
   Status OpenFile(const std::string& path, OpenMode mode, std::unique_ptr<File>* file) override;
   bool FileExists(const std::string& path) override;
@@ -98,6 +98,11 @@ class RadosEnv : public Env {
 
   const std::shared_ptr<RadosCluster> cluster_;
   const std::string root_;
+  // The object-name form of |root_|: "" (objects named by the path relative
+  // to the root, the root directory "/"), or a gateway slot's directory
+  // "gw.NAME" (objects "gw.NAME/<relative path>", the root "gw.NAME/").
+  // Map() returns names with it, so everything below works on full names.
+  const std::string base_;
   std::mutex mu_;  // serializes namespace changes (open, delete, rename, link)
   std::map<std::string, std::weak_ptr<RadosFileState>> open_;
 };
@@ -117,12 +122,13 @@ Status RadosEnv::Map(const std::string& path, std::string* rel) const {
   if (rel->find('@') != std::string::npos) {
     return Status::InvalidArgument(path + ": the RADOS backend does not support '@' in file names (it names stripes)");
   }
+  if (!base_.empty()) *rel = rel->empty() ? base_ : base_ + "/" + *rel;
   return Status::OK();
 }
 
 Status RadosEnv::MapFile(const std::string& path, std::string* rel) const {
   DEDUPV1_RETURN_IF_ERROR(Map(path, rel));
-  if (rel->empty()) return Status::InvalidArgument(path + " is the store's directory, not a file");
+  if (*rel == base_) return Status::InvalidArgument(path + " is the store's directory, not a file");
   return Status::OK();
 }
 
@@ -261,7 +267,7 @@ bool RadosEnv::FileExists(const std::string& path) {
   std::string rel;
   if (!Map(path, &rel).ok()) return false;
   std::lock_guard<std::mutex> l(mu_);
-  if (!rel.empty()) {
+  if (rel != base_) {
     if (Live(rel) != nullptr) return true;
     RadosFileMeta meta;
     Status s = StatRadosFile(cluster(), rel, &meta);
@@ -389,15 +395,16 @@ Status RadosEnv::LinkFile(const std::string& from, const std::string& to) {
 Status RadosEnv::CreateDirs(const std::string& path) {
   std::string rel;
   DEDUPV1_RETURN_IF_ERROR(Map(path, &rel));
-  // Each directory object is created before its parent lists it.
-  std::string dir;
-  size_t pos = 0;
+  // Each directory object is created before its parent lists it. The walk
+  // starts at the root (base_): a slot's root is listed in no directory.
+  std::string dir = base_;
+  size_t pos = base_.empty() ? 0 : base_.size() + 1;
   for (;;) {
     librados::ObjectWriteOperation create;
     create.create(false);
     DEDUPV1_RETURN_IF_ERROR(
         RadosOperate(cluster(), DirOid(dir), &create, RadosOpKind::kWrite, 0, "create directory " + path));
-    if (!dir.empty()) {
+    if (dir != base_) {
       librados::ObjectWriteOperation entry;
       std::map<std::string, librados::bufferlist> e;
       e[NameOf(dir)] = librados::bufferlist();
@@ -494,10 +501,18 @@ Status RadosEnv::GetFreeSpace(const std::string& path, uint64_t* bytes) {
 }  // namespace
 
 Status NewRadosEnv(std::shared_ptr<RadosCluster> cluster, const std::string& root, std::unique_ptr<Env>* out) {
+  return NewRadosEnv(std::move(cluster), root, "", out);
+}
+
+Status NewRadosEnv(std::shared_ptr<RadosCluster> cluster, const std::string& root, const std::string& object_dir,
+                   std::unique_ptr<Env>* out) {
   std::string normal;
   DEDUPV1_RETURN_IF_ERROR(Normalize(root, &normal));
   if (normal.empty()) return Status::InvalidArgument("RADOS backend: the store's directory is empty");
-  out->reset(new RadosEnv(std::move(cluster), normal));
+  if (object_dir.find_first_of("/@") != std::string::npos || object_dir == "." || object_dir == "..") {
+    return Status::InvalidArgument("RADOS backend: object directory '" + object_dir + "' must be one name");
+  }
+  out->reset(new RadosEnv(std::move(cluster), normal, object_dir));
   return Status::OK();
 }
 

@@ -51,5 +51,12 @@
 namespace dedupv1 {
 
 Status NewRadosEnv(std::shared_ptr<RadosCluster> cluster, const std::string& root, std::unique_ptr<Env>* out);
+// The same with every object named under |object_dir| (one name without '/',
+// a gateway slot's "gw.NAME", RadosOptions::GatewayDir): the file <rel> is
+// the object "gw.NAME/<rel>", the directory <rel> "gw.NAME/<rel>/", the root
+// "gw.NAME/", the lock file's lease is on "gw.NAME/LOCK". "" = the layout
+// above. Several slots thus share one namespace without sharing a file.
+Status NewRadosEnv(std::shared_ptr<RadosCluster> cluster, const std::string& root, const std::string& object_dir,
+                   std::unique_ptr<Env>* out);
 
 }  // namespace dedupv1
