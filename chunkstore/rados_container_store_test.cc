@@ -21,6 +21,7 @@
 #include "chunkstore/rados_storage_backend.h"
 #include "chunkstore/storage_backend_registry.h"
 #include "core/base/testutil.h"
+#include "core/rados/rados_env_testutil.h"
 
 namespace dedupv1 {
 namespace {
@@ -31,10 +32,7 @@ std::string CephConf() {
 }
 
 // A namespace no other test run uses.
-std::string UniqueStore() {
-  static int n = 0;
-  return "t-" + std::to_string(getpid()) + "-" + std::to_string(n++);
-}
+std::string UniqueStore() { return test::UniqueTestNamespace(); }
 
 // Runs the ceph CLI on the test cluster; its exit code.
 int Ceph(const std::string& args) {

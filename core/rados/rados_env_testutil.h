@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 
@@ -18,6 +20,17 @@ namespace dedupv1 {
 namespace test {
 
 // RadosOptions for the test cluster, in a namespace no other test uses.
+// A RADOS namespace no other test uses, in this process or any other test
+// process that shares the cluster: the pid alone repeats across a long run
+// (pids are reused) and per-file counters repeat within one process.
+inline std::string UniqueTestNamespace() {
+  static std::atomic<int> counter{0};
+  static const unsigned token = std::random_device{}();
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "t-%d-%08x-%d", static_cast<int>(::getpid()), token, counter++);
+  return buf;
+}
+
 inline Status TestRadosOptions(RadosOptions* out, uint64_t stripe_size = 64 << 10, uint32_t lock_duration_s = 3) {
   const char* conf = std::getenv("DEDUPV1_TEST_CEPH_CONF");
   if (conf == nullptr || *conf == '\0') {
@@ -25,10 +38,9 @@ inline Status TestRadosOptions(RadosOptions* out, uint64_t stripe_size = 64 << 1
         "DEDUPV1_TEST_CEPH_CONF is not set: this test needs a Ceph cluster with pools dedupv1-data and "
         "dedupv1-index (start one with the cluster script and point the variable at its ceph.conf)");
   }
-  static std::atomic<int> counter{0};
   RadosOptions o;
   o.conf_file = conf;
-  o.store = "t-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  o.store = UniqueTestNamespace();
   o.op_timeout_s = 30;
   o.stripe_size = stripe_size;
   o.lock_duration_s = lock_duration_s;
