@@ -191,7 +191,7 @@ Status DedupSystem::PrepareDataDir() {
     // The slot number (its container id range) is fixed at registration.
     GatewayRegistry registry(rados_);
     DEDUPV1_RETURN_IF_ERROR(registry.Register(options_.rados.gateway, &gateway_record_));
-    DEDUPV1_RETURN_IF_ERROR(registry.BeginIncarnation(options_.rados.gateway, false, &gateway_record_));
+    DEDUPV1_RETURN_IF_ERROR(registry.BeginIncarnation(options_.rados.gateway, options_.gateway_takeover, &gateway_record_));
   }
   // A store that lacks a file its data depends on is refused here, before
   // anything could recreate the file empty.

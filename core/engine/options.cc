@@ -405,6 +405,11 @@ Status Options::FinishStorageBackend() {
     return Status::InvalidArgument("storage.backend = rados needs block-index.backend = leveldb (Tokyo Cabinet "
                                    "writes its file past the RADOS mapping); leave block-index.backend out");
   }
+  // Gateway mode self-fences (design-15 2.2): a slot's lost lease may mean
+  // another gateway took the slot over, so the lock is never re-taken and
+  // every write fails from then on. The policy is not in ConnectionKey, the
+  // gateway name is: every connection of a slot has it.
+  if (!rados.gateway.empty()) rados.fence_on_lease_loss = true;
   chunk_store.backend = "rados";
   chunk_store.rados = rados;
   chunk_index.table_backend = "rados";

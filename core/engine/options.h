@@ -47,6 +47,9 @@ struct Options {
   // the gateway's runtime files locally).
   std::string storage_backend = "local";
   RadosOptions rados;  // storage.rados.*; used when storage_backend is "rados"
+  // Not a config key: this open takes a gateway slot over from another holder
+  // (core/engine/slot_takeover.h), so the registry counts it as a takeover.
+  bool gateway_takeover = false;
   uint32_t block_size = 128 << 10;
   FingerprintType fingerprint = FingerprintType::kSha1;
   ChunkerOptions chunking;

@@ -158,6 +158,23 @@ TEST(OptionsTest, NonDefaultValuesRoundTrip) {
   EXPECT_EQ(again.ToString(), o.ToString());
 }
 
+// A gateway slot self-fences (a lost lease is lost for good: another
+// gateway may have taken the slot over); a store without slots keeps the
+// re-taking lock of issue 14. Every connection of the engine gets the policy.
+TEST(OptionsTest, GatewayModeFencesOnLeaseLoss) {
+  Options single, slot;
+  Status s = FromText("data-dir = /srv/dd\nstorage.backend = rados\n", &single);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FALSE(single.rados.fence_on_lease_loss);
+  EXPECT_FALSE(single.chunk_store.rados.fence_on_lease_loss);
+  EXPECT_FALSE(single.chunk_index.rados.fence_on_lease_loss);
+  s = FromText("data-dir = /srv/dd\nstorage.backend = rados\nstorage.rados.gateway = gw-a\n", &slot);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(slot.rados.fence_on_lease_loss);
+  EXPECT_TRUE(slot.chunk_store.rados.fence_on_lease_loss);
+  EXPECT_TRUE(slot.chunk_index.rados.fence_on_lease_loss);
+}
+
 TEST(OptionsTest, LaterEntriesOverrideAndOverridesAreNamed) {
   Config c;
   ASSERT_TRUE(Config::Parse("block-size = 64K\nblock-size = 256K\ndata-dir = /a\n", "t.conf", &c).ok());
