@@ -4,6 +4,15 @@
 //
 //   dedupv1d start|stop|status --config FILE [--data-dir DIR] [--portal ADDR:PORT]
 //            [--control-port N] [--volume NAME]... [--module PATH] [--timeout SECONDS]
+//   dedupv1d takeover --config FILE [--force] [the options of start]
+//
+// `takeover` (a gateway slot, storage.rados.gateway; docs/ceph.md) is `start`
+// for a slot another gateway served: once start's checks passed and before
+// tgtd starts, it waits for the old holder's lease to end (or with --force
+// fences it at once) and fences the address the old holder recorded
+// (core/engine/slot_takeover.h); then start runs as usual and the engine in
+// tgtd recovers the slot from its log. A takeover refused (the holder is
+// alive, no --force) starts nothing.
 //
 // Invariants:
 //  - The config is validated (ServiceOptions::FromConfig: the engine's keys,
@@ -95,6 +104,7 @@
 #include "core/base/env.h"
 #include "core/base/identity.h"
 #include "core/engine/options.h"
+#include "core/engine/slot_takeover.h"
 #include "core/engine/store_env.h"
 #include "core/base/status.h"
 #include "core/engine/volume_table.h"
@@ -131,6 +141,8 @@ void Complain(const std::string& msg) { std::fprintf(stderr, "dedupv1d: %s\n", m
 
 const char kUsage[] =
     "usage: dedupv1d start|stop|status --config FILE [options]\n"
+    "       dedupv1d takeover --config FILE [--force] [options]   start a gateway slot another gateway served\n"
+    "  --force              takeover: fence a holder that still renews its lease instead of waiting for it\n"
     "  --data-dir DIR       overrides the config's data-dir (state file, tgtd.log and data live there)\n"
     "  --portal ADDR:PORT   overrides target.portal (e.g. 127.0.0.1:3260, [::1]:3260)\n"
     "  --control-port N     overrides target.control-port (tgtd -C N)\n"
@@ -149,6 +161,7 @@ struct Args {
   std::vector<std::string> volumes;
   std::string module;
   int timeout_s = 300;
+  bool force = false;  // takeover --force
 };
 
 bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
@@ -157,13 +170,21 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
     return false;
   }
   a->command = argv[1];
-  if (a->command != "start" && a->command != "stop" && a->command != "status") {
+  if (a->command != "start" && a->command != "stop" && a->command != "status" && a->command != "takeover") {
     *err = "unknown command '" + a->command + "'";
     return false;
   }
   for (int i = 2; i < argc; i++) {
     std::string opt = argv[i];
     std::string value;
+    if (opt == "--force") {  // a flag: no value
+      if (a->command != "takeover") {
+        *err = "--force belongs to takeover";
+        return false;
+      }
+      a->force = true;
+      continue;
+    }
     const size_t eq = opt.find('=');
     if (opt.rfind("--", 0) == 0 && eq != std::string::npos) {
       value = opt.substr(eq + 1);
@@ -1169,6 +1190,28 @@ int KillAfterStep() {
   return v != nullptr && ParseUint(v, &n).ok() && n <= 1000 ? static_cast<int>(n) : 0;
 }
 
+// takeover's step before tgtd starts: TakeOverSlot, with what it did said.
+// kExitOk, or the exit code of a refused takeover (nothing was started).
+int TakeOverBeforeStart(const Args& args, const Options& engine) {
+  if (engine.storage_backend != "rados" || engine.rados.gateway.empty()) {
+    Complain("takeover needs a gateway slot (storage.backend = rados, storage.rados.gateway = NAME) in " +
+             args.config + "; nothing started");
+    return kExitUsage;
+  }
+  Say("dedupv1d: taking over gateway slot " + engine.rados.gateway + (args.force ? " (forced)" : "") +
+      (args.force ? "" : "; waiting up to two leases (" + std::to_string(2 * engine.rados.lock_duration_s) +
+                             " s) for a holder's lease to end"));
+  TakeoverReport report;
+  Status s = TakeOverSlot(engine, args.force, &report);
+  if (!s.ok()) {
+    Complain("takeover refused, nothing started: " + s.ToString());
+    return s.IsInvalidArgument() ? kExitUsage : kExitFailed;
+  }
+  std::fprintf(stdout, "%s", report.ToString().c_str());
+  std::fflush(stdout);
+  return kExitOk;
+}
+
 int Start(const Args& args) {
   Setup setup;
   Status s = LoadSetup(args, &setup);
@@ -1250,6 +1293,10 @@ int Start(const Args& args) {
       !why.empty()) {
     Complain(why + "; nothing started");
     return kExitFailed;
+  }
+
+  if (args.command == "takeover") {
+    if (int rc = TakeOverBeforeStart(args, o.engine); rc != kExitOk) return rc;
   }
 
   const std::string log = JoinPath(setup.data_dir, kLogFile);
@@ -1405,6 +1452,18 @@ int Start(const Args& args) {
     return kExitFailed;
   }
   Say("dedupv1d: started tgtd pid " + std::to_string(st.pid) + " with module " + module_desc + ", log " + log);
+  if (args.command == "takeover") {
+    // The engine in tgtd opened the slot as its next incarnation; the
+    // takeover is counted here (a cosmetic count: a failure is only said).
+    GatewayRecord record;
+    s = CountTakeover(o.engine, &record);
+    if (s.ok()) {
+      Say("gateway slot " + o.engine.rados.gateway + ": incarnation " + std::to_string(record.incarnation) +
+          ", takeover " + std::to_string(record.takeovers));
+    } else {
+      Complain("the takeover was not counted in the slot's registry record: " + s.ToString());
+    }
+  }
   RunResult shown = adm({"--lld", "iscsi", "--op", "show", "--mode", "target"});
   PrintStatus(st, ParseTargets(shown.output), {});
   return kExitOk;
@@ -1525,7 +1584,7 @@ int main(int argc, char** argv) {
   }
   // A tgtadm child killed on timeout must not take us down with SIGPIPE.
   ::signal(SIGPIPE, SIG_IGN);
-  if (args.command == "start") return dedupv1::Start(args);
+  if (args.command == "start" || args.command == "takeover") return dedupv1::Start(args);
   if (args.command == "stop") return dedupv1::Stop(args);
   return dedupv1::StatusCommand(args);
 }

@@ -281,6 +281,27 @@ Status TakeOverSlot(const Options& options, bool force, TakeoverReport* report) 
   return takeover.Run(force);
 }
 
+Status CountTakeover(const Options& options, GatewayRecord* record) {
+  DEDUPV1_RETURN_IF_ERROR(CheckTakeoverOptions(options));
+  std::shared_ptr<RadosCluster> cluster;
+  DEDUPV1_RETURN_IF_ERROR(RadosCluster::Shared(options.rados, &cluster));
+  GatewayRegistry registry(cluster);
+  Status s;
+  for (int attempt = 0; attempt < 16; attempt++) {
+    GatewayRecord now;
+    DEDUPV1_RETURN_IF_ERROR(registry.Lookup(options.rados.gateway, &now));
+    GatewayRecord next = now;
+    next.takeovers++;
+    s = registry.CompareAndSet(options.rados.gateway, now, next);
+    if (s.ok()) {
+      *record = next;
+      return s;
+    }
+    if (!s.IsAborted()) return s;
+  }
+  return s;
+}
+
 Status OpenTakenOverSlot(const Options& options, bool force, Env* local, std::unique_ptr<DedupSystem>* out,
                          TakeoverReport* report) {
   DEDUPV1_RETURN_IF_ERROR(CheckTakeoverOptions(options));

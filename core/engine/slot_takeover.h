@@ -72,4 +72,10 @@ Status TakeOverSlot(const Options& options, bool force, TakeoverReport* report);
 Status OpenTakenOverSlot(const Options& options, bool force, Env* local, std::unique_ptr<DedupSystem>* out,
                          TakeoverReport* report);
 
+// Counts one takeover in the slot's registry record (takeovers + 1,
+// compare-and-set, retried on a lost race) for a slot opened elsewhere
+// without Options::gateway_takeover: dedupv1d takes over, the engine opens
+// inside tgtd. |record| gets what was stored.
+Status CountTakeover(const Options& options, GatewayRecord* record);
+
 }  // namespace dedupv1
