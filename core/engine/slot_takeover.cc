@@ -67,7 +67,9 @@ class SlotWalker {
 
   Status WalkDir(const std::string& dir, const std::string& rel_dir, int depth) {
     std::vector<std::string> names;
-    DEDUPV1_RETURN_IF_ERROR(env_->GetChildren(dir, &names));
+    Status s = env_->GetChildren(dir, &names);
+    if (s.IsNotFound()) return Status::OK();  // gone meanwhile, or a slot never opened: nothing to touch
+    DEDUPV1_RETURN_IF_ERROR(s);
     for (const std::string& name : names) {
       if (out_->touch.size() >= kMaxTouched) break;
       const std::string rel = rel_dir.empty() ? name : rel_dir + "/" + name;

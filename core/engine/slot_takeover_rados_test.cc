@@ -297,3 +297,36 @@ TEST_F(GatewayTakeoverTest, UnforcedTakeoverOfLiveHolderIsBusy) {
 
 }  // namespace
 }  // namespace dedupv1
+
+namespace dedupv1 {
+namespace {
+
+// A slot nobody registered is NotFound; one registered but never opened has
+// no holder and no address: nothing to wait for or fence.
+TEST_F(GatewayTakeoverTest, UnknownSlotIsNotFoundNeverOpenedSlotNeedsNoFence) {
+  test::TempDir dir;
+  const Options o = SlotOptions(dir.path(), rados_, 3);
+  TakeoverReport report;
+  Status s = TakeOverSlot(o, /*force=*/false, &report);
+  ASSERT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_NE(s.message().find(kGateway), std::string::npos) << s.ToString();
+
+  std::shared_ptr<RadosCluster> cluster;
+  ASSERT_TRUE(RadosCluster::Shared(rados_, &cluster).ok());
+  GatewayRecord record;
+  GatewayRegistry registry(cluster);
+  ASSERT_TRUE(registry.Register(kGateway, &record).ok());
+  s = TakeOverSlot(o, /*force=*/true, &report);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(report.fenced.empty());
+  EXPECT_TRUE(report.holders.empty());
+  EXPECT_NE(report.not_fenced.find("never opened"), std::string::npos) << report.not_fenced;
+
+  // A store without slots has none to take over.
+  Options single = o;
+  single.rados.gateway.clear();
+  EXPECT_TRUE(TakeOverSlot(single, false, &report).IsInvalidArgument());
+}
+
+}  // namespace
+}  // namespace dedupv1
