@@ -44,7 +44,7 @@ readback() {
 }
 
 check "start on the rados store" dd_start "$conf"
-check "16 MiB written and synced" timeout 300 qemu-img convert -n -f raw -O raw "$WORK/before.img" "$(dd_url 1)"
+check "16 MiB written and synced" timeout 300 qemu-img convert -n -t writeback -f raw -O raw "$WORK/before.img" "$(dd_url 1)"
 check "it reads back" readback 0 "$WORK/before.img"
 
 check "the whole cluster stops" "$cluster" stop --dir "$ceph_dir"

@@ -30,8 +30,9 @@ head -c $((24 << 20)) /dev/urandom >"$WORK/gen1.img"
 cat "$WORK/gen1.img" "$WORK/gen1.img" | head -c $((40 << 20)) >"$WORK/gen2.img"
 head -c $((8 << 20)) /dev/urandom >>"$WORK/gen2.img"
 
-# put FILE LUN: the file onto the LUN, then SYNCHRONIZE CACHE (qemu-img flushes).
-put() { timeout 300 qemu-img convert -n -f raw -O raw "$1" "$(dd_url "$2")"; }
+# put FILE LUN: the file onto the LUN, then SYNCHRONIZE CACHE (qemu-img
+# convert flushes only with a cache mode other than its default "unsafe").
+put() { timeout 300 qemu-img convert -n -t writeback -f raw -O raw "$1" "$(dd_url "$2")"; }
 # same FILE LUN: the LUN starts with the file (LUNs are longer than the files).
 same() {
   local n
