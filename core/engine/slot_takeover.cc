@@ -17,10 +17,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Bounds of the object walk: enough for a slot's files and its log's
-// stripes, cheap next to the open that follows.
+// Bounds of the object walk. A slot with more objects than kMaxTouched is
+// refused, not fenced in part: an object left untouched (the container id
+// mark, a log stripe) could still take a late write of the fenced gateway.
 constexpr int kMaxDepth = 4;
-constexpr size_t kMaxTouched = 16384;
+constexpr size_t kMaxTouched = size_t{1} << 18;
 constexpr auto kPollInterval = std::chrono::milliseconds(100);
 
 double MsSince(Clock::time_point start) {
@@ -54,15 +55,23 @@ class SlotWalker {
     Add(prefix_ + RadosChunkTable::kHeaderObject);
     int bits = 0;
     while ((1u << bits) < options_.chunk_index.rados_shards) bits++;
-    for (uint32_t s = 0; s < options_.chunk_index.rados_shards && out_->touch.size() < kMaxTouched; s++) {
+    for (uint32_t s = 0; s < options_.chunk_index.rados_shards && !overflow_; s++) {
       Add(prefix_ + RadosChunkTable::ShardObject(s, bits));
+    }
+    if (overflow_) {
+      return Status::Aborted("gateway slot " + prefix_ + " has more than " + std::to_string(kMaxTouched) +
+                             " objects to fence; refusing to take it over with some of them untouched");
     }
     return Status::OK();
   }
 
  private:
   void Add(const std::string& oid) {
-    if (out_->touch.size() < kMaxTouched && seen_.insert(oid).second) out_->touch.push_back(oid);
+    if (out_->touch.size() >= kMaxTouched) {
+      overflow_ = true;
+      return;
+    }
+    if (seen_.insert(oid).second) out_->touch.push_back(oid);
   }
 
   Status WalkDir(const std::string& dir, const std::string& rel_dir, int depth) {
@@ -71,7 +80,7 @@ class SlotWalker {
     if (s.IsNotFound()) return Status::OK();  // gone meanwhile, or a slot never opened: nothing to touch
     DEDUPV1_RETURN_IF_ERROR(s);
     for (const std::string& name : names) {
-      if (out_->touch.size() >= kMaxTouched) break;
+      if (overflow_) break;
       const std::string rel = rel_dir.empty() ? name : rel_dir + "/" + name;
       std::vector<std::string> below;
       if (depth < kMaxDepth && env_->GetChildren(JoinPath(dir, name), &below).ok() && !below.empty()) {
@@ -94,7 +103,7 @@ class SlotWalker {
     if (s.IsNotFound() || s.IsCorruption()) return Status::OK();  // no striped file (a lock object), or not ours
     DEDUPV1_RETURN_IF_ERROR(s);
     const uint64_t last = RadosLastStripe(meta, options_.rados.stripe_size);
-    for (uint64_t n = 1; n <= last && out_->touch.size() < kMaxTouched; n++) Add(RadosStripeOid(oid, meta.id, n));
+    for (uint64_t n = 1; n <= last && !overflow_; n++) Add(RadosStripeOid(oid, meta.id, n));
     return Status::OK();
   }
 
@@ -104,6 +113,7 @@ class SlotWalker {
   const std::string prefix_;
   SlotObjects* const out_;
   std::set<std::string> seen_;
+  bool overflow_ = false;  // an object was not added: the walk fails
 };
 
 Status ListSlotObjects(const std::shared_ptr<RadosCluster>& cluster, const Options& options, SlotObjects* out) {

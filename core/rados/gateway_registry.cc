@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "core/base/coding.h"
@@ -161,6 +162,13 @@ Status GatewayRegistry::TryRegister(const std::string& name, GatewayRecord* reco
   uint32_t next = 1;
   const auto stored_next = values.find(kNextKey);
   if (stored_next != values.end()) DEDUPV1_RETURN_IF_ERROR(DecodeNext(Where(), stored_next->second, &next));
+  // The counter alone could hand out a number in use if it was lost or set
+  // back (a slot number is a container id range: two slots sharing one would
+  // list, collect and count each other's containers). A new name is rare, so
+  // the records are read and the number is above every slot in use.
+  std::map<std::string, GatewayRecord> records;
+  DEDUPV1_RETURN_IF_ERROR(List(&records));
+  for (const auto& [other, rec] : records) next = std::max<uint32_t>(next, uint32_t{rec.slot} + 1);
   if (next == 0 || next > kMaxGatewaySlot) {
     return Status::NoSpace("gateway registry " + Where() + ": all " + std::to_string(kMaxGatewaySlot) +
                            " slot numbers are used");

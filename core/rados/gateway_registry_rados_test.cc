@@ -67,6 +67,21 @@ TEST_F(GatewayRegistryTest, RegisterKeepsNumbersAndListsAll) {
   EXPECT_TRUE(reg.Register(std::string(33, 'a'), &missing).IsInvalidArgument());
 }
 
+TEST_F(GatewayRegistryTest, ALostSlotCounterNeverReusesANumber) {
+  GatewayRegistry reg(cluster_);
+  GatewayRecord a, b, c;
+  ASSERT_TRUE(reg.Register("gw-a", &a).ok());
+  ASSERT_TRUE(reg.Register("gw-b", &b).ok());
+  // The counter key removed (damage, a hand edit): the next number must
+  // still be above every slot in use.
+  std::set<std::string> keys = {"#next"};
+  ASSERT_EQ(cluster_->index().omap_rm_keys("gateways", keys), 0);
+  ASSERT_TRUE(reg.Register("gw-c", &c).ok());
+  EXPECT_EQ(c.slot, 3);
+  EXPECT_NE(c.slot, a.slot);
+  EXPECT_NE(c.slot, b.slot);
+}
+
 TEST_F(GatewayRegistryTest, RacingRegistrationsGetDistinctNumbers) {
   std::shared_ptr<RadosCluster> c1 = OtherConnection("racer-1"), c2 = OtherConnection("racer-2");
   ASSERT_TRUE(c1 && c2);

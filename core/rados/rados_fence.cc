@@ -1,5 +1,6 @@
 #include "core/rados/rados_fence.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -36,32 +37,39 @@ Status BlocklistStatus(RadosCluster* cluster, int r, const std::string& addr) {
   return Status::IOError(what + ": " + std::strerror(-r));
 }
 
-// One stat per object, all in flight; the first error other than ENOENT.
+// One stat per object, up to kTouchWindow in flight (a slot's objects can be
+// many thousands; the objecter would only queue the rest); the first error
+// other than ENOENT.
+constexpr size_t kTouchWindow = 256;
+
 Status TouchAll(RadosCluster* cluster, const std::vector<std::string>& objects) {
   struct Touch {
     std::unique_ptr<librados::AioCompletion> done;
     uint64_t size = 0;
     time_t mtime = 0;
   };
-  std::vector<Touch> touches(objects.size());
-  const auto start = std::chrono::steady_clock::now();
   Status first;
-  size_t sent = 0;
-  for (; sent < objects.size(); sent++) {
-    Touch& t = touches[sent];
-    t.done.reset(librados::Rados::aio_create_completion());
-    const int r = cluster->index().aio_stat(objects[sent], t.done.get(), &t.size, &t.mtime);
-    if (r < 0) {
-      first = cluster->ToStatus(r, "stat (fence touch)", cluster->index_pool(), objects[sent]);
-      break;
+  for (size_t base = 0; base < objects.size() && first.ok(); base += kTouchWindow) {
+    const size_t end = std::min(objects.size(), base + kTouchWindow);
+    std::vector<Touch> touches(end - base);
+    const auto start = std::chrono::steady_clock::now();
+    size_t sent = 0;
+    for (; base + sent < end; sent++) {
+      Touch& t = touches[sent];
+      t.done.reset(librados::Rados::aio_create_completion());
+      const int r = cluster->index().aio_stat(objects[base + sent], t.done.get(), &t.size, &t.mtime);
+      if (r < 0) {
+        first = cluster->ToStatus(r, "stat (fence touch)", cluster->index_pool(), objects[base + sent]);
+        break;
+      }
     }
-  }
-  for (size_t i = 0; i < sent; i++) {
-    touches[i].done->wait_for_complete();
-    const int r = touches[i].done->get_return_value();
-    cluster->Record(RadosOpKind::kStat, start, 0, r >= 0 || r == -ENOENT);
-    if (r < 0 && r != -ENOENT && first.ok()) {
-      first = cluster->ToStatus(r, "stat (fence touch)", cluster->index_pool(), objects[i]);
+    for (size_t i = 0; i < sent; i++) {
+      touches[i].done->wait_for_complete();
+      const int r = touches[i].done->get_return_value();
+      cluster->Record(RadosOpKind::kStat, start, 0, r >= 0 || r == -ENOENT);
+      if (r < 0 && r != -ENOENT && first.ok()) {
+        first = cluster->ToStatus(r, "stat (fence touch)", cluster->index_pool(), objects[base + i]);
+      }
     }
   }
   return first;
