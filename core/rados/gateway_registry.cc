@@ -215,6 +215,11 @@ Status GatewayRegistry::CompareAndSet(const std::string& name, const GatewayReco
     return Status::InvalidArgument("gateway " + name + ": a slot number never changes (" +
                                    std::to_string(expected.slot) + " -> " + std::to_string(next.slot) + ")");
   }
+  // A process whose lease on the slot lapsed (paused after taking the lock,
+  // say) must not record itself as the holder over a taker: CheckLease
+  // refuses then (and with fence_on_lease_loss fences for good). A process
+  // holding no lease (an admin command) is not affected.
+  DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
   std::map<std::string, std::pair<librados::bufferlist, int>> expect;
   expect[name] = {ToBl(Encode(name, expected)), LIBRADOS_CMPXATTR_OP_EQ};
   std::map<std::string, librados::bufferlist> set;

@@ -63,8 +63,11 @@ uint64_t RadosLastStripe(const RadosFileMeta& meta, uint64_t stripe_size) {
 Status RadosOperate(RadosCluster* cluster, const std::string& oid, librados::ObjectWriteOperation* op,
                     RadosOpKind kind, uint64_t bytes, const std::string& what, int* r) {
   // Every synchronous write of RadosEnv (create, truncate, directory
-  // entries, remove, rename, link) passes here: none after a fence.
-  DEDUPV1_RETURN_IF_ERROR(cluster->CheckFenced());
+  // entries, remove, rename, link) passes here: none after a fence. In
+  // gateway mode a lapsed lease counts as lost too (CheckLease fences then):
+  // a paused gateway resuming before its renewal thread notices must not
+  // create, rename or remove files a taker may own by now.
+  DEDUPV1_RETURN_IF_ERROR(cluster->options().fence_on_lease_loss ? cluster->CheckLease() : cluster->CheckFenced());
   RadosOpTimer timer(cluster, kind);
   const int rr = cluster->index().operate(oid, op);
   // A caller that takes the raw result accepts ENOENT (removing what is gone).
