@@ -227,6 +227,13 @@ class Takeover {
     } else {
       DEDUPV1_RETURN_IF_ERROR(FenceAddress(recorded, objects));
     }
+    // A holder seen before its lease ended may be a gateway that took the
+    // lock and was paused before it recorded its address: the recorded one
+    // is then an older incarnation's, so it is fenced as well.
+    for (const RadosLockHolder& h : report_->holders) {
+      if (h.address.empty() || BareAddress(h.address) == own || Fenced(h.address)) continue;
+      DEDUPV1_RETURN_IF_ERROR(FenceAddress(h.address, objects));
+    }
     return BreakFencedLocks(force, own, objects);
   }
 
