@@ -1,7 +1,6 @@
 #include "core/engine/slot_takeover.h"
 
 #include <chrono>
-#include <cstring>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -26,14 +25,6 @@ constexpr auto kPollInterval = std::chrono::milliseconds(100);
 
 double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-// One client however list_lockers or get_addrs spell it ("v1:" etc.).
-std::string BareAddress(const std::string& addr) {
-  for (const char* type : {"v1:", "v2:", "any:"}) {
-    if (addr.rfind(type, 0) == 0) return addr.substr(std::strlen(type));
-  }
-  return addr;
 }
 
 // The objects of one slot that a fence touches and the lock objects in it.

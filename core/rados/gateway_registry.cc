@@ -177,23 +177,33 @@ Status GatewayRegistry::TryRegister(const std::string& name, GatewayRecord* reco
   fresh.slot = static_cast<uint16_t>(next);
   // The name must still be absent and the counter unchanged (an absent key
   // compares as ""): else another registration came first.
-  std::map<std::string, std::pair<librados::bufferlist, int>> expect;
-  expect[name] = {librados::bufferlist(), LIBRADOS_CMPXATTR_OP_EQ};
-  expect[kNextKey] = {ToBl(stored_next == values.end() ? "" : stored_next->second), LIBRADOS_CMPXATTR_OP_EQ};
-  std::map<std::string, librados::bufferlist> set;
-  set[name] = ToBl(Encode(name, fresh));
-  set[kNextKey] = ToBl(EncodeNext(next + 1));
+  // The first registration creates the object (omap_cmp on a missing object
+  // would fail ENOENT).
+  DEDUPV1_RETURN_IF_ERROR(GuardedSet(
+      {{name, ""}, {kNextKey, stored_next == values.end() ? "" : stored_next->second}},
+      {{name, Encode(name, fresh)}, {kNextKey, EncodeNext(next + 1)}}, /*create=*/true, "register gateway " + name,
+      "gateway registry " + Where() + ": lost a registration race"));
+  *record = fresh;
+  return Status::OK();
+}
+
+Status GatewayRegistry::GuardedSet(const std::map<std::string, std::string>& expect,
+                                   const std::map<std::string, std::string>& set, bool create, const std::string& what,
+                                   const std::string& lost) {
+  std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
+  for (const auto& [k, v] : expect) cmp[k] = {ToBl(v), LIBRADOS_CMPXATTR_OP_EQ};
+  std::map<std::string, librados::bufferlist> values;
+  for (const auto& [k, v] : set) values[k] = ToBl(v);
   librados::ObjectWriteOperation op;
-  op.create(false);  // omap_cmp on a missing object would fail ENOENT
+  if (create) op.create(false);
   int cmp_r = 0;
-  op.omap_cmp(expect, &cmp_r);
-  op.omap_set(set);
+  op.omap_cmp(cmp, &cmp_r);
+  op.omap_set(values);
   RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
   const int r = cluster_->index().operate(kObject, &op);
   timer.Done(r == -ECANCELED ? 0 : r, 0);
-  if (r == -ECANCELED) return Status::Aborted("gateway registry " + Where() + ": lost a registration race");
-  if (r < 0) return cluster_->ToStatus(r, "register gateway " + name, cluster_->index_pool(), kObject);
-  *record = fresh;
+  if (r == -ECANCELED) return Status::Aborted(lost);
+  if (r < 0) return cluster_->ToStatus(r, what, cluster_->index_pool(), kObject);
   return Status::OK();
 }
 
@@ -220,22 +230,9 @@ Status GatewayRegistry::CompareAndSet(const std::string& name, const GatewayReco
   // refuses then (and with fence_on_lease_loss fences for good). A process
   // holding no lease (an admin command) is not affected.
   DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
-  std::map<std::string, std::pair<librados::bufferlist, int>> expect;
-  expect[name] = {ToBl(Encode(name, expected)), LIBRADOS_CMPXATTR_OP_EQ};
-  std::map<std::string, librados::bufferlist> set;
-  set[name] = ToBl(Encode(name, next));
-  librados::ObjectWriteOperation op;
-  int cmp_r = 0;
-  op.omap_cmp(expect, &cmp_r);
-  op.omap_set(set);
-  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
-  const int r = cluster_->index().operate(kObject, &op);
-  timer.Done(r == -ECANCELED ? 0 : r, 0);
-  if (r == -ECANCELED) {
-    return Status::Aborted("gateway registry " + Where() + " key " + name + ": the record changed meanwhile");
-  }
-  if (r < 0) return cluster_->ToStatus(r, "update gateway " + name, cluster_->index_pool(), kObject);
-  return Status::OK();
+  return GuardedSet({{name, Encode(name, expected)}}, {{name, Encode(name, next)}}, /*create=*/false,
+                    "update gateway " + name,
+                    "gateway registry " + Where() + " key " + name + ": the record changed meanwhile");
 }
 
 Status GatewayRegistry::BeginIncarnation(const std::string& name, bool takeover, GatewayRecord* record) {

@@ -89,6 +89,12 @@ class GatewayRegistry {
  private:
   // The values of |keys| (absent keys are left out).
   Status ReadKeys(const std::set<std::string>& keys, std::map<std::string, std::string>* values);
+  // Sets |set| if every key of |expect| holds exactly its value (an absent
+  // key compares as ""), in one atomic op (creating the object first if
+  // |create|). Aborted with |lost| if a value differed, else what librados
+  // said, naming |what|.
+  Status GuardedSet(const std::map<std::string, std::string>& expect, const std::map<std::string, std::string>& set,
+                    bool create, const std::string& what, const std::string& lost);
   // One registration attempt: Aborted if another registration won the race.
   Status TryRegister(const std::string& name, GatewayRecord* record);
   std::string Where() const;

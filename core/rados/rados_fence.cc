@@ -12,15 +12,6 @@ namespace dedupv1 {
 
 namespace {
 
-// "127.0.0.1:0/123" for "v1:127.0.0.1:0/123", "v2:...", "any:...": the same
-// client, however list_lockers or get_addrs spell it.
-std::string BareAddress(const std::string& addr) {
-  for (const char* type : {"v1:", "v2:", "any:"}) {
-    if (addr.rfind(type, 0) == 0) return addr.substr(std::strlen(type));
-  }
-  return addr;
-}
-
 Status BlocklistStatus(RadosCluster* cluster, int r, const std::string& addr) {
   const std::string what = "blocklisting client " + addr + " (to fence it) in the cluster of " +
                            cluster->Where(cluster->index_pool(), "");
@@ -76,6 +67,13 @@ Status TouchAll(RadosCluster* cluster, const std::vector<std::string>& objects) 
 }
 
 }  // namespace
+
+std::string BareAddress(const std::string& addr) {
+  for (const char* type : {"v1:", "v2:", "any:"}) {
+    if (addr.rfind(type, 0) == 0) return addr.substr(std::strlen(type));
+  }
+  return addr;
+}
 
 Status Fence(RadosCluster* cluster, const std::string& client_addr, uint32_t expire_s,
              const std::vector<std::string>& touch_index_objects) {

@@ -32,6 +32,11 @@
 
 namespace dedupv1 {
 
+// "127.0.0.1:0/123" for "v1:127.0.0.1:0/123", "v2:...", "any:...": one
+// client however list_lockers or get_addrs spell it, so two addresses name
+// the same client exactly when their bare forms are equal.
+std::string BareAddress(const std::string& addr);
+
 // Blocklists |client_addr| (as RadosCluster::client_address or list_lockers
 // give it, "127.0.0.1:0/123" or "v1:127.0.0.1:0/123") for |expire_s|
 // seconds, waits for the newest OSD map, then stats every object of
