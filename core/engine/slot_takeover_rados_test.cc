@@ -34,9 +34,6 @@ const char kGateway[] = "gw-a";
 // takeover (seed 3): distinct, so a read tells whose they are.
 std::vector<uint8_t> Data(int who, int i) { return test::RandomBytes(kWrite, 1000 * who + i); }
 
-// The address without its "v1:" type, as get_addrs spells it.
-std::string Bare(const std::string& addr) { return addr.rfind("v1:", 0) == 0 ? addr.substr(3) : addr; }
-
 Options SlotOptions(const std::string& dir, const RadosOptions& rados, uint32_t lease_s) {
   Options o = test::SmallSystemOptions(dir);
   o.storage_backend = "rados";
@@ -206,7 +203,7 @@ TEST_F(GatewayTakeoverTest, KilledGatewaySyncedDataReadsBackThroughTaker) {
   ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << report.ToString();
   EXPECT_EQ(before, report.previous);
   ASSERT_EQ(1u, report.fenced.size()) << report.ToString();
-  EXPECT_EQ(Bare(before.address), Bare(report.fenced[0]));
+  EXPECT_EQ(BareAddress(before.address), BareAddress(report.fenced[0]));
   EXPECT_GT(report.touched_objects, 8u);  // lock, log, block index, catalog, 8 shards, ...
   EXPECT_TRUE(taker_->recovery().dirty_start);
   EXPECT_EQ(2u, report.taken.incarnation);
@@ -235,7 +232,7 @@ TEST_F(GatewayTakeoverTest, ForcedTakeoverFencesPausedGateway) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(25)) << report.ToString();
   ASSERT_FALSE(report.holders.empty());
   ASSERT_FALSE(report.fenced.empty());
-  EXPECT_EQ(Bare(before.address), Bare(report.fenced[0]));
+  EXPECT_EQ(BareAddress(before.address), BareAddress(report.fenced[0]));
   EXPECT_EQ(1u, report.taken.takeovers);
   EXPECT_TRUE(ReadsBack(taker_.get(), 1));
   s = WriteAll(taker_.get(), 2);
@@ -286,7 +283,7 @@ TEST_F(GatewayTakeoverTest, UnforcedTakeoverOfLiveHolderIsBusy) {
   EXPECT_LT(took, std::chrono::seconds(20));
   EXPECT_NE(s.message().find("pid " + std::to_string(a_pid_)), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("host " + before.host), std::string::npos) << s.ToString();
-  EXPECT_NE(s.message().find(Bare(before.address)), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find(BareAddress(before.address)), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("--force"), std::string::npos) << s.ToString();
   EXPECT_TRUE(report.fenced.empty());
 

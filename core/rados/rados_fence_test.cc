@@ -36,9 +36,6 @@ bool WaitFor(std::chrono::milliseconds limit, const std::function<bool()>& done)
   return true;
 }
 
-// The address without its "v1:" type, as get_addrs spells it.
-std::string Bare(const std::string& addr) { return addr.rfind("v1:", 0) == 0 ? addr.substr(3) : addr; }
-
 int RawWrite(RadosCluster* cluster, const std::string& oid, const std::string& data) {
   librados::bufferlist bl;
   bl.append(data);
@@ -61,7 +58,7 @@ class GatewayFence : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.ToString();
     s = RadosCluster::Unshared(options_, &fencer_);
     ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_NE(Bare(victim_->client_address()), Bare(fencer_->client_address()));
+    ASSERT_NE(BareAddress(victim_->client_address()), BareAddress(fencer_->client_address()));
   }
 
   void TearDown() override {
@@ -179,7 +176,7 @@ TEST_F(GatewayFence, RenewalRefusedFencesForGoodReadsStillWork) {
   EXPECT_TRUE(victim_->CheckLease().IsIOError());
   ASSERT_TRUE(ListLockHolders(fencer_.get(), "LOCK", RadosLock::kLockName, &holders).ok());
   ASSERT_EQ(1u, holders.size());
-  EXPECT_EQ(Bare(fencer_->client_address()), Bare(holders[0].address));
+  EXPECT_EQ(BareAddress(fencer_->client_address()), BareAddress(holders[0].address));
   std::string back;
   s = ReadFileToString(env, kRoot + "/log", &back);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -197,7 +194,7 @@ TEST_F(GatewayFence, ForcedTakeoverOfAHeldLock) {
   std::vector<RadosLockHolder> holders;
   ASSERT_TRUE(ListLockHolders(fencer_.get(), "LOCK", RadosLock::kLockName, &holders).ok());
   ASSERT_EQ(1u, holders.size());
-  EXPECT_EQ(Bare(victim_->client_address()), Bare(holders[0].address));
+  EXPECT_EQ(BareAddress(victim_->client_address()), BareAddress(holders[0].address));
 
   const auto start = std::chrono::steady_clock::now();
   std::vector<RadosLockHolder> fenced;
@@ -212,7 +209,7 @@ TEST_F(GatewayFence, ForcedTakeoverOfAHeldLock) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   ASSERT_TRUE(ListLockHolders(fencer_.get(), "LOCK", RadosLock::kLockName, &holders).ok());
   ASSERT_EQ(1u, holders.size());
-  EXPECT_EQ(Bare(fencer_->client_address()), Bare(holders[0].address));
+  EXPECT_EQ(BareAddress(fencer_->client_address()), BareAddress(holders[0].address));
 
   EXPECT_EQ(-ESHUTDOWN, RawWrite(victim_.get(), "log", "late"));
   EXPECT_EQ(-ESHUTDOWN, RawWrite(victim_.get(), "LOCK", "late"));
@@ -310,7 +307,7 @@ TEST_F(GatewayFence, PolicyOffKeepsTodaysLeaseBehaviour) {
   ASSERT_TRUE(WaitFor(std::chrono::seconds(10), [&] { return victim_->CheckLease().ok(); }));
   ASSERT_TRUE(ListLockHolders(fencer_.get(), "LOCK", RadosLock::kLockName, &holders).ok());
   ASSERT_EQ(1u, holders.size());
-  EXPECT_EQ(Bare(victim_->client_address()), Bare(holders[0].address));
+  EXPECT_EQ(BareAddress(victim_->client_address()), BareAddress(holders[0].address));
   EXPECT_TRUE(WriteFile(env, "log", "again").ok());
 }
 
