@@ -536,6 +536,44 @@ Status RadosSharedChunkTable::Replace(const Fingerprint& fp, const SharedEntry& 
   return CasOne(fp, EncodeEntry(fp, expected), next, result);
 }
 
+Status RadosSharedChunkTable::ReplaceIfUnchanged(const Fingerprint& fp, const SharedRecord& seen,
+                                                 const std::vector<uint16_t>& slots,
+                                                 const std::optional<SharedEntry>& next, bool* done) {
+  DEDUPV1_RETURN_IF_ERROR(CheckWrite({fp}, false));
+  *done = false;
+  const int kEq = LIBRADOS_CMPXATTR_OP_EQ;
+  const std::string ekey = EntryKey(fp);
+  std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
+  cmp[ekey] = {Bytes(seen.entry ? EncodeEntry(fp, *seen.entry) : ""), kEq};
+  std::set<std::string> rms = {ekey, HintKey(fp)};
+  for (const auto& [slot, usage] : seen.usage) {
+    const std::string ukey = UsageKey(fp, slot);
+    cmp[ukey] = {Bytes(EncodeUsage(ukey, usage)), kEq};
+    rms.insert(ukey);
+  }
+  for (uint16_t slot : slots) {
+    if (seen.usage.count(slot) == 0) cmp[UsageKey(fp, slot)] = {librados::bufferlist(), kEq};  // still none
+  }
+  librados::ObjectWriteOperation op;
+  int cmp_rval = 0;
+  op.create(false);
+  op.omap_cmp(cmp, &cmp_rval);
+  if (next) {
+    op.omap_set({{ekey, Bytes(EncodeEntry(fp, *next))}});
+  } else {
+    op.omap_rm_keys(rms);
+  }
+  const std::string oid = ShardOid(fp);
+  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
+  int r = cluster_->index().operate(oid, &op);
+  timer.Done(r == -ECANCELED ? 0 : r, 0);
+  if (r == -ECANCELED) return Status::OK();
+  if (r >= 0) r = cmp_rval;
+  if (r < 0) return OpError(r, std::string(next ? "guarded replace of " : "guarded erase of ") + KeyName(ekey), oid);
+  *done = true;
+  return Status::OK();
+}
+
 Status RadosSharedChunkTable::AddUsageMany(const std::vector<SharedUsageDelta>& deltas, uint64_t epoch,
                                            std::vector<SharedUsageOutcome>* outcomes) {
   DEDUPV1_RETURN_IF_ERROR(CheckWrite(FpsOf(deltas), false));

@@ -155,6 +155,14 @@ class RadosSharedChunkTable {
   // the entry still is |expected|.
   Status Replace(const Fingerprint& fp, const SharedEntry& expected, const SharedEntry& next, SharedCasResult* result);
 
+  // GC's guarded change of one fingerprint (design 2.6 steps 3, 4, 7): if
+  // its entry and usage keys are still exactly as |seen| (a ReadRecord) and
+  // no slot of |slots| has a usage key |seen| lacks, stores |next|, or with
+  // nullopt erases the entry, its usage keys and its hint. |done| false: a
+  // change came in between (read again); nothing was applied.
+  Status ReplaceIfUnchanged(const Fingerprint& fp, const SharedRecord& seen, const std::vector<uint16_t>& slots,
+                            const std::optional<SharedEntry>& next, bool* done);
+
   // Adds usage deltas of this slot's log (per delta an outcome).
   // A decrement also sets a "decremented" hint for GC.
   Status AddUsageMany(const std::vector<SharedUsageDelta>& deltas, uint64_t epoch,

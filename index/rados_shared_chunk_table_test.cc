@@ -357,6 +357,64 @@ TEST_F(GatewaySharedTable, UsageReplayCountedOncePerSlotAndSummedAcrossSlots) {
   EXPECT_EQ(1, sum);
 }
 
+// GC's read and guarded changes: a mark or erase applies only while the
+// entry and every slot's usage key are as read.
+TEST_F(GatewaySharedTable, GuardedMarkAndEraseFailOnAnyChangeInBetween) {
+  ASSERT_NO_FATAL_FAILURE(OpenBoth());
+  const Fingerprint fp = MakeFp(8, 0);
+  std::vector<SharedCasResult> res;
+  ASSERT_TRUE(a_->ClaimMany(Claims({fp}, 100), 1, &res).ok());
+  ASSERT_TRUE(a_->FlipMany({{fp, *res[0].current}}, 1, &res).ok());
+  const SharedEntry committed = *res[0].current;
+  std::vector<SharedUsageOutcome> out;
+  ASSERT_TRUE(a_->AddUsageMany({{fp, 1, 1}, {fp, -1, 2}}, 1, &out).ok());
+  const std::vector<uint16_t> slots = {kSlotA, kSlotB};
+  SharedRecord seen;
+  ASSERT_TRUE(b_->ReadRecord(fp, &seen).ok());
+  ASSERT_TRUE(seen.entry.has_value());
+  EXPECT_EQ(committed, *seen.entry);
+  ASSERT_EQ(1u, seen.usage.size());
+  EXPECT_EQ(0, seen.usage[kSlotA].count);
+  EXPECT_TRUE(seen.hinted);
+  // Unused: mark it dead (C -> D).
+  SharedEntry dead = committed;
+  dead.state = SharedEntry::State::kDead;
+  dead.epoch = 2;
+  bool done = false;
+  Status s = b_->ReplaceIfUnchanged(fp, seen, slots, dead, &done);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(done);
+  ASSERT_TRUE(b_->ReadRecord(fp, &seen).ok());
+  EXPECT_EQ(dead, *seen.entry);
+  // B's slot references it meanwhile (a key the read did not see): the erase fails.
+  ASSERT_TRUE(b_->AddUsageMany({{fp, 1, 1}}, 2, &out).ok());
+  ASSERT_EQ(SharedUsageOutcome::kApplied, out[0]);
+  ASSERT_TRUE(a_->ReplaceIfUnchanged(fp, seen, slots, std::nullopt, &done).ok());
+  EXPECT_FALSE(done);
+  // A's key changing in between fails it too.
+  ASSERT_TRUE(b_->ReadRecord(fp, &seen).ok());
+  ASSERT_TRUE(b_->AddUsageMany({{fp, -1, 2}}, 2, &out).ok());
+  ASSERT_TRUE(a_->AddUsageMany({{fp, 1, 3}, {fp, -1, 4}}, 2, &out).ok());
+  ASSERT_TRUE(a_->ReplaceIfUnchanged(fp, seen, slots, std::nullopt, &done).ok());
+  EXPECT_FALSE(done);
+  // Read again, unchanged: entry, usage keys and hint go; the table holds nothing of it.
+  ASSERT_TRUE(b_->ReadRecord(fp, &seen).ok());
+  EXPECT_EQ(2u, seen.usage.size());
+  ASSERT_TRUE(a_->ReplaceIfUnchanged(fp, seen, slots, std::nullopt, &done).ok());
+  EXPECT_TRUE(done);
+  ASSERT_TRUE(b_->ReadRecord(fp, &seen).ok());
+  EXPECT_FALSE(seen.entry.has_value());
+  EXPECT_TRUE(seen.usage.empty());
+  EXPECT_FALSE(seen.hinted);
+  // A late revive finds nothing; a late usage write of the erased chunk is not applied.
+  SharedCasResult r;
+  ASSERT_TRUE(a_->Revive(fp, dead, 3, &r).ok());
+  EXPECT_FALSE(r.won);
+  EXPECT_FALSE(r.current.has_value());
+  ASSERT_TRUE(a_->AddUsageMany({{fp, 1, 5}}, 3, &out).ok());
+  EXPECT_EQ(SharedUsageOutcome::kUsageOfMissingEntry, out[0]);
+}
+
 TEST_F(GatewaySharedTable, DamagedValueIsCorruptionNamingPoolObjectAndKey) {
   ASSERT_NO_FATAL_FAILURE(OpenBoth());
   const Fingerprint fp = MakeFp(5, 0), used = MakeFp(5, 1);
