@@ -213,48 +213,65 @@ TEST_F(GatewaySharedTable, MixedBatchLosesOnlyTheTakenKeys) {
   }
 }
 
-// Two gateways claim the same fingerprints at once, in opposite orders:
-// every fingerprint has exactly one winner and the loser learns its container.
+// Two gateways claim the same fingerprints at once, in batches: B in the
+// opposite order (they meet in the middle), in the same order (both send the
+// same shard ops at the same time), and shifted by half a batch (each of B's
+// ops meets two of A's). Every fingerprint has exactly one winner and the
+// loser learns the winner's container.
 TEST_F(GatewaySharedTable, RacingClaimsHaveOneWinnerEach) {
   ASSERT_NO_FATAL_FAILURE(OpenBoth());
-  const size_t kFps = 512, kBatch = 64;
-  const std::vector<Fingerprint> fps = MakeFps(3, kFps);
-  std::vector<SharedCasResult> got_a(kFps), got_b(kFps);
-  std::atomic<int> ready{0};
-  auto run = [&](RadosSharedChunkTable* t, uint64_t container, bool reverse, std::vector<SharedCasResult>* out,
-                 Status* status) {
-    ready++;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (ready.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-    for (size_t b = 0; b < kFps / kBatch && status->ok(); b++) {
-      const size_t first = (reverse ? kFps / kBatch - 1 - b : b) * kBatch;
-      std::vector<Fingerprint> batch(fps.begin() + first, fps.begin() + first + kBatch);
-      std::vector<SharedCasResult> res;
-      *status = t->ClaimMany(Claims(batch, container), 1, &res);
-      for (size_t i = 0; i < res.size(); i++) (*out)[first + i] = res[i];
+  const size_t kFps = 512, kBatch = 64, kBatches = kFps / kBatch;
+  enum Order { kOpposite, kSame, kShifted };
+  for (Order order : {kOpposite, kSame, kShifted}) {
+    SCOPED_TRACE("order " + std::to_string(order));
+    const std::vector<Fingerprint> fps = MakeFps(30 + order, kFps);
+    std::vector<SharedCasResult> got_a(kFps), got_b(kFps);
+    std::atomic<int> ready{0};
+    // Batch |b| of gateway B (or A) as indices into fps.
+    auto batch_of = [&](bool is_b, size_t b) {
+      size_t first = b * kBatch;
+      if (is_b && order == kOpposite) first = (kBatches - 1 - b) * kBatch;
+      if (is_b && order == kShifted) first += kBatch / 2;
+      std::vector<size_t> idx;
+      for (size_t i = 0; i < kBatch; i++) idx.push_back((first + i) % kFps);
+      return idx;
+    };
+    auto run = [&](RadosSharedChunkTable* t, bool is_b, std::vector<SharedCasResult>* out, Status* status) {
+      ready++;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (ready.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      for (size_t b = 0; b < kBatches && status->ok(); b++) {
+        const std::vector<size_t> idx = batch_of(is_b, b);
+        std::vector<SharedClaim> claims;
+        for (size_t i : idx) claims.push_back({fps[i], is_b ? 200u : 100u});
+        std::vector<SharedCasResult> res;
+        *status = t->ClaimMany(claims, 1, &res);
+        for (size_t i = 0; i < res.size(); i++) (*out)[idx[i]] = res[i];
+      }
+    };
+    Status sa, sb;
+    std::thread ta(run, a_.get(), false, &got_a, &sa);
+    std::thread tb(run, b_.get(), true, &got_b, &sb);
+    ta.join();
+    tb.join();
+    ASSERT_TRUE(sa.ok()) << sa.ToString();
+    ASSERT_TRUE(sb.ok()) << sb.ToString();
+    std::vector<std::optional<SharedEntry>> stored;
+    ASSERT_TRUE(a_->LookupMany(fps, &stored).ok());
+    size_t won_a = 0;
+    for (size_t i = 0; i < kFps; i++) {
+      ASSERT_NE(got_a[i].won, got_b[i].won) << i;
+      const SharedCasResult& winner = got_a[i].won ? got_a[i] : got_b[i];
+      const SharedCasResult& loser = got_a[i].won ? got_b[i] : got_a[i];
+      ASSERT_TRUE(winner.current && loser.current && stored[i]) << i;
+      EXPECT_EQ(*winner.current, *loser.current) << i;
+      EXPECT_EQ(*winner.current, *stored[i]) << i;
+      EXPECT_EQ(got_a[i].won ? 100u : 200u, stored[i]->container) << i;
+      won_a += got_a[i].won;
     }
-  };
-  Status sa, sb;
-  std::thread ta(run, a_.get(), 100, false, &got_a, &sa);
-  std::thread tb(run, b_.get(), 200, true, &got_b, &sb);
-  ta.join();
-  tb.join();
-  ASSERT_TRUE(sa.ok()) << sa.ToString();
-  ASSERT_TRUE(sb.ok()) << sb.ToString();
-  std::vector<std::optional<SharedEntry>> stored;
-  ASSERT_TRUE(a_->LookupMany(fps, &stored).ok());
-  size_t won_a = 0;
-  for (size_t i = 0; i < kFps; i++) {
-    ASSERT_NE(got_a[i].won, got_b[i].won) << i;
-    const SharedCasResult& winner = got_a[i].won ? got_a[i] : got_b[i];
-    const SharedCasResult& loser = got_a[i].won ? got_b[i] : got_a[i];
-    ASSERT_TRUE(winner.current && loser.current && stored[i]) << i;
-    EXPECT_EQ(*winner.current, *loser.current) << i;
-    EXPECT_EQ(*winner.current, *stored[i]) << i;
-    EXPECT_EQ(got_a[i].won ? 100u : 200u, stored[i]->container) << i;
-    won_a += got_a[i].won;
+    std::printf("racing claims of %zu fingerprints, order %d: A won %zu, B won %zu\n", kFps, order, won_a,
+                kFps - won_a);
   }
-  std::printf("racing claims of %zu fingerprints: A won %zu, B won %zu\n", kFps, won_a, kFps - won_a);
 }
 
 TEST_F(GatewaySharedTable, FlipAfterTakeOverFailsReviveAndReplace) {
