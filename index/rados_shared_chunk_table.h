@@ -35,6 +35,10 @@
 //    asserts that the entry exists (omap_cmp(e GT "")): a usage of a missing
 //    entry is reported and not applied, so late writes cannot resurrect a
 //    chunk GC removed.
+//  - A call that fails on one shard (an error, not a lost race) may have been
+//    applied on others: its results are then unknown, and the caller
+//    repeats it; a repeated claim, flip or compare-and-set reports what is
+//    stored as won, a repeated usage update skips the events already counted.
 //  - Writes call RadosCluster::CheckLease first: a fenced gateway never
 //    writes. Every operation is counted; every error names pool and object.
 //
