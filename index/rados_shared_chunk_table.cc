@@ -1,0 +1,746 @@
+#include "index/rados_shared_chunk_table.h"
+
+#include <cerrno>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <set>
+
+#include "core/base/coding.h"
+#include "index/rados_chunk_table.h"
+
+namespace dedupv1 {
+namespace {
+
+// The header shares format 1's magic, so each format's opener names the
+// other's version instead of calling the header damaged.
+constexpr char kMagic[] = "DDV1CIT";
+constexpr uint32_t kFormat = 2;
+constexpr size_t kHeaderBytes = 8 + 4 + 4 + 4 + 4;
+
+constexpr char kEntryType = 'e', kUsageType = 'u', kHintType = 'z';
+constexpr uint8_t kEntryVersion = 2;
+// version, state, container, claimer slot, incarnation, epoch, CRC
+constexpr size_t kEntryBytes = 1 + 1 + 8 + 2 + 4 + 8 + 4;
+// count, last event id, CRC
+constexpr size_t kUsageBytes = 8 + 8 + 4;
+// why, slot, epoch, CRC
+constexpr size_t kHintBytes = 1 + 2 + 8 + 4;
+constexpr char kWhyClaimed = 'c', kWhyDecremented = 'd';
+
+// Rounds of compare-and-set per call: each round decides every key that did
+// not meet a concurrent change of its own shard, so running out means the
+// shard keeps changing under us.
+constexpr int kMaxRounds = 16;
+// Usage keys per read of a prefix (one per slot at most).
+constexpr uint64_t kUsagePage = 1024;
+
+librados::bufferlist Bytes(const std::string& s) {
+  librados::bufferlist bl;
+  bl.append(s.data(), s.size());
+  return bl;
+}
+
+std::string FpBytes(const Fingerprint& fp) { return std::string(reinterpret_cast<const char*>(fp.bytes), fp.size); }
+
+// Appends a CRC32C over |key| and |value| to |value|.
+std::string Sealed(const std::string& key, std::string value) {
+  PutFixed32(&value, Crc32c(value.data(), value.size(), Crc32c(key.data(), key.size())));
+  return value;
+}
+
+bool SealOk(const std::string& key, const std::string& value) {
+  if (value.size() < 4) return false;
+  const size_t n = value.size() - 4;
+  return DecodeFixed32(reinterpret_cast<const uint8_t*>(value.data()) + n) ==
+         Crc32c(value.data(), n, Crc32c(key.data(), key.size()));
+}
+
+// "e" + hex of the rest: keys in messages.
+std::string KeyName(const std::string& key) {
+  static const char digits[] = "0123456789abcdef";
+  if (key.empty()) return "(empty)";
+  std::string out(1, key[0]);
+  for (size_t i = 1; i < key.size(); i++) {
+    const unsigned char c = key[i];
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+int ShardBits(uint32_t shards) {
+  int k = 0;
+  while ((uint32_t{1} << k) < shards) k++;
+  return k;
+}
+
+std::string EncodeUsage(const std::string& key, const SharedSlotUsage& u) {
+  std::string v;
+  PutFixed64(&v, static_cast<uint64_t>(u.count));
+  PutFixed64(&v, u.last_event_id);
+  return Sealed(key, std::move(v));
+}
+
+// The fingerprints of a call's items, for the checks.
+template <class Item>
+std::vector<Fingerprint> FpsOf(const std::vector<Item>& items) {
+  std::vector<Fingerprint> fps;
+  for (const Item& it : items) fps.push_back(it.fp);
+  return fps;
+}
+
+bool ValidState(uint8_t s) {
+  return s == static_cast<uint8_t>(SharedEntry::State::kUncommitted) ||
+         s == static_cast<uint8_t>(SharedEntry::State::kCommitted) ||
+         s == static_cast<uint8_t>(SharedEntry::State::kDead);
+}
+
+}  // namespace
+
+// Asynchronous operations on shard objects, at most |window| in flight: each
+// is counted when it completes and judged by its callback in the calling
+// thread; Finish waits for all and returns the first error. The operations
+// (and what they read into) belong to the caller and must outlive Finish.
+class RadosSharedChunkTable::ShardOps {
+ public:
+  using Judge = std::function<Status(int r)>;
+
+  ShardOps(RadosCluster* cluster, size_t window) : cluster_(cluster), window_(window) {}
+  ~ShardOps() { Finish(); }
+
+  void Read(const std::string& oid, librados::ObjectReadOperation* op, Judge judge) {
+    Send(RadosOpKind::kOmapRead, std::move(judge), [&](librados::AioCompletion* c) {
+      return cluster_->index().aio_operate(oid, c, op, nullptr);
+    });
+  }
+  void Write(const std::string& oid, librados::ObjectWriteOperation* op, Judge judge) {
+    Send(RadosOpKind::kOmapWrite, std::move(judge),
+         [&](librados::AioCompletion* c) { return cluster_->index().aio_operate(oid, c, op); });
+  }
+  Status Finish() {
+    while (!queue_.empty()) CompleteOldest();
+    return first_;
+  }
+
+ private:
+  struct Sent {
+    librados::AioCompletion* completion;
+    RadosOpKind kind;
+    std::chrono::steady_clock::time_point at;
+    Judge judge;
+  };
+
+  void Send(RadosOpKind kind, Judge judge, const std::function<int(librados::AioCompletion*)>& issue) {
+    while (queue_.size() >= window_) CompleteOldest();
+    Sent s{librados::Rados::aio_create_completion(), kind, std::chrono::steady_clock::now(), std::move(judge)};
+    const int r = issue(s.completion);
+    if (r < 0) {  // never sent: judged at once
+      s.completion->release();
+      Judged(s, r);
+      return;
+    }
+    queue_.push_back(std::move(s));
+  }
+  void CompleteOldest() {
+    Sent s = std::move(queue_.front());
+    queue_.pop_front();
+    s.completion->wait_for_complete();  // bounded: the connection's rados_osd_op_timeout
+    const int r = s.completion->get_return_value();
+    s.completion->release();
+    Judged(s, r);
+  }
+  void Judged(const Sent& s, int r) {
+    Status st = s.judge(r);
+    cluster_->Record(s.kind, s.at, 0, st.ok());
+    if (!st.ok() && first_.ok()) first_ = st;
+  }
+
+  RadosCluster* const cluster_;
+  const size_t window_;
+  std::deque<Sent> queue_;
+  Status first_;
+};
+
+struct RadosSharedChunkTable::CasItem {
+  Fingerprint fp;
+  std::string expected;  // the entry's encoded value it must have; "" = absent
+  SharedEntry next;      // what to store
+  std::string hint;      // "z" value stored with it; "" = none
+  bool decided = false;
+};
+
+struct RadosSharedChunkTable::UsageWork {
+  Fingerprint fp;
+  std::vector<size_t> deltas;  // indices into the call's deltas, in their order
+  bool done = false;
+};
+
+std::string SharedEntry::ToString() const {
+  return std::string(1, static_cast<char>(state)) + "{container " + std::to_string(container) + ", slot " +
+         std::to_string(claimer_slot) + "/" + std::to_string(claimer_incarnation) + ", epoch " +
+         std::to_string(epoch) + "}";
+}
+
+RadosSharedChunkTable::RadosSharedChunkTable(const RadosSharedChunkTableOptions& options,
+                                             std::shared_ptr<RadosCluster> cluster)
+    : options_(options), cluster_(std::move(cluster)), shards_(options.shards), shard_bits_(ShardBits(options.shards)) {}
+
+Status RadosSharedChunkTable::Open(const RadosSharedChunkTableOptions& options,
+                                   std::unique_ptr<RadosSharedChunkTable>* out) {
+  if (options.shards == 0 || options.shards > 65536 || (options.shards & (options.shards - 1)) != 0) {
+    return Status::InvalidArgument("shared chunk index: shards " + std::to_string(options.shards) +
+                                   " must be a power of two from 1 to 65536");
+  }
+  if (options.key_size < 8 || options.key_size > Fingerprint::kMaxSize) {
+    return Status::InvalidArgument("shared chunk index: key size " + std::to_string(options.key_size) +
+                                   " must be 8 .. " + std::to_string(Fingerprint::kMaxSize));
+  }
+  if (options.max_in_flight == 0) return Status::InvalidArgument("shared chunk index: max_in_flight must be >= 1");
+  std::shared_ptr<RadosCluster> cluster;
+  DEDUPV1_RETURN_IF_ERROR(RadosCluster::Shared(options.rados, &cluster));
+  std::unique_ptr<RadosSharedChunkTable> table(new RadosSharedChunkTable(options, std::move(cluster)));
+  DEDUPV1_RETURN_IF_ERROR(table->OpenHeader());
+  *out = std::move(table);
+  return Status::OK();
+}
+
+Status RadosSharedChunkTable::OpenHeader() {
+  std::string want(kMagic, 8);
+  PutFixed32(&want, kFormat);
+  PutFixed32(&want, shards_);
+  PutFixed32(&want, static_cast<uint32_t>(options_.key_size));
+  PutFixed32(&want, Crc32c(want.data(), want.size()));
+  // Create it exclusively: of gateways creating the table at once one wins,
+  // the others (and every later open) compare with what the winner wrote.
+  librados::ObjectWriteOperation create;
+  create.create(true);
+  create.write_full(Bytes(want));
+  RadosOpTimer write(cluster_.get(), RadosOpKind::kWrite);
+  int r = cluster_->index().operate(kHeaderObject, &create);
+  write.Done(r == -EEXIST ? 0 : r, want.size());
+  if (r != -EEXIST) return r < 0 ? OpError(r, "create header", kHeaderObject) : Status::OK();
+  librados::bufferlist got;
+  RadosOpTimer read(cluster_.get(), RadosOpKind::kRead);
+  r = cluster_->index().read(kHeaderObject, got, kHeaderBytes + 1, 0);
+  read.Done(r, r > 0 ? r : 0);
+  if (r < 0) return OpError(r, "read header", kHeaderObject);
+  const std::string h = got.to_str();
+  if (h == want) return Status::OK();
+  const std::string where = cluster_->Where(cluster_->index_pool(), kHeaderObject);
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(h.data());
+  if (h.size() != kHeaderBytes || h.compare(0, 8, want, 0, 8) != 0 ||
+      DecodeFixed32(p + kHeaderBytes - 4) != Crc32c(p, kHeaderBytes - 4)) {
+    return Status::Corruption("chunk index header " + where + " is damaged (" + std::to_string(h.size()) +
+                              " bytes, magic or CRC wrong)");
+  }
+  return Status::InvalidArgument("chunk index " + where + " has format " + std::to_string(DecodeFixed32(p + 8)) +
+                                 " with " + std::to_string(DecodeFixed32(p + 12)) + " shards and " +
+                                 std::to_string(DecodeFixed32(p + 16)) + "-byte fingerprints; the shared table " +
+                                 "is format 2 with " + std::to_string(shards_) + " shards and " +
+                                 std::to_string(options_.key_size) + "-byte fingerprints");
+}
+
+std::string RadosSharedChunkTable::ShardOidOf(uint32_t shard) const {
+  return RadosChunkTable::ShardObject(shard, shard_bits_);
+}
+
+std::string RadosSharedChunkTable::ShardOid(const Fingerprint& fp) const {
+  return ShardOidOf(RadosChunkTable::ShardOf(fp, shard_bits_));
+}
+
+std::string RadosSharedChunkTable::EntryKey(const Fingerprint& fp) { return kEntryType + FpBytes(fp); }
+std::string RadosSharedChunkTable::HintKey(const Fingerprint& fp) { return kHintType + FpBytes(fp); }
+std::string RadosSharedChunkTable::UsageKey(const Fingerprint& fp, uint16_t slot) {
+  std::string key = kUsageType + FpBytes(fp);
+  key.push_back(static_cast<char>(slot >> 8));  // big-endian: slots in order in a prefix read
+  key.push_back(static_cast<char>(slot & 0xff));
+  return key;
+}
+
+std::string RadosSharedChunkTable::EncodeEntry(const Fingerprint& fp, const SharedEntry& e) {
+  std::string v;
+  v.push_back(static_cast<char>(kEntryVersion));
+  v.push_back(static_cast<char>(e.state));
+  PutFixed64(&v, e.container);
+  PutFixed16(&v, e.claimer_slot);
+  PutFixed32(&v, e.claimer_incarnation);
+  PutFixed64(&v, e.epoch);
+  return Sealed(EntryKey(fp), std::move(v));
+}
+
+std::string RadosSharedChunkTable::HintValue(char why, uint64_t epoch) const {
+  std::string v(1, why);
+  PutFixed16(&v, options_.slot);
+  PutFixed64(&v, epoch);
+  return v;  // sealed with its key by the caller
+}
+
+Status RadosSharedChunkTable::Corruption(const std::string& oid, const std::string& key, const std::string& what) const {
+  return Status::Corruption("shared chunk index " + cluster_->Where(cluster_->index_pool(), oid) + " key " +
+                            KeyName(key) + ": " + what);
+}
+
+Status RadosSharedChunkTable::OpError(int r, const std::string& what, const std::string& oid) const {
+  Status s = cluster_->ToStatus(r, "shared chunk index " + what, cluster_->index_pool(), oid);
+  // A full pool is no fault of the keys written (as format 1): an I/O error to retry as a whole.
+  return s.IsNoSpace() ? Status::IOError(s.ToString()) : s;
+}
+
+Status RadosSharedChunkTable::DecodeEntry(const std::string& oid, const std::string& key, const std::string& value,
+                                          SharedEntry* e) const {
+  if (value.size() != kEntryBytes) {
+    return Corruption(oid, key, "entry of " + std::to_string(value.size()) + " bytes, expected " +
+                                    std::to_string(kEntryBytes));
+  }
+  if (!SealOk(key, value)) return Corruption(oid, key, "entry CRC mismatch");
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(value.data());
+  if (p[0] != kEntryVersion) return Corruption(oid, key, "entry version " + std::to_string(p[0]) + ", expected 2");
+  if (!ValidState(p[1])) return Corruption(oid, key, "entry state " + std::to_string(p[1]) + " is not U, C or D");
+  e->state = static_cast<SharedEntry::State>(p[1]);
+  e->container = DecodeFixed64(p + 2);
+  e->claimer_slot = DecodeFixed16(p + 10);
+  e->claimer_incarnation = DecodeFixed32(p + 12);
+  e->epoch = DecodeFixed64(p + 16);
+  return Status::OK();
+}
+
+Status RadosSharedChunkTable::DecodeUsage(const std::string& oid, const std::string& key, const std::string& value,
+                                          SharedSlotUsage* u) const {
+  if (value.size() != kUsageBytes || !SealOk(key, value)) {
+    return Corruption(oid, key, "usage value damaged (" + std::to_string(value.size()) + " bytes or CRC mismatch)");
+  }
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(value.data());
+  u->count = static_cast<int64_t>(DecodeFixed64(p));
+  u->last_event_id = DecodeFixed64(p + 8);
+  return Status::OK();
+}
+
+Status RadosSharedChunkTable::CheckHint(const std::string& oid, const std::string& key, const std::string& value) const {
+  if (value.size() != kHintBytes || !SealOk(key, value)) return Corruption(oid, key, "GC hint damaged");
+  return Status::OK();
+}
+
+Status RadosSharedChunkTable::CheckFps(const std::vector<Fingerprint>& fps, bool distinct) const {
+  std::set<std::string> seen;
+  for (const Fingerprint& fp : fps) {
+    if (fp.size != options_.key_size) {
+      return Status::InvalidArgument("shared chunk index: fingerprint of " + std::to_string(fp.size) +
+                                     " bytes, the table's are " + std::to_string(options_.key_size));
+    }
+    if (distinct && !seen.insert(FpBytes(fp)).second) {
+      return Status::InvalidArgument("shared chunk index: fingerprint " + fp.ToHex() + " twice in one call");
+    }
+  }
+  return Status::OK();
+}
+
+Status RadosSharedChunkTable::CheckWrite(const std::vector<Fingerprint>& fps, bool distinct) const {
+  DEDUPV1_RETURN_IF_ERROR(CheckFps(fps, distinct));
+  if (options_.slot == 0) return Status::InvalidArgument("shared chunk index: opened read-only (slot 0)");
+  return cluster_->CheckLease();
+}
+
+Status RadosSharedChunkTable::LookupMany(const std::vector<Fingerprint>& fps,
+                                         std::vector<std::optional<SharedEntry>>* entries) {
+  DEDUPV1_RETURN_IF_ERROR(CheckFps(fps, false));
+  entries->assign(fps.size(), std::nullopt);
+  struct Shard {
+    std::vector<size_t> items;
+    librados::ObjectReadOperation op;
+    std::map<std::string, librados::bufferlist> vals;
+    int rval = 0;
+  };
+  std::map<uint32_t, Shard> shards;
+  for (size_t i = 0; i < fps.size(); i++) shards[RadosChunkTable::ShardOf(fps[i], shard_bits_)].items.push_back(i);
+  ShardOps ops(cluster_.get(), options_.max_in_flight);
+  for (auto& [shard, s] : shards) {
+    std::set<std::string> keys;
+    for (size_t i : s.items) keys.insert(EntryKey(fps[i]));
+    s.op.omap_get_vals_by_keys(keys, &s.vals, &s.rval);
+    const std::string oid = ShardOidOf(shard);
+    ops.Read(oid, &s.op, [this, &s, &fps, entries, oid](int r) {
+      if (r == -ENOENT) return Status::OK();  // no claim ever reached this shard
+      if (r >= 0) r = s.rval;
+      if (r < 0) return OpError(r, "lookup of " + std::to_string(s.items.size()) + " keys", oid);
+      for (size_t i : s.items) {
+        const std::string key = EntryKey(fps[i]);
+        auto it = s.vals.find(key);
+        if (it == s.vals.end()) continue;
+        SharedEntry e;
+        DEDUPV1_RETURN_IF_ERROR(DecodeEntry(oid, key, it->second.to_str(), &e));
+        (*entries)[i] = e;
+      }
+      return Status::OK();
+    });
+  }
+  return ops.Finish();
+}
+
+Status RadosSharedChunkTable::CasMany(std::vector<CasItem>* items, std::vector<SharedCasResult>* results) {
+  results->assign(items->size(), SharedCasResult());
+  for (int round = 0; round < kMaxRounds; round++) {
+    struct Shard {
+      std::string oid;
+      std::vector<size_t> items;
+      librados::ObjectWriteOperation write;
+      int cmp_rval = 0;
+      bool cancelled = false;
+      librados::ObjectReadOperation read;
+      std::map<std::string, librados::bufferlist> vals;
+      int read_rval = 0;
+    };
+    std::map<uint32_t, Shard> shards;
+    for (size_t i = 0; i < items->size(); i++) {
+      if (!(*items)[i].decided) shards[RadosChunkTable::ShardOf((*items)[i].fp, shard_bits_)].items.push_back(i);
+    }
+    if (shards.empty()) return Status::OK();
+    // 1. One compare-and-set per shard over all its undecided keys.
+    ShardOps writes(cluster_.get(), options_.max_in_flight);
+    for (auto& [shard, s] : shards) {
+      s.oid = ShardOidOf(shard);
+      std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
+      std::map<std::string, librados::bufferlist> sets;
+      for (size_t i : s.items) {
+        const CasItem& it = (*items)[i];
+        cmp[EntryKey(it.fp)] = {Bytes(it.expected), LIBRADOS_CMPXATTR_OP_EQ};
+        sets[EntryKey(it.fp)] = Bytes(EncodeEntry(it.fp, it.next));
+        if (!it.hint.empty()) sets[HintKey(it.fp)] = Bytes(Sealed(HintKey(it.fp), it.hint));
+      }
+      s.write.create(false);
+      s.write.omap_cmp(cmp, &s.cmp_rval);
+      s.write.omap_set(sets);
+      writes.Write(s.oid, &s.write, [this, &s, items, results](int r) {
+        if (r == -ECANCELED) {  // some key changed: nothing applied (design 0)
+          s.cancelled = true;
+          return Status::OK();
+        }
+        if (r >= 0) r = s.cmp_rval;
+        if (r < 0) return OpError(r, "compare-and-set of " + std::to_string(s.items.size()) + " keys", s.oid);
+        for (size_t i : s.items) {
+          (*items)[i].decided = true;
+          (*results)[i] = SharedCasResult{true, (*items)[i].next};
+        }
+        return Status::OK();
+      });
+    }
+    DEDUPV1_RETURN_IF_ERROR(writes.Finish());
+    // 2. The cancelled shards' keys read again: who beat whom.
+    ShardOps reads(cluster_.get(), options_.max_in_flight);
+    for (auto& [shard, s] : shards) {
+      if (!s.cancelled) continue;
+      std::set<std::string> keys;
+      for (size_t i : s.items) keys.insert(EntryKey((*items)[i].fp));
+      s.read.omap_get_vals_by_keys(keys, &s.vals, &s.read_rval);
+      reads.Read(s.oid, &s.read, [this, &s, items, results](int r) {
+        if (r >= 0) r = s.read_rval;
+        if (r < 0 && r != -ENOENT) return OpError(r, "re-read after a lost race", s.oid);
+        for (size_t i : s.items) {
+          CasItem& it = (*items)[i];
+          const std::string key = EntryKey(it.fp);
+          auto v = s.vals.find(key);
+          const std::string stored = v == s.vals.end() ? "" : v->second.to_str();
+          if (stored == it.expected) continue;  // another key of the shard lost: retry
+          it.decided = true;
+          SharedCasResult& res = (*results)[i];
+          res.won = stored == EncodeEntry(it.fp, it.next);  // an earlier attempt of ours was applied
+          if (stored.empty()) continue;
+          SharedEntry e;
+          DEDUPV1_RETURN_IF_ERROR(DecodeEntry(s.oid, key, stored, &e));
+          res.current = e;
+        }
+        return Status::OK();
+      });
+    }
+    DEDUPV1_RETURN_IF_ERROR(reads.Finish());
+  }
+  for (const CasItem& it : *items) {
+    if (!it.decided) {
+      return Status::Busy("shared chunk index " + cluster_->Where(cluster_->index_pool(), ShardOid(it.fp)) +
+                          ": compare-and-set of " + KeyName(EntryKey(it.fp)) + " lost " +
+                          std::to_string(kMaxRounds) + " rounds to concurrent changes");
+    }
+  }
+  return Status::OK();
+}
+
+Status RadosSharedChunkTable::ClaimMany(const std::vector<SharedClaim>& claims, uint64_t epoch,
+                                        std::vector<SharedCasResult>* results) {
+  DEDUPV1_RETURN_IF_ERROR(CheckWrite(FpsOf(claims), true));
+  std::vector<CasItem> items(claims.size());
+  for (size_t i = 0; i < claims.size(); i++) {
+    items[i].fp = claims[i].fp;
+    items[i].next = SharedEntry{SharedEntry::State::kUncommitted, claims[i].container, options_.slot,
+                                options_.incarnation, epoch};
+    items[i].hint = HintValue(kWhyClaimed, epoch);
+  }
+  return CasMany(&items, results);
+}
+
+Status RadosSharedChunkTable::FlipMany(const std::vector<SharedFlip>& flips, uint64_t epoch,
+                                       std::vector<SharedCasResult>* results) {
+  DEDUPV1_RETURN_IF_ERROR(CheckWrite(FpsOf(flips), true));
+  std::vector<CasItem> items(flips.size());
+  for (size_t i = 0; i < flips.size(); i++) {
+    if (flips[i].claimed.state != SharedEntry::State::kUncommitted) {
+      return Status::InvalidArgument("shared chunk index: flip of " + flips[i].fp.ToHex() + " from " +
+                                     flips[i].claimed.ToString() + ", not a U value");
+    }
+    items[i].fp = flips[i].fp;
+    items[i].expected = EncodeEntry(flips[i].fp, flips[i].claimed);
+    items[i].next = flips[i].claimed;
+    items[i].next.state = SharedEntry::State::kCommitted;
+    items[i].next.epoch = epoch;
+  }
+  return CasMany(&items, results);
+}
+
+Status RadosSharedChunkTable::CasOne(const Fingerprint& fp, const std::string& expected, const SharedEntry& next,
+                                     SharedCasResult* result) {
+  DEDUPV1_RETURN_IF_ERROR(CheckWrite({fp}, false));
+  std::vector<CasItem> items(1);
+  items[0].fp = fp;
+  items[0].expected = expected;
+  items[0].next = next;
+  if (next.state == SharedEntry::State::kUncommitted) items[0].hint = HintValue(kWhyClaimed, next.epoch);
+  std::vector<SharedCasResult> results;
+  DEDUPV1_RETURN_IF_ERROR(CasMany(&items, &results));
+  *result = results[0];
+  return Status::OK();
+}
+
+Status RadosSharedChunkTable::TakeOver(const Fingerprint& fp, const SharedEntry& expected, uint64_t container,
+                                       uint64_t epoch, SharedCasResult* result) {
+  if (expected.state != SharedEntry::State::kUncommitted) {
+    return Status::InvalidArgument("shared chunk index: take-over of " + fp.ToHex() + " from " +
+                                   expected.ToString() + ", not a claim (U)");
+  }
+  const SharedEntry next{SharedEntry::State::kUncommitted, container, options_.slot, options_.incarnation, epoch};
+  return CasOne(fp, EncodeEntry(fp, expected), next, result);
+}
+
+Status RadosSharedChunkTable::Revive(const Fingerprint& fp, const SharedEntry& expected, uint64_t epoch,
+                                     SharedCasResult* result) {
+  if (expected.state != SharedEntry::State::kDead) {
+    return Status::InvalidArgument("shared chunk index: revive of " + fp.ToHex() + " from " + expected.ToString() +
+                                   ", not a dead entry (D)");
+  }
+  SharedEntry next = expected;
+  next.state = SharedEntry::State::kCommitted;
+  next.epoch = epoch;
+  return CasOne(fp, EncodeEntry(fp, expected), next, result);
+}
+
+Status RadosSharedChunkTable::Replace(const Fingerprint& fp, const SharedEntry& expected, const SharedEntry& next,
+                                      SharedCasResult* result) {
+  return CasOne(fp, EncodeEntry(fp, expected), next, result);
+}
+
+Status RadosSharedChunkTable::ReplaceIfUnchanged(const Fingerprint& fp, const SharedRecord& seen,
+                                                 const std::vector<uint16_t>& slots,
+                                                 const std::optional<SharedEntry>& next, bool* done) {
+  DEDUPV1_RETURN_IF_ERROR(CheckWrite({fp}, false));
+  *done = false;
+  const int kEq = LIBRADOS_CMPXATTR_OP_EQ;
+  const std::string ekey = EntryKey(fp);
+  std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
+  cmp[ekey] = {Bytes(seen.entry ? EncodeEntry(fp, *seen.entry) : ""), kEq};
+  std::set<std::string> rms = {ekey, HintKey(fp)};
+  for (const auto& [slot, usage] : seen.usage) {
+    const std::string ukey = UsageKey(fp, slot);
+    cmp[ukey] = {Bytes(EncodeUsage(ukey, usage)), kEq};
+    rms.insert(ukey);
+  }
+  for (uint16_t slot : slots) {
+    if (seen.usage.count(slot) == 0) cmp[UsageKey(fp, slot)] = {librados::bufferlist(), kEq};  // still none
+  }
+  librados::ObjectWriteOperation op;
+  int cmp_rval = 0;
+  op.create(false);
+  op.omap_cmp(cmp, &cmp_rval);
+  if (next) {
+    op.omap_set({{ekey, Bytes(EncodeEntry(fp, *next))}});
+  } else {
+    op.omap_rm_keys(rms);
+  }
+  const std::string oid = ShardOid(fp);
+  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
+  int r = cluster_->index().operate(oid, &op);
+  timer.Done(r == -ECANCELED ? 0 : r, 0);
+  if (r == -ECANCELED) return Status::OK();
+  if (r >= 0) r = cmp_rval;
+  if (r < 0) return OpError(r, std::string(next ? "guarded replace of " : "guarded erase of ") + KeyName(ekey), oid);
+  *done = true;
+  return Status::OK();
+}
+
+Status RadosSharedChunkTable::AddUsageMany(const std::vector<SharedUsageDelta>& deltas, uint64_t epoch,
+                                           std::vector<SharedUsageOutcome>* outcomes) {
+  DEDUPV1_RETURN_IF_ERROR(CheckWrite(FpsOf(deltas), false));
+  outcomes->assign(deltas.size(), SharedUsageOutcome::kAlreadyCounted);
+  std::vector<UsageWork> work;
+  std::map<std::string, size_t> by_fp;
+  for (size_t i = 0; i < deltas.size(); i++) {
+    auto [it, added] = by_fp.emplace(FpBytes(deltas[i].fp), work.size());
+    if (added) work.push_back(UsageWork{deltas[i].fp, {}, false});
+    work[it->second].deltas.push_back(i);
+  }
+  for (int round = 0; round < kMaxRounds; round++) {
+    bool pending = false;
+    for (const UsageWork& w : work) pending |= !w.done;
+    if (!pending) return Status::OK();
+    DEDUPV1_RETURN_IF_ERROR(UsageRound(deltas, &work, epoch, outcomes));
+  }
+  for (const UsageWork& w : work) {
+    if (!w.done) {
+      return Status::Busy("shared chunk index " + cluster_->Where(cluster_->index_pool(), ShardOid(w.fp)) +
+                          ": usage of " + KeyName(UsageKey(w.fp, options_.slot)) + " lost " +
+                          std::to_string(kMaxRounds) + " rounds to concurrent changes");
+    }
+  }
+  return Status::OK();
+}
+
+Status RadosSharedChunkTable::UsageRound(const std::vector<SharedUsageDelta>& deltas, std::vector<UsageWork>* work,
+                                         uint64_t epoch, std::vector<SharedUsageOutcome>* outcomes) {
+  struct Shard {
+    std::string oid;
+    std::vector<UsageWork*> work, writing;
+    librados::ObjectReadOperation read;
+    std::map<std::string, librados::bufferlist> vals;
+    int read_rval = 0;
+    librados::ObjectWriteOperation write;
+    int cmp_rval = 0;
+  };
+  std::map<uint32_t, Shard> shards;
+  for (UsageWork& w : *work) {
+    if (!w.done) shards[RadosChunkTable::ShardOf(w.fp, shard_bits_)].work.push_back(&w);
+  }
+  // 1. Per shard: the entries and this slot's usage keys of its fingerprints.
+  ShardOps reads(cluster_.get(), options_.max_in_flight);
+  for (auto& [shard, s] : shards) {
+    s.oid = ShardOidOf(shard);
+    std::set<std::string> keys;
+    for (UsageWork* w : s.work) {
+      keys.insert(EntryKey(w->fp));
+      keys.insert(UsageKey(w->fp, options_.slot));
+    }
+    s.read.omap_get_vals_by_keys(keys, &s.vals, &s.read_rval);
+    reads.Read(s.oid, &s.read, [this, &s](int r) {
+      if (r == -ENOENT) return Status::OK();  // no entries: every usage is of a missing entry
+      if (r >= 0) r = s.read_rval;
+      return r < 0 ? OpError(r, "read before a usage update", s.oid) : Status::OK();
+    });
+  }
+  DEDUPV1_RETURN_IF_ERROR(reads.Finish());
+  // 2. Per shard one write of the counts that change, each compared with the
+  // value read, each asserting its entry exists.
+  ShardOps writes(cluster_.get(), options_.max_in_flight);
+  for (auto& [shard, s] : shards) {
+    std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
+    std::map<std::string, librados::bufferlist> sets;
+    for (UsageWork* w : s.work) {
+      const std::string ekey = EntryKey(w->fp), ukey = UsageKey(w->fp, options_.slot);
+      auto e = s.vals.find(ekey);
+      if (e == s.vals.end()) {
+        for (size_t i : w->deltas) (*outcomes)[i] = SharedUsageOutcome::kUsageOfMissingEntry;
+        w->done = true;
+        continue;
+      }
+      SharedEntry entry;
+      DEDUPV1_RETURN_IF_ERROR(DecodeEntry(s.oid, ekey, e->second.to_str(), &entry));
+      auto u = s.vals.find(ukey);
+      const std::string old = u == s.vals.end() ? "" : u->second.to_str();
+      SharedSlotUsage usage;
+      if (!old.empty()) DEDUPV1_RETURN_IF_ERROR(DecodeUsage(s.oid, ukey, old, &usage));
+      bool applied = false, decremented = false;
+      for (size_t i : w->deltas) {
+        if (deltas[i].event_id <= usage.last_event_id) {
+          (*outcomes)[i] = SharedUsageOutcome::kAlreadyCounted;
+          continue;
+        }
+        usage.count += deltas[i].delta;
+        usage.last_event_id = deltas[i].event_id;
+        (*outcomes)[i] = SharedUsageOutcome::kApplied;  // unless the write below loses: then the next round decides
+        applied = true;
+        decremented |= deltas[i].delta < 0;
+      }
+      if (!applied) {
+        w->done = true;
+        continue;
+      }
+      cmp[ekey] = {librados::bufferlist(), LIBRADOS_CMPXATTR_OP_GT};  // present
+      cmp[ukey] = {Bytes(old), LIBRADOS_CMPXATTR_OP_EQ};
+      sets[ukey] = Bytes(EncodeUsage(ukey, usage));
+      if (decremented) sets[HintKey(w->fp)] = Bytes(Sealed(HintKey(w->fp), HintValue(kWhyDecremented, epoch)));
+      s.writing.push_back(w);
+    }
+    if (s.writing.empty()) continue;
+    s.write.create(false);
+    s.write.omap_cmp(cmp, &s.cmp_rval);
+    s.write.omap_set(sets);
+    writes.Write(s.oid, &s.write, [this, &s](int r) {
+      if (r == -ECANCELED) return Status::OK();  // an entry went or a count changed: the next round reads again
+      if (r >= 0) r = s.cmp_rval;
+      if (r < 0) return OpError(r, "usage update of " + std::to_string(s.writing.size()) + " keys", s.oid);
+      for (UsageWork* w : s.writing) w->done = true;
+      return Status::OK();
+    });
+  }
+  return writes.Finish();
+}
+
+Status RadosSharedChunkTable::ReadRecord(const Fingerprint& fp, SharedRecord* record) {
+  DEDUPV1_RETURN_IF_ERROR(CheckFps({fp}, false));
+  *record = SharedRecord();
+  const std::string oid = ShardOid(fp), prefix = kUsageType + FpBytes(fp);
+  std::string after;
+  // Page 0 reads the entry and the hint too; more pages only with more than
+  // kUsagePage slots using the chunk.
+  for (uint64_t page = 0; page <= 65536 / kUsagePage; page++) {
+    librados::ObjectReadOperation op;
+    std::map<std::string, librados::bufferlist> fixed, usage;
+    int fixed_rval = 0, usage_rval = 0;
+    bool more = false;
+    if (page == 0) op.omap_get_vals_by_keys({EntryKey(fp), HintKey(fp)}, &fixed, &fixed_rval);
+    op.omap_get_vals2(after, prefix, kUsagePage, &usage, &more, &usage_rval);
+    RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapRead);
+    int r = cluster_->index().operate(oid, &op, nullptr);
+    timer.Done(r == -ENOENT ? 0 : r, 0);
+    if (r == -ENOENT) return Status::OK();
+    if (r >= 0) r = fixed_rval < 0 ? fixed_rval : usage_rval;
+    if (r < 0) return OpError(r, "read of " + KeyName(EntryKey(fp)) + " and its usage", oid);
+    for (auto& [key, bl] : fixed) {
+      if (key[0] == kEntryType) {
+        SharedEntry e;
+        DEDUPV1_RETURN_IF_ERROR(DecodeEntry(oid, key, bl.to_str(), &e));
+        record->entry = e;
+      } else {
+        DEDUPV1_RETURN_IF_ERROR(CheckHint(oid, key, bl.to_str()));
+        record->hinted = true;
+      }
+    }
+    for (auto& [key, bl] : usage) {
+      if (key.size() != prefix.size() + 2) return Corruption(oid, key, "usage key of " + std::to_string(key.size()) + " bytes");
+      SharedSlotUsage u;
+      DEDUPV1_RETURN_IF_ERROR(DecodeUsage(oid, key, bl.to_str(), &u));
+      const auto* s = reinterpret_cast<const uint8_t*>(key.data()) + prefix.size();
+      record->usage[static_cast<uint16_t>((s[0] << 8) | s[1])] = u;
+      after = key;
+    }
+    if (!more || usage.empty()) return Status::OK();
+  }
+  return Corruption(oid, prefix, "more usage keys than slots");
+}
+
+Status RadosSharedChunkTable::UsageSum(const Fingerprint& fp, int64_t* sum,
+                                       std::map<uint16_t, SharedSlotUsage>* per_slot) {
+  SharedRecord record;
+  DEDUPV1_RETURN_IF_ERROR(ReadRecord(fp, &record));
+  *sum = 0;
+  for (const auto& [slot, u] : record.usage) *sum += u.count;
+  if (per_slot != nullptr) *per_slot = record.usage;
+  return Status::OK();
+}
+
+}  // namespace dedupv1

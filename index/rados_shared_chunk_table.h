@@ -1,0 +1,227 @@
+// RadosSharedChunkTable is the chunk index table that every gateway slot of
+// one store shares (table format 2, docs/design-15.md 2.4 and 2.5): a chunk
+// stored through any gateway is found by every other by its fingerprint, and
+// a new chunk's entry is claimed atomically, uncommitted (U), flipped to
+// committed (C) once its container is durable, marked dead (D) by GC.
+//
+// Layout: the store's index-pool objects "ci.header" (format 2, shard count,
+// fingerprint size, CRC; exclusive create) and the shards "ci.<hex>" (the
+// shard function and names of RadosChunkTable: first k fingerprint bits),
+// never under a slot's "gw.NAME/" prefix. Omap keys are typed by their first
+// byte, so all keys of one fingerprint share its shard (one op covers them
+// atomically) and a prefix read finds them:
+//   "e"+fp          the entry: version 2, state U/C/D, container, claimer slot
+//                   and incarnation, GC epoch
+//   "u"+fp+slot     one slot's usage of the chunk (slot u16 big-endian):
+//                   count i64 and the last event id of that slot's log
+//   "z"+fp          GC hint: why (claimed / decremented), slot, GC epoch
+// Every value carries a CRC32C over key and value (as format 1); one that
+// does not check out is Corruption naming pool, object and key, never used.
+//
+// Invariants:
+//  - Every change is a compare-and-set inside one write operation per shard:
+//    create(false) first (a shard object appears with its first claim),
+//    omap_cmp of every key it depends on, then the sets. A failed comparison
+//    fails the whole operation (-ECANCELED) with nothing applied; the shard's
+//    keys are read again, the fingerprints that lost learn what beat them,
+//    the others are retried (bounded rounds).
+//  - A claim is won only on an absent entry; a flip, take-over, revive or
+//    replace only on exactly the value expected. A value equal to what the
+//    call would store counts as won, so a call repeated after a timeout
+//    (that may have been applied) reports the same outcome.
+//  - Usage keys are written by their own slot only (this instance's slot),
+//    each with the last event id of that slot's log: an event at or below it
+//    is skipped, so a replayed log counts once per slot. A usage write
+//    asserts that the entry exists (omap_cmp(e GT "")): a usage of a missing
+//    entry is reported and not applied, so late writes cannot resurrect a
+//    chunk GC removed.
+//  - A call that fails on one shard (an error, not a lost race) may have been
+//    applied on others: its results are then unknown, and the caller
+//    repeats it; a repeated claim, flip or compare-and-set reports what is
+//    stored as won, a repeated usage update skips the events already counted.
+//  - Writes call RadosCluster::CheckLease first: a fenced gateway never
+//    writes. Every operation is counted; every error names pool and object.
+//
+// Batched per shard, asynchronous, up to max_in_flight operations at once:
+// a LookupMany costs one read per shard touched, a ClaimMany or FlipMany one
+// write per shard touched (plus a read and a write per shard that lost a
+// race), an AddUsageMany one read and one write per shard touched.
+//
+// Thread-safe: no state besides the connection; concurrent calls (of this or
+// other instances, slots or processes) are arbitrated by the compares.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/fingerprint.h"
+#include "core/base/status.h"
+#include "core/rados/rados_cluster.h"
+#include "core/rados/rados_options.h"
+
+namespace dedupv1 {
+
+struct RadosSharedChunkTableOptions {
+  RadosOptions rados;         // cluster, index pool, store namespace (the gateway name only keys the connection)
+  uint32_t shards = 64;       // power of two, 1 .. 65536; fixed at creation
+  size_t key_size = 20;       // fingerprint bytes: 20 (SHA-1), 32 (SHA-256)
+  size_t max_in_flight = 64;  // asynchronous operations at once
+  uint16_t slot = 0;          // this gateway's slot number (GatewayRegistry); 0 = read-only instance
+  uint32_t incarnation = 0;   // this gateway's incarnation of the slot, recorded in its claims
+};
+
+struct SharedEntry {
+  enum class State : uint8_t { kUncommitted = 'U', kCommitted = 'C', kDead = 'D' };
+  State state = State::kUncommitted;
+  uint64_t container = 0;
+  uint16_t claimer_slot = 0;  // the slot whose claim made the entry
+  uint32_t claimer_incarnation = 0;
+  uint64_t epoch = 0;  // GC epoch of the last change (claim, flip, mark, revive)
+
+  bool operator==(const SharedEntry& o) const = default;
+  std::string ToString() const;  // "U{container 5, slot 1/3, epoch 0}"
+};
+
+// The outcome of one compare-and-set (claim, flip, take-over, revive,
+// replace) of a fingerprint's entry.
+struct SharedCasResult {
+  bool won = false;                    // the value asked for is stored
+  std::optional<SharedEntry> current;  // the entry now: ours if won, else what beat us (nullopt: none)
+};
+
+struct SharedClaim {
+  Fingerprint fp;
+  uint64_t container = 0;  // where this gateway stored the chunk
+};
+
+struct SharedFlip {
+  Fingerprint fp;
+  SharedEntry claimed;  // the U value this gateway's claim stored
+};
+
+struct SharedUsageDelta {
+  Fingerprint fp;
+  int64_t delta = 0;
+  uint64_t event_id = 0;  // of this slot's log; counted once
+};
+
+enum class SharedUsageOutcome {
+  kApplied,              // counted now
+  kAlreadyCounted,       // event id at or below the key's last event id: skipped
+  kUsageOfMissingEntry,  // no entry for the fingerprint: not applied
+};
+
+struct SharedSlotUsage {
+  int64_t count = 0;
+  uint64_t last_event_id = 0;
+};
+
+// Everything stored for one fingerprint (GC reads it in one operation).
+struct SharedRecord {
+  std::optional<SharedEntry> entry;
+  std::map<uint16_t, SharedSlotUsage> usage;  // by slot
+  bool hinted = false;                        // a "z" hint exists
+};
+
+class RadosSharedChunkTable {
+ public:
+  static constexpr char kHeaderObject[] = "ci.header";
+
+  // Connects (RadosCluster::Shared), creates the header object if missing or
+  // checks it: a format-1 table or other shard count / fingerprint size is
+  // InvalidArgument naming both.
+  static Status Open(const RadosSharedChunkTableOptions& options, std::unique_ptr<RadosSharedChunkTable>* out);
+
+  // Per fingerprint its entry, or nullopt if it has none.
+  Status LookupMany(const std::vector<Fingerprint>& fps, std::vector<std::optional<SharedEntry>>* entries);
+
+  // Claims each fingerprint for this slot: U{container, slot, incarnation,
+  // epoch} and a "claimed" hint, if it has no entry. Per claim: won, or lost
+  // with the entry that was there. A fingerprint may appear once per call.
+  Status ClaimMany(const std::vector<SharedClaim>& claims, uint64_t epoch, std::vector<SharedCasResult>* results);
+
+  // Flips each of this slot's claims to C (same container and claimer,
+  // |epoch|) if its entry still is the U value claimed; lost: taken over or
+  // removed (current says which).
+  Status FlipMany(const std::vector<SharedFlip>& flips, uint64_t epoch, std::vector<SharedCasResult>* results);
+
+  // Takes a stale claim of another slot over: U{container, this slot, ...}
+  // if the entry still is |expected| (a U value).
+  Status TakeOver(const Fingerprint& fp, const SharedEntry& expected, uint64_t container, uint64_t epoch,
+                  SharedCasResult* result);
+  // A dead entry (D, |expected|) back to C at |epoch|, same container.
+  Status Revive(const Fingerprint& fp, const SharedEntry& expected, uint64_t epoch, SharedCasResult* result);
+  // The general compare-and-set GC's state changes use (C -> D): |next| if
+  // the entry still is |expected|.
+  Status Replace(const Fingerprint& fp, const SharedEntry& expected, const SharedEntry& next, SharedCasResult* result);
+
+  // GC's guarded change of one fingerprint (design 2.6 steps 3, 4, 7): if
+  // its entry and usage keys are still exactly as |seen| (a ReadRecord) and
+  // no slot of |slots| has a usage key |seen| lacks, stores |next|, or with
+  // nullopt erases the entry, its usage keys and its hint. |done| false: a
+  // change came in between (read again); nothing was applied.
+  Status ReplaceIfUnchanged(const Fingerprint& fp, const SharedRecord& seen, const std::vector<uint16_t>& slots,
+                            const std::optional<SharedEntry>& next, bool* done);
+
+  // Adds usage deltas of this slot's log (per delta an outcome).
+  // A decrement also sets a "decremented" hint for GC.
+  Status AddUsageMany(const std::vector<SharedUsageDelta>& deltas, uint64_t epoch,
+                      std::vector<SharedUsageOutcome>* outcomes);
+  // The usage of |fp| summed over every slot's key (one prefix read), and per
+  // slot if |per_slot| is given.
+  Status UsageSum(const Fingerprint& fp, int64_t* sum, std::map<uint16_t, SharedSlotUsage>* per_slot = nullptr);
+  // Entry, usage keys and hint of |fp| in one read.
+  Status ReadRecord(const Fingerprint& fp, SharedRecord* record);
+
+  uint32_t shards() const { return shards_; }
+  uint16_t slot() const { return options_.slot; }
+  RadosCluster* cluster() const { return cluster_.get(); }
+  // The shard object holding |fp| ("ci.<hex>").
+  std::string ShardOid(const Fingerprint& fp) const;
+
+  // Omap keys and values as stored (tests and tools).
+  static std::string EntryKey(const Fingerprint& fp);
+  static std::string UsageKey(const Fingerprint& fp, uint16_t slot);
+  static std::string HintKey(const Fingerprint& fp);
+  static std::string EncodeEntry(const Fingerprint& fp, const SharedEntry& entry);
+
+ private:
+  struct CasItem;
+  struct UsageWork;
+  class ShardOps;
+
+  RadosSharedChunkTable(const RadosSharedChunkTableOptions& options, std::shared_ptr<RadosCluster> cluster);
+
+  Status OpenHeader();
+  Status CheckFps(const std::vector<Fingerprint>& fps, bool distinct) const;
+  // CheckFps, and that this instance may write now (a slot; the lease).
+  Status CheckWrite(const std::vector<Fingerprint>& fps, bool distinct) const;
+  // Compare-and-sets of entries, batched per shard, in rounds until each is
+  // decided (won or lost).
+  Status CasMany(std::vector<CasItem>* items, std::vector<SharedCasResult>* results);
+  Status CasOne(const Fingerprint& fp, const std::string& expected, const SharedEntry& next, SharedCasResult* result);
+  // One round of AddUsageMany on the fingerprints of |work| still pending.
+  Status UsageRound(const std::vector<SharedUsageDelta>& deltas, std::vector<UsageWork>* work, uint64_t epoch,
+                    std::vector<SharedUsageOutcome>* outcomes);
+
+  std::string HintValue(char why, uint64_t epoch) const;
+  Status DecodeEntry(const std::string& oid, const std::string& key, const std::string& value,
+                     SharedEntry* entry) const;
+  Status DecodeUsage(const std::string& oid, const std::string& key, const std::string& value,
+                     SharedSlotUsage* usage) const;
+  Status CheckHint(const std::string& oid, const std::string& key, const std::string& value) const;
+  Status Corruption(const std::string& oid, const std::string& key, const std::string& what) const;
+  Status OpError(int r, const std::string& what, const std::string& oid) const;
+  std::string ShardOidOf(uint32_t shard) const;
+
+  const RadosSharedChunkTableOptions options_;
+  const std::shared_ptr<RadosCluster> cluster_;
+  const uint32_t shards_;
+  const int shard_bits_;
+};
+
+}  // namespace dedupv1
