@@ -31,7 +31,10 @@ WatchVerdict GatewayWatch::Judge(const SlotView& now, std::string* why) {
   WatchVerdict v;
   const std::string state = now.State();
   if (now.lock_held()) {
-    said = "lock held by " + now.holders.front().client + " " + now.holders.front().address + ", " + Beat(now);
+    // No beat count here: the line is said again only when the holder changes.
+    said = "lock held by " + now.holders.front().client + " " + now.holders.front().address + " (incarnation " +
+           std::to_string(now.record.incarnation) + ", " + now.record.host + " pid " + std::to_string(now.record.pid) +
+           ")";
     last_.reset();
     v = WatchVerdict::kServed;
   } else if (state == "stopped" || state == "new") {

@@ -174,8 +174,13 @@ GatewayHeartbeatWriter::~GatewayHeartbeatWriter() {
 }
 
 void GatewayHeartbeatWriter::SetVolumes(std::vector<std::string> volumes) {
-  std::lock_guard<std::mutex> l(mu_);
-  next_.volumes = std::move(volumes);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (next_.volumes == volumes) return;
+    next_.volumes = std::move(volumes);
+    nudged_ = true;
+  }
+  cv_.notify_all();
 }
 
 Status GatewayHeartbeatWriter::Stop(const std::string& final_state) {
@@ -220,7 +225,9 @@ Status GatewayHeartbeatWriter::Beat(const std::string& state) {
 void GatewayHeartbeatWriter::Loop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_ && !superseded_) {
-    if (cv_.wait_for(l, interval_, [this] { return stop_; })) break;
+    cv_.wait_for(l, interval_, [this] { return stop_ || nudged_; });
+    if (stop_) break;
+    nudged_ = false;
     l.unlock();
     Beat("");
     l.lock();

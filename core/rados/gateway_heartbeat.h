@@ -90,7 +90,8 @@ class GatewayHeartbeatWriter {
   GatewayHeartbeatWriter(const GatewayHeartbeatWriter&) = delete;
   GatewayHeartbeatWriter& operator=(const GatewayHeartbeatWriter&) = delete;
 
-  // The volumes of the next beats (written at the next beat, not at once).
+  // The volumes of the next beats; a change is written at once (a beat
+  // ahead of time), so a view right after a LUN was added shows it.
   void SetVolumes(std::vector<std::string> volumes);
   // Stops the thread, then writes one last beat in |final_state|.
   Status Stop(const std::string& final_state);
@@ -115,6 +116,7 @@ class GatewayHeartbeatWriter {
   uint64_t written_ = 0;    // guarded by mu_
   Status last_error_;       // guarded by mu_
   bool stop_ = false;       // guarded by mu_
+  bool nudged_ = false;     // guarded by mu_: beat now, the volumes changed
   bool superseded_ = false; // guarded by mu_: a newer incarnation owns the heartbeat
   std::thread thread_;
 };

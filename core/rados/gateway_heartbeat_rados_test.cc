@@ -116,6 +116,20 @@ TEST_F(GatewayHeartbeatTest, WriterBeatsUntilStoppedThenSaysStopped) {
   EXPECT_EQ(got.beat, last);
 }
 
+TEST_F(GatewayHeartbeatTest, ChangedVolumesAreWrittenAtOnceNotAtTheNextInterval) {
+  std::unique_ptr<GatewayHeartbeatWriter> w;
+  ASSERT_TRUE(GatewayHeartbeatWriter::Start(cluster_, "gw-a", Sample(1), std::chrono::seconds(120), &w).ok());
+  w->SetVolumes({"new-lun"});
+  GatewayHeartbeat got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  do {
+    std::this_thread::sleep_for(milliseconds(50));
+    ASSERT_TRUE(ReadGatewayHeartbeat(cluster_.get(), "gw-a", &got).ok());
+  } while (got.volumes != std::vector<std::string>{"new-lun"} && std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(got.volumes, std::vector<std::string>{"new-lun"});
+  EXPECT_LE(w->beats(), 2u);  // the first and the nudged one at most: the interval (120 s) never ran out
+}
+
 TEST_F(GatewayHeartbeatTest, WriterOfAnOldIncarnationStopsWhenSuperseded) {
   std::unique_ptr<GatewayHeartbeatWriter> w;
   ASSERT_TRUE(GatewayHeartbeatWriter::Start(cluster_, "gw-a", Sample(1), milliseconds(100), &w).ok());
