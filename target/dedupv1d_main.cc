@@ -1621,22 +1621,32 @@ int StatusCommand(const Args& args) {
 // ---------------------------------------------------------------------------
 // Gateway slots: cluster and watch.
 
-// The store's gateway slots from RADOS (no engine opened).
-int ClusterCommand(const Args& args) {
-  Setup setup;
-  Status s = LoadSetup(args, &setup);
+// The setup of a command that reads the store from RADOS: a rados store,
+// with a gateway slot if |slot|. kExitOk, or the exit code after saying why.
+int LoadRadosSetup(const Args& args, bool slot, Setup* setup) {
+  Status s = LoadSetup(args, setup);
   if (!s.ok()) {
     Complain("config refused: " + s.message());
     return kExitUsage;
   }
-  const Options& e = setup.options.engine;
-  if (e.storage_backend != "rados") {
-    Complain("cluster needs storage.backend = rados in " + setup.config_path);
+  const Options& e = setup->options.engine;
+  if (e.storage_backend != "rados" || (slot && e.rados.gateway.empty())) {
+    Complain(args.command + " needs " +
+             (slot ? "a gateway slot (storage.backend = rados, storage.rados.gateway = NAME)"
+                   : "storage.backend = rados") +
+             " in " + setup->config_path);
     return kExitUsage;
   }
+  return kExitOk;
+}
+
+// The store's gateway slots from RADOS (no engine opened).
+int ClusterCommand(const Args& args) {
+  Setup setup;
+  if (int rc = LoadRadosSetup(args, /*slot=*/false, &setup); rc != kExitOk) return rc;
   std::shared_ptr<RadosCluster> cluster;
   ClusterView view;
-  s = RadosCluster::Shared(e.rados, &cluster);
+  Status s = RadosCluster::Shared(setup.options.engine.rados, &cluster);
   if (s.ok()) s = ReadClusterView(cluster, &view);
   if (!s.ok()) {
     Complain("cannot read the gateway slots: " + s.ToString());
@@ -1692,20 +1702,11 @@ bool RunTakeover(const Args& args, const Setup& setup) {
 
 int Watch(const Args& args) {
   Setup setup;
-  Status s = LoadSetup(args, &setup);
-  if (!s.ok()) {
-    Complain("config refused: " + s.message());
-    return kExitUsage;
-  }
+  if (int rc = LoadRadosSetup(args, /*slot=*/true, &setup); rc != kExitOk) return rc;
   const Options& e = setup.options.engine;
-  if (e.storage_backend != "rados" || e.rados.gateway.empty()) {
-    Complain("watch needs a gateway slot (storage.backend = rados, storage.rados.gateway = NAME) in " +
-             setup.config_path);
-    return kExitUsage;
-  }
   const int interval = args.interval_s > 0 ? args.interval_s : std::max(1, static_cast<int>(e.rados.lock_duration_s / 3));
   std::shared_ptr<RadosCluster> cluster;
-  s = RadosCluster::Shared(e.rados, &cluster);
+  Status s = RadosCluster::Shared(e.rados, &cluster);
   if (!s.ok()) {
     Complain("watch: " + s.ToString());
     return kExitFailed;

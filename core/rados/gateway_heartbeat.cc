@@ -12,21 +12,6 @@ constexpr char kIncarnationXattr[] = "incarnation";
 // Bounds of a decoded record: more would be a damaged length, not a slot.
 constexpr uint32_t kMaxVolumes = 65536;
 
-void PutString16(std::string* out, const std::string& s) {
-  PutFixed16(out, static_cast<uint16_t>(s.size() > 0xffff ? 0xffff : s.size()));
-  out->append(s, 0, s.size() > 0xffff ? 0xffff : s.size());
-}
-
-bool GetString16(const std::string& v, size_t* pos, std::string* s) {
-  if (*pos + 2 > v.size()) return false;
-  const size_t n = DecodeFixed16(reinterpret_cast<const uint8_t*>(v.data()) + *pos);
-  *pos += 2;
-  if (*pos + n > v.size()) return false;
-  s->assign(v, *pos, n);
-  *pos += n;
-  return true;
-}
-
 uint32_t HeartbeatCrc(const std::string& gateway, const std::string& body) {
   return Crc32c(body.data(), body.size(), Crc32c(gateway.data(), gateway.size()));
 }
