@@ -17,13 +17,16 @@
 #    of B: exactly one wins (the slot's lock), the other says so and watches
 #    on; every synced byte of both generations reads back through the winner;
 #    takeovers = 2;
+#  - the winner's tgtd paused (SIGSTOP) until B's new watcher took the slot
+#    over, then resumed: its writes are refused, B's data stays; its
+#    heartbeat never overwrites B's;
 #  - a slot stopped cleanly by its holder is left alone by a watcher
 #    (`watch --once`).
 #
 #   dedupv1d-auto-failover-test.sh DEDUPV1D
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/dedupv1d-test-lib.sh"
-DD_BUDGET="${DD_BUDGET:-700}"
+DD_BUDGET="${DD_BUDGET:-800}"
 dd_init dedupv1d-auto-failover "${1:?usage: dedupv1d-auto-failover-test.sh DEDUPV1D}" qemu-img curl jq iscsi-inq
 : "${DEDUPV1_TEST_CEPH_CONF:?needs the ctest Ceph cluster (DEDUPV1_TEST_CEPH_CONF)}"
 export DD_STORAGE=rados DD_RADOS_LEASE=5s
@@ -138,9 +141,11 @@ check "one watcher takes gw-a over within the lease + $TAKEOVER_BOUND s" \
   tgt_wait_for '[ "$(took)" -ge 1 ]' $((LEASE + TAKEOVER_BOUND))
 echo "     takeover done $(($(date +%s) - killed_at)) s after the kill -9"
 if grep -q 'took gateway slot gw-a over' "$WORK/watchA.log"; then
-  winner=a url="$(urlA)" loser_log="$WORK/watchC.log" winner_conf="$confA"
+  winner=a url="$(urlA)" loser_log="$WORK/watchC.log" winner_conf="$confA" loser_conf="$confC" loser_ctl="$CTL3"
+  loser_portal="127.0.0.1:$PORT3"
 else
-  winner=c url="$(urlC)" loser_log="$WORK/watchA.log" winner_conf="$confC"
+  winner=c url="$(urlC)" loser_log="$WORK/watchA.log" winner_conf="$confC" loser_conf="$confA" loser_ctl="$CTL"
+  loser_portal="127.0.0.1:$PORT"
 fi
 # The loser either raced (its takeover fails within two leases of waiting
 # plus its start) or looked only after the winner held the lock.
@@ -167,12 +172,52 @@ wait "$watchC" || rc=$?
 echo "--- watchA.log"; sed 's/^/     /' "$WORK/watchA.log" | grep -v '  | ' | tail -n 12
 echo "--- watchC.log"; sed 's/^/     /' "$WORK/watchC.log" | grep -v '  | ' | tail -n 12
 
-check "stop the winner (clean)" dd_stop "$winner_conf"
-check "cluster view: a clean stop says stopped" gw '.state == "stopped" and (.lock_held | not) and .heartbeat.state == "stopped"'
+# A hung (not dead) holder: the winner's tgtd stopped with SIGSTOP until B's
+# watcher took the slot over (its lease ran out; the takeover fences the
+# address it recorded), then resumed: none of its writes may land.
+"$DEDUPV1D" watch --config "$confB" --portal "127.0.0.1:$PORT2" --interval 1 >"$WORK/watchB2.log" 2>&1 &
+watchB2=$!
+DD_PIDS+=("$watchB2")
+check "B's new watcher sees the winner holding the slot" \
+  tgt_wait_for "grep -q 'gw-a: lock held by .*(incarnation 3' '$WORK/watchB2.log'" 30
+check "SIGSTOP of the winner's tgtd" kill -STOP "$pidW"
+stopped_at=$(date +%s)
+check "B's watcher takes the paused winner's slot over within the lease + $TAKEOVER_BOUND s" \
+  tgt_wait_for "grep -q 'took gateway slot gw-a over' '$WORK/watchB2.log'" $((LEASE + TAKEOVER_BOUND))
+echo "     takeover done $(($(date +%s) - stopped_at)) s after the SIGSTOP"
+check "the takeover fenced the paused winner's recorded address" grep -q "fenced: [^n]" "$WORK/watchB2.log"
+head -c $((4 << 20)) /dev/urandom >"$WORK/gen3.img"
+check "generation 3 written and synced through B" put "$WORK/gen3.img" "$(urlB)"
+dd if="$WORK/gen3.img" of="$WORK/both.img" conv=notrunc status=none
+check "SIGCONT of the winner's tgtd" kill -CONT "$pidW"
+head -c $((4 << 20)) /dev/urandom >"$WORK/late.img"
+# refused COMMAND...: COMMAND failed, or said so (qemu-img convert reports a
+# failed SYNCHRONIZE CACHE but exits 0).
+refused() {
+  local out rc
+  out="$("$@" 2>&1)"
+  rc=$?
+  echo "$out"
+  [ "$rc" -ne 0 ] || grep -q "failed" <<<"$out"
+}
+check "the resumed winner's writes are refused (fenced)" refused put "$WORK/late.img" "$url"
+check "every synced byte reads back through B, none of the late write" same "$WORK/both.img" "$(urlB)"
+check "cluster view: B holds gw-a, takeovers = 3, incarnation 4" \
+  gw ".lock_held and .holder.pid == $(dd_pid "$WORK/b/data") and .takeovers == 3 and .incarnation == 4"
+kill -TERM "$watchB2"
+wait "$watchB2"
+
+check "stop B (clean)" dd_stop "$confB"
+# The fenced winner cannot close cleanly; its heartbeat (incarnation 3) can
+# never overwrite B's (incarnation 4).
+timeout 300 "$DEDUPV1D" stop --config "$winner_conf" >"$WORK/stopW.out" 2>&1
+check "the winner's tgtd is gone after its stop" tgt_wait_for "! tgt_alive $pidW" 60
+check "cluster view: a clean stop says stopped, the fenced old holder did not overwrite it" \
+  gw '.state == "stopped" and (.lock_held | not) and .heartbeat.state == "stopped" and .heartbeat.incarnation == 4'
 check "a watcher leaves a cleanly stopped slot alone" \
-  timeout 120 "$DEDUPV1D" watch --config "$confB" --portal "127.0.0.1:$PORT2" --interval 1 --once
+  timeout 120 "$DEDUPV1D" watch --config "$loser_conf" --portal "$loser_portal" --interval 1 --once
 check_output "it says the stop is the admin's" "left to the admin"
-check_fails "nothing was started for B" dd_tgtd_with_ctl "$CTL2"
+check_fails "nothing was started for the loser's config" dd_tgtd_with_ctl "$loser_ctl"
 echo "--- watch.log"; sed 's/^/     /' "$WORK/watch.log" | tail -n 30
 
 dd_summary
