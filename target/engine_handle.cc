@@ -225,8 +225,8 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
         // Leave no half-opened engine behind a failed LUN creation.
         char close_err[256];
         dedupv1::StopMonitor(shared);
-        shared.heartbeat.reset();
-        dedupv1_close(shared.sys, close_err, sizeof(close_err));
+        const int close_rc = dedupv1_close(shared.sys, close_err, sizeof(close_err));
+        dedupv1::StopHeartbeat(shared, close_rc == DEDUPV1_OK);
         shared.sys = nullptr;
         shared.config_path.clear();
         shared.data_dir.clear();
