@@ -5,6 +5,8 @@
 //   dedupv1d start|stop|status --config FILE [--data-dir DIR] [--portal ADDR:PORT]
 //            [--control-port N] [--volume NAME]... [--module PATH] [--timeout SECONDS]
 //   dedupv1d takeover --config FILE [--force] [the options of start]
+//   dedupv1d watch --config FILE [--interval S] [--once] [the options of start]
+//   dedupv1d cluster --config FILE [--json]
 //
 // `takeover` (a gateway slot, storage.rados.gateway; docs/ceph.md) is `start`
 // for a slot another gateway served: once start's checks passed and before
@@ -13,6 +15,18 @@
 // (core/engine/slot_takeover.h); then start runs as usual and the engine in
 // tgtd recovers the slot from its log. A takeover refused (the holder is
 // alive, no --force) starts nothing.
+//
+// `watch` (target/gateway_watch.h, docs/ceph.md) is the automatic form, run
+// by an admin on a standby machine with the config of the standby instance
+// for one slot (the config's storage.rados.gateway; one watcher per slot):
+// every interval (default a third of the lease) it reads the slot's registry
+// record, lock holders and heartbeat from RADOS, and once the slot's lock was
+// free in two looks with its heartbeat still, runs `dedupv1d takeover` with
+// the same config and options (a child process, bounded). Two watchers
+// racing are arbitrated by the slot's lock: the loser's takeover fails Busy,
+// it says so and watches on. SIGTERM or SIGINT ends it after the current
+// step. `cluster` prints every slot of the store from RADOS without opening
+// an engine (core/engine/cluster_view.h; --json: target/monitor/cluster_json.h).
 //
 // Invariants:
 //  - The config is validated (ServiceOptions::FromConfig: the engine's keys,
@@ -104,10 +118,13 @@
 #include "core/base/env.h"
 #include "core/base/identity.h"
 #include "core/engine/options.h"
+#include "core/engine/cluster_view.h"
 #include "core/engine/slot_takeover.h"
 #include "core/engine/store_env.h"
 #include "core/base/status.h"
 #include "core/engine/volume_table.h"
+#include "target/gateway_watch.h"
+#include "target/monitor/cluster_json.h"
 #include "target/monitor/monitor_client.h"
 #include "target/monitor/monitor_identity.h"
 #include "target/port_owner.h"
@@ -142,7 +159,13 @@ void Complain(const std::string& msg) { std::fprintf(stderr, "dedupv1d: %s\n", m
 const char kUsage[] =
     "usage: dedupv1d start|stop|status --config FILE [options]\n"
     "       dedupv1d takeover --config FILE [--force] [options]   start a gateway slot another gateway served\n"
+    "       dedupv1d watch --config FILE [--interval S] [--once] [options]   take the config's slot over\n"
+    "                       automatically once its holder's lease ran out (runs `takeover`)\n"
+    "       dedupv1d cluster --config FILE [--json]   the store's gateway slots, from RADOS\n"
     "  --force              takeover: fence a holder that still renews its lease instead of waiting for it\n"
+    "  --interval S         watch: seconds between looks (default: a third of storage.rados.lock-lease)\n"
+    "  --once               watch: look until a verdict (at most two looks), act on it, exit\n"
+    "  --json               cluster: one JSON document (the monitor's /cluster)\n"
     "  --data-dir DIR       overrides the config's data-dir (state file, tgtd.log and data live there)\n"
     "  --portal ADDR:PORT   overrides target.portal (e.g. 127.0.0.1:3260, [::1]:3260)\n"
     "  --control-port N     overrides target.control-port (tgtd -C N)\n"
@@ -162,6 +185,9 @@ struct Args {
   std::string module;
   int timeout_s = 300;
   bool force = false;  // takeover --force
+  int interval_s = 0;  // watch --interval (0: a third of the lease)
+  bool once = false;   // watch --once
+  bool json = false;   // cluster --json
 };
 
 bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
@@ -170,7 +196,8 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
     return false;
   }
   a->command = argv[1];
-  if (a->command != "start" && a->command != "stop" && a->command != "status" && a->command != "takeover") {
+  if (a->command != "start" && a->command != "stop" && a->command != "status" && a->command != "takeover" &&
+      a->command != "watch" && a->command != "cluster") {
     *err = "unknown command '" + a->command + "'";
     return false;
   }
@@ -183,6 +210,15 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
         return false;
       }
       a->force = true;
+      continue;
+    }
+    if (opt == "--once" || opt == "--json") {  // flags: no value
+      const char* owner = opt == "--once" ? "watch" : "cluster";
+      if (a->command != owner) {
+        *err = opt + " belongs to " + owner;
+        return false;
+      }
+      (opt == "--once" ? a->once : a->json) = true;
       continue;
     }
     const size_t eq = opt.find('=');
@@ -208,6 +244,13 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
         return false;
       }
       a->timeout_s = static_cast<int>(t);
+    } else if (opt == "--interval" && a->command == "watch") {
+      uint64_t t = 0;
+      if (!ParseUint(value, &t).ok() || t < 1 || t > 3600) {
+        *err = "--interval must be 1..3600 seconds";
+        return false;
+      }
+      a->interval_s = static_cast<int>(t);
     } else {
       *err = "unknown option '" + opt + "'";
       return false;
@@ -943,6 +986,9 @@ Status SpawnTgtd(const std::string& tgtd, int control_port, const std::string& p
     int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, 0);
     if (!env_preload.empty()) ::setenv("LD_PRELOAD", env_preload.c_str(), 1);
+    // The portal initiators use, for a gateway slot's heartbeat (--portal
+    // may override the config's target.portal, which is all tgtd's module reads).
+    ::setenv("DEDUPV1_GATEWAY_PORTAL", portal.c_str(), 1);
     if (::chdir("/") != 0) {
     }
     std::vector<char*> cargv;
@@ -1572,6 +1618,135 @@ int StatusCommand(const Args& args) {
   return missing.empty() ? kExitOk : kExitFailed;
 }
 
+// ---------------------------------------------------------------------------
+// Gateway slots: cluster and watch.
+
+// The setup of a command that reads the store from RADOS: a rados store,
+// with a gateway slot if |slot|. kExitOk, or the exit code after saying why.
+int LoadRadosSetup(const Args& args, bool slot, Setup* setup) {
+  Status s = LoadSetup(args, setup);
+  if (!s.ok()) {
+    Complain("config refused: " + s.message());
+    return kExitUsage;
+  }
+  const Options& e = setup->options.engine;
+  if (e.storage_backend != "rados" || (slot && e.rados.gateway.empty())) {
+    Complain(args.command + " needs " +
+             (slot ? "a gateway slot (storage.backend = rados, storage.rados.gateway = NAME)"
+                   : "storage.backend = rados") +
+             " in " + setup->config_path);
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+// The store's gateway slots from RADOS (no engine opened).
+int ClusterCommand(const Args& args) {
+  Setup setup;
+  if (int rc = LoadRadosSetup(args, /*slot=*/false, &setup); rc != kExitOk) return rc;
+  std::shared_ptr<RadosCluster> cluster;
+  ClusterView view;
+  Status s = RadosCluster::Shared(setup.options.engine.rados, &cluster);
+  if (s.ok()) s = ReadClusterView(cluster, &view);
+  if (!s.ok()) {
+    Complain("cannot read the gateway slots: " + s.ToString());
+    return kExitFailed;
+  }
+  if (args.json) {
+    Say(ClusterViewJson(view).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  } else {
+    std::fprintf(stdout, "%s", FormatClusterView(view).c_str());
+  }
+  return kExitOk;
+}
+
+volatile sig_atomic_t g_watch_stop = 0;
+void OnWatchStopSignal(int) { g_watch_stop = 1; }
+
+// Sleeps |seconds| unless a stop signal comes first (checked every 100 ms).
+void WatchSleep(int seconds) {
+  for (int i = 0; i < seconds * 10 && !g_watch_stop; i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+// `dedupv1d takeover` with the watcher's config and options, as a child
+// (the admin path, unchanged). Its output is passed on. True if it started
+// the instance.
+bool RunTakeover(const Args& args, const Setup& setup) {
+  std::error_code ec;
+  const std::string self = fs::read_symlink("/proc/self/exe", ec).string();
+  std::vector<std::string> argv = {ec ? "dedupv1d" : self, "takeover", "--config", setup.config_path,
+                                   "--timeout", std::to_string(args.timeout_s)};
+  for (const auto& [opt, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--data-dir", args.data_dir}, {"--portal", args.portal}, {"--control-port", args.control_port},
+           {"--module", args.module}}) {
+    if (!value.empty()) argv.insert(argv.end(), {opt, value});
+  }
+  for (const auto& v : args.volumes) argv.insert(argv.end(), {"--volume", v});
+  // Bounded: two leases of waiting, then tgtd's start with a few tgtadm
+  // calls (each bounded by --timeout).
+  const int bound = 2 * static_cast<int>(setup.options.engine.rados.lock_duration_s) + 4 * args.timeout_s + 60;
+  const auto began = Clock::now();
+  RunResult r = Run(argv, bound);
+  const double s = std::chrono::duration<double>(Clock::now() - began).count();
+  std::istringstream out(r.output);
+  for (std::string line; std::getline(out, line);) Say("  | " + line);
+  if (r.ok()) {
+    Say("dedupv1d watch: took gateway slot " + setup.options.engine.rados.gateway + " over in " +
+        std::to_string(static_cast<int>(s)) + " s");
+    return true;
+  }
+  Complain("watch: takeover of " + setup.options.engine.rados.gateway + " failed (" + Describe(r, bound) +
+           "); another watcher may have won the slot's lock; watching on");
+  return false;
+}
+
+int Watch(const Args& args) {
+  Setup setup;
+  if (int rc = LoadRadosSetup(args, /*slot=*/true, &setup); rc != kExitOk) return rc;
+  const Options& e = setup.options.engine;
+  const int interval = args.interval_s > 0 ? args.interval_s : std::max(1, static_cast<int>(e.rados.lock_duration_s / 3));
+  std::shared_ptr<RadosCluster> cluster;
+  Status s = RadosCluster::Shared(e.rados, &cluster);
+  if (!s.ok()) {
+    Complain("watch: " + s.ToString());
+    return kExitFailed;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = OnWatchStopSignal;  // no SA_RESTART: a wait returns at once
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  Say("dedupv1d watch: gateway slot " + e.rados.gateway + " of store " + e.rados.store + ", a look every " +
+      std::to_string(interval) + " s (pid " + std::to_string(::getpid()) + ")");
+  GatewayWatch judge;
+  std::string said;
+  int looks = 0, rc = kExitOk;
+  while (!g_watch_stop) {
+    SlotView slot;
+    std::string why;
+    WatchVerdict verdict = WatchVerdict::kSuspect;
+    s = ReadSlotView(cluster, e.rados.gateway, &slot);
+    if (!s.ok()) {
+      why = "cannot read the slot: " + s.ToString();
+    } else {
+      verdict = judge.Judge(slot, &why);
+    }
+    if (why != said) Say("dedupv1d watch: " + e.rados.gateway + ": " + why);
+    said = why;
+    looks++;
+    if (verdict == WatchVerdict::kTakeOver) {
+      rc = RunTakeover(args, setup) ? kExitOk : kExitFailed;
+      judge.Reset();
+      said.clear();
+      if (args.once) break;
+    }
+    if (args.once && (verdict != WatchVerdict::kSuspect || looks >= 2)) break;
+    WatchSleep(interval);
+  }
+  Say("dedupv1d watch: " + std::string(g_watch_stop ? "stopped by a signal" : "done") + " after " +
+      std::to_string(looks) + " looks");
+  return rc;
+}
+
 }  // namespace
 }  // namespace dedupv1
 
@@ -1585,6 +1760,8 @@ int main(int argc, char** argv) {
   // A tgtadm child killed on timeout must not take us down with SIGPIPE.
   ::signal(SIGPIPE, SIG_IGN);
   if (args.command == "start" || args.command == "takeover") return dedupv1::Start(args);
+  if (args.command == "watch") return dedupv1::Watch(args);
+  if (args.command == "cluster") return dedupv1::ClusterCommand(args);
   if (args.command == "stop") return dedupv1::Stop(args);
   return dedupv1::StatusCommand(args);
 }

@@ -4,10 +4,13 @@
 #include "core/engine/c_api_internal.h"
 #include "core/base/config.h"
 #include "core/base/env.h"
+#include "core/rados/gateway_heartbeat.h"
 #include "target/monitor/monitor_server.h"
 #include "target/service_options.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -27,6 +30,7 @@ struct SharedEngine {
   std::string data_dir;     // canonical override, empty when the config's data dir is used
   std::map<dedupv1_volume*, std::string> volumes;  // open volume -> its name
   std::unique_ptr<MonitorServer> monitor;          // the status server, while the system is open
+  std::unique_ptr<GatewayHeartbeatWriter> heartbeat;  // gateway slot mode, while the system is open
 };
 
 // Starts the monitor next to a freshly opened system. A monitor that cannot
@@ -48,6 +52,54 @@ void StartMonitor(SharedEngine& shared, const ServiceOptions& service) {
   } else {
     std::fprintf(stderr, "dedupv1: monitor on %s\n", shared.monitor->url().c_str());
   }
+}
+
+// Gateway slot mode (storage.rados.gateway): the slot's heartbeat
+// (core/rados/gateway_heartbeat.h) every third of the lease, for watchers and
+// the cluster view. The portal is the one dedupv1d started tgtd with
+// (DEDUPV1_GATEWAY_PORTAL: --portal may override the config), else the
+// config's. A heartbeat that cannot start is reported, never a reason to
+// refuse the LUN: the lock, not the heartbeat, guards the slot.
+void StartHeartbeat(SharedEngine& shared, const ServiceOptions& service) {
+  DedupSystem* system = SystemOf(shared.sys);
+  const Options& o = system->options();
+  if (o.storage_backend != "rados" || o.rados.gateway.empty()) return;
+  std::shared_ptr<RadosCluster> cluster;
+  Status s = RadosCluster::Shared(o.rados, &cluster);
+  if (s.ok()) {
+    GatewayHeartbeat first;
+    first.incarnation = system->gateway_record().incarnation;
+    first.takeovers = system->gateway_record().takeovers;
+    first.pid = system->gateway_record().pid;
+    first.host = system->gateway_record().host;
+    const char* portal = std::getenv("DEDUPV1_GATEWAY_PORTAL");
+    first.portal = portal != nullptr && *portal != '\0' ? portal : service.target.portal;
+    const auto interval = std::chrono::milliseconds(std::max<uint64_t>(1000ull * o.rados.lock_duration_s / 3, 100));
+    s = GatewayHeartbeatWriter::Start(cluster, o.rados.gateway, first, interval, &shared.heartbeat);
+  }
+  if (!s.ok()) std::fprintf(stderr, "dedupv1: gateway heartbeat not started: %s\n", s.ToString().c_str());
+}
+
+// The volumes the heartbeat names: the LUNs served now.
+void UpdateHeartbeatVolumes(SharedEngine& shared) {
+  if (!shared.heartbeat) return;
+  std::vector<std::string> names;
+  for (const auto& [vol, name] : shared.volumes) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  shared.heartbeat->SetVolumes(std::move(names));
+}
+
+// After the engine closed: a clean close says "stopped" (a watcher leaves
+// the slot alone: an admin stopped it), a fenced one "fenced"; any other
+// failed close writes nothing more, so the beat stops as after a crash.
+void StopHeartbeat(SharedEngine& shared, bool closed_cleanly) {
+  if (!shared.heartbeat) return;
+  const bool fenced = shared.heartbeat->cluster()->fenced();  // the engine's connection, alive through the writer
+  if (closed_cleanly || fenced) {
+    Status s = shared.heartbeat->Stop(closed_cleanly ? kHeartbeatStopped : kHeartbeatFenced);
+    if (!s.ok()) std::fprintf(stderr, "dedupv1: last gateway heartbeat not written: %s\n", s.ToString().c_str());
+  }
+  shared.heartbeat.reset();
 }
 
 void StopMonitor(SharedEngine& shared) {
@@ -147,6 +199,7 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
       shared.data_dir = dir;
       opened_here = true;
       dedupv1::StartMonitor(shared, service);
+      dedupv1::StartHeartbeat(shared, service);
     } else if (config != shared.config_path || dir != shared.data_dir) {
       SetError(err, errlen,
                "this tgtd already serves dedupv1 from config '" + shared.config_path + "'" +
@@ -172,7 +225,8 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
         // Leave no half-opened engine behind a failed LUN creation.
         char close_err[256];
         dedupv1::StopMonitor(shared);
-        dedupv1_close(shared.sys, close_err, sizeof(close_err));
+        const int close_rc = dedupv1_close(shared.sys, close_err, sizeof(close_err));
+        dedupv1::StopHeartbeat(shared, close_rc == DEDUPV1_OK);
         shared.sys = nullptr;
         shared.config_path.clear();
         shared.data_dir.clear();
@@ -180,6 +234,7 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
       return rc;
     }
     shared.volumes.emplace(*vol, volume);
+    dedupv1::UpdateHeartbeatVolumes(shared);
     return DEDUPV1_OK;
   } catch (const std::exception& e) {
     SetError(err, errlen, std::string("dedupv1 module: ") + e.what());
@@ -193,9 +248,11 @@ extern "C" int dedupv1_tgt_release(dedupv1_volume* vol, char* err, size_t errlen
     std::lock_guard<std::mutex> lock(shared.mu);
     shared.volumes.erase(vol);
     dedupv1_volume_close(vol);
+    dedupv1::UpdateHeartbeatVolumes(shared);
     if (!shared.volumes.empty() || shared.sys == nullptr) return DEDUPV1_OK;
     dedupv1::StopMonitor(shared);
     int rc = dedupv1_close(shared.sys, err, errlen);
+    dedupv1::StopHeartbeat(shared, rc == DEDUPV1_OK);
     shared.sys = nullptr;
     shared.config_path.clear();
     shared.data_dir.clear();

@@ -19,6 +19,25 @@ inline void PutFixed16(std::string* s, uint16_t v) { s->append(reinterpret_cast<
 inline void PutFixed32(std::string* s, uint32_t v) { s->append(reinterpret_cast<const char*>(&v), 4); }
 inline void PutFixed64(std::string* s, uint64_t v) { s->append(reinterpret_cast<const char*>(&v), 8); }
 
+// A string behind its u16 length (at most 65535 bytes are kept: record
+// fields such as names and addresses, never bulk data).
+inline void PutString16(std::string* s, const std::string& v) {
+  const size_t n = v.size() > 0xffff ? 0xffff : v.size();
+  PutFixed16(s, static_cast<uint16_t>(n));
+  s->append(v, 0, n);
+}
+// Reads a PutString16 string at |*pos| of |v| and moves |*pos| past it;
+// false if it overruns |v|.
+inline bool GetString16(const std::string& v, size_t* pos, std::string* out) {
+  if (*pos + 2 > v.size()) return false;
+  const size_t n = DecodeFixed16(reinterpret_cast<const uint8_t*>(v.data()) + *pos);
+  *pos += 2;
+  if (*pos + n > v.size()) return false;
+  out->assign(v, *pos, n);
+  *pos += n;
+  return true;
+}
+
 // CRC-32C (Castagnoli) of |n| bytes, continuing from |crc| (0 to start).
 // Uses the SSE4.2 crc32 instruction.
 uint32_t Crc32c(const void* data, size_t n, uint32_t crc = 0);

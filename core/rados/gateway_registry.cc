@@ -23,22 +23,6 @@ librados::bufferlist ToBl(const std::string& s) {
   return bl;
 }
 
-void PutString16(std::string* out, const std::string& s) {
-  PutFixed16(out, static_cast<uint16_t>(s.size()));
-  out->append(s);
-}
-
-// Reads a u16-length-prefixed string at |*pos| of |v|; false if it overruns.
-bool GetString16(const std::string& v, size_t* pos, std::string* s) {
-  if (*pos + 2 > v.size()) return false;
-  const size_t n = DecodeFixed16(reinterpret_cast<const uint8_t*>(v.data()) + *pos);
-  *pos += 2;
-  if (*pos + n > v.size()) return false;
-  s->assign(v, *pos, n);
-  *pos += n;
-  return true;
-}
-
 uint32_t RecordCrc(const std::string& key, const std::string& body) {
   return Crc32c(body.data(), body.size(), Crc32c(key.data(), key.size()));
 }

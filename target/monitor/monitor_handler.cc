@@ -1,5 +1,8 @@
 #include "target/monitor/monitor_handler.h"
 
+#include "core/engine/cluster_view.h"
+#include "target/monitor/cluster_json.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -37,6 +40,8 @@ const MonitorHandler::Route MonitorHandler::kRoutes[] = {
     {"/idle", "GET", false, "", &MonitorHandler::IdleGet, "idle state"},
     {"/config", "GET", false, "", &MonitorHandler::Config, "effective configuration"},
     {"/version", "GET", false, "", &MonitorHandler::Version, "version and uptime"},
+    {"/cluster", "GET", false, "", &MonitorHandler::Cluster,
+     "gateway slots of the store: holders, locks, heartbeats, volumes (gateway mode; 404 otherwise)"},
     {"/identity", "GET", false, "", &MonitorHandler::Identity,
      "which instance answers: data_dir, instance_id (DATA-DIR/instance-id), pid"},
     {"/throughput", "GET", false, "", &MonitorHandler::Throughput, "current throughput"},
@@ -235,6 +240,20 @@ MonitorResponse MonitorHandler::Identity(const MonitorRequest&) {
   doc["instance_id"] = Id128ToHex(system_->instance_id());
   doc["pid"] = static_cast<int64_t>(::getpid());
   return JsonResponse(doc);
+}
+// Read from RADOS at each request (a few ops per slot, each bounded by the
+// op timeout), so it shows what a watcher on another machine sees.
+MonitorResponse MonitorHandler::Cluster(const MonitorRequest&) {
+  const Options& o = system_->options();
+  if (o.storage_backend != "rados" || o.rados.gateway.empty()) {
+    return Error(404, "not a gateway slot (storage.backend = rados with storage.rados.gateway = NAME)");
+  }
+  std::shared_ptr<RadosCluster> cluster;
+  Status s = RadosCluster::Shared(o.rados, &cluster);
+  ClusterView view;
+  if (s.ok()) s = ReadClusterView(cluster, &view);
+  if (!s.ok()) return Error(StatusToHttp(s), s.ToString());
+  return JsonResponse(ClusterViewJson(view));
 }
 MonitorResponse MonitorHandler::Throughput(const MonitorRequest&) {
   return JsonResponse(collector_->Throughput());

@@ -68,6 +68,7 @@ class MonitorHandler {
   MonitorResponse Config(const MonitorRequest& r);
   MonitorResponse Version(const MonitorRequest& r);
   MonitorResponse Identity(const MonitorRequest& r);
+  MonitorResponse Cluster(const MonitorRequest& r);
   MonitorResponse Throughput(const MonitorRequest& r);
   MonitorResponse History(const MonitorRequest& r);
   MonitorResponse Metrics(const MonitorRequest& r);

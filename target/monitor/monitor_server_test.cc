@@ -217,6 +217,7 @@ TEST(MonitorServerTest, ErrorsAreJsonWithTheRightStatus) {
       {"POST", "/idle", {{"state", "sleepy"}}, 400, "state=idle, state=busy or state=auto"},
       {"GET", "/volumes", {{"name", "nope"}}, 404, "volumes: vol1, vol2"},
       {"GET", "/log/replay/pause", {}, 405, "use POST"},
+      {"GET", "/cluster", {}, 404, "not a gateway slot"},  // a local store: no cluster view
       {"POST", "/log/replay/resume", {{"now", "1"}}, 400, "unknown parameter 'now'"},
   };
   for (const Case& c : cases) {

@@ -140,13 +140,21 @@ const char kPage[] = R"page(<!DOCTYPE html>
     <h2>Storage backend</h2>
     <dl id="backend"></dl>
   </section>
+  <section class="wide" id="cluster-section" hidden>
+    <h2>Gateway cluster</h2>
+    <div class="scroll"><table id="cluster">
+      <thead><tr><th>gateway</th><th>slot</th><th>state</th><th>incarnation</th><th>takeovers</th>
+        <th>lock</th><th>beat</th><th>portal</th><th>holder</th><th>volumes</th></tr></thead>
+      <tbody></tbody></table></div>
+    <p class="na err" id="cluster-err"></p>
+  </section>
 </main>
 <footer>
   JSON: <a href="stats">stats</a> &middot; <a href="volumes">volumes</a> &middot;
   <a href="index">index</a> &middot; <a href="containers">containers</a> &middot;
   <a href="filters">filters</a> &middot; <a href="log">log</a> &middot; <a href="gc">gc</a> &middot;
   <a href="idle">idle</a> &middot; <a href="config">config</a> &middot; <a href="version">version</a> &middot;
-  <a href="history">history</a> &middot; <a href="metrics">metrics</a> &middot; <a href="api">api</a>
+  <a href="history">history</a> &middot; <a href="cluster">cluster</a> &middot; <a href="metrics">metrics</a> &middot; <a href="api">api</a>
 </footer>
 <script>
 "use strict";
@@ -343,6 +351,23 @@ async function refreshStats() {
     connection(false, "disconnected: " + e.message);
   }
 }
+// Gateway mode only: /cluster answers 404 otherwise and the section stays
+// hidden. Read from RADOS by the server, so refreshed every 5 s.
+async function refreshCluster() {
+  try {
+    const r = await fetch("cluster", {cache: "no-store"});
+    if (r.status === 404) return;
+    $("cluster-section").hidden = false;
+    const c = await r.json();
+    if (!r.ok) { text("cluster-err", c.message || ("HTTP " + r.status)); return; }
+    text("cluster-err", "");
+    fillTable("cluster", c.gateways.map((g) => [g.gateway, g.slot, g.state, g.incarnation, g.takeovers,
+        g.lock_held ? "held" : "free", g.heartbeat ? g.heartbeat.beat + "@" + g.heartbeat.incarnation : "\u2013",
+        g.heartbeat && g.heartbeat.portal ? g.heartbeat.portal : "\u2013",
+        g.holder.host ? g.holder.host + " pid " + g.holder.pid : "\u2013",
+        g.volumes.map((v) => v.name).join(", ")]));
+  } catch (e) { /* refreshStats reports the connection state */ }
+}
 async function refreshHistory() {
   try {
     const r = await fetch("history", {cache: "no-store"});
@@ -353,7 +378,9 @@ async function refreshHistory() {
 }
 refreshStats();
 refreshHistory();
+refreshCluster();
 setInterval(refreshStats, 1000);
+setInterval(refreshCluster, 5000);
 setInterval(refreshHistory, 5000);
 </script>
 </body>

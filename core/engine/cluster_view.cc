@@ -1,0 +1,128 @@
+#include "core/engine/cluster_view.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/base/env.h"
+#include "core/rados/rados_env.h"
+#include "core/rados/rados_lock.h"
+
+namespace dedupv1 {
+namespace {
+
+// The root a slot's RadosEnv is opened with to read its files: any absolute
+// path works, object names are relative to it.
+constexpr char kViewRoot[] = "/cluster-view";
+
+void AddProblem(SlotView* slot, const std::string& what) {
+  slot->problem += (slot->problem.empty() ? "" : "; ") + what;
+}
+
+// The slot's volume table through a RadosEnv of its own object directory.
+// A slot that never opened has none: no volumes, no problem.
+void ReadSlotVolumes(const std::shared_ptr<RadosCluster>& cluster, SlotView* slot) {
+  RadosOptions slot_options = cluster->options();
+  slot_options.gateway = slot->name;
+  std::unique_ptr<Env> env;
+  Status s = NewRadosEnv(cluster, kViewRoot, slot_options.GatewayDir(), &env);
+  if (s.ok()) s = ReadVolumeTable(env.get(), JoinPath(kViewRoot, "volumes"), &slot->volumes);
+  if (s.IsNotFound()) return;
+  if (!s.ok()) AddProblem(slot, "volume table: " + s.ToString());
+}
+
+std::string Holder(const SlotView& s) {
+  if (s.record.host.empty() && s.record.address.empty()) return "-";
+  return s.record.host + " pid " + std::to_string(s.record.pid) + " " + s.record.address;
+}
+
+std::string Pad(const std::string& s, size_t width) { return s.size() >= width ? s : s + std::string(width - s.size(), ' '); }
+
+}  // namespace
+
+std::string SlotView::State() const {
+  if (has_heartbeat && heartbeat.incarnation == record.incarnation && heartbeat.state == kHeartbeatFenced) {
+    return "fenced";
+  }
+  if (lock_held()) return "serving";
+  if (record.incarnation == 0) return "new";
+  if (has_heartbeat && heartbeat.incarnation == record.incarnation && heartbeat.state == kHeartbeatStopped) {
+    return "stopped";
+  }
+  return "down";
+}
+
+Status ReadSlotView(const std::shared_ptr<RadosCluster>& cluster, const std::string& name, SlotView* slot) {
+  GatewayRegistry registry(cluster);
+  SlotView out;
+  out.name = name;
+  DEDUPV1_RETURN_IF_ERROR(registry.Lookup(name, &out.record));
+  RadosOptions slot_options = cluster->options();
+  slot_options.gateway = name;
+  Status s = ListLockHolders(cluster.get(), slot_options.ObjectPrefix() + "LOCK", RadosLock::kLockName, &out.holders);
+  if (!s.ok()) AddProblem(&out, "lock: " + s.ToString());
+  s = ReadGatewayHeartbeat(cluster.get(), name, &out.heartbeat);
+  out.has_heartbeat = s.ok();
+  if (!s.ok() && !s.IsNotFound()) AddProblem(&out, "heartbeat: " + s.ToString());
+  ReadSlotVolumes(cluster, &out);
+  *slot = std::move(out);
+  return Status::OK();
+}
+
+Status ReadClusterView(const std::shared_ptr<RadosCluster>& cluster, ClusterView* view) {
+  GatewayRegistry registry(cluster);
+  std::map<std::string, GatewayRecord> records;
+  DEDUPV1_RETURN_IF_ERROR(registry.List(&records));
+  ClusterView out;
+  out.store = cluster->options().store;
+  for (const auto& [name, record] : records) {
+    SlotView slot;
+    Status s = ReadSlotView(cluster, name, &slot);
+    if (!s.ok()) {  // unregistered between the list and the lookup, or the registry failed now
+      slot.name = name;
+      slot.record = record;
+      AddProblem(&slot, "registry: " + s.ToString());
+    }
+    out.slots.push_back(std::move(slot));
+  }
+  *view = std::move(out);
+  return Status::OK();
+}
+
+std::string FormatClusterView(const ClusterView& view) {
+  const std::vector<std::string> head = {"GATEWAY", "SLOT", "STATE", "INC", "TAKEOVERS", "LOCK", "BEAT",
+                                         "PORTAL", "HOLDER"};
+  std::vector<std::vector<std::string>> rows = {head};
+  for (const SlotView& s : view.slots) {
+    const bool beat = s.has_heartbeat;
+    rows.push_back({s.name, std::to_string(s.record.slot), s.State(), std::to_string(s.record.incarnation),
+                    std::to_string(s.record.takeovers), s.lock_held() ? "held" : "free",
+                    beat ? std::to_string(s.heartbeat.beat) + "@" + std::to_string(s.heartbeat.incarnation) : "-",
+                    beat && !s.heartbeat.portal.empty() ? s.heartbeat.portal : "-", Holder(s)});
+  }
+  std::vector<size_t> width(head.size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); i++) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out = "store " + view.store + ": " + std::to_string(view.slots.size()) + " gateway slot" +
+                    (view.slots.size() == 1 ? "" : "s") + "\n";
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); i++) line += (i == 0 ? "" : "  ") + Pad(row[i], i + 1 < row.size() ? width[i] : 0);
+    out += line + "\n";
+  }
+  bool any_volume = false;
+  for (const SlotView& s : view.slots) {
+    for (const VolumeRecord& v : s.volumes) {
+      if (!any_volume) out += "volumes:\n";
+      any_volume = true;
+      out += "  " + v.name + " -> " + s.name + " (id " + std::to_string(v.id) + ", " + std::to_string(v.size) +
+             " bytes, uid " + Id128ToHex(v.uid) + ")\n";
+    }
+  }
+  for (const SlotView& s : view.slots) {
+    if (!s.problem.empty()) out += "problem: " + s.name + ": " + s.problem + "\n";
+  }
+  return out;
+}
+
+}  // namespace dedupv1
