@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/base/coding.h"
+#include "core/rados/op_result.h"
 
 namespace dedupv1 {
 namespace {
@@ -241,6 +242,7 @@ Status RadosChunkTable::LoadCounts() {
         return cluster_->index().aio_operate(ShardOid(i), c, &ops[i], nullptr);
       },
       [&](size_t i, int r) {
+        r = CompoundResult(r, {rvals[i]});
         if (r == -ENOENT) return Status::OK();  // a shard object appears with its first entry
         if (r < 0) return ShardError(r, "read entry count", i);
         return DecodeCount(i, headers[i].to_str(), &counts_[i]);
@@ -350,6 +352,7 @@ Status RadosChunkTable::GetMany(const std::vector<Fingerprint>& fps, std::vector
       },
       [&](size_t i, int result) {
         ShardRead& r = reads[i];
+        result = CompoundResult(result, {r.rval});
         if (result == -ENOENT) return Status::OK();  // the shard has no entries yet
         if (result < 0) return ShardError(result, "read " + std::to_string(r.items->size()) + " keys", r.shard);
         for (size_t item : *r.items) {
@@ -403,6 +406,9 @@ Status RadosChunkTable::Apply(const std::vector<Op>& ops) {
       },
       [&](size_t i, int r) {
         ShardBatch& b = *batches[i];
+        // A failed sub-op leaves its map empty: read as success, every key
+        // would count as new and the shard's count would drift.
+        r = CompoundResult(r, {b.rval_header, b.rval_keys});
         if (r == -ENOENT) {
           b.header.clear();
           b.existing.clear();
@@ -492,6 +498,7 @@ Status RadosChunkTable::ScanShards(bool check_count, uint64_t* pages, const Visi
           Cursor& c = *active[i];
           (*pages)++;
           c.done = true;
+          r = CompoundResult(r, {c.rval, c.first && check_count ? c.rval_header : 0});
           if (r == -ENOENT) return Status::OK();  // no entries ever
           if (r < 0) return ShardError(r, "scan", c.shard);
           if (c.first && check_count) DEDUPV1_RETURN_IF_ERROR(DecodeCount(c.shard, c.header.to_str(), &c.stored));
