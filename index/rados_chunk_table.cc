@@ -382,6 +382,7 @@ Status RadosChunkTable::Apply(const std::vector<Op>& ops) {
     librados::ObjectWriteOperation write;
     uint64_t new_count = 0;
     bool writes = false;
+    Status refused;  // the lease check that kept the write from being sent
   };
   std::map<uint32_t, ShardBatch> by_shard;
   for (const Op& op : ops) {
@@ -445,13 +446,22 @@ Status RadosChunkTable::Apply(const std::vector<Op>& ops) {
   for (ShardBatch* b : batches) {
     if (b->writes) writes.push_back(b);
   }
+  // In gateway mode an Apply may outlast the lease (op timeout 30 s > lease
+  // 20 s by default): each shard's write is checked against it when it is
+  // sent, not only the batch at its start (a local clock check).
+  const bool check_each = cluster_->options().fence_on_lease_loss;
   s = RunAsync(
       writes.size(), RadosOpKind::kOmapWrite,
       [&](size_t i, librados::AioCompletion* c) {
+        if (check_each) {
+          writes[i]->refused = cluster_->CheckLease();
+          if (!writes[i]->refused.ok()) return -ECANCELED;  // not sent; finish returns |refused|
+        }
         return cluster_->index().aio_operate(ShardOid(writes[i]->shard), c, &writes[i]->write);
       },
       [&](size_t i, int r) {
         ShardBatch& b = *writes[i];
+        if (!b.refused.ok()) return b.refused.WithContext("chunk index shard " + ShardOid(b.shard) + " not written");
         if (r < 0) return ShardError(r, "write " + std::to_string(b.last.size()) + " keys", b.shard);
         entry_count_ += b.new_count - counts_[b.shard];  // unsigned wrap-around adds the difference
         counts_[b.shard] = b.new_count;
