@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "core/base/coding.h"
+#include "core/base/host_name.h"
 #include "core/rados/op_result.h"
 
 namespace dedupv1 {
@@ -61,12 +62,6 @@ Status DecodeNext(const std::string& where, const std::string& v, uint32_t* next
   }
   *next = DecodeFixed32(p + 1);
   return Status::OK();
-}
-
-std::string HostName() {
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "";
-  return buf;
 }
 
 }  // namespace
