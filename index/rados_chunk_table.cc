@@ -55,8 +55,8 @@ std::string FingerprintName(size_t key_size) {
 }  // namespace
 
 RadosChunkTable::RadosChunkTable(const RadosChunkTableOptions& options, std::shared_ptr<RadosCluster> cluster)
-    : options_(options), cluster_(std::move(cluster)), shards_(options.shards), shard_bits_(Log2(options.shards)),
-      prefix_(options.rados.ObjectPrefix()), header_(prefix_ + kHeaderObject), counts_(options.shards, 0) {}
+    : options_(options), cluster_(std::move(cluster)), shards_(options.shards), shard_bits_(ShardBits(options.shards)),
+      prefix_(options.rados.ObjectPrefix()), header_(HeaderObjectOf(options.rados)), counts_(options.shards, 0) {}
 
 Status RadosChunkTable::Open(const RadosChunkTableOptions& options, std::unique_ptr<RadosChunkTable>* out) {
   if (options.shards == 0 || options.shards > 65536 || (options.shards & (options.shards - 1)) != 0) {
@@ -90,6 +90,14 @@ std::string RadosChunkTable::ShardObject(uint32_t shard, int shard_bits) {
   std::string hex(width, '0');
   for (int i = width - 1; i >= 0; i--, shard >>= 4) hex[i] = digits[shard & 15];
   return "ci." + hex;
+}
+
+int RadosChunkTable::ShardBits(uint32_t shards) { return Log2(shards); }
+
+std::string RadosChunkTable::HeaderObjectOf(const RadosOptions& rados) { return rados.ObjectPrefix() + kHeaderObject; }
+
+std::string RadosChunkTable::ShardObjectOf(const RadosOptions& rados, uint32_t shard, int shard_bits) {
+  return rados.ObjectPrefix() + ShardObject(shard, shard_bits);
 }
 
 double RadosChunkTable::GetManyCost(size_t keys) const {
@@ -128,7 +136,7 @@ Status RadosChunkTable::Exists(const RadosChunkTableOptions& options, bool* exis
   uint64_t size = 0;
   time_t mtime = 0;
   RadosOpTimer t(cluster.get(), RadosOpKind::kStat);
-  const std::string header = options.rados.ObjectPrefix() + kHeaderObject;
+  const std::string header = HeaderObjectOf(options.rados);
   int r = cluster->index().stat(header, &size, &mtime);
   t.Done(r == -ENOENT ? 0 : r, 0);
   if (r == -ENOENT) {

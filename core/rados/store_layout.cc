@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "core/rados/gateway_registry.h"
+#include "core/rados/rados_env.h"
 
 namespace dedupv1 {
 
@@ -26,7 +27,7 @@ Status IndexObjectExists(RadosCluster* cluster, const std::string& object, const
 Status CheckStoreLayout(RadosCluster* cluster, const RadosOptions& rados) {
   bool exists = false;
   if (!rados.gateway.empty()) {
-    const std::string root = "/";  // RadosEnv's root directory object without an object directory
+    const std::string root = RadosEnvDirObject("", "");
     DEDUPV1_RETURN_IF_ERROR(IndexObjectExists(cluster, root, "look for a store without gateway slots", &exists));
     if (!exists) return Status::OK();
     return Status::InvalidArgument("storage.rados.gateway = " + rados.gateway + ": RADOS namespace '" + rados.store +
