@@ -14,10 +14,13 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "core/base/config.h"
 #include "core/base/testutil.h"
 #include "core/engine/system_testutil.h"
 #include "core/rados/rados_env_testutil.h"
@@ -91,6 +94,83 @@ void Send(int fd, const std::string& line) {
   _exit(0);
 }
 
+// A taker in a child process: takes the slot over (no force) and reports
+// "opened" or the error; then waits for EOF of its command pipe, holding the
+// slot, unless killed first.
+[[noreturn]] void Taker(const Options& o, int report_fd, int command_fd) {
+  std::unique_ptr<DedupSystem> sys;
+  TakeoverReport report;
+  Status s = OpenTakenOverSlot(o, /*force=*/false, Env::Default(), &sys, &report);
+  Send(report_fd, s.ok() ? "opened" : "open-failed " + s.ToString());
+  char c;
+  while (read(command_fd, &c, 1) == 1) {
+  }
+  _exit(0);
+}
+
+// dedupv1_check, built next to this test binary (build/bin), on |config|:
+// its exit code and output (60 s at most).
+int RunCheck(const std::string& config, const std::string& out_path, std::string* out) {
+  char self[4096] = {0};
+  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return -1;
+  std::string binary(self);
+  binary = binary.substr(0, binary.rfind('/') + 1) + "dedupv1_check";
+  if (access(binary.c_str(), X_OK) != 0) {
+    *out = binary + " is missing: build it (cmake --build build)";
+    return -1;
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl(binary.c_str(), binary.c_str(), "--config", config.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      *out = "dedupv1_check timed out";
+      return -1;
+    }
+    usleep(10000);
+  }
+  std::ifstream in(out_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The config file of a gateway of slot kGateway on |rados| with local
+// directory |dir| (written to |path|) and its Options; what dedupv1_check
+// reads too.
+Options WriteSlotConfig(const std::string& path, const std::string& dir, const RadosOptions& rados) {
+  const std::string text = "data-dir = " + dir + "\n" + "storage.backend = rados\n" +
+                           "storage.rados.conf = " + rados.conf_file + "\n" + "storage.rados.store = " + rados.store +
+                           "\n" + "storage.rados.gateway = " + kGateway + "\n" +
+                           "storage.rados.lock-lease = 3s\n"
+                           "storage.rados.index-shards = 8\n"
+                           "chunk-index.size = 4M\n"
+                           "bloom.expected-chunks = 64K\n"
+                           "log.size = 16M\n"
+                           "write-buffer.size = 8M\n"
+                           "container.size = 256K\n"
+                           "container.commit-timeout = 200ms\n"
+                           "monitor.enabled = false\n"
+                           "volume = vol 16M\n";
+  std::ofstream(path) << text;
+  Config config;
+  Options o;
+  Status s = Config::Load(Env::Default(), path, &config);
+  if (s.ok()) s = Options::FromConfig(config, &o);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return o;
+}
+
 class GatewayTakeoverTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -99,6 +179,7 @@ class GatewayTakeoverTest : public ::testing::Test {
   }
   void TearDown() override {
     KillA();
+    KillTaker();
     taker_.reset();
     std::shared_ptr<RadosCluster> cluster;
     if (!RadosCluster::Shared(rados_, &cluster).ok()) return;
@@ -160,6 +241,18 @@ class GatewayTakeoverTest : public ::testing::Test {
     report_fd_ = command_fd_ = -1;
   }
 
+  void KillTaker() {
+    if (t_pid_ > 0) {
+      kill(t_pid_, SIGKILL);
+      int status = 0;
+      waitpid(t_pid_, &status, 0);
+      t_pid_ = -1;
+    }
+    if (t_report_fd_ >= 0) close(t_report_fd_);
+    if (t_command_fd_ >= 0) close(t_command_fd_);
+    t_report_fd_ = t_command_fd_ = -1;
+  }
+
   GatewayRecord Record() {
     std::shared_ptr<RadosCluster> cluster;
     EXPECT_TRUE(RadosCluster::Shared(rados_, &cluster).ok());
@@ -183,6 +276,8 @@ class GatewayTakeoverTest : public ::testing::Test {
   RadosOptions rados_;
   pid_t a_pid_ = -1;
   int report_fd_ = -1, command_fd_ = -1;
+  pid_t t_pid_ = -1;  // a taker in a child process
+  int t_report_fd_ = -1, t_command_fd_ = -1;
   std::unique_ptr<DedupSystem> taker_;
 };
 
@@ -212,6 +307,101 @@ TEST_F(GatewayTakeoverTest, KilledGatewaySyncedDataReadsBackThroughTaker) {
   EXPECT_EQ(report.taken, Record());
   EXPECT_TRUE(ReadsBack(taker_.get(), 1));
   std::printf("%s", report.ToString().c_str());
+}
+
+// kill -9 during a takeover: gateway A syncs and dies; taker T fences A,
+// takes the lock, records its incarnation and is killed -9 in the middle of
+// its open (the slot's recovery). A second takeover waits for T's lease,
+// fences T's recorded address and recovers: every write A synced reads
+// back, and dedupv1_check finds the slot clean.
+TEST_F(GatewayTakeoverTest, TakerKilledDuringTakeoverSecondTakeoverRecoversEverySyncedWrite) {
+  test::TempDir dir;
+  const Options a = WriteSlotConfig(dir.Sub("a.conf"), dir.Sub("data-a"), rados_);
+  const Options t = WriteSlotConfig(dir.Sub("t.conf"), dir.Sub("data-t"), rados_);
+  const std::string c_config = dir.Sub("c.conf");
+  const Options c = WriteSlotConfig(c_config, dir.Sub("data-c"), rados_);
+  ASSERT_FALSE(HasFailure());
+  // A: the same seed-1 data as the other tests, synced; then dead.
+  {
+    int report[2], command[2];
+    ASSERT_EQ(0, pipe(report));
+    ASSERT_EQ(0, pipe(command));
+    a_pid_ = fork();
+    ASSERT_GE(a_pid_, 0);
+    if (a_pid_ == 0) {
+      close(report[0]);
+      close(command[1]);
+      GatewayA(a, report[1], command[0]);
+    }
+    close(report[1]);
+    close(command[0]);
+    report_fd_ = report[0];
+    command_fd_ = command[1];
+    ASSERT_EQ("synced", ReadLine(std::chrono::seconds(120)));
+  }
+  KillA();
+  // T, forked before this process opens a RADOS connection of its own.
+  int report[2], command[2];
+  ASSERT_EQ(0, pipe(report));
+  ASSERT_EQ(0, pipe(command));
+  t_pid_ = fork();
+  ASSERT_GE(t_pid_, 0);
+  if (t_pid_ == 0) {
+    close(report[0]);
+    close(command[1]);
+    Taker(t, report[1], command[0]);
+  }
+  close(report[1]);
+  close(command[0]);
+  t_report_fd_ = report[0];
+  t_command_fd_ = command[1];
+  // T's incarnation in the registry: T has fenced A and holds the lock; its
+  // open (recovery) runs now. Killed at once, bounded by T's lease wait.
+  std::shared_ptr<RadosCluster> cluster;
+  ASSERT_TRUE(RadosCluster::Shared(rados_, &cluster).ok());
+  GatewayRegistry registry(cluster);
+  GatewayRecord seen;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (seen.incarnation < 2 && std::chrono::steady_clock::now() < deadline) {
+    Status s = registry.Lookup(kGateway, &seen);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    if (seen.incarnation < 2) usleep(2000);
+  }
+  ASSERT_EQ(2u, seen.incarnation) << "T never recorded its incarnation";
+  ASSERT_EQ(0, kill(t_pid_, SIGKILL));
+  const pid_t t_pid = t_pid_;
+  int status = 0;
+  ASSERT_EQ(t_pid, waitpid(t_pid, &status, 0));
+  t_pid_ = -1;
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(static_cast<uint32_t>(t_pid), seen.pid);
+  EXPECT_EQ(1u, seen.takeovers);
+  // What T said before it died: nothing, unless its open had finished (then
+  // the kill missed the window this test is about).
+  struct pollfd p = {t_report_fd_, POLLIN, 0};
+  std::string said;
+  char ch;
+  while (poll(&p, 1, 0) > 0 && read(t_report_fd_, &ch, 1) == 1) said += ch;
+  EXPECT_EQ("", said) << "T finished (or failed) its open before the kill";
+
+  // The second takeover.
+  TakeoverReport report2;
+  Status s = OpenTakenOverSlot(c, /*force=*/false, Env::Default(), &taker_, &report2);
+  ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << report2.ToString();
+  EXPECT_EQ(seen, report2.previous);
+  ASSERT_EQ(1u, report2.fenced.size()) << report2.ToString();
+  EXPECT_EQ(BareAddress(seen.address), BareAddress(report2.fenced[0]));
+  EXPECT_TRUE(taker_->recovery().dirty_start);
+  EXPECT_EQ(3u, report2.taken.incarnation);
+  EXPECT_EQ(2u, report2.taken.takeovers);
+  EXPECT_TRUE(ReadsBack(taker_.get(), 1));
+  ASSERT_TRUE(taker_->Close().ok());
+  taker_.reset();
+  std::string out;
+  const int code = RunCheck(c_config, dir.Sub("check.out"), &out);
+  EXPECT_EQ(0, code) << out;
+  EXPECT_NE(out.find("result: clean"), std::string::npos) << out;
+  std::printf("%s", report2.ToString().c_str());
 }
 
 // A paused gateway that still holds its lease: the forced takeover fences it
