@@ -15,12 +15,13 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+#include <functional>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "core/base/config.h"
+#include "core/base/program_testutil.h"
 #include "core/base/testutil.h"
 #include "core/engine/system_testutil.h"
 #include "core/rados/rados_env_testutil.h"
@@ -108,43 +109,6 @@ void Send(int fd, const std::string& line) {
   _exit(0);
 }
 
-// dedupv1_check, built next to this test binary (build/bin), on |config|:
-// its exit code and output (60 s at most).
-int RunCheck(const std::string& config, const std::string& out_path, std::string* out) {
-  char self[4096] = {0};
-  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return -1;
-  std::string binary(self);
-  binary = binary.substr(0, binary.rfind('/') + 1) + "dedupv1_check";
-  if (access(binary.c_str(), X_OK) != 0) {
-    *out = binary + " is missing: build it (cmake --build build)";
-    return -1;
-  }
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execl(binary.c_str(), binary.c_str(), "--config", config.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      *out = "dedupv1_check timed out";
-      return -1;
-    }
-    usleep(10000);
-  }
-  std::ifstream in(out_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 // The config file of a gateway of slot kGateway on |rados| with local
 // directory |dir| (written to |path|) and its Options; what dedupv1_check
 // reads too.
@@ -191,24 +155,37 @@ class GatewayTakeoverTest : public ::testing::Test {
     for (const std::string& name : names) cluster->data().remove(name);
   }
 
-  // Forks gateway A on |dir| with lease |lease_s| and waits (bounded) for it
-  // to report that its data is synced.
-  void StartA(const std::string& dir, uint32_t lease_s) {
-    const Options o = SlotOptions(dir, rados_, lease_s);
+  // Forks |child|(write end of its report pipe, read end of its command
+  // pipe), which must not return; the parent keeps the other ends. -1 if a
+  // pipe or the fork failed.
+  static pid_t ForkGateway(const std::function<void(int, int)>& child, int* report_fd, int* command_fd) {
     int report[2], command[2];
-    ASSERT_EQ(0, pipe(report));
-    ASSERT_EQ(0, pipe(command));
-    a_pid_ = fork();
-    ASSERT_GE(a_pid_, 0);
-    if (a_pid_ == 0) {
+    if (pipe(report) != 0) return -1;
+    if (pipe(command) != 0) {
+      close(report[0]);
+      close(report[1]);
+      return -1;
+    }
+    const pid_t pid = fork();
+    if (pid == 0) {
       close(report[0]);
       close(command[1]);
-      GatewayA(o, report[1], command[0]);
+      child(report[1], command[0]);
+      _exit(99);
     }
     close(report[1]);
     close(command[0]);
-    report_fd_ = report[0];
-    command_fd_ = command[1];
+    *report_fd = report[0];
+    *command_fd = command[1];
+    return pid;
+  }
+
+  // Forks gateway A on |dir| with lease |lease_s| and waits (bounded) for it
+  // to report that its data is synced.
+  void StartA(const std::string& dir, uint32_t lease_s) { StartA(SlotOptions(dir, rados_, lease_s)); }
+  void StartA(const Options& o) {
+    a_pid_ = ForkGateway([&o](int report, int command) { GatewayA(o, report, command); }, &report_fd_, &command_fd_);
+    ASSERT_GE(a_pid_, 0);
     const std::string line = ReadLine(std::chrono::seconds(120));
     ASSERT_EQ("synced", line);
   }
@@ -229,29 +206,21 @@ class GatewayTakeoverTest : public ::testing::Test {
     }
   }
 
-  void KillA() {
-    if (a_pid_ > 0) {
-      kill(a_pid_, SIGKILL);
+  // Kills child |*pid| (if any) with SIGKILL, reaps it and closes its pipes.
+  static void KillChild(pid_t* pid, int* report_fd, int* command_fd) {
+    if (*pid > 0) {
+      kill(*pid, SIGKILL);
       int status = 0;
-      waitpid(a_pid_, &status, 0);
-      a_pid_ = -1;
+      waitpid(*pid, &status, 0);
+      *pid = -1;
     }
-    if (report_fd_ >= 0) close(report_fd_);
-    if (command_fd_ >= 0) close(command_fd_);
-    report_fd_ = command_fd_ = -1;
-  }
-
-  void KillTaker() {
-    if (t_pid_ > 0) {
-      kill(t_pid_, SIGKILL);
-      int status = 0;
-      waitpid(t_pid_, &status, 0);
-      t_pid_ = -1;
+    for (int* fd : {report_fd, command_fd}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
     }
-    if (t_report_fd_ >= 0) close(t_report_fd_);
-    if (t_command_fd_ >= 0) close(t_command_fd_);
-    t_report_fd_ = t_command_fd_ = -1;
   }
+  void KillA() { KillChild(&a_pid_, &report_fd_, &command_fd_); }
+  void KillTaker() { KillChild(&t_pid_, &t_report_fd_, &t_command_fd_); }
 
   GatewayRecord Record() {
     std::shared_ptr<RadosCluster> cluster;
@@ -322,39 +291,11 @@ TEST_F(GatewayTakeoverTest, TakerKilledDuringTakeoverSecondTakeoverRecoversEvery
   const Options c = WriteSlotConfig(c_config, dir.Sub("data-c"), rados_);
   ASSERT_FALSE(HasFailure());
   // A: the same seed-1 data as the other tests, synced; then dead.
-  {
-    int report[2], command[2];
-    ASSERT_EQ(0, pipe(report));
-    ASSERT_EQ(0, pipe(command));
-    a_pid_ = fork();
-    ASSERT_GE(a_pid_, 0);
-    if (a_pid_ == 0) {
-      close(report[0]);
-      close(command[1]);
-      GatewayA(a, report[1], command[0]);
-    }
-    close(report[1]);
-    close(command[0]);
-    report_fd_ = report[0];
-    command_fd_ = command[1];
-    ASSERT_EQ("synced", ReadLine(std::chrono::seconds(120)));
-  }
+  ASSERT_NO_FATAL_FAILURE(StartA(a));
   KillA();
   // T, forked before this process opens a RADOS connection of its own.
-  int report[2], command[2];
-  ASSERT_EQ(0, pipe(report));
-  ASSERT_EQ(0, pipe(command));
-  t_pid_ = fork();
+  t_pid_ = ForkGateway([&t](int report, int command) { Taker(t, report, command); }, &t_report_fd_, &t_command_fd_);
   ASSERT_GE(t_pid_, 0);
-  if (t_pid_ == 0) {
-    close(report[0]);
-    close(command[1]);
-    Taker(t, report[1], command[0]);
-  }
-  close(report[1]);
-  close(command[0]);
-  t_report_fd_ = report[0];
-  t_command_fd_ = command[1];
   // T's incarnation in the registry: T has fenced A and holds the lock; its
   // open (recovery) runs now. Killed at once, bounded by T's lease wait.
   std::shared_ptr<RadosCluster> cluster;
@@ -398,7 +339,8 @@ TEST_F(GatewayTakeoverTest, TakerKilledDuringTakeoverSecondTakeoverRecoversEvery
   ASSERT_TRUE(taker_->Close().ok());
   taker_.reset();
   std::string out;
-  const int code = RunCheck(c_config, dir.Sub("check.out"), &out);
+  const int code = test::RunProgram({test::BuiltProgram("dedupv1_check"), "--config", c_config}, dir.Sub("check.out"),
+                                    std::chrono::seconds(60), &out);
   EXPECT_EQ(0, code) << out;
   EXPECT_NE(out.find("result: clean"), std::string::npos) << out;
   std::printf("%s", report2.ToString().c_str());
