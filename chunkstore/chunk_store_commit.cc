@@ -60,7 +60,9 @@ void ChunkStore::RequeueFailedLocked() {
 Status ChunkStore::CommitContainer(const Container& c) {
   std::string bytes;
   Status s = c.Serialize(&bytes);
-  if (s.ok()) s = store_->Put(c.id(), bytes);
+  // PutNew: a retry finds its own earlier attempt (same bytes, OK); a
+  // container of another writer under this id is never replaced.
+  if (s.ok()) s = store_->PutNew(c.id(), bytes);
   if (s.ok()) summaries_.Record(c.id(), SummarizeContainer(c));
   return s;
 }

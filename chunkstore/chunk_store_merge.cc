@@ -74,7 +74,7 @@ Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, Cont
   // never completes, Open drops the record because its target is missing.
   DEDUPV1_RETURN_IF_ERROR(aliases_.BeginMerge(new_id, aliases));
   // 2. The merged container, durably.
-  Status s = store_->Put(new_id, bytes);
+  Status s = store_->PutNew(new_id, bytes);  // a fresh id: never replaces another's container
   if (!s.ok()) {
     aliases_.AbandonMerge();
     return s.WithContext("commit merged " + Name(new_id));

@@ -24,6 +24,22 @@ class ContainerStore {
   // crash) and atomically (after a crash either the whole new object is there
   // or none). Overwrites an existing one. NoSpace if the store is full.
   virtual Status Put(ContainerId id, const std::string& bytes) = 0;
+  // Put for an id that must be new: what the chunk store commits (its ids
+  // are never reused, chunkstore/container_id_allocator.h). An object already
+  // under |id| is never replaced: the same bytes are OK (an earlier attempt
+  // of this put landed, say a commit retried after a timeout), other bytes
+  // are an IOError naming where and that another writer owns the id (a
+  // paused old incarnation of a gateway slot, a second store on one
+  // namespace): replacing them would destroy that writer's container. The
+  // default looks, then Puts: enough for stores with one writer (a local
+  // directory under its LOCK); a shared store checks atomically.
+  virtual Status PutNew(ContainerId id, const std::string& bytes) {
+    std::string stored;
+    Status s = Get(id, &stored);
+    if (s.IsNotFound()) return Put(id, bytes);
+    if (!s.ok()) return s.WithContext("put new container " + std::to_string(id));
+    return SameOrOwnedByAnother(id, stored, bytes);
+  }
   // NotFound if absent.
   virtual Status Get(ContainerId id, std::string* bytes) = 0;
   // The first min(n, size) bytes of the container: its metadata, without
@@ -71,6 +87,15 @@ class ContainerStore {
   // Where container |id| lives, for messages and tools (a file path, an
   // object name); it need not exist.
   virtual std::string Where(ContainerId id) const { return "container " + std::to_string(id); }
+
+ protected:
+  // PutNew's verdict on |stored|, found under |id| where |bytes| were to go.
+  Status SameOrOwnedByAnother(ContainerId id, const std::string& stored, const std::string& bytes) const {
+    if (stored == bytes) return Status::OK();
+    return Status::IOError("container " + std::to_string(id) + " (" + Where(id) + ") already holds " +
+                           std::to_string(stored.size()) + " other bytes (" + std::to_string(bytes.size()) +
+                           " to write): another writer owns this id; its container is not replaced");
+  }
 };
 
 }  // namespace dedupv1

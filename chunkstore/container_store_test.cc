@@ -110,6 +110,24 @@ TEST_P(ContainerStoreTest, ExistingModeFindsOnlyWhatWasCreated) {
   EXPECT_EQ(bytes, "five");
 }
 
+// PutNew, as commits use it, agrees with the rados backend's: the same
+// bytes again are OK, other bytes are refused and change nothing.
+TEST_P(ContainerStoreTest, PutNewAcceptsItsOwnBytesAndRefusesOthers) {
+  Reopen();
+  ContainerStore* store = storage_.containers.get();
+  ASSERT_TRUE(store->PutNew(9, "nine").ok());
+  ASSERT_TRUE(store->PutNew(9, "nine").ok());
+  Status s = store->PutNew(9, "NINE");
+  ASSERT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.message().find("another writer owns this id"), std::string::npos) << s.ToString();
+  std::string bytes;
+  ASSERT_TRUE(store->Get(9, &bytes).ok());
+  EXPECT_EQ(bytes, "nine");
+  uint64_t used = 0;
+  ASSERT_TRUE(store->UsedBytes(&used).ok());
+  EXPECT_EQ(used, 4u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ContainerStoreTest, ::testing::ValuesIn(test::BackendsWithoutCluster()),
                          test::BackendName);
 

@@ -94,23 +94,32 @@ Status RadosContainerStore::StatObject(const std::string& object, uint64_t* size
   return Status::OK();
 }
 
+Status RadosContainerStore::CreateObject(const std::string& object, const std::string& bytes, bool* existed) {
+  *existed = false;
+  // write_full empties the bufferlist it is given, so each attempt builds its own.
+  librados::ObjectWriteOperation op;
+  op.create(/*exclusive=*/true);
+  librados::bufferlist bl;
+  bl.append(bytes.data(), bytes.size());
+  op.write_full(bl);
+  RadosOpTimer t(cluster_.get(), RadosOpKind::kWrite);
+  const int r = cluster_->data().operate(object, &op, kWriteFlags);
+  t.Done(r == -EEXIST ? 0 : r, r == -EEXIST ? 0 : bytes.size());
+  if (r == -EEXIST) {
+    *existed = true;
+    return Status::OK();
+  }
+  if (r < 0) return cluster_->ToStatus(r, "write " + std::to_string(bytes.size()) + " bytes", cluster_->data_pool(), object);
+  return Status::OK();
+}
+
 Status RadosContainerStore::WriteObject(const std::string& object, const std::string& bytes, uint64_t* replaced) {
   const std::string& pool = cluster_->data_pool();
   *replaced = 0;
-  // write_full empties the bufferlist it is given, so each attempt builds its own.
-  {
-    librados::ObjectWriteOperation op;
-    op.create(/*exclusive=*/true);
-    librados::bufferlist bl;
-    bl.append(bytes.data(), bytes.size());
-    op.write_full(bl);
-    RadosOpTimer t(cluster_.get(), RadosOpKind::kWrite);
-    const int r = cluster_->data().operate(object, &op, kWriteFlags);
-    t.Done(r == -EEXIST ? 0 : r, r == -EEXIST ? 0 : bytes.size());
-    if (r >= 0) return Status::OK();
-    if (r != -EEXIST) return cluster_->ToStatus(r, "write " + std::to_string(bytes.size()) + " bytes", pool, object);
-  }
-  // An overwrite (a retried commit): learn what it replaces, then replace it.
+  bool existed = false;
+  DEDUPV1_RETURN_IF_ERROR(CreateObject(object, bytes, &existed));
+  if (!existed) return Status::OK();
+  // An overwrite: learn what it replaces, then replace it.
   Status s = StatObject(object, replaced);
   if (s.IsNotFound()) {
     *replaced = 0;  // deleted in between
@@ -141,6 +150,29 @@ Status RadosContainerStore::Put(ContainerId id, const std::string& bytes) {
   used_bytes_.fetch_add(bytes.size());
   used_bytes_.fetch_sub(replaced);
   return Status::OK();
+}
+
+Status RadosContainerStore::PutNew(ContainerId id, const std::string& bytes) {
+  DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
+  std::shared_lock<std::shared_mutex> l(used_mu_);
+  bool existed = false;
+  Status s = CreateObject(ObjectName(id), bytes, &existed);
+  if (!s.ok()) {
+    used_known_ = false;  // a timed-out write may still have landed
+    return s.WithContext("put " + Name(id));
+  }
+  if (!existed) {
+    used_bytes_.fetch_add(bytes.size());
+    return Status::OK();
+  }
+  // The exclusive create is the atomic part: whoever wrote the object first
+  // owns it. What is there decides whether that was an earlier attempt of
+  // this put (its bytes; counted already, or by the recount a failed attempt
+  // asked for) or another writer.
+  std::string stored;
+  s = Get(id, &stored);
+  if (!s.ok()) return s.WithContext("put " + Name(id) + ": it exists, but reading it back failed");
+  return SameOrOwnedByAnother(id, stored, bytes);
 }
 
 Status RadosContainerStore::Get(ContainerId id, std::string* bytes) {

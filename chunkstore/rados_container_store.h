@@ -6,7 +6,9 @@
 //
 // - Put is one write op (an exclusive create and write_full, see UsedBytes):
 //   RADOS applies it atomically and acknowledges it once every replica has
-//   it on disk, so an acknowledged Put is durable. Writes carry FULL_TRY: a
+//   it on disk, so an acknowledged Put is durable. PutNew (what the chunk
+//   store commits with) never replaces an object: on "exists" it reads it,
+//   and only the same bytes (an earlier attempt that landed) are OK. Writes carry FULL_TRY: a
 //   pool that is full or over its quota fails them at once (NoSpace) instead
 //   of librados holding them until the op timeout, and removes still pass.
 // - Get reads the whole object and its size in one compound op (the size
@@ -59,7 +61,12 @@ class RadosContainerStore : public ContainerStore {
   // Whether the store marker exists; creates it if |create| (one op either way).
   Status CheckMarker(bool create, bool* exists);
 
+  // Replaces an existing object (tools and tests; the chunk store uses PutNew).
   Status Put(ContainerId id, const std::string& bytes) override;
+  // An exclusive create; on "exists" the object is read and compared
+  // (ContainerStore::PutNew), so a writer of another incarnation or store
+  // never replaces a container it did not write, even in a race.
+  Status PutNew(ContainerId id, const std::string& bytes) override;
   Status Get(ContainerId id, std::string* bytes) override;
   Status GetHead(ContainerId id, size_t n, std::string* bytes) override;
   Status GetRange(ContainerId id, uint64_t offset, size_t n, std::string* bytes) override;
@@ -79,6 +86,9 @@ class RadosContainerStore : public ContainerStore {
  private:
   // The size of the object of |id|: NotFound if absent.
   Status StatObject(const std::string& object, uint64_t* size);
+  // An exclusive create of the object with |bytes|; |*existed| (not an
+  // error) if there was one already, which is left as it was.
+  Status CreateObject(const std::string& object, const std::string& bytes, bool* existed);
   // Writes |bytes| over the object; |*replaced| is the size of the object it
   // replaced (0 if there was none).
   Status WriteObject(const std::string& object, const std::string& bytes, uint64_t* replaced);

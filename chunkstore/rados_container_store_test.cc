@@ -154,6 +154,27 @@ TEST_F(RadosBackendTest, PutGetDeleteListAndUsedBytes) {
   EXPECT_EQ(bytes, "two-hundred-sixty-one");
 }
 
+// PutNew (what commits use) never replaces: its own bytes again are OK (a
+// retry after a timeout that had landed), other bytes fail naming the object.
+TEST_F(RadosBackendTest, PutNewAcceptsItsOwnBytesAndRefusesOthers) {
+  Open();
+  ContainerStore* store = storage_.containers.get();
+  ASSERT_TRUE(store->PutNew(9, "nine").ok());
+  uint64_t used = 0;
+  ASSERT_TRUE(store->UsedBytes(&used).ok());
+  EXPECT_EQ(used, 4u);
+  ASSERT_TRUE(store->PutNew(9, "nine").ok());
+  Status s = store->PutNew(9, "NINE");
+  ASSERT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.message().find("another writer owns this id"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find(store->Where(9)), std::string::npos) << s.ToString();
+  std::string bytes;
+  ASSERT_TRUE(store->Get(9, &bytes).ok());
+  EXPECT_EQ(bytes, "nine");
+  ASSERT_TRUE(store->UsedBytes(&used).ok());
+  EXPECT_EQ(used, 4u);
+}
+
 TEST_F(RadosBackendTest, ListPagesThroughManyContainers) {
   Open();
   ContainerStore* store = storage_.containers.get();
@@ -367,6 +388,32 @@ TEST_F(RadosChunkStoreTest, WriteReadReopenMergeAndDelete) {
   cs = OpenStore();
   EXPECT_FALSE(cs->IsCommitted(merged));
   EXPECT_FALSE(cs->IsCommitted(sources[0]));
+}
+
+// Another writer's container under the id this store commits next (a
+// paused old incarnation of the slot, a second store on the namespace): the
+// commit fails naming it and the other container stays as it was; it was
+// replaced before.
+TEST_F(RadosChunkStoreTest, CommitNeverReplacesAnotherWritersContainer) {
+  std::unique_ptr<ChunkStore> cs = OpenStore();
+  ASSERT_TRUE(cs);
+  const ContainerId next = 1;  // a fresh store's first id
+  const std::string theirs = "a container of another writer";
+  OverwriteObject(next, theirs);
+  Chunk c;
+  std::vector<uint8_t> r = test::RandomBytes(2000, 5);
+  c.data.assign(r.begin(), r.end());
+  ComputeFingerprint(FingerprintType::kSha1, r.data(), r.size(), &c.fp);
+  ASSERT_TRUE(cs->StoreChunk(c.fp, r.data(), r.size(), 0, &c.id).ok());
+  ASSERT_EQ(next, c.id);
+  Status s = cs->Flush();
+  ASSERT_FALSE(s.ok()) << "the commit replaced another writer's container";
+  EXPECT_NE(s.message().find("another writer owns this id"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find(RadosContainerStore::ObjectName(next)), std::string::npos) << s.ToString();
+  librados::bufferlist bl;
+  ASSERT_EQ(cluster_->data().read(RadosContainerStore::ObjectName(next), bl, 0, 0), static_cast<int>(theirs.size()));
+  EXPECT_EQ(bl.to_str(), theirs);
+  cs->Close();
 }
 
 TEST_F(RadosChunkStoreTest, DamagedObjectsAreCorruptionNeverWrongData) {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/base/coding.h"
+#include "core/rados/op_result.h"
 
 namespace dedupv1 {
 namespace {
@@ -54,8 +55,8 @@ std::string FingerprintName(size_t key_size) {
 }  // namespace
 
 RadosChunkTable::RadosChunkTable(const RadosChunkTableOptions& options, std::shared_ptr<RadosCluster> cluster)
-    : options_(options), cluster_(std::move(cluster)), shards_(options.shards), shard_bits_(Log2(options.shards)),
-      prefix_(options.rados.ObjectPrefix()), header_(prefix_ + kHeaderObject), counts_(options.shards, 0) {}
+    : options_(options), cluster_(std::move(cluster)), shards_(options.shards), shard_bits_(ShardBits(options.shards)),
+      prefix_(options.rados.ObjectPrefix()), header_(HeaderObjectOf(options.rados)), counts_(options.shards, 0) {}
 
 Status RadosChunkTable::Open(const RadosChunkTableOptions& options, std::unique_ptr<RadosChunkTable>* out) {
   if (options.shards == 0 || options.shards > 65536 || (options.shards & (options.shards - 1)) != 0) {
@@ -89,6 +90,14 @@ std::string RadosChunkTable::ShardObject(uint32_t shard, int shard_bits) {
   std::string hex(width, '0');
   for (int i = width - 1; i >= 0; i--, shard >>= 4) hex[i] = digits[shard & 15];
   return "ci." + hex;
+}
+
+int RadosChunkTable::ShardBits(uint32_t shards) { return Log2(shards); }
+
+std::string RadosChunkTable::HeaderObjectOf(const RadosOptions& rados) { return rados.ObjectPrefix() + kHeaderObject; }
+
+std::string RadosChunkTable::ShardObjectOf(const RadosOptions& rados, uint32_t shard, int shard_bits) {
+  return rados.ObjectPrefix() + ShardObject(shard, shard_bits);
 }
 
 double RadosChunkTable::GetManyCost(size_t keys) const {
@@ -127,7 +136,7 @@ Status RadosChunkTable::Exists(const RadosChunkTableOptions& options, bool* exis
   uint64_t size = 0;
   time_t mtime = 0;
   RadosOpTimer t(cluster.get(), RadosOpKind::kStat);
-  const std::string header = options.rados.ObjectPrefix() + kHeaderObject;
+  const std::string header = HeaderObjectOf(options.rados);
   int r = cluster->index().stat(header, &size, &mtime);
   t.Done(r == -ENOENT ? 0 : r, 0);
   if (r == -ENOENT) {
@@ -241,6 +250,7 @@ Status RadosChunkTable::LoadCounts() {
         return cluster_->index().aio_operate(ShardOid(i), c, &ops[i], nullptr);
       },
       [&](size_t i, int r) {
+        r = CompoundResult(r, {rvals[i]});
         if (r == -ENOENT) return Status::OK();  // a shard object appears with its first entry
         if (r < 0) return ShardError(r, "read entry count", i);
         return DecodeCount(i, headers[i].to_str(), &counts_[i]);
@@ -350,6 +360,7 @@ Status RadosChunkTable::GetMany(const std::vector<Fingerprint>& fps, std::vector
       },
       [&](size_t i, int result) {
         ShardRead& r = reads[i];
+        result = CompoundResult(result, {r.rval});
         if (result == -ENOENT) return Status::OK();  // the shard has no entries yet
         if (result < 0) return ShardError(result, "read " + std::to_string(r.items->size()) + " keys", r.shard);
         for (size_t item : *r.items) {
@@ -379,6 +390,7 @@ Status RadosChunkTable::Apply(const std::vector<Op>& ops) {
     librados::ObjectWriteOperation write;
     uint64_t new_count = 0;
     bool writes = false;
+    Status refused;  // the lease check that kept the write from being sent
   };
   std::map<uint32_t, ShardBatch> by_shard;
   for (const Op& op : ops) {
@@ -403,6 +415,9 @@ Status RadosChunkTable::Apply(const std::vector<Op>& ops) {
       },
       [&](size_t i, int r) {
         ShardBatch& b = *batches[i];
+        // A failed sub-op leaves its map empty: read as success, every key
+        // would count as new and the shard's count would drift.
+        r = CompoundResult(r, {b.rval_header, b.rval_keys});
         if (r == -ENOENT) {
           b.header.clear();
           b.existing.clear();
@@ -439,13 +454,22 @@ Status RadosChunkTable::Apply(const std::vector<Op>& ops) {
   for (ShardBatch* b : batches) {
     if (b->writes) writes.push_back(b);
   }
+  // In gateway mode an Apply may outlast the lease (op timeout 30 s > lease
+  // 20 s by default): each shard's write is checked against it when it is
+  // sent, not only the batch at its start (a local clock check).
+  const bool check_each = cluster_->options().fence_on_lease_loss;
   s = RunAsync(
       writes.size(), RadosOpKind::kOmapWrite,
       [&](size_t i, librados::AioCompletion* c) {
+        if (check_each) {
+          writes[i]->refused = cluster_->CheckLease();
+          if (!writes[i]->refused.ok()) return -ECANCELED;  // not sent; finish returns |refused|
+        }
         return cluster_->index().aio_operate(ShardOid(writes[i]->shard), c, &writes[i]->write);
       },
       [&](size_t i, int r) {
         ShardBatch& b = *writes[i];
+        if (!b.refused.ok()) return b.refused.WithContext("chunk index shard " + ShardOid(b.shard) + " not written");
         if (r < 0) return ShardError(r, "write " + std::to_string(b.last.size()) + " keys", b.shard);
         entry_count_ += b.new_count - counts_[b.shard];  // unsigned wrap-around adds the difference
         counts_[b.shard] = b.new_count;
@@ -492,6 +516,7 @@ Status RadosChunkTable::ScanShards(bool check_count, uint64_t* pages, const Visi
           Cursor& c = *active[i];
           (*pages)++;
           c.done = true;
+          r = CompoundResult(r, {c.rval, c.first && check_count ? c.rval_header : 0});
           if (r == -ENOENT) return Status::OK();  // no entries ever
           if (r < 0) return ShardError(r, "scan", c.shard);
           if (c.first && check_count) DEDUPV1_RETURN_IF_ERROR(DecodeCount(c.shard, c.header.to_str(), &c.stored));

@@ -76,6 +76,12 @@ class RadosChunkTable : public ChunkTable {
   // The shard of |fp| among 2^|shard_bits| shards, and the shard's object name.
   static uint32_t ShardOf(const Fingerprint& fp, int shard_bits);
   static std::string ShardObject(uint32_t shard, int shard_bits);
+  // The shard bits of a table of |shards| shards (a power of two).
+  static int ShardBits(uint32_t shards);
+  // The full names of the table's objects in the store of |rados| (with the
+  // gateway slot's prefix): what a fence of the slot touches.
+  static std::string HeaderObjectOf(const RadosOptions& rados);
+  static std::string ShardObjectOf(const RadosOptions& rados, uint32_t shard, int shard_bits);
   // The omap value stored for |entry| under key |fp| (for tests and tools).
   static std::string EncodeValue(const Fingerprint& fp, const ChunkIndexEntry& entry);
 
@@ -127,7 +133,7 @@ class RadosChunkTable : public ChunkTable {
   Status ShardCorruption(uint32_t shard, const std::string& key, const std::string& what) const;
   std::string Key(const Fingerprint& fp) const { return std::string(reinterpret_cast<const char*>(fp.bytes), fp.size); }
   Status CheckKey(const Fingerprint& fp) const;
-  std::string ShardOid(uint32_t shard) const { return prefix_ + ShardObject(shard, shard_bits_); }
+  std::string ShardOid(uint32_t shard) const { return ShardObjectOf(options_.rados, shard, shard_bits_); }
 
   const RadosChunkTableOptions options_;
   const std::shared_ptr<RadosCluster> cluster_;

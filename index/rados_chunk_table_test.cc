@@ -254,6 +254,44 @@ TEST_F(RadosChunkTableTest, VerifyFindsAWrongCount) {
   EXPECT_NE(s.ToString().find("holds 3 entries, its count says 2"), std::string::npos) << s.ToString();
 }
 
+// Gateway mode (fence_on_lease_loss): a lease that lapses while an Apply
+// runs stops its later shard writes; before, only the start was checked and
+// the whole batch was written after the lease had passed to another gateway.
+TEST_F(RadosChunkTableTest, LeaseLapsingDuringApplyStopsLaterShardWrites) {
+  RadosChunkTableOptions o = Options(1024);
+  o.rados.store = rados_.store + "-lease";
+  o.rados.fence_on_lease_loss = true;
+  o.rados.lock_duration_s = 1;
+  o.max_in_flight = 1;  // one shard op at a time: the Apply takes > 1024 round trips
+  std::shared_ptr<RadosCluster> cluster;
+  ASSERT_TRUE(RadosCluster::Shared(o.rados, &cluster).ok());
+  auto t = MustOpen(o);
+  ASSERT_TRUE(t);
+  // A lease taken 800 ms ago: 200 ms are left when the Apply starts.
+  const int token = 0;
+  cluster->LeaseRenewed(&token, std::chrono::steady_clock::now() - std::chrono::milliseconds(800));
+  std::vector<ChunkTable::Op> ops;
+  for (uint64_t i = 0; i < 8192; i++) ops.push_back({Fp(i), Entry(i + 1), false});
+  const auto start = std::chrono::steady_clock::now();
+  Status s = t->Apply(ops);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(s.ok()) << "an Apply of " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                       << " ms wrote every shard after the lease had lapsed";
+  EXPECT_NE(s.ToString().find("fenced"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(cluster->fenced());
+  // Shards written before the lapse hold their entries; the rest none.
+  std::set<std::string> written;
+  for (auto it = cluster->index().nobjects_begin(); it != cluster->index().nobjects_end(); ++it) {
+    if (it->get_oid().rfind("ci.", 0) == 0 && it->get_oid() != RadosChunkTable::kHeaderObject) {
+      written.insert(it->get_oid());
+    }
+  }
+  EXPECT_LT(written.size(), 1024u);
+  for (const std::string& name : written) cluster->index().remove(name);
+  cluster->index().remove(RadosChunkTable::kHeaderObject);
+  cluster->LeaseReleased(&token);
+}
+
 // ChunkIndex with table_backend = rados: the invariants of chunk_index.h hold.
 class RadosChunkIndexTest : public RadosChunkTableTest {
  protected:

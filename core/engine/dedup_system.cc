@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/engine/gc_host.h"
+#include "core/rados/store_layout.h"
 #include "filters/filter_registry.h"
 #include "index/block_mapping.h"
 #include "log/log_event.h"
@@ -182,7 +183,8 @@ Status DedupSystem::Init() {
 
 Status DedupSystem::PrepareDataDir() {
   const bool slot = UsesRados(options_) && !options_.rados.gateway.empty();
-  if (slot) DEDUPV1_RETURN_IF_ERROR(RefuseSlotBesideSingleStore());  // before creating anything
+  // Before creating anything: slots and a store without them never share a namespace.
+  if (UsesRados(options_)) DEDUPV1_RETURN_IF_ERROR(CheckStoreLayout(rados_.get(), options_.rados));
   Status s = env_->CreateDirs(options_.data_dir);
   if (!s.ok()) return s.WithContext("cannot create data directory");
   DEDUPV1_RETURN_IF_ERROR(env_->LockFile(JoinPath(options_.data_dir, kLockFile), &lock_));
@@ -206,22 +208,6 @@ Status DedupSystem::PrepareDataDir() {
   }
   DEDUPV1_RETURN_IF_ERROR(CheckSystemMetadata());
   return LoadOrCreateInstanceId(env_, options_.data_dir, &instance_id_);
-}
-
-// A namespace holding a store without slots (its root directory object "/")
-// takes no slots: its gateway would list and collect their containers.
-Status DedupSystem::RefuseSlotBesideSingleStore() {
-  uint64_t size = 0;
-  time_t mtime = 0;
-  RadosOpTimer timer(rados_.get(), RadosOpKind::kStat);
-  const int r = rados_->index().stat("/", &size, &mtime);
-  timer.Done(r == -ENOENT ? 0 : r, 0);
-  if (r == -ENOENT) return Status::OK();
-  if (r < 0) return rados_->ToStatus(r, "look for a store without gateway slots", rados_->index_pool(), "/");
-  return Status::InvalidArgument("storage.rados.gateway = " + options_.rados.gateway + ": RADOS namespace '" +
-                                 options_.rados.store + "' holds a store without gateway slots (" +
-                                 rados_->Where(rados_->index_pool(), "/") +
-                                 "); gateway slots need a namespace of their own (storage.rados.store)");
 }
 
 Status DedupSystem::OpenLog() {

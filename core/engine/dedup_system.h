@@ -166,7 +166,6 @@ class DedupSystem {
   // Creates or checks the data directory: lock, creation marker, system
   // metadata, instance id.
   Status PrepareDataDir();
-  Status RefuseSlotBesideSingleStore();
   Status OpenLog();
   // Chunk store, chunk index, block index, and the container events they log.
   Status OpenStores();

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/base/testutil.h"
+#include "core/engine/store_env.h"
 #include "core/engine/system_testutil.h"
 #include "core/rados/gateway_registry.h"
 #include "core/rados/rados_env_testutil.h"
@@ -228,6 +229,40 @@ TEST_F(GatewaySlotsTest, StoreWithoutGatewayKeepsItsObjectNames) {
     EXPECT_NE(name.rfind("gw.", 0), 0u) << "the refused slot created " << name;
     EXPECT_NE(name, GatewayRegistry::kObject);
   }
+}
+
+// The other way round: a namespace with gateway slots takes no store
+// without slots, neither through the engine nor through StoreEnv (the tools,
+// dedupv1d); the refusal names the namespace and storage.rados.gateway and
+// creates nothing. Before, the store without slots was created beside them.
+TEST_F(GatewaySlotsTest, NamespaceWithSlotsRefusesAStoreWithoutSlots) {
+  test::TempDir dir_a, dir_single;
+  {
+    std::unique_ptr<DedupSystem> a = OpenOrFail(SlotOptions(dir_a.path(), rados_, "gw-a"));
+    ASSERT_TRUE(a);
+    ASSERT_TRUE(a->Close().ok());
+  }
+  const std::set<std::string> before = test::IndexObjects(cluster_.get());
+  ASSERT_EQ(before.count(GatewayRegistry::kObject), 1u);
+  const Options single = SlotOptions(dir_single.path(), rados_, "");
+  std::unique_ptr<DedupSystem> sys;
+  Status s = DedupSystem::OpenStore(single, Env::Default(), &sys);
+  ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("storage.rados.gateway"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("'" + rados_.store + "'"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find(rados_.store + "/gateways"), std::string::npos) << s.ToString();
+  std::unique_ptr<StoreEnv> env;
+  s = StoreEnv::Open(single, Env::Default(), &env);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_EQ(before, test::IndexObjects(cluster_.get())) << "the refused store created objects";
+  // And a slot's StoreEnv is refused beside a store without slots, as the
+  // engine's open is (StoreWithoutGatewayKeepsItsObjectNames).
+  librados::ObjectWriteOperation root;
+  root.create(false);
+  ASSERT_EQ(0, cluster_->index().operate("/", &root));
+  s = StoreEnv::Open(SlotOptions(dir_a.path(), rados_, "gw-a"), Env::Default(), &env);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("storage.rados.gateway = gw-a"), std::string::npos) << s.ToString();
 }
 
 TEST(GatewayOptionsTest, GatewayNameIsValidated) {

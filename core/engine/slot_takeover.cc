@@ -36,21 +36,21 @@ struct SlotObjects {
 class SlotWalker {
  public:
   SlotWalker(RadosCluster* cluster, Env* env, const Options& options, SlotObjects* out)
-      : cluster_(cluster), env_(env), options_(options), prefix_(options.rados.ObjectPrefix()), out_(out) {}
+      : cluster_(cluster), env_(env), options_(options), dir_(options.rados.GatewayDir()), out_(out) {}
 
   // Every file and directory object under the slot's root (stripes too),
-  // then the slot's chunk table header and shards.
+  // then the slot's chunk table header and shards. The names are RadosEnv's
+  // and RadosChunkTable's own, so the walk cannot drift from them.
   Status Walk() {
-    Add(prefix_);  // the root directory object
+    Add(RadosEnvDirObject(dir_, ""));  // the root directory object
     DEDUPV1_RETURN_IF_ERROR(WalkDir(options_.data_dir, "", 0));
-    Add(prefix_ + RadosChunkTable::kHeaderObject);
-    int bits = 0;
-    while ((1u << bits) < options_.chunk_index.rados_shards) bits++;
+    Add(RadosChunkTable::HeaderObjectOf(options_.rados));
+    const int bits = RadosChunkTable::ShardBits(options_.chunk_index.rados_shards);
     for (uint32_t s = 0; s < options_.chunk_index.rados_shards && !overflow_; s++) {
-      Add(prefix_ + RadosChunkTable::ShardObject(s, bits));
+      Add(RadosChunkTable::ShardObjectOf(options_.rados, s, bits));
     }
     if (overflow_) {
-      return Status::Aborted("gateway slot " + prefix_ + " has more than " + std::to_string(kMaxTouched) +
+      return Status::Aborted("gateway slot " + dir_ + " has more than " + std::to_string(kMaxTouched) +
                              " objects to fence; refusing to take it over with some of them untouched");
     }
     return Status::OK();
@@ -75,12 +75,12 @@ class SlotWalker {
       const std::string rel = rel_dir.empty() ? name : rel_dir + "/" + name;
       std::vector<std::string> below;
       if (depth < kMaxDepth && env_->GetChildren(JoinPath(dir, name), &below).ok() && !below.empty()) {
-        Add(prefix_ + rel + "/");
+        Add(RadosEnvDirObject(dir_, rel));
         DEDUPV1_RETURN_IF_ERROR(WalkDir(JoinPath(dir, name), rel, depth + 1));
         continue;
       }
-      DEDUPV1_RETURN_IF_ERROR(AddFile(prefix_ + rel));
-      if (name == "LOCK") out_->locks.push_back(prefix_ + rel);
+      DEDUPV1_RETURN_IF_ERROR(AddFile(RadosEnvFileObject(dir_, rel)));
+      if (name == "LOCK") out_->locks.push_back(RadosEnvFileObject(dir_, rel));
     }
     return Status::OK();
   }
@@ -101,7 +101,7 @@ class SlotWalker {
   RadosCluster* const cluster_;
   Env* const env_;
   const Options& options_;
-  const std::string prefix_;
+  const std::string dir_;  // the slot's object directory, "gw.NAME"
   SlotObjects* const out_;
   std::set<std::string> seen_;
   bool overflow_ = false;  // an object was not added: the walk fails
@@ -110,7 +110,7 @@ class SlotWalker {
 Status ListSlotObjects(const std::shared_ptr<RadosCluster>& cluster, const Options& options, SlotObjects* out) {
   std::unique_ptr<Env> env;
   DEDUPV1_RETURN_IF_ERROR(NewRadosEnv(cluster, options.data_dir, options.rados.GatewayDir(), &env));
-  const std::string lock = options.rados.ObjectPrefix() + "LOCK";
+  const std::string lock = RadosEnvFileObject(options.rados.GatewayDir(), "LOCK");
   out->locks.push_back(lock);
   SlotWalker walker(cluster.get(), env.get(), options, out);
   Status s = walker.Walk();
@@ -138,7 +138,7 @@ class Takeover {
  public:
   Takeover(const Options& options, std::shared_ptr<RadosCluster> cluster, TakeoverReport* report)
       : options_(options), cluster_(std::move(cluster)), report_(report),
-        lock_oid_(options.rados.ObjectPrefix() + "LOCK") {}
+        lock_oid_(RadosEnvFileObject(options.rados.GatewayDir(), "LOCK")) {}
 
   Status Run(bool force) {
     Clock::time_point t = Clock::now();

@@ -14,10 +14,14 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <functional>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "core/base/config.h"
+#include "core/base/program_testutil.h"
 #include "core/base/testutil.h"
 #include "core/engine/system_testutil.h"
 #include "core/rados/rados_env_testutil.h"
@@ -91,6 +95,46 @@ void Send(int fd, const std::string& line) {
   _exit(0);
 }
 
+// A taker in a child process: takes the slot over (no force) and reports
+// "opened" or the error; then waits for EOF of its command pipe, holding the
+// slot, unless killed first.
+[[noreturn]] void Taker(const Options& o, int report_fd, int command_fd) {
+  std::unique_ptr<DedupSystem> sys;
+  TakeoverReport report;
+  Status s = OpenTakenOverSlot(o, /*force=*/false, Env::Default(), &sys, &report);
+  Send(report_fd, s.ok() ? "opened" : "open-failed " + s.ToString());
+  char c;
+  while (read(command_fd, &c, 1) == 1) {
+  }
+  _exit(0);
+}
+
+// The config file of a gateway of slot kGateway on |rados| with local
+// directory |dir| (written to |path|) and its Options; what dedupv1_check
+// reads too.
+Options WriteSlotConfig(const std::string& path, const std::string& dir, const RadosOptions& rados) {
+  const std::string text = "data-dir = " + dir + "\n" + "storage.backend = rados\n" +
+                           "storage.rados.conf = " + rados.conf_file + "\n" + "storage.rados.store = " + rados.store +
+                           "\n" + "storage.rados.gateway = " + kGateway + "\n" +
+                           "storage.rados.lock-lease = 3s\n"
+                           "storage.rados.index-shards = 8\n"
+                           "chunk-index.size = 4M\n"
+                           "bloom.expected-chunks = 64K\n"
+                           "log.size = 16M\n"
+                           "write-buffer.size = 8M\n"
+                           "container.size = 256K\n"
+                           "container.commit-timeout = 200ms\n"
+                           "monitor.enabled = false\n"
+                           "volume = vol 16M\n";
+  std::ofstream(path) << text;
+  Config config;
+  Options o;
+  Status s = Config::Load(Env::Default(), path, &config);
+  if (s.ok()) s = Options::FromConfig(config, &o);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return o;
+}
+
 class GatewayTakeoverTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -99,6 +143,7 @@ class GatewayTakeoverTest : public ::testing::Test {
   }
   void TearDown() override {
     KillA();
+    KillTaker();
     taker_.reset();
     std::shared_ptr<RadosCluster> cluster;
     if (!RadosCluster::Shared(rados_, &cluster).ok()) return;
@@ -110,24 +155,37 @@ class GatewayTakeoverTest : public ::testing::Test {
     for (const std::string& name : names) cluster->data().remove(name);
   }
 
-  // Forks gateway A on |dir| with lease |lease_s| and waits (bounded) for it
-  // to report that its data is synced.
-  void StartA(const std::string& dir, uint32_t lease_s) {
-    const Options o = SlotOptions(dir, rados_, lease_s);
+  // Forks |child|(write end of its report pipe, read end of its command
+  // pipe), which must not return; the parent keeps the other ends. -1 if a
+  // pipe or the fork failed.
+  static pid_t ForkGateway(const std::function<void(int, int)>& child, int* report_fd, int* command_fd) {
     int report[2], command[2];
-    ASSERT_EQ(0, pipe(report));
-    ASSERT_EQ(0, pipe(command));
-    a_pid_ = fork();
-    ASSERT_GE(a_pid_, 0);
-    if (a_pid_ == 0) {
+    if (pipe(report) != 0) return -1;
+    if (pipe(command) != 0) {
+      close(report[0]);
+      close(report[1]);
+      return -1;
+    }
+    const pid_t pid = fork();
+    if (pid == 0) {
       close(report[0]);
       close(command[1]);
-      GatewayA(o, report[1], command[0]);
+      child(report[1], command[0]);
+      _exit(99);
     }
     close(report[1]);
     close(command[0]);
-    report_fd_ = report[0];
-    command_fd_ = command[1];
+    *report_fd = report[0];
+    *command_fd = command[1];
+    return pid;
+  }
+
+  // Forks gateway A on |dir| with lease |lease_s| and waits (bounded) for it
+  // to report that its data is synced.
+  void StartA(const std::string& dir, uint32_t lease_s) { StartA(SlotOptions(dir, rados_, lease_s)); }
+  void StartA(const Options& o) {
+    a_pid_ = ForkGateway([&o](int report, int command) { GatewayA(o, report, command); }, &report_fd_, &command_fd_);
+    ASSERT_GE(a_pid_, 0);
     const std::string line = ReadLine(std::chrono::seconds(120));
     ASSERT_EQ("synced", line);
   }
@@ -148,17 +206,21 @@ class GatewayTakeoverTest : public ::testing::Test {
     }
   }
 
-  void KillA() {
-    if (a_pid_ > 0) {
-      kill(a_pid_, SIGKILL);
+  // Kills child |*pid| (if any) with SIGKILL, reaps it and closes its pipes.
+  static void KillChild(pid_t* pid, int* report_fd, int* command_fd) {
+    if (*pid > 0) {
+      kill(*pid, SIGKILL);
       int status = 0;
-      waitpid(a_pid_, &status, 0);
-      a_pid_ = -1;
+      waitpid(*pid, &status, 0);
+      *pid = -1;
     }
-    if (report_fd_ >= 0) close(report_fd_);
-    if (command_fd_ >= 0) close(command_fd_);
-    report_fd_ = command_fd_ = -1;
+    for (int* fd : {report_fd, command_fd}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
+    }
   }
+  void KillA() { KillChild(&a_pid_, &report_fd_, &command_fd_); }
+  void KillTaker() { KillChild(&t_pid_, &t_report_fd_, &t_command_fd_); }
 
   GatewayRecord Record() {
     std::shared_ptr<RadosCluster> cluster;
@@ -183,6 +245,8 @@ class GatewayTakeoverTest : public ::testing::Test {
   RadosOptions rados_;
   pid_t a_pid_ = -1;
   int report_fd_ = -1, command_fd_ = -1;
+  pid_t t_pid_ = -1;  // a taker in a child process
+  int t_report_fd_ = -1, t_command_fd_ = -1;
   std::unique_ptr<DedupSystem> taker_;
 };
 
@@ -212,6 +276,74 @@ TEST_F(GatewayTakeoverTest, KilledGatewaySyncedDataReadsBackThroughTaker) {
   EXPECT_EQ(report.taken, Record());
   EXPECT_TRUE(ReadsBack(taker_.get(), 1));
   std::printf("%s", report.ToString().c_str());
+}
+
+// kill -9 during a takeover: gateway A syncs and dies; taker T fences A,
+// takes the lock, records its incarnation and is killed -9 in the middle of
+// its open (the slot's recovery). A second takeover waits for T's lease,
+// fences T's recorded address and recovers: every write A synced reads
+// back, and dedupv1_check finds the slot clean.
+TEST_F(GatewayTakeoverTest, TakerKilledDuringTakeoverSecondTakeoverRecoversEverySyncedWrite) {
+  test::TempDir dir;
+  const Options a = WriteSlotConfig(dir.Sub("a.conf"), dir.Sub("data-a"), rados_);
+  const Options t = WriteSlotConfig(dir.Sub("t.conf"), dir.Sub("data-t"), rados_);
+  const std::string c_config = dir.Sub("c.conf");
+  const Options c = WriteSlotConfig(c_config, dir.Sub("data-c"), rados_);
+  ASSERT_FALSE(HasFailure());
+  // A: the same seed-1 data as the other tests, synced; then dead.
+  ASSERT_NO_FATAL_FAILURE(StartA(a));
+  KillA();
+  // T, forked before this process opens a RADOS connection of its own.
+  t_pid_ = ForkGateway([&t](int report, int command) { Taker(t, report, command); }, &t_report_fd_, &t_command_fd_);
+  ASSERT_GE(t_pid_, 0);
+  // T's incarnation in the registry: T has fenced A and holds the lock; its
+  // open (recovery) runs now. Killed at once, bounded by T's lease wait.
+  std::shared_ptr<RadosCluster> cluster;
+  ASSERT_TRUE(RadosCluster::Shared(rados_, &cluster).ok());
+  GatewayRegistry registry(cluster);
+  GatewayRecord seen;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (seen.incarnation < 2 && std::chrono::steady_clock::now() < deadline) {
+    Status s = registry.Lookup(kGateway, &seen);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    if (seen.incarnation < 2) usleep(2000);
+  }
+  ASSERT_EQ(2u, seen.incarnation) << "T never recorded its incarnation";
+  ASSERT_EQ(0, kill(t_pid_, SIGKILL));
+  const pid_t t_pid = t_pid_;
+  int status = 0;
+  ASSERT_EQ(t_pid, waitpid(t_pid, &status, 0));
+  t_pid_ = -1;
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(static_cast<uint32_t>(t_pid), seen.pid);
+  EXPECT_EQ(1u, seen.takeovers);
+  // What T said before it died: nothing, unless its open had finished (then
+  // the kill missed the window this test is about).
+  struct pollfd p = {t_report_fd_, POLLIN, 0};
+  std::string said;
+  char ch;
+  while (poll(&p, 1, 0) > 0 && read(t_report_fd_, &ch, 1) == 1) said += ch;
+  EXPECT_EQ("", said) << "T finished (or failed) its open before the kill";
+
+  // The second takeover.
+  TakeoverReport report2;
+  Status s = OpenTakenOverSlot(c, /*force=*/false, Env::Default(), &taker_, &report2);
+  ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << report2.ToString();
+  EXPECT_EQ(seen, report2.previous);
+  ASSERT_EQ(1u, report2.fenced.size()) << report2.ToString();
+  EXPECT_EQ(BareAddress(seen.address), BareAddress(report2.fenced[0]));
+  EXPECT_TRUE(taker_->recovery().dirty_start);
+  EXPECT_EQ(3u, report2.taken.incarnation);
+  EXPECT_EQ(2u, report2.taken.takeovers);
+  EXPECT_TRUE(ReadsBack(taker_.get(), 1));
+  ASSERT_TRUE(taker_->Close().ok());
+  taker_.reset();
+  std::string out;
+  const int code = test::RunProgram({test::BuiltProgram("dedupv1_check"), "--config", c_config}, dir.Sub("check.out"),
+                                    std::chrono::seconds(60), &out);
+  EXPECT_EQ(0, code) << out;
+  EXPECT_NE(out.find("result: clean"), std::string::npos) << out;
+  std::printf("%s", report2.ToString().c_str());
 }
 
 // A paused gateway that still holds its lease: the forced takeover fences it

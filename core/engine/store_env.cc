@@ -1,6 +1,7 @@
 #include "core/engine/store_env.h"
 
 #include "core/rados/rados_env.h"
+#include "core/rados/store_layout.h"
 
 namespace dedupv1 {
 
@@ -13,6 +14,9 @@ Status StoreEnv::Open(const Options& options, Env* local, std::unique_ptr<StoreE
     return Status::OK();
   }
   DEDUPV1_RETURN_IF_ERROR(RadosCluster::Shared(options.rados, &store->cluster_));
+  // The tools and dedupv1d open stores through here too: none of them may
+  // mix a store without slots with slots (core/rados/store_layout.h).
+  DEDUPV1_RETURN_IF_ERROR(CheckStoreLayout(store->cluster_.get(), options.rados));
   DEDUPV1_RETURN_IF_ERROR(NewRadosEnv(store->cluster_, options.data_dir, options.rados.GatewayDir(), &store->owned_));
   store->env_ = store->owned_.get();
   *out = std::move(store);

@@ -6,6 +6,8 @@
 #include <cerrno>
 
 #include "core/base/coding.h"
+#include "core/base/host_name.h"
+#include "core/rados/op_result.h"
 
 namespace dedupv1 {
 namespace {
@@ -44,12 +46,6 @@ Status DecodeNext(const std::string& where, const std::string& v, uint32_t* next
   }
   *next = DecodeFixed32(p + 1);
   return Status::OK();
-}
-
-std::string HostName() {
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "";
-  return buf;
 }
 
 }  // namespace
@@ -100,7 +96,7 @@ Status GatewayRegistry::ReadKeys(const std::set<std::string>& keys, std::map<std
   int keys_r = 0;
   op.omap_get_vals_by_keys(keys, &got, &keys_r);
   RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapRead);
-  const int r = cluster_->index().operate(kObject, &op, nullptr);
+  const int r = CompoundResult(cluster_->index().operate(kObject, &op, nullptr), {keys_r});
   timer.Done(r == -ENOENT ? 0 : r, 0);
   if (r == -ENOENT) return Status::OK();  // no slot registered yet
   if (r < 0) return cluster_->ToStatus(r, "read gateway registry", cluster_->index_pool(), kObject);
@@ -125,7 +121,7 @@ Status GatewayRegistry::List(std::map<std::string, GatewayRecord>* records) {
     int vals_r = 0;
     op.omap_get_vals2(after, 1024, &page, &more, &vals_r);
     RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapRead);
-    const int r = cluster_->index().operate(kObject, &op, nullptr);
+    const int r = CompoundResult(cluster_->index().operate(kObject, &op, nullptr), {vals_r});
     timer.Done(r == -ENOENT ? 0 : r, 0);
     if (r == -ENOENT) return Status::OK();
     if (r < 0) return cluster_->ToStatus(r, "list gateway registry", cluster_->index_pool(), kObject);

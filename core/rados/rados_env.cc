@@ -122,7 +122,7 @@ Status RadosEnv::Map(const std::string& path, std::string* rel) const {
   if (rel->find('@') != std::string::npos) {
     return Status::InvalidArgument(path + ": the RADOS backend does not support '@' in file names (it names stripes)");
   }
-  if (!base_.empty()) *rel = rel->empty() ? base_ : base_ + "/" + *rel;
+  *rel = RadosEnvFileObject(base_, *rel);
   return Status::OK();
 }
 
@@ -499,6 +499,15 @@ Status RadosEnv::GetFreeSpace(const std::string& path, uint64_t* bytes) {
 }
 
 }  // namespace
+
+std::string RadosEnvFileObject(const std::string& object_dir, const std::string& rel) {
+  if (object_dir.empty()) return rel;
+  return rel.empty() ? object_dir : object_dir + "/" + rel;
+}
+
+std::string RadosEnvDirObject(const std::string& object_dir, const std::string& rel) {
+  return DirOid(RadosEnvFileObject(object_dir, rel));
+}
 
 Status NewRadosEnv(std::shared_ptr<RadosCluster> cluster, const std::string& root, std::unique_ptr<Env>* out) {
   return NewRadosEnv(std::move(cluster), root, "", out);

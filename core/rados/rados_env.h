@@ -59,4 +59,15 @@ Status NewRadosEnv(std::shared_ptr<RadosCluster> cluster, const std::string& roo
 Status NewRadosEnv(std::shared_ptr<RadosCluster> cluster, const std::string& root, const std::string& object_dir,
                    std::unique_ptr<Env>* out);
 
+// The object names a RadosEnv with |object_dir| gives, for code that must
+// name its objects without opening one (a takeover's fence touches every
+// object of a slot, core/engine/slot_takeover.cc): the file at |rel|, a path
+// relative to the store's directory ("LOCK", "containers/catalog"; "" is
+// the directory itself), is the object RadosEnvFileObject; the directory at
+// |rel| the object RadosEnvDirObject ("" with object_dir "": "/"; with
+// "gw.NAME": "gw.NAME/"). A striped file's further objects are named by
+// RadosStripeOid (core/rados/rados_file.h).
+std::string RadosEnvFileObject(const std::string& object_dir, const std::string& rel);
+std::string RadosEnvDirObject(const std::string& object_dir, const std::string& rel);
+
 }  // namespace dedupv1

@@ -78,7 +78,21 @@ TEST(GatewayRadosEnvTest, SlotsNameEveryObjectUnderTheirDirectory) {
     EXPECT_EQ(objects.count(name), 1u) << name;
   }
   EXPECT_EQ(objects.count("gw.a/log"), 0u);
+  // The names code without an Env computes (a takeover's fence) are these.
+  EXPECT_EQ(objects.count(RadosEnvDirObject("gw.a", "")), 1u);
+  EXPECT_EQ(objects.count(RadosEnvDirObject("gw.a", "containers/sub")), 1u);
+  EXPECT_EQ(objects.count(RadosEnvFileObject("gw.a", "containers/ids")), 1u);
+  EXPECT_EQ(objects.count(RadosEnvFileObject("gw.b", "log")), 1u);
   test::RemoveIndexObjects(cluster.get());
+}
+
+// Without an object directory the names are the single-gateway layout's.
+TEST(GatewayRadosEnvTest, ObjectNamesWithoutAnEnv) {
+  EXPECT_EQ(RadosEnvDirObject("", ""), "/");
+  EXPECT_EQ(RadosEnvDirObject("", "containers"), "containers/");
+  EXPECT_EQ(RadosEnvFileObject("", "log"), "log");
+  EXPECT_EQ(RadosEnvDirObject("gw.a", ""), "gw.a/");
+  EXPECT_EQ(RadosEnvFileObject("gw.a", "block-index.leveldb/LOCK"), "gw.a/block-index.leveldb/LOCK");
 }
 
 }  // namespace

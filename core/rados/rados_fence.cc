@@ -8,6 +8,8 @@
 #include <list>
 #include <memory>
 
+#include "core/rados/bounded_call.h"
+
 namespace dedupv1 {
 
 namespace {
@@ -66,6 +68,32 @@ Status TouchAll(RadosCluster* cluster, const std::vector<std::string>& objects) 
   return first;
 }
 
+// The OSDs hear of the new epoch lazily; once this client has it, every op
+// of ours carries it, so the touched objects' OSDs catch up before answering.
+// Ceph 16's wait_for_latest_osdmap has no timeout (the monitors not
+// answering would hang the takeover): it runs bounded by op_timeout_s, on a
+// handle of its own to the connection, which stays valid if it outlives this
+// call.
+Status WaitForLatestOsdMap(RadosCluster* cluster, const std::string& client_addr) {
+  const uint32_t limit_s = cluster->options().op_timeout_s;
+  auto handle = std::make_shared<librados::Rados>(cluster->index());
+  RadosOpTimer timer(cluster, RadosOpKind::kLock);
+  int r = 0;
+  if (!RunBounded([handle] { return handle->wait_for_latest_osdmap(); }, std::chrono::seconds(limit_s), &r)) {
+    timer.Done(-ETIMEDOUT, 0);
+    return Status::IOError("fencing client " + client_addr + ": the cluster of " +
+                           cluster->Where(cluster->index_pool(), "") + " did not send the newest OSD map (the one " +
+                           "that blocklists the client) within " + std::to_string(limit_s) +
+                           " s (storage.rados.op-timeout); the client is blocklisted, but not yet known to be "
+                           "refused everywhere: not taking over");
+  }
+  timer.Done(r, 0);
+  if (r < 0) {
+    return cluster->ToStatus(r, "waiting for the OSD map after blocklisting " + client_addr, cluster->index_pool(), "");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 std::string BareAddress(const std::string& addr) {
@@ -86,15 +114,7 @@ Status Fence(RadosCluster* cluster, const std::string& client_addr, uint32_t exp
     timer.Done(r, 0);
     if (r < 0) return BlocklistStatus(cluster, r, client_addr);
   }
-  {
-    // The OSDs hear of the new epoch lazily; from here on every op of ours
-    // carries it, so the touched objects' OSDs catch up before answering.
-    RadosOpTimer timer(cluster, RadosOpKind::kLock);
-    const int r = cluster->rados().wait_for_latest_osdmap();
-    timer.Done(r, 0);
-    if (r < 0) return cluster->ToStatus(r, "waiting for the OSD map after blocklisting " + client_addr,
-                                        cluster->index_pool(), "");
-  }
+  DEDUPV1_RETURN_IF_ERROR(WaitForLatestOsdMap(cluster, client_addr));
   return TouchAll(cluster, touch_index_objects);
 }
 

@@ -10,19 +10,10 @@
 #include <cstring>
 #include <list>
 
+#include "core/base/host_name.h"
 #include "core/rados/rados_file.h"
 
 namespace dedupv1 {
-
-namespace {
-
-std::string HostName() {
-  char host[256] = {0};
-  if (::gethostname(host, sizeof(host) - 1) != 0) return "unknown-host";
-  return host;
-}
-
-}  // namespace
 
 RadosLock::RadosLock(std::shared_ptr<RadosCluster> cluster, std::string oid, std::string path, std::string cookie)
     : cluster_(std::move(cluster)), oid_(std::move(oid)), path_(std::move(path)), cookie_(std::move(cookie)) {}
