@@ -12,7 +12,7 @@
 #       (all bytes over the first start .. last end), per gateway MB/s,
 #       RADOS ops per GiB and per 100 chunks, the chunk+hash ceiling
 #   (c) shard load balance on the run's real fingerprints: keys per
-#       chunk-table shard object (rados listomapkeys per ci.*), max/mean,
+#       chunk-table shard object (rados listomapvals per ci.*), max/mean,
 #       after the first round with the most gateways
 #   (d) bench/gateways_summary.py: the summary and an inputs file for
 #       dedupv1_gateway_sim with the costs measured here, then the simulator
@@ -77,14 +77,7 @@ IFS=, read -r -a counts <<<"$order"
 most=0
 for n in "${counts[@]}"; do [ "$n" -le "$most" ] || most="$n"; done
 
-if [ -z "$work" ]; then
-  work="$(mktemp -d "${BENCH_WORK:-/var/tmp}/dedupv1-gateways-bench.XXXXXX")"
-  own_work=1
-else
-  rm -rf "$work"
-  mkdir -p "$work"
-  own_work=0
-fi
+bench_work_dir "$work" dedupv1-gateways-bench
 raw="$results/raw"
 mkdir -p "$raw"
 cluster="$work/ceph"
@@ -103,11 +96,7 @@ cleanup() {
 trap cleanup EXIT
 
 bench_step "gateways: private bluestore cluster in $cluster (port base $port_base, $osd_bytes per OSD)"
-"$repo/scripts/ceph-cluster" start --dir "$cluster" --objectstore bluestore --port-base "$port_base" \
-  --osd-bytes "$osd_bytes" --fresh >"$work/cluster-start.log" 2>&1 || {
-  tail -n 30 "$work/cluster-start.log" >&2
-  bench_die "gateways: the cluster did not start"
-}
+bench_ceph_start "$repo" "$cluster" "$port_base" "$osd_bytes"
 
 # (a) rados bench of as many bytes as the largest round writes (two generations per gateway).
 objects=$(((2 * most * size + (4 << 20) - 1) / (4 << 20)))
@@ -132,12 +121,15 @@ remove_store() {
 }
 
 # Keys per chunk-table object of store $1 into $2: "<object> <keys>" lines.
+# Counted from listomapvals, which prints each key as a hex dump under a
+# "key (N bytes):" line: listomapkeys prints the raw fingerprint bytes, and
+# those that hold a newline byte would count twice.
 count_shard_keys() {
   local obj
   rados -c "$conf" -p dedupv1-index -N "$1" ls | grep -E '(^|/)ci\.[0-9a-f]+$' | sort >"$work/shards"
   : >"$2"
   while read -r obj; do
-    echo "$obj $(rados -c "$conf" -p dedupv1-index -N "$1" listomapkeys "$obj" | wc -l)" >>"$2"
+    echo "$obj $(rados -c "$conf" -p dedupv1-index -N "$1" listomapvals "$obj" | grep -ac '^key ([0-9]* bytes):$')" >>"$2"
   done <"$work/shards"
 }
 

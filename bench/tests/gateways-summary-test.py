@@ -114,7 +114,7 @@ class Summarize(unittest.TestCase):
         self.assertAlmostEqual(parsed["gw_chunk_hash_mbps"], 8000)  # 100 MB per 0.025 CPU s x 2 cores
         self.assertAlmostEqual(parsed["gw_known_mbps"], 2000, places=2)  # 2 cores / 1 ms per MB
         self.assertAlmostEqual(parsed["gw_new_mbps"], 666.667, places=2)  # 2 cores / 3 ms per MB
-        self.assertAlmostEqual(parsed["key_skew"], 1.0)
+        self.assertAlmostEqual(parsed["key_skew"], 1.0)  # 1.000 is below random keys' figure: clamped
         self.assertEqual(parsed["cluster_scope"], 0.0)
         self.assertNotIn("rtt_ms", parsed)  # no latencies in the reports
 
@@ -127,6 +127,15 @@ class Summarize(unittest.TestCase):
         self.assertAlmostEqual(inputs["gw_chunk_hash_mbps"][0], 1000)
         self.assertNotIn("gw_known_mbps", inputs)
         self.assertNotIn("gw_new_mbps", inputs)
+
+    def test_key_skew_is_excess_over_random_keys(self):
+        one = engine(100 * MB, (0, 2), (2, 3), (10, 10, 0), (5000, 5000), (0.25, 0.11), (0.25, 0.95))
+        balance = gs.shard_balance([100] * 63 + [300])  # max/mean 300 / 103.125
+        inputs = gs.simulator_inputs([(1, 1, [one])], 100.0, balance, "cluster")
+        expected = (300 / 103.125) / gs.random_max_over_mean(6600, 64)
+        self.assertAlmostEqual(inputs["key_skew"][0], expected)
+        self.assertGreater(inputs["key_skew"][0], 2.0)
+        self.assertEqual(inputs["cluster_scope"][0], 1.0)
 
 
 if __name__ == "__main__":
