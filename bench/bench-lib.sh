@@ -78,3 +78,17 @@ bench_ceph_start() {
     bench_die "the Ceph cluster in $2 did not start"
   }
 }
+
+# Exits 77 (skipped, with a message naming stage $1) unless the Ceph daemons
+# and the rados tool are installed; dies unless each of $3... is an
+# executable in the directory $2.
+bench_need_ceph_and() {
+  local stage="$1" dir="$2" t
+  shift 2
+  for t in ceph-mon ceph-osd rados; do
+    command -v "$t" >/dev/null || { bench_say "$stage: skipped ($t not installed: apt-get install ceph)"; exit 77; }
+  done
+  for t in "$@"; do
+    [ -x "$dir/$t" ] || bench_die "$stage: no $dir/$t (cmake --build build --target $t)"
+  done
+}

@@ -63,12 +63,7 @@ port_base="${BENCH_GATEWAYS_PORT_BASE:-20750}"
 osd_bytes="${BENCH_GATEWAYS_OSD_BYTES:-8G}"
 round_timeout="${BENCH_GATEWAYS_ROUND_TIMEOUT:-900}"
 
-for t in ceph-mon ceph-osd rados; do
-  command -v "$t" >/dev/null || { bench_say "gateways: skipped ($t not installed: apt-get install ceph)"; exit 77; }
-done
-for t in dedupv1_bench dedupv1_gateway_sim; do
-  [ -x "$bin/$t" ] || bench_die "gateways: no $bin/$t (cmake --build build --target $t)"
-done
+bench_need_ceph_and gateways "$bin" dedupv1_bench dedupv1_gateway_sim
 size="$(bench_bytes "$size_arg")" || bench_die "gateways: bad BENCH_GATEWAYS_SIZE $size_arg"
 case "$scope" in gateway | cluster) ;; *) bench_die "gateways: BENCH_GATEWAYS_SCOPE is gateway or cluster, not '$scope'" ;; esac
 case "$seeds" in distinct | same) ;; *) bench_die "gateways: BENCH_GATEWAYS_SEEDS is distinct or same, not '$seeds'" ;; esac

@@ -44,12 +44,7 @@ size_arg="${BENCH_RADOS_SIZE:-512M}"
 port_base="${BENCH_RADOS_PORT_BASE:-20700}"
 osd_bytes="${BENCH_RADOS_OSD_BYTES:-8G}"
 
-for t in ceph-mon ceph-osd rados; do
-  command -v "$t" >/dev/null || { bench_say "rados: skipped ($t not installed: apt-get install ceph)"; exit 77; }
-done
-for t in dedupv1_bench dedupv1_rados_container_bench; do
-  [ -x "$bin/$t" ] || bench_die "rados: no $bin/$t (cmake --build build --target $t)"
-done
+bench_need_ceph_and rados "$bin" dedupv1_bench dedupv1_rados_container_bench
 bench_bytes "$size_arg" >/dev/null || bench_die "rados: bad BENCH_RADOS_SIZE $size_arg"
 
 bench_work_dir "$work" dedupv1-rados-bench
