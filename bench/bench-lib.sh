@@ -52,3 +52,43 @@ bench_timed() {
 bench_mark() {
   printf '{"stage": "%s", "event": "%s", "time": %s, "load1": %s}\n' "$2" "$3" "$(date +%s)" "$(bench_load)" >>"$1"
 }
+
+# The work directory of a stage script (sets work and own_work): $1 if given
+# (emptied first, left in place after: own_work=0), else a fresh
+# ${BENCH_WORK:-/var/tmp}/$2.XXXXXX (own_work=1: the caller removes it).
+bench_work_dir() {
+  if [ -z "$1" ]; then
+    work="$(mktemp -d "${BENCH_WORK:-/var/tmp}/$2.XXXXXX")"
+    own_work=1
+  else
+    rm -rf "$1"
+    mkdir -p "$1"
+    work="$1"
+    own_work=0
+  fi
+}
+
+# Starts a private bluestore Ceph cluster (scripts/ceph-cluster of repo $1)
+# in $2 with ports $3..$3+99 and an OSD file of $4 each; the log goes to
+# $2.start.log. Dies (after the log's tail) when it does not come up.
+bench_ceph_start() {
+  "$1/scripts/ceph-cluster" start --dir "$2" --objectstore bluestore --port-base "$3" \
+    --osd-bytes "$4" --fresh >"$2.start.log" 2>&1 || {
+    tail -n 30 "$2.start.log" >&2
+    bench_die "the Ceph cluster in $2 did not start"
+  }
+}
+
+# Exits 77 (skipped, with a message naming stage $1) unless the Ceph daemons
+# and the rados tool are installed; dies unless each of $3... is an
+# executable in the directory $2.
+bench_need_ceph_and() {
+  local stage="$1" dir="$2" t
+  shift 2
+  for t in ceph-mon ceph-osd rados; do
+    command -v "$t" >/dev/null || { bench_say "$stage: skipped ($t not installed: apt-get install ceph)"; exit 77; }
+  done
+  for t in "$@"; do
+    [ -x "$dir/$t" ] || bench_die "$stage: no $dir/$t (cmake --build build --target $t)"
+  done
+}

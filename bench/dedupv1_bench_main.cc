@@ -1,6 +1,7 @@
 // dedupv1_bench: measures the engine in process.
 //
 //   dedupv1_bench engine [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...
+//                        [--seed N] [--no-reopen] [--start-at EPOCH]
 //   dedupv1_bench gc     [--size SIZE] [--data-dir DIR] [--json] [--keep] [--drop-caches] [--set key=value]...
 //
 // Writes backup generation 1 and generation 2 (bench/backup_generator.h) into
@@ -16,6 +17,14 @@
 // connection, empty local data dir "<dir>-reopen") opens the store again:
 // the time until it serves, and generation 3 written into volume gen1 while
 // its caches refill (bench/rados-bench.sh runs both backends side by side).
+//
+// For several gateways writing at once (bench/gateways-bench.sh): --seed
+// picks the generator's seed (default 1; another seed gives other bytes),
+// --no-reopen leaves the fresh gateway out, --start-at waits (after the
+// ceiling and the open) until that wall-clock second before generation 1, so
+// processes started together write together; the JSON report has each
+// generation's wall-clock start and end, from which the aggregate MB/s of
+// several processes is computed.
 //
 // The gc mode measures garbage collection rounds: generation 1 is written into
 // one volume and a first round runs (the full scan every open starts with);
@@ -63,6 +72,9 @@ struct Args {
   bool json = false;
   bool keep = false;
   bool drop_caches = false;  // gc: the page cache is dropped before the round after the restart
+  uint64_t seed = 1;         // engine: the backup generator's seed
+  bool reopen = true;        // engine on rados: a fresh gateway opens the store after the Close
+  double start_at = 0;       // engine: wall-clock second (epoch) to start generation 1 at; 0 = at once
   std::vector<std::pair<std::string, std::string>> overrides;  // --set key=value
 };
 
@@ -159,6 +171,9 @@ bool FreshStoreOptions(const Args& args, const char* name, const std::vector<std
 // What one engine run measured.
 struct EngineResult {
   double ceiling = 0, mbs1 = 0, mbs2 = 0;
+  double ceiling_cpu_s = 0;  // CPU seconds the ceiling took (comparable with gen*_cpu_s on a busy machine)
+  // Wall-clock seconds (epoch) each generation's writes began and its sync ended.
+  double gen1_start = 0, gen1_end = 0, gen2_start = 0, gen2_end = 0;
   uint64_t stored1 = 0, stored2 = 0;
   uint64_t chunks1 = 0, chunks2 = 0;  // chunks the engine cut per generation
   double cpu_s = 0, peak_rss_mb = 0;
@@ -173,6 +188,10 @@ struct EngineResult {
   uint64_t reopen_ops = 0, gen3_ops = 0;
   // The operations of a phase per kind ({"write": N, ...}; kinds that occurred).
   std::string gen1_kinds = "{}", gen2_kinds = "{}", close_kinds = "{}", reopen_kinds = "{}";
+  // Mean latency per kind over generations 1 and 2 (with their syncs).
+  std::string ingest_latency = "{}";
+  // CPU seconds of the process during each generation (with its sync).
+  double gen1_cpu_s = 0, gen2_cpu_s = 0;
 
   uint64_t IngestOps() const { return gen1_ops + gen2_ops + close_ops; }
 };
@@ -195,6 +214,34 @@ std::string KindsJson(const RadosStats& a, const RadosStats& b) {
   return out + "}";
 }
 
+// Seconds since the epoch (wall clock: comparable across processes).
+double EpochSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The mean latency (us) of the operations between |a| and |b| per kind, as a
+// JSON object of the kinds that occurred (the RadosOpTimer's round trips).
+std::string LatencyJson(const RadosStats& a, const RadosStats& b) {
+  std::string out = "{";
+  for (int k = 0; k < static_cast<int>(RadosOpKind::kCount); k++) {
+    const uint64_t n = b.kinds[k].ops - a.kinds[k].ops;
+    if (n == 0) continue;
+    const double us = double(b.kinds[k].latency_us_total - a.kinds[k].latency_us_total) / n;
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%s\"%s\": %.1f", out.size() > 1 ? ", " : "",
+                  RadosOpKindName(static_cast<RadosOpKind>(k)), us);
+    out += buf;
+  }
+  return out + "}";
+}
+
+// CPU seconds (user + system) the process has used so far.
+double CpuSeconds() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 bool OpenSystem(const Options& options, std::unique_ptr<DedupSystem>* sys) {
   Status s = DedupSystem::OpenStore(options, Env::Default(), sys);
   if (!s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
@@ -212,14 +259,23 @@ Status WriteGenerations(DedupSystem* sys, const bench::Generation& g1, const ben
   r->rados = sys->rados() != nullptr;
   const RadosStats opened = RadosSnapshot(sys);
   r->open_ops = opened.TotalOps();
+  r->gen1_start = EpochSeconds();
+  const double cpu0 = CpuSeconds();
   r->mbs1 = WriteGeneration(v1, g1, json, "generation 1");
+  const double cpu1 = CpuSeconds();
+  r->gen1_cpu_s = cpu1 - cpu0;
+  r->gen1_end = EpochSeconds();
   const RadosStats after1 = RadosSnapshot(sys);
   r->gen1_ops = after1.TotalOps() - r->open_ops;
   r->gen1_kinds = KindsJson(opened, after1);
   r->stored1 = sys->chunk_store()->stats().bytes_stored;
   r->chunks1 = st.chunks.load();
+  r->gen2_start = EpochSeconds();
   r->mbs2 = WriteGeneration(v2, g2, json, "generation 2");
+  r->gen2_cpu_s = CpuSeconds() - cpu1;
+  r->gen2_end = EpochSeconds();
   const RadosStats after2 = RadosSnapshot(sys);
+  r->ingest_latency = LatencyJson(opened, after2);
   r->gen2_ops = after2.TotalOps() - after1.TotalOps();
   r->gen2_kinds = KindsJson(after1, after2);
   r->stored2 = sys->chunk_store()->stats().bytes_stored - r->stored1;
@@ -276,26 +332,33 @@ void PrintRadosJson(const EngineResult& r, uint64_t written) {
       ", \"open_rados_ops\": %llu, \"gen1_rados_ops\": %llu, \"gen2_rados_ops\": %llu, \"close_rados_ops\": %llu, "
       "\"rados_ops_per_gib\": %.1f, \"chunks_per_rados_op\": %.1f, \"rados_ops_per_100_chunks\": %.3f, "
       "\"reopen_seconds\": %.2f, \"reopen_rados_ops\": %llu, \"gen3_after_reopen_mb_s\": %.1f, "
-      "\"gen3_rados_ops\": %llu, \"rados_ops_by_kind\": {\"gen1\": %s, \"gen2\": %s, \"close\": %s, \"reopen\": %s}",
+      "\"gen3_rados_ops\": %llu, \"rados_ops_by_kind\": {\"gen1\": %s, \"gen2\": %s, \"close\": %s, \"reopen\": %s}, "
+      "\"rados_latency_us_by_kind\": %s",
       (unsigned long long)r.open_ops, (unsigned long long)r.gen1_ops, (unsigned long long)r.gen2_ops,
       (unsigned long long)r.close_ops, r.IngestOps() / (written / double(1ULL << 30)),
       double(r.chunks1 + r.chunks2) / ops, 100.0 * r.IngestOps() / std::max<uint64_t>(1, r.chunks1 + r.chunks2),
       r.reopen_seconds, (unsigned long long)r.reopen_ops, r.gen3_mbs, (unsigned long long)r.gen3_ops, r.gen1_kinds.c_str(), r.gen2_kinds.c_str(),
-      r.close_kinds.c_str(), r.reopen_kinds.c_str());
+      r.close_kinds.c_str(), r.reopen_kinds.c_str(), r.ingest_latency.c_str());
 }
 
-void PrintEngineJson(const bench::Generation& g1, const bench::Generation& g2, const EngineResult& r) {
+void PrintEngineJson(const bench::Generation& g1, const bench::Generation& g2, const EngineResult& r,
+                     uint64_t seed) {
   std::printf(
-      "{\"size\": %llu, \"backend\": \"%s\", \"gen1_mb_s\": %.1f, \"gen2_mb_s\": %.1f, \"ceiling_mb_s\": %.1f, "
+      "{\"size\": %llu, \"seed\": %llu, \"gen1_start_epoch\": %.3f, \"gen1_end_epoch\": %.3f, "
+      "\"gen2_start_epoch\": %.3f, \"gen2_end_epoch\": %.3f, \"backend\": \"%s\", \"gen1_mb_s\": %.1f, \"gen2_mb_s\": %.1f, \"ceiling_mb_s\": %.1f, "
       "\"gen1_vs_ceiling\": %.3f, \"gen2_vs_ceiling\": %.3f, \"gen1_stored_bytes\": %llu, "
       "\"gen2_stored_bytes\": %llu, \"gen2_dedup_ratio\": %.4f, \"ground_truth_ratio\": %.4f, "
       "\"gen1_ground_truth_ratio\": %.4f, \"gen1_dedup_ratio\": %.4f, \"chunks\": %llu, \"gen1_chunks\": %llu, "
-      "\"gen2_chunks\": %llu, \"cpu_seconds\": %.1f, \"peak_rss_mb\": %.0f",
-      (unsigned long long)g1.size(), r.rados ? "rados" : "local", r.mbs1, r.mbs2, r.ceiling, r.mbs1 / r.ceiling,
+      "\"gen2_chunks\": %llu, \"cpu_seconds\": %.1f, \"gen1_cpu_seconds\": %.2f, \"gen2_cpu_seconds\": %.2f, "
+      "\"ceiling_cpu_seconds\": %.2f, "
+      "\"peak_rss_mb\": %.0f",
+      (unsigned long long)g1.size(), (unsigned long long)seed, r.gen1_start, r.gen1_end, r.gen2_start, r.gen2_end,
+      r.rados ? "rados" : "local", r.mbs1, r.mbs2, r.ceiling, r.mbs1 / r.ceiling,
       r.mbs2 / r.ceiling, (unsigned long long)r.stored1, (unsigned long long)r.stored2,
       1.0 - double(r.stored2) / double(g2.size()), g2.truth().redundancy(), g1.truth().redundancy(),
       1.0 - double(r.stored1) / double(g1.size()), (unsigned long long)(r.chunks1 + r.chunks2),
-      (unsigned long long)r.chunks1, (unsigned long long)r.chunks2, r.cpu_s, r.peak_rss_mb);
+      (unsigned long long)r.chunks1, (unsigned long long)r.chunks2, r.cpu_s, r.gen1_cpu_s, r.gen2_cpu_s,
+      r.ceiling_cpu_s, r.peak_rss_mb);
   if (r.rados) PrintRadosJson(r, g1.size() + g2.size());
   std::printf("}\n");
 }
@@ -338,27 +401,43 @@ void PrintEngineText(const bench::Generation& g1, const bench::Generation& g2, c
               r.rados ? "gateway dir" : "data", dir.c_str());
 }
 
+// Sleeps until the wall-clock second |epoch| (0: returns at once). A start
+// more than 10 minutes ahead is a caller's mistake, not a wait.
+bool WaitUntil(double epoch) {
+  if (epoch <= 0) return true;
+  const double wait = epoch - EpochSeconds();
+  if (wait > 600) {
+    std::fprintf(stderr, "--start-at is %.0f s ahead (at most 600)\n", wait);
+    return false;
+  }
+  if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+  return true;
+}
+
 int RunEngine(const Args& args) {
   std::string dir;
   bool temp = false;
   uint64_t vol_size = 0;
   Options options;
   if (!FreshStoreOptions(args, "dedupv1-bench", {"gen1", "gen2"}, &dir, &temp, &vol_size, &options)) return 1;
-  bench::BackupGenerator generator(bench::GeneratorParams(), 1);
+  bench::BackupGenerator generator(bench::GeneratorParams(), args.seed);
   bench::Generation g1 = generator.First(vol_size);
   bench::Generation g2 = generator.Next(g1);
 
   EngineResult r;
   if (!args.json) std::fprintf(stderr, "measuring the chunk+hash ceiling...\n");
+  const double cpu_before_ceiling = CpuSeconds();
   r.ceiling = CeilingMBs(g1, options.dedup_threads);
+  r.ceiling_cpu_s = CpuSeconds() - cpu_before_ceiling;
   std::unique_ptr<DedupSystem> sys;
   if (!OpenSystem(options, &sys)) return 1;
+  if (!WaitUntil(args.start_at)) return 1;
   Status s = WriteGenerations(sys.get(), g1, g2, args.json, &r);
   sys.reset();  // a fresh gateway below connects anew
   const std::string reopen_dir = dir + "-reopen";
-  if (s.ok() && r.rados && !ReopenRados(options, reopen_dir, generator.Next(g2), args.json, &r)) return 1;
+  if (s.ok() && r.rados && args.reopen && !ReopenRados(options, reopen_dir, generator.Next(g2), args.json, &r)) return 1;
   if (args.json) {
-    PrintEngineJson(g1, g2, r);
+    PrintEngineJson(g1, g2, r, args.seed);
   } else {
     PrintEngineText(g1, g2, r, dir);
   }
@@ -527,6 +606,7 @@ int RunGcBench(const Args& args) {
 int Usage() {
   std::fprintf(stderr,
                "usage: dedupv1_bench engine|gc [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...\n"
+               "                                [--seed N] [--no-reopen] [--start-at EPOCH] (engine only)\n"
                "                                [--drop-caches] (gc only)\n"
                "  engine: writes two synthetic backup generations into a fresh system and reports MB/s,\n"
                "          dedup ratio vs the generator's ground truth, and the chunk+hash ceiling; on a rados\n"
@@ -552,6 +632,17 @@ int main(int argc, char** argv) {
       args.json = true;
     } else if (a == "--keep") {
       args.keep = true;
+    } else if (a == "--no-reopen" && !gc) {
+      args.reopen = false;
+    } else if ((a == "--seed" || a == "--start-at") && !gc && i + 1 < argc) {
+      char* end = nullptr;
+      const char* v = argv[++i];
+      if (a == "--seed") {
+        args.seed = std::strtoull(v, &end, 10);
+      } else {
+        args.start_at = std::strtod(v, &end);
+      }
+      if (end == v || *end != '\0') return Usage();
     } else if (a == "--set" && i + 1 < argc) {
       std::string kv = argv[++i];
       size_t eq = kv.find('=');

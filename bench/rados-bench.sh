@@ -44,22 +44,10 @@ size_arg="${BENCH_RADOS_SIZE:-512M}"
 port_base="${BENCH_RADOS_PORT_BASE:-20700}"
 osd_bytes="${BENCH_RADOS_OSD_BYTES:-8G}"
 
-for t in ceph-mon ceph-osd rados; do
-  command -v "$t" >/dev/null || { bench_say "rados: skipped ($t not installed: apt-get install ceph)"; exit 77; }
-done
-for t in dedupv1_bench dedupv1_rados_container_bench; do
-  [ -x "$bin/$t" ] || bench_die "rados: no $bin/$t (cmake --build build --target $t)"
-done
+bench_need_ceph_and rados "$bin" dedupv1_bench dedupv1_rados_container_bench
 bench_bytes "$size_arg" >/dev/null || bench_die "rados: bad BENCH_RADOS_SIZE $size_arg"
 
-if [ -z "$work" ]; then
-  work="$(mktemp -d "${BENCH_WORK:-/var/tmp}/dedupv1-rados-bench.XXXXXX")"
-  own_work=1
-else
-  rm -rf "$work"
-  mkdir -p "$work"
-  own_work=0
-fi
+bench_work_dir "$work" dedupv1-rados-bench
 raw="$results/raw"
 mkdir -p "$raw"
 cluster="$work/ceph"
@@ -75,11 +63,7 @@ trap cleanup EXIT
 
 bench_step "rados: private bluestore cluster in $cluster (port base $port_base, $osd_bytes per OSD)"
 t0="$(bench_now)"
-"$repo/scripts/ceph-cluster" start --dir "$cluster" --objectstore bluestore --port-base "$port_base" \
-  --osd-bytes "$osd_bytes" --fresh >"$work/cluster-start.log" 2>&1 || {
-  tail -n 30 "$work/cluster-start.log" >&2
-  bench_die "rados: the cluster did not start"
-}
+bench_ceph_start "$repo" "$cluster" "$port_base" "$osd_bytes"
 bench_say "cluster up in $(awk -v a="$t0" -v b="$(bench_now)" 'BEGIN { printf "%.0f", b - a }') s"
 
 # (a) rados bench, then its cleanup.
