@@ -123,6 +123,7 @@
 #include "core/engine/store_env.h"
 #include "core/base/status.h"
 #include "core/engine/volume_table.h"
+#include "target/admin_stop_marker.h"
 #include "target/gateway_watch.h"
 #include "target/monitor/cluster_json.h"
 #include "target/monitor/monitor_client.h"
@@ -164,7 +165,7 @@ const char kUsage[] =
     "       dedupv1d cluster --config FILE [--json]   the store's gateway slots, from RADOS\n"
     "  --force              takeover: fence a holder that still renews its lease instead of waiting for it\n"
     "  --interval S         watch: seconds between looks (default: a third of storage.rados.lock-lease)\n"
-    "  --once               watch: look until a verdict (at most two looks), act on it, exit\n"
+    "  --once               watch: look until a verdict (at most a lease and two looks), act on it, exit\n"
     "  --json               cluster: one JSON document (the monitor's /cluster)\n"
     "  --data-dir DIR       overrides the config's data-dir (state file, tgtd.log and data live there)\n"
     "  --portal ADDR:PORT   overrides target.portal (e.g. 127.0.0.1:3260, [::1]:3260)\n"
@@ -1563,7 +1564,11 @@ int NotRunning(const Args& args, const Where& where, const Status& why, const ch
   return kExitNotRunning;
 }
 
-int Stop(const Args& args) {
+// Stops the instance of |args|' data dir. |admin|: an admin's `dedupv1d
+// stop` (a gateway slot's heartbeat then says "stopped" and watchers leave it
+// alone); otherwise the cleanup of a failed takeover, which must leave the
+// slot to the watchers.
+int StopInstance(const Args& args, bool admin) {
   Where where;
   State st;
   Status s = FindInstance(args, &where, &st);
@@ -1584,10 +1589,21 @@ int Stop(const Args& args) {
   }
   const std::string tgtadm = FindProgram("tgtadm");
   const Tgtadm adm(tgtadm.empty() ? "tgtadm" : tgtadm, st.control_port, args.timeout_s);
+  // The module's close is an admin's stop: a gateway slot's heartbeat says
+  // "stopped" and no watcher takes it over (target/admin_stop_marker.h).
+  const std::string marker = JoinPath(where.data_dir, kAdminStopMarker);
+  if (admin) {
+    Status marked = WriteFileAtomically(Env::Default(), marker, "");
+    if (!marked.ok()) Complain("warning: " + marked.ToString() + ": a gateway slot will look down to its watchers");
+  }
   bool clean = StopTgtd(st, adm);
+  std::error_code ec;
+  fs::remove(marker, ec);
   RemoveState(where.data_dir);
   return clean ? kExitOk : kExitFailed;
 }
+
+int Stop(const Args& args) { return StopInstance(args, /*admin=*/true); }
 
 int StatusCommand(const Args& args) {
   Where where;
@@ -1697,6 +1713,15 @@ bool RunTakeover(const Args& args, const Setup& setup) {
   }
   Complain("watch: takeover of " + setup.options.engine.rados.gateway + " failed (" + Describe(r, bound) +
            "); another watcher may have won the slot's lock; watching on");
+  if (r.timed_out) {
+    // The killed child may have left a tgtd that holds the slot's lock but
+    // admits no initiator (its start never finished): stop it, or the slot
+    // would look served for good.
+    const int stopped = StopInstance(args, /*admin=*/false);
+    if (stopped != kExitOk && stopped != kExitNotRunning) {
+      Complain("watch: the instance the timed-out takeover may have started did not stop cleanly");
+    }
+  }
   return false;
 }
 
@@ -1717,7 +1742,9 @@ int Watch(const Args& args) {
   ::sigaction(SIGINT, &sa, nullptr);
   Say("dedupv1d watch: gateway slot " + e.rados.gateway + " of store " + e.rados.store + ", a look every " +
       std::to_string(interval) + " s (pid " + std::to_string(::getpid()) + ")");
-  GatewayWatch judge;
+  // A slot is taken over once its lock was free for a whole lease with a
+  // still heartbeat: a live holder beats every third of a lease.
+  GatewayWatch judge(std::chrono::milliseconds(1000ull * e.rados.lock_duration_s));
   std::string said;
   int looks = 0, rc = kExitOk;
   while (!g_watch_stop) {
@@ -1739,7 +1766,9 @@ int Watch(const Args& args) {
       said.clear();
       if (args.once) break;
     }
-    if (args.once && (verdict != WatchVerdict::kSuspect || looks >= 2)) break;
+    // --once looks until a verdict, at most long enough for the lease-long gap.
+    const int max_looks = 2 + static_cast<int>((e.rados.lock_duration_s + interval - 1) / interval);
+    if (args.once && (verdict != WatchVerdict::kSuspect || looks >= max_looks)) break;
     WatchSleep(interval);
   }
   Say("dedupv1d watch: " + std::string(g_watch_stop ? "stopped by a signal" : "done") + " after " +

@@ -6,6 +6,7 @@
 #include "core/base/env.h"
 #include "core/rados/gateway_heartbeat.h"
 #include "target/monitor/monitor_server.h"
+#include "target/admin_stop_marker.h"
 #include "target/service_options.h"
 
 #include <algorithm>
@@ -31,6 +32,7 @@ struct SharedEngine {
   std::map<dedupv1_volume*, std::string> volumes;  // open volume -> its name
   std::unique_ptr<MonitorServer> monitor;          // the status server, while the system is open
   std::unique_ptr<GatewayHeartbeatWriter> heartbeat;  // gateway slot mode, while the system is open
+  std::string admin_stop_marker;  // with |heartbeat|: the file by which dedupv1d says a close is an admin's stop
 };
 
 // Starts the monitor next to a freshly opened system. A monitor that cannot
@@ -76,6 +78,10 @@ void StartHeartbeat(SharedEngine& shared, const ServiceOptions& service) {
     first.portal = portal != nullptr && *portal != '\0' ? portal : service.target.portal;
     const auto interval = std::chrono::milliseconds(std::max<uint64_t>(1000ull * o.rados.lock_duration_s / 3, 100));
     s = GatewayHeartbeatWriter::Start(cluster, o.rados.gateway, first, interval, &shared.heartbeat);
+    // A marker left by an earlier stop that died halfway is not this run's.
+    shared.admin_stop_marker = JoinPath(o.data_dir, kAdminStopMarker);
+    std::error_code ec;
+    std::filesystem::remove(shared.admin_stop_marker, ec);
   }
   if (!s.ok()) std::fprintf(stderr, "dedupv1: gateway heartbeat not started: %s\n", s.ToString().c_str());
 }
@@ -89,14 +95,18 @@ void UpdateHeartbeatVolumes(SharedEngine& shared) {
   shared.heartbeat->SetVolumes(std::move(names));
 }
 
-// After the engine closed: a clean close says "stopped" (a watcher leaves
-// the slot alone: an admin stopped it), a fenced one "fenced"; any other
-// failed close writes nothing more, so the beat stops as after a crash.
+// After the engine closed: a clean close asked by `dedupv1d stop` says
+// "stopped" (a watcher leaves the slot alone: an admin stopped it,
+// target/admin_stop_marker.h), a fenced one "fenced"; any other close (a
+// failed start tearing tgtd down, a crash) writes nothing more, so the beat
+// stops as after a crash and a watcher takes the slot over.
 void StopHeartbeat(SharedEngine& shared, bool closed_cleanly) {
   if (!shared.heartbeat) return;
   const bool fenced = shared.heartbeat->cluster()->fenced();  // the engine's connection, alive through the writer
-  if (closed_cleanly || fenced) {
-    Status s = shared.heartbeat->Stop(closed_cleanly ? kHeartbeatStopped : kHeartbeatFenced);
+  std::error_code ec;
+  const bool admin_stop = closed_cleanly && std::filesystem::exists(shared.admin_stop_marker, ec);
+  if (admin_stop || fenced) {
+    Status s = shared.heartbeat->Stop(fenced ? kHeartbeatFenced : kHeartbeatStopped);
     if (!s.ok()) std::fprintf(stderr, "dedupv1: last gateway heartbeat not written: %s\n", s.ToString().c_str());
   }
   shared.heartbeat.reset();

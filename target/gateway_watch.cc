@@ -42,14 +42,28 @@ WatchVerdict GatewayWatch::Judge(const SlotView& now, std::string* why) {
                           : "closed cleanly by its holder (" + Beat(now) + "): left to the admin";
     last_.reset();
     v = WatchVerdict::kStopped;
-  } else if (last_ && last_->record.incarnation == now.record.incarnation && SameHeartbeat(*last_, now)) {
-    said = "lock free in two looks, " + Beat(now) + " unchanged (incarnation " +
-           std::to_string(now.record.incarnation) + ", last holder " + now.record.host + " pid " +
-           std::to_string(now.record.pid) + ")";
-    v = WatchVerdict::kTakeOver;
+  } else if (!now.problem.empty()) {
+    // An unreadable lock is not a free one.
+    said = "cannot judge (" + now.problem + "): looking again next round";
+    last_.reset();
+    v = WatchVerdict::kSuspect;
+  } else if (last_ && last_->record.incarnation == now.record.incarnation &&
+             (SameHeartbeat(*last_, now) || (state == "fenced" && last_->State() == "fenced"))) {
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - last_at_);
+    if (waited >= min_gap_) {
+      said = "lock free for " + std::to_string(waited.count() / 1000) + " s, " + Beat(now) +
+             (state == "fenced" ? " (its holder fenced itself)" : " unchanged") + " (incarnation " +
+             std::to_string(now.record.incarnation) + ", last holder " + now.record.host + " pid " +
+             std::to_string(now.record.pid) + ")";
+      v = WatchVerdict::kTakeOver;
+    } else {
+      said = "lock free, " + Beat(now) + ": waiting a lease before taking over";
+      v = WatchVerdict::kSuspect;  // keep the first sighting and its time
+    }
   } else {
     said = "lock free (" + Beat(now) + "): looking again next round";
     last_ = now;
+    last_at_ = std::chrono::steady_clock::now();
     v = WatchVerdict::kSuspect;
   }
   if (why != nullptr) *why = said;

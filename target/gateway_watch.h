@@ -3,19 +3,24 @@
 // (core/engine/cluster_view.h), read by the watcher itself an interval
 // apart, whether to take the slot over now.
 //
-// A slot is taken over only when two consecutive snapshots both find its
-// lock free (the holder's lease ran out: list_lockers is empty) and its
-// heartbeat unchanged between them (no beat was written in between), and the
-// slot is neither "stopped" (its holder closed it cleanly: an admin's stop
-// is an admin's decision) nor "new" (never opened: nothing to recover). The
-// second look is what makes the judgement safe against one stale read: a
-// holder that closes cleanly releases its lock a moment before it writes
-// "stopped", and a slot whose heartbeat still changes is served by someone.
-// No clock of another machine is compared, only this watcher's own reads.
+// A slot is taken over only when snapshots at least |min_gap| apart (one
+// lease: a live holder beats every third of it) all find its lock free (the
+// holder's lease ran out: list_lockers is empty) and its heartbeat unchanged
+// since the first of them, and the slot is neither "stopped" (closed by an
+// admin's `dedupv1d stop`: an admin's decision) nor "new" (never opened:
+// nothing to recover). A holder whose heartbeat says "fenced" (its lease
+// lapsed; it refuses all I/O) is taken over once its lock is free for
+// |min_gap|, whatever its beat does. The gap is what makes the judgement safe
+// against a stale read and a slow beat: a holder that closes cleanly releases
+// its lock a moment before it writes "stopped". A snapshot with a problem
+// (the lock or the heartbeat could not be read) is never a reason to act. No
+// clock of another machine is compared, only this watcher's own reads and
+// its own monotonic clock.
 //
 // Not thread-safe (one watcher loop owns one).
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -34,6 +39,8 @@ const char* WatchVerdictName(WatchVerdict v);
 
 class GatewayWatch {
  public:
+  explicit GatewayWatch(std::chrono::milliseconds min_gap = std::chrono::milliseconds(0)) : min_gap_(min_gap) {}
+
   // Judges |now|, the newest snapshot of the slot, against the previous one.
   // |why| (may be null) gets one line saying what was seen.
   WatchVerdict Judge(const SlotView& now, std::string* why);
@@ -42,7 +49,9 @@ class GatewayWatch {
   void Reset() { last_.reset(); }
 
  private:
-  std::optional<SlotView> last_;  // previous snapshot whose lock was free
+  const std::chrono::milliseconds min_gap_;
+  std::optional<SlotView> last_;  // first snapshot of the current sighting of a free lock
+  std::chrono::steady_clock::time_point last_at_;  // when last_ was read
 };
 
 }  // namespace dedupv1

@@ -204,12 +204,15 @@ Status GatewayHeartbeatWriter::Beat(const std::string& state) {
   last_error_ = s;
   if (s.ok()) written_++;
   if (s.IsAborted()) superseded_ = true;
+  // A fenced holder beats no more: a beat that keeps changing would look
+  // alive to the watchers, and the slot would never be taken over.
+  if (s.ok() && hb.state == kHeartbeatFenced) fenced_said_ = true;
   return s;
 }
 
 void GatewayHeartbeatWriter::Loop() {
   std::unique_lock<std::mutex> l(mu_);
-  while (!stop_ && !superseded_) {
+  while (!stop_ && !superseded_ && !fenced_said_) {
     cv_.wait_for(l, interval_, [this] { return stop_ || nudged_; });
     if (stop_) break;
     nudged_ = false;

@@ -118,6 +118,7 @@ class GatewayHeartbeatWriter {
   bool stop_ = false;       // guarded by mu_
   bool nudged_ = false;     // guarded by mu_: beat now, the volumes changed
   bool superseded_ = false; // guarded by mu_: a newer incarnation owns the heartbeat
+  bool fenced_said_ = false; // guarded by mu_: "fenced" was written; the loop beats no more
   std::thread thread_;
 };
 

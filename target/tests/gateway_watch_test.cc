@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "target/monitor/cluster_json.h"
 
 namespace dedupv1 {
@@ -71,6 +74,49 @@ TEST(GatewayWatchTest, CleanStopsAndNeverOpenedSlotsAreLeftAlone) {
   GatewayWatch w2;
   EXPECT_EQ(w2.Judge(silent, nullptr), WatchVerdict::kSuspect);
   EXPECT_EQ(w2.Judge(silent, nullptr), WatchVerdict::kTakeOver);
+}
+
+// A holder that fenced itself and keeps running still beats ("fenced"):
+// its changing beat must not keep the slot from being taken over.
+TEST(GatewayWatchTest, AFencedHolderThatStillBeatsIsTakenOver) {
+  GatewayWatch w;
+  EXPECT_EQ(w.Judge(Slot(false, 5, kHeartbeatFenced), nullptr), WatchVerdict::kSuspect);
+  EXPECT_EQ(w.Judge(Slot(false, 6, kHeartbeatFenced), nullptr), WatchVerdict::kTakeOver);
+  // A serving beat that moves is a live holder (its renewal is late).
+  GatewayWatch w2;
+  EXPECT_EQ(w2.Judge(Slot(false, 5, kHeartbeatServing), nullptr), WatchVerdict::kSuspect);
+  EXPECT_EQ(w2.Judge(Slot(false, 6, kHeartbeatServing), nullptr), WatchVerdict::kSuspect);
+}
+
+// The looks that decide are at least the gap apart (one lease in dedupv1d
+// watch): two quick looks that both miss a slow beat are not enough.
+TEST(GatewayWatchTest, TakesOverOnlyOnceTheLockWasFreeForTheGap) {
+  GatewayWatch w(std::chrono::milliseconds(300));
+  const auto began = std::chrono::steady_clock::now();
+  EXPECT_EQ(w.Judge(Slot(false, 11, kHeartbeatServing), nullptr), WatchVerdict::kSuspect);
+  std::string why;
+  WatchVerdict v = w.Judge(Slot(false, 11, kHeartbeatServing), &why);
+  if (std::chrono::steady_clock::now() - began < std::chrono::milliseconds(300)) {
+    EXPECT_EQ(v, WatchVerdict::kSuspect) << why;
+  }
+  // The first sighting is kept while the beat stands still.
+  for (int i = 0; i < 40 && v != WatchVerdict::kTakeOver; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    v = w.Judge(Slot(false, 11, kHeartbeatServing), &why);
+  }
+  EXPECT_EQ(v, WatchVerdict::kTakeOver) << why;
+  EXPECT_GE(std::chrono::steady_clock::now() - began, std::chrono::milliseconds(300));
+}
+
+// A look that could not read the lock (or the heartbeat) never counts.
+TEST(GatewayWatchTest, AnUnreadableLockIsNotAFreeOne) {
+  GatewayWatch w;
+  SlotView unread = Slot(false, 11, kHeartbeatServing);
+  unread.problem = "lock: IO error: timed out";
+  EXPECT_EQ(w.Judge(unread, nullptr), WatchVerdict::kSuspect);
+  EXPECT_EQ(w.Judge(unread, nullptr), WatchVerdict::kSuspect);
+  EXPECT_EQ(w.Judge(Slot(false, 11, kHeartbeatServing), nullptr), WatchVerdict::kSuspect);
+  EXPECT_EQ(w.Judge(Slot(false, 11, kHeartbeatServing), nullptr), WatchVerdict::kTakeOver);
 }
 
 TEST(ClusterJsonTest, OneDocumentWithSlotsVolumeOwnersAndTakeovers) {
