@@ -451,13 +451,9 @@ std::string Options::SettingsToString() const {
     << "storage.rados.gateway = " << rados.gateway << "\n"
     << "storage.rados.op-timeout = " << rados.op_timeout_s << "s\n"
     << "storage.rados.lock-lease = " << rados.lock_duration_s << "s\n"
-    << "storage.rados.index-shards = " << chunk_index.rados_shards << "\n";
-  // Printed only when set, so the dump of every other config stays as it was.
-  if (chunk_index.cluster_scope) {
-    o << "storage.rados.dedup-scope = cluster\n"
-      << "storage.rados.claim-hold = " << chunk_index.claims.claim_hold_ms << "ms\n";
-  }
-  o
+    << "storage.rados.index-shards = " << chunk_index.rados_shards << "\n"
+    << "storage.rados.dedup-scope = " << (chunk_index.cluster_scope ? "cluster" : "gateway") << "\n"
+    << "storage.rados.claim-hold = " << chunk_index.claims.claim_hold_ms << "ms\n"
     << "block-size = " << block_size << "\n"
     << "fingerprint = " << FingerprintTypeName(fingerprint) << "\n"
     << "chunking = " << chunking.name << "\n"

@@ -36,11 +36,11 @@ same() {
   timeout 180 qemu-img convert -f raw -O raw "$2" "$WORK/readback.img" &&
     cmp -n "$(stat -c %s "$1")" "$1" "$WORK/readback.img"
 }
-# slot_bytes SLOT: bytes of the containers of gateway slot SLOT (ids
-# (SLOT << 48) + sequence: objects c.<4 hex digits of SLOT>...).
-slot_bytes() {
-  local prefix total=0 obj size
-  prefix="$(printf 'c.%04x' "$1")"
+# container_bytes PREFIX: bytes of the containers whose object names start
+# with PREFIX; gateway slot SLOT's are c.<4 hex digits of SLOT> (ids
+# (SLOT << 48) + sequence).
+container_bytes() {
+  local prefix="$1" total=0 obj size
   for obj in $(timeout 60 rados -c "$DEDUPV1_TEST_CEPH_CONF" -p dedupv1-data -N "$store" ls | grep "^$prefix"); do
     size="$(timeout 60 rados -c "$DEDUPV1_TEST_CEPH_CONF" -p dedupv1-data -N "$store" stat "$obj" |
       sed -n 's/.* size \([0-9]*\).*/\1/p')"
@@ -61,9 +61,11 @@ check "stop B" dd_stop "$confB"
 check "stop A" dd_stop "$confA"
 
 # Slot numbers follow registration: gw-a is 1, gw-b is 2.
-a_bytes="$(slot_bytes 1)"
-b_bytes="$(slot_bytes 2)"
-echo "A's containers: $a_bytes bytes; B's containers: $b_bytes bytes; backup: $backup_bytes bytes"
+a_bytes="$(container_bytes c.0001)"
+b_bytes="$(container_bytes c.0002)"
+all_bytes="$(container_bytes c.)"
+echo "A's containers: $a_bytes bytes; B's containers: $b_bytes bytes; all: $all_bytes; backup: $backup_bytes bytes"
+check "every container is A's or B's (the slot numbers are 1 and 2)" test "$all_bytes" -eq $((a_bytes + b_bytes))
 check "A stored the backup's distinct bytes" test "$a_bytes" -gt $((backup_bytes / 2))
 check "B stored under 1% of the backup" test "$((b_bytes * 100))" -lt "$backup_bytes"
 
