@@ -239,6 +239,11 @@ bool ChunkIndex::WorkAvailableLocked() const {
 }
 
 Status ChunkIndex::PutNew(const Fingerprint& fp, ContainerId container) {
+  if (claims_) return Status::OK();  // cluster scope: ClaimNew records the chunks whose claims we won
+  return PutNewEntry(fp, container);
+}
+
+Status ChunkIndex::PutNewEntry(const Fingerprint& fp, ContainerId container) {
   if (fp.size != options_.table.key_size) {
     return Status::InvalidArgument("fingerprint size " + std::to_string(fp.size) +
                                    " does not match chunk index key size " +

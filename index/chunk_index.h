@@ -155,7 +155,9 @@ class ChunkIndex {
   // with PutNew is never missed. If |fp| already has an auxiliary entry, that
   // entry is kept (first writer wins). NoSpace if persistent + new auxiliary
   // entries would exceed the table's capacity ("chunk index full: N of M
-  // entries"). Aborted after Close.
+  // entries"). Aborted after Close. In cluster scope it records nothing:
+  // ClaimNew records the chunks whose claims this slot won, so no lookup of
+  // this process finds a copy before its claim is decided.
   Status PutNew(const Fingerprint& fp, ContainerId container);
 
   // Marks the auxiliary entries of these fingerprints that point to
@@ -239,9 +241,9 @@ class ChunkIndex {
 
   // Cluster scope (chunk_index_cluster.cc): whether this index shares the
   // store's table; ClaimNew claims a run's new chunks (stored, not yet
-  // mapped) and tells per chunk the container its mappings must name. A lost
-  // claim's auxiliary entry (our unused copy) is dropped, so later lookups
-  // find the winner's entry in the table.
+  // mapped), tells per chunk the container its mappings must name, and puts
+  // the chunks whose claims it won into the auxiliary index (PutNew's
+  // entry); lost ones are found in the table.
   bool cluster_scope() const { return claims_ != nullptr; }
   Status ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, std::vector<ContainerId>* use);
 
@@ -286,6 +288,7 @@ class ChunkIndex {
   Status AddUsageEach(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes);
   // Cluster scope: the table and claims (chunk_index_cluster.cc), and
   // AddUsage(Many) sent to this slot's usage keys of the shared table.
+  Status PutNewEntry(const Fingerprint& fp, ContainerId container);
   static Status SharedTableExists(const ChunkIndexOptions& options, bool* exists);
   static Status OpenShared(const ChunkIndexOptions& options, std::shared_ptr<ChunkClaims>* claims,
                            std::unique_ptr<ChunkTable>* table);

@@ -53,15 +53,11 @@ Status ChunkIndex::SharedTableExists(const ChunkIndexOptions& options, bool* exi
 Status ChunkIndex::ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, std::vector<ContainerId>* use) {
   if (!claims_) return Status::InvalidArgument("chunk index: claims need cluster scope");
   DEDUPV1_RETURN_IF_ERROR(claims_->Claim(chunks, use));
-  std::lock_guard<std::mutex> l(mu_);
   for (size_t i = 0; i < chunks.size(); i++) {
-    if ((*use)[i] == chunks[i].container) continue;
-    // Our copy lost: later lookups must find the winner's entry in the
-    // table, not our copy here (it would never flip).
-    auto it = aux_.find(chunks[i].fp);
-    if (it == aux_.end() || it->second.erased || it->second.in_table) continue;
-    if (it->second.entry.container != chunks[i].container) continue;
-    EraseLocked(it);
+    // Only now, with the claim decided, may other runs of this process find
+    // our copy: one found between store and claim could be a copy whose
+    // claim is then lost, mapped although the table names another.
+    if ((*use)[i] == chunks[i].container) DEDUPV1_RETURN_IF_ERROR(PutNewEntry(chunks[i].fp, chunks[i].container));
   }
   return Status::OK();
 }
