@@ -71,6 +71,7 @@ ChunkStore::ChunkStore(const ChunkStoreOptions& options, Env* env, StorageBacken
       catalog_(std::move(backend.catalog)),
       read_cache_(options.read_cache_containers),
       metadata_cache_(kMetadataCacheContainers),
+      foreign_(backend.id_base),
       ids_(catalog_.get(), backend.id_base),
       aliases_(catalog_.get(), store_.get()),
       dead_marks_(catalog_.get()),

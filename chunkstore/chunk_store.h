@@ -71,6 +71,7 @@
 #include "chunkstore/container_summaries.h"
 #include "chunkstore/container_summary.h"
 #include "chunkstore/dead_chunk_marks.h"
+#include "chunkstore/foreign_containers.h"
 #include "chunkstore/storage_backend_registry.h"
 #include "core/base/env.h"
 #include "core/base/fingerprint.h"
@@ -161,7 +162,15 @@ class ChunkStore {
   // its checksums are verified (GetFingerprints reads only the metadata).
   // For checks and tools.
   Status GetFingerprintsVerified(ContainerId id, std::vector<Fingerprint>* fps);
+  // True for a foreign container once AcceptForeignContainers was called
+  // (chunkstore/foreign_containers.h says why that is safe).
   bool IsCommitted(ContainerId id) const;
+
+  // Cluster scope: mappings may name other gateway slots' containers.
+  void AcceptForeignContainers() { foreign_.Enable(); }
+  bool IsForeign(ContainerId id) const { return foreign_.IsForeign(id); }
+  // Whether container |id| (any slot's) exists in the container store.
+  Status ContainerExists(ContainerId id, bool* exists) { return ForeignContainers::Exists(store_.get(), id, exists); }
 
   // Commits all open containers and waits until every container handed to
   // the writers so far is committed (and its listener call returned). Failed
@@ -318,6 +327,7 @@ class ChunkStore {
   size_t committing_ = 0;                             // kCommitting + kNotifying
   std::unordered_set<ContainerId> uncommitted_;       // open + pending ids
   std::vector<ContainerId> committed_at_open_;        // sorted, ids < ids_.session_first()
+  ForeignContainers foreign_;
   ContainerIdAllocator ids_;                          // under mu_
   std::unordered_set<ContainerId> deleted_;           // containers deleted this run (and their aliases)
   size_t failed_count_ = 0;

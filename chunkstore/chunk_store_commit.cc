@@ -178,6 +178,7 @@ Status ChunkStore::Flush() {
 
 bool ChunkStore::IsCommitted(ContainerId requested) const {
   if (requested == kNoContainer || requested == kZeroContainer) return false;
+  if (foreign_.IsForeign(requested)) return true;
   std::lock_guard<std::mutex> l(mu_);
   const ContainerId id = aliases_.Resolve(requested);
   if (id >= ids_.next() || deleted_.count(id) != 0) return false;

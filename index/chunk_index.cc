@@ -52,6 +52,7 @@ Status ChunkIndex::OpenTable(const ChunkIndexOptions& options, Env* env, std::un
 }
 
 Status ChunkIndex::TableExists(const ChunkIndexOptions& options, Env* env, bool* exists) {
+  if (options.cluster_scope) return SharedTableExists(options, exists);
   if (options.table_backend == "rados") {
     RadosChunkTableOptions ro;
     ro.rados = options.rados;
@@ -62,6 +63,10 @@ Status ChunkIndex::TableExists(const ChunkIndexOptions& options, Env* env, bool*
 }
 
 std::string ChunkIndex::TableWhere(const ChunkIndexOptions& options) {
+  if (options.cluster_scope) {
+    return "the shared chunk index table (rados:" + options.rados.index_pool + "/" + options.rados.store + "/" +
+           RadosSharedChunkTable::kHeaderObject + " and its shards)";
+  }
   if (options.table_backend == "rados") {
     return "the chunk index table (rados:" + options.rados.index_pool + "/" + options.rados.store + "/" +
            options.rados.ObjectPrefix() + RadosChunkTable::kHeaderObject + " and its shards)";
@@ -80,8 +85,11 @@ Status ChunkIndex::Open(const ChunkIndexOptions& options, Env* env,
                                    std::to_string(options.aux_soft_limit));
   }
   std::unique_ptr<ChunkTable> table;
-  DEDUPV1_RETURN_IF_ERROR(OpenTable(options, env, &table));
+  std::shared_ptr<ChunkClaims> claims;
+  if (options.cluster_scope) DEDUPV1_RETURN_IF_ERROR(OpenShared(options, &claims, &table));
+  else DEDUPV1_RETURN_IF_ERROR(OpenTable(options, env, &table));
   out->reset(new ChunkIndex(options, std::move(table), std::move(is_committed)));
+  (*out)->claims_ = std::move(claims);
   return Status::OK();
 }
 
@@ -231,6 +239,11 @@ bool ChunkIndex::WorkAvailableLocked() const {
 }
 
 Status ChunkIndex::PutNew(const Fingerprint& fp, ContainerId container) {
+  if (claims_) return Status::OK();  // cluster scope: ClaimNew records the chunks whose claims we won
+  return PutNewEntry(fp, container);
+}
+
+Status ChunkIndex::PutNewEntry(const Fingerprint& fp, ContainerId container) {
   if (fp.size != options_.table.key_size) {
     return Status::InvalidArgument("fingerprint size " + std::to_string(fp.size) +
                                    " does not match chunk index key size " +
@@ -395,11 +408,17 @@ Status ChunkIndex::AddUsage(const Fingerprint& fp, int64_t delta, uint64_t event
                             bool* applied, ContainerId committed_copy) {
   const UsageChange change{fp, delta, event_id, committed_copy};
   UsageOutcome outcome;
+  if (claims_) {
+    std::vector<UsageOutcome> outcomes;
+    DEDUPV1_RETURN_IF_ERROR(AddUsageShared({change}, &outcomes));
+    outcome = outcomes[0];
+  }
   auto report = [&] {
     if (applied != nullptr) *applied = outcome.applied;
     if (usage != nullptr) *usage = outcome.usage;
     return Status::OK();
   };
+  if (claims_) return report();
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = aux_.find(fp);
@@ -429,6 +448,7 @@ Status ChunkIndex::AddUsage(const Fingerprint& fp, int64_t delta, uint64_t event
 
 Status ChunkIndex::AddUsageMany(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes) {
   outcomes->assign(changes.size(), UsageOutcome());
+  if (claims_) return AddUsageShared(changes, outcomes);
   if (!table_->batched()) return AddUsageEach(changes, outcomes);
   // Held from before the auxiliary index is read until the loaded entries
   // are in it: no write-back round drops an entry the batch found in memory,
@@ -512,6 +532,11 @@ Status ChunkIndex::AddUsageEach(const std::vector<UsageChange>& changes, std::ve
 }
 
 Status ChunkIndex::Erase(const Fingerprint& fp) {
+  if (claims_) {
+    return Status::NotSupported("chunk index erase of " + fp.ToHex() +
+                                ": garbage collection of a cluster-scope store comes with cluster GC "
+                                "(design-15 phase 5)");
+  }
   std::lock_guard<std::mutex> wb(write_back_mu_);
   std::unique_lock<std::mutex> l(mu_);
   auto it = aux_.find(fp);
@@ -746,6 +771,7 @@ ChunkIndexStats ChunkIndex::stats() const {
   st.aux_hits = aux_hits_.load();
   st.disk_hits = disk_hits_.load();
   st.misses = misses_.load();
+  if (claims_) st.claims = claims_->stats();
   return st;
 }
 

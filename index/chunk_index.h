@@ -42,6 +42,7 @@
 #include "core/base/status.h"
 #include "core/base/types.h"
 #include "core/rados/rados_options.h"
+#include "index/chunk_claims.h"
 #include "index/chunk_index_entry.h"
 #include "index/chunk_table.h"
 #include "index/disk_hash_table.h"
@@ -57,6 +58,14 @@ struct ChunkIndexOptions {
   uint32_t rados_shards = 64;  // power of two; fixed when the table is created
   uint64_t aux_soft_limit = 1 << 20;  // entries: above this the background thread writes back
   uint64_t aux_hard_limit = 4 << 20;  // entries: PutNew waits (throttles) above this
+  // Cluster scope (storage.rados.dedup-scope = cluster, index/chunk_claims.h):
+  // the table is the store's shared one (ci.*, not gw.NAME/ci.*), opened with
+  // this gateway slot's number and incarnation (the engine sets both from
+  // the gateway registry); usage goes to this slot's keys in it.
+  bool cluster_scope = false;
+  uint16_t slot = 0;
+  uint32_t slot_incarnation = 0;
+  ChunkClaimsOptions claims;  // claim hold, container probe
 };
 
 struct ChunkIndexStats {
@@ -80,6 +89,7 @@ struct ChunkIndexStats {
   // The last error: a failed write-back, or a new chunk refused because the
   // index is full ("chunk index full: N of M entries"); empty if none yet.
   std::string last_error;
+  ChunkClaimsStats claims;  // cluster scope only
 
   // Entries counted against the capacity: what PutNew compares with it.
   uint64_t used_entries() const { return persistent_entries + new_entries; }
@@ -145,7 +155,9 @@ class ChunkIndex {
   // with PutNew is never missed. If |fp| already has an auxiliary entry, that
   // entry is kept (first writer wins). NoSpace if persistent + new auxiliary
   // entries would exceed the table's capacity ("chunk index full: N of M
-  // entries"). Aborted after Close.
+  // entries"). Aborted after Close. In cluster scope it records nothing:
+  // ClaimNew records the chunks whose claims this slot won, so no lookup of
+  // this process finds a copy before its claim is decided.
   Status PutNew(const Fingerprint& fp, ContainerId container);
 
   // Marks the auxiliary entries of these fingerprints that point to
@@ -227,6 +239,14 @@ class ChunkIndex {
   // design). Idempotent; later PutNew calls return Aborted.
   Status Close();
 
+  // Cluster scope (chunk_index_cluster.cc): whether this index shares the
+  // store's table; ClaimNew claims a run's new chunks (stored, not yet
+  // mapped), tells per chunk the container its mappings must name, and puts
+  // the chunks whose claims it won into the auxiliary index (PutNew's
+  // entry); lost ones are found in the table.
+  bool cluster_scope() const { return claims_ != nullptr; }
+  Status ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, std::vector<ContainerId>* use);
+
   ChunkIndexStats stats() const;
   Status Verify(uint64_t* pages_checked);
   // Calls |f| for every fingerprint in the persistent table and the auxiliary
@@ -266,6 +286,13 @@ class ChunkIndex {
   // from the table (inserted into the auxiliary index if the change applies).
   // AddUsageMany for a table that does not batch.
   Status AddUsageEach(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes);
+  // Cluster scope: the table and claims (chunk_index_cluster.cc), and
+  // AddUsage(Many) sent to this slot's usage keys of the shared table.
+  Status PutNewEntry(const Fingerprint& fp, ContainerId container);
+  static Status SharedTableExists(const ChunkIndexOptions& options, bool* exists);
+  static Status OpenShared(const ChunkIndexOptions& options, std::shared_ptr<ChunkClaims>* claims,
+                           std::unique_ptr<ChunkTable>* table);
+  Status AddUsageShared(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes);
   void ApplyUsageLocked(const Fingerprint& fp, AuxEntry* e, const UsageChange& change, UsageOutcome* outcome);
   void ApplyUsageToLoadedLocked(const Fingerprint& fp, const ChunkIndexEntry& loaded, const UsageChange& change,
                                 UsageOutcome* outcome);
@@ -293,6 +320,7 @@ class ChunkIndex {
   const ChunkIndexOptions options_;
   const std::unique_ptr<ChunkTable> table_;
   const std::function<bool(ContainerId)> is_committed_;
+  std::shared_ptr<ChunkClaims> claims_;  // cluster scope only; set by Open
   const size_t write_back_batch_;  // after table_: computed from its geometry
 
   std::mutex close_mu_;  // serializes Close

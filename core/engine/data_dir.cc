@@ -91,9 +91,9 @@ Status InspectDataDir(Env* env, const Options& options, DataDirState* state) {
     return containers->List(&ids);
   };
 
-  // Any file of a store (except LOCK, which any open takes, and dedupv1d's
-  // own files) means the directory holds one.
-  std::string evidence = table_exists ? ChunkIndex::TableWhere(options.chunk_index) : "";
+  // Any file of a store (but LOCK: any open takes it; dedupv1d's files; a shared table: any slot's) means one.
+  std::string evidence =
+      table_exists && !options.chunk_index.cluster_scope ? ChunkIndex::TableWhere(options.chunk_index) : "";
   for (const std::string& f :
        {in_dir(kSystemFileName), in_dir(kVolumesFileName), options.log.path,
         table_in_rados ? options.log.path : journal, options.block_index.path, in_dir(kCheckpointFileName),

@@ -13,6 +13,8 @@
 #include <ctime>
 #include <sstream>
 
+#include "core/engine/cluster_scope.h"
+#include "core/engine/dedup_scope.h"
 #include "core/engine/gc_host.h"
 #include "core/rados/store_layout.h"
 #include "filters/filter_registry.h"
@@ -154,6 +156,7 @@ Status DedupSystem::Init() {
   parts.block_locks = &block_locks_;
   parts.stats = &stats_;
   parts.wake_workers = [this] { WakeWorkers(); };
+  if (chunk_index_->cluster_scope()) parts.claim_index = chunk_index_.get();
   pipeline_ = std::make_unique<WritePipeline>(std::move(parts));
   // Every event still in the log may be uncounted (idempotent per entry).
   usage_ = std::make_unique<UsageCounter>(log_.get(), chunk_index_.get(), chunk_store_.get(), log_->head_id());
@@ -234,7 +237,21 @@ Status DedupSystem::OpenStores() {
   ChunkStore* store = chunk_store_.get();
   auto is_committed = [store](ContainerId id) { return store->IsCommitted(id); };
   DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.chunk_index.table.path)));
-  s = ChunkIndex::Open(options_.chunk_index, env_, is_committed, &chunk_index_);
+  ChunkIndexOptions chunk_index_options = options_.chunk_index;
+  if (UsesRados(options_)) {
+    DEDUPV1_RETURN_IF_ERROR(CheckDedupScope(rados_, options_.rados, options_.chunk_index.cluster_scope));
+  }
+  if (options_.chunk_index.cluster_scope) {
+    // Cluster scope (index/chunk_claims.h): the store's shared table, with
+    // this incarnation of the slot; mappings may name other slots' containers.
+    chunk_index_options.slot = gateway_record_.slot;
+    chunk_index_options.slot_incarnation = gateway_record_.incarnation;
+    chunk_index_options.claims.container_exists = [store](ContainerId id, bool* exists) {
+      return store->ContainerExists(id, exists);
+    };
+    store->AcceptForeignContainers();
+  }
+  s = ChunkIndex::Open(chunk_index_options, env_, is_committed, &chunk_index_);
   if (!s.ok()) return s.WithContext("open chunk index " + options_.chunk_index.table.path);
   DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.block_index.path)));
   BlockIndexOptions block_index_options = options_.block_index;
@@ -444,15 +461,17 @@ Status DedupSystem::LoadBloomFilter(bool* trusted) {
 }
 
 Status DedupSystem::BuildFilterChain() {
+  const bool cluster = options_.chunk_index.cluster_scope;  // core/engine/cluster_scope.h
   bool bloom_trusted = false;
-  DEDUPV1_RETURN_IF_ERROR(LoadBloomFilter(&bloom_trusted));
+  if (!cluster) DEDUPV1_RETURN_IF_ERROR(LoadBloomFilter(&bloom_trusted));
   FilterInputs inputs;
   inputs.chunk_store = chunk_store_.get();
   inputs.chunk_index = chunk_index_.get();
   inputs.bloom = bloom_trusted ? bloom_.get() : nullptr;
   inputs.container_cache_containers = options_.filters.container_cache_containers;
   FilterChain chain;
-  DEDUPV1_RETURN_IF_ERROR(dedupv1::BuildFilterChain(options_.filter_chain, inputs, &chain));
+  DEDUPV1_RETURN_IF_ERROR(dedupv1::BuildFilterChain(
+      cluster ? ClusterScopeFilterChain(options_.filter_chain) : options_.filter_chain, inputs, &chain));
   pipeline_->InstallFilterChain(std::move(chain));
   return Status::OK();
 }
@@ -804,7 +823,8 @@ void DedupSystem::CheckpointLoop() {
     }
     // Idle: a GC round if one has work (candidates, garbage not looked at
     // yet, or no round since open). A round checkpoints, so not while paused.
-    if (s.ok() && idle_work && !paused && !stop_.load() && gc_->HasWork()) {
+    // Cluster scope: none (kNoClusterGc).
+    if (s.ok() && idle_work && !paused && !stop_.load() && !options_.chunk_index.cluster_scope && gc_->HasWork()) {
       s = gc_->Run();
       if (!s.ok()) RecordError(s);
       else idle_gc_runs_++;
@@ -1002,6 +1022,7 @@ Status DedupSystem::Sync() {
 
 Status DedupSystem::RunGc() {
   if (stop_.load()) return Status::Aborted("system is shutting down");
+  if (options_.chunk_index.cluster_scope) return Status::NotSupported(kNoClusterGc);
   return gc_->Run();
 }
 

@@ -223,6 +223,20 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          o->chunk_index.rados_shards = static_cast<uint32_t>(x);
          return Status::OK();
        }},
+      {"storage.rados.dedup-scope", [](const std::string& v, Options* o) {
+         if (v != "gateway" && v != "cluster") {
+           return Status::InvalidArgument("storage.rados.dedup-scope must be gateway or cluster, got '" + v + "'");
+         }
+         o->chunk_index.cluster_scope = v == "cluster";
+         return Status::OK();
+       }},
+      {"storage.rados.claim-hold", [](const std::string& v, Options* o) {
+         uint64_t ms;
+         DEDUPV1_RETURN_IF_ERROR(ParseDurationMs(v, &ms));
+         if (ms > 3600 * 1000) return Status::InvalidArgument("storage.rados.claim-hold must be at most 1h, got " + v);
+         o->chunk_index.claims.claim_hold_ms = ms;
+         return Status::OK();
+       }},
       {"storage.rados.lock-lease", [](const std::string& v, Options* o) {
          uint64_t ms;
          DEDUPV1_RETURN_IF_ERROR(ParseDurationMs(v, &ms));
@@ -383,6 +397,10 @@ Status Options::DerivePathsFrom(const std::string& dir) {
 }
 
 Status Options::FinishStorageBackend() {
+  if (chunk_index.cluster_scope && (storage_backend != "rados" || rados.gateway.empty())) {
+    return Status::InvalidArgument("storage.rados.dedup-scope = cluster needs storage.backend = rados and "
+                                   "storage.rados.gateway (the gateway slots of one store share its chunk index)");
+  }
   if (storage_backend == "local") {
     if (!rados.gateway.empty()) {
       return Status::InvalidArgument("storage.rados.gateway = " + rados.gateway +
@@ -434,6 +452,8 @@ std::string Options::SettingsToString() const {
     << "storage.rados.op-timeout = " << rados.op_timeout_s << "s\n"
     << "storage.rados.lock-lease = " << rados.lock_duration_s << "s\n"
     << "storage.rados.index-shards = " << chunk_index.rados_shards << "\n"
+    << "storage.rados.dedup-scope = " << (chunk_index.cluster_scope ? "cluster" : "gateway") << "\n"
+    << "storage.rados.claim-hold = " << chunk_index.claims.claim_hold_ms << "ms\n"
     << "block-size = " << block_size << "\n"
     << "fingerprint = " << FingerprintTypeName(fingerprint) << "\n"
     << "chunking = " << chunking.name << "\n"

@@ -221,6 +221,27 @@ TEST(OptionsTest, RelativeDataDirIsRelativeToTheConfigFile) {
   std::filesystem::remove_all(dir);
 }
 
+// storage.rados.dedup-scope (design-15 2.4): gateway by default; cluster
+// only for a gateway slot of a rados store.
+TEST(OptionsTest, DedupScope) {
+  Options o;
+  ASSERT_TRUE(FromText("data-dir = /srv/dd\nstorage.backend = rados\nstorage.rados.gateway = gw-a\n", &o).ok());
+  EXPECT_FALSE(o.chunk_index.cluster_scope);
+  EXPECT_EQ(o.chunk_index.claims.claim_hold_ms, 30000u);
+  Options c;
+  Status s = FromText("data-dir = /srv/dd\nstorage.backend = rados\nstorage.rados.gateway = gw-a\n"
+                      "storage.rados.dedup-scope = cluster\nstorage.rados.claim-hold = 5s\n",
+                      &c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(c.chunk_index.cluster_scope);
+  EXPECT_EQ(c.chunk_index.claims.claim_hold_ms, 5000u);
+  EXPECT_NE(c.ToString().find("storage.rados.dedup-scope = cluster\n"), std::string::npos);
+  ExpectRefused("data-dir = /srv/dd\nstorage.backend = rados\nstorage.rados.dedup-scope = cluster\n",
+                {"storage.rados.dedup-scope", "storage.rados.gateway"});
+  ExpectRefused("data-dir = /srv/dd\nstorage.rados.dedup-scope = cluster\n", {"storage.rados.dedup-scope"});
+  ExpectRefused("data-dir = /srv/dd\nstorage.rados.dedup-scope = global\n", {"storage.rados.dedup-scope", "global"});
+}
+
 TEST(OptionsTest, EveryKeyAppearsInToString) {
   Options o;
   ASSERT_TRUE(FromText("volume = v 1G\n", &o).ok());

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "chunkstore/chunk_store.h"
+#include "core/engine/claim_step.h"
 #include "filters/zero_chunk_filter.h"
 #include "index/block_index.h"
 #include "log/log_event.h"
@@ -42,6 +43,7 @@ WritePipeline::WritePipeline(Parts parts)
       block_locks_(parts.block_locks),
       stats_(parts.stats),
       wake_workers_(std::move(parts.wake_workers)),
+      claim_index_(parts.claim_index),
       hash_pool_(1) {}
 
 void WritePipeline::InstallFilterChain(FilterChain chain) {
@@ -93,7 +95,11 @@ Status WritePipeline::ProcessRun(uint32_t volume_id, WriteBuffer* buffer, WriteB
   for (ChunkRequest& c : chunks) c.previous_chunks = &previous;
 
   // 4. The filter chain decides; new chunks are stored.
-  DEDUPV1_RETURN_IF_ERROR(FilterAndStore(volume_id, &chunks, outcome));
+  std::vector<size_t> stored;
+  DEDUPV1_RETURN_IF_ERROR(FilterAndStore(volume_id, &chunks, outcome, &stored));
+  // 4b. Cluster scope: the new chunks are claimed in the shared chunk index;
+  //     lost claims map the winner's container.
+  if (claim_index_ != nullptr) DEDUPV1_RETURN_IF_ERROR(ClaimNewChunks(claim_index_, stored, &chunks));
   stats_->ns_filtering += NanosSince(phase);
   phase = std::chrono::steady_clock::now();
   stats_->runs++;
@@ -142,11 +148,13 @@ void WritePipeline::ComputeFingerprints(const uint8_t* data, const std::vector<s
 
 // The fingerprint lock covers decide + store + update so a chunk is stored
 // once. Holds the GC barrier shared (ProcessRun).
-Status WritePipeline::FilterAndStore(uint32_t volume_id, Chunks* chunks, RunOutcome* outcome) {
+Status WritePipeline::FilterAndStore(uint32_t volume_id, Chunks* chunks, RunOutcome* outcome,
+                                     std::vector<size_t>* stored) {
   // Filters that read a remote table (the chunk index on RADOS) fetch the
   // run's answers in one batch first; nothing happens on the local backend.
   auto prepared = filter_chain_.PrepareRun(*chunks);
-  for (ChunkRequest& c : *chunks) {
+  for (size_t i = 0; i < chunks->size(); i++) {
+    ChunkRequest& c = (*chunks)[i];
     std::lock_guard<std::mutex> fp_lock(fp_locks_.For(c.fp));
     Status error;
     FilterResult r = filter_chain_.Decide(&c, &error);
@@ -161,6 +169,7 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, Chunks* chunks, RunOutc
       }
     } else {
       DEDUPV1_RETURN_IF_ERROR(chunk_store_->StoreChunk(c.fp, c.data, c.size, volume_id, &c.container));
+      stored->push_back(i);
       Status updated = filter_chain_.UpdateNew(c);
       // Only the chunk index refuses an insert for want of space ("chunk
       // index full"): the run waits parked, the rest of the buffer goes on.

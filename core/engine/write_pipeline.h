@@ -48,6 +48,7 @@
 namespace dedupv1 {
 
 class BlockIndex;
+class ChunkIndex;
 class ChunkStore;
 class OperationsLog;
 
@@ -65,6 +66,9 @@ class WritePipeline {
     SystemStats* stats = nullptr;
     // Wakes the dedup workers: called when a run hands an unfinished tail on.
     std::function<void()> wake_workers;
+    // Cluster scope only (core/engine/claim_step.h): the chunk index whose
+    // ClaimNew claims each run's new chunks before its mappings are logged.
+    ChunkIndex* claim_index = nullptr;
   };
   explicit WritePipeline(Parts parts);
 
@@ -124,7 +128,8 @@ class WritePipeline {
   // Step 2: fingerprints, in parallel. All-zero chunks are not hashed.
   void ComputeFingerprints(const uint8_t* data, const std::vector<size_t>& ends, Chunks* chunks);
   // Step 4: decides every chunk under its fingerprint lock and stores new ones.
-  Status FilterAndStore(uint32_t volume_id, Chunks* chunks, RunOutcome* outcome);
+  // |stored| receives the indices of the chunks stored new.
+  Status FilterAndStore(uint32_t volume_id, Chunks* chunks, RunOutcome* outcome, std::vector<size_t>* stored);
   // Step 5: the new mapping of every block the processed bytes touch.
   Status InstallRunMappings(uint32_t volume_id, WriteBuffer* buffer, const WriteBuffer::Run& run,
                             const std::vector<size_t>& ends, const Chunks& chunks);
@@ -141,6 +146,7 @@ class WritePipeline {
   BlockLocks* const block_locks_;
   SystemStats* const stats_;
   const std::function<void()> wake_workers_;
+  ChunkIndex* const claim_index_;
 
   ThreadPool hash_pool_;
   FilterChain filter_chain_;

@@ -1,0 +1,238 @@
+#include "index/chunk_claims.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <unordered_set>
+#include <thread>
+
+namespace dedupv1 {
+namespace {
+
+// A lost claim re-reads the entry at most this often while it waits; the
+// backoff doubles from the first to the last value.
+constexpr auto kFirstBackoff = std::chrono::milliseconds(5);
+constexpr auto kMaxBackoff = std::chrono::milliseconds(200);
+// Steps of one lost claim's resolution: a bound on races lost in a row (each
+// step is a read or a compare-and-set), far above the waits of one hold.
+constexpr int kMaxLostSteps = 2000;
+
+}  // namespace
+
+ChunkClaims::ChunkClaims(const ChunkClaimsOptions& options, std::unique_ptr<RadosSharedChunkTable> table,
+                         uint32_t incarnation)
+    : options_(options), table_(std::move(table)), incarnation_(incarnation) {}
+
+Status ChunkClaims::Open(const RadosSharedChunkTableOptions& table_options, const ChunkClaimsOptions& options,
+                         std::unique_ptr<ChunkClaims>* out) {
+  if (!options.container_exists) return Status::InvalidArgument("chunk claims: no container probe given");
+  std::unique_ptr<RadosSharedChunkTable> table;
+  DEDUPV1_RETURN_IF_ERROR(RadosSharedChunkTable::Open(table_options, &table));
+  out->reset(new ChunkClaims(options, std::move(table), table_options.incarnation));
+  return Status::OK();
+}
+
+SharedEntry ChunkClaims::OurClaim(ContainerId container) const {
+  return SharedEntry{SharedEntry::State::kUncommitted, container, table_->slot(), incarnation_, 0};
+}
+
+Status ChunkClaims::Exists(ContainerId id, bool* exists) { return options_.container_exists(id, exists); }
+
+Status ChunkClaims::FlipOnBehalf(const Fingerprint& fp, const SharedEntry& entry) {
+  std::vector<SharedCasResult> results;
+  DEDUPV1_RETURN_IF_ERROR(table_->FlipMany({SharedFlip{fp, entry}}, 0, &results));
+  if (results[0].won) flips_on_behalf_++;
+  return Status::OK();
+}
+
+Status ChunkClaims::Resolve(const std::vector<Fingerprint>& fps, std::vector<ContainerId>* containers) {
+  std::vector<std::optional<SharedEntry>> entries;
+  DEDUPV1_RETURN_IF_ERROR(table_->LookupMany(fps, &entries));
+  containers->assign(fps.size(), kNoContainer);
+  // A read-only instance (slot 0, the tools) changes nothing: it only uses C
+  // entries and claims whose container exists.
+  const bool writer = table_->slot() != 0;
+  std::map<ContainerId, bool> exists;  // per call: a run's chunks share few containers
+  std::vector<SharedFlip> flips;
+  std::unordered_set<Fingerprint, FingerprintHasher> flipping;
+  for (size_t i = 0; i < fps.size(); i++) {
+    if (!entries[i]) continue;
+    SharedEntry e = *entries[i];
+    if (e.state == SharedEntry::State::kDead) {
+      if (!writer) continue;
+      SharedCasResult r;
+      DEDUPV1_RETURN_IF_ERROR(table_->Revive(fps[i], e, 0, &r));
+      if (r.won) revives_++;
+      if (!r.current) continue;  // erased meanwhile: new
+      e = *r.current;
+    }
+    if (e.state == SharedEntry::State::kUncommitted) {
+      auto it = exists.find(e.container);
+      if (it == exists.end()) {
+        bool ex = false;
+        DEDUPV1_RETURN_IF_ERROR(Exists(e.container, &ex));
+        it = exists.emplace(e.container, ex).first;
+      }
+      // Missing: the claimer has not committed it (yet); our claim of a
+      // copy will lose and wait for it (Claim).
+      if (!it->second) continue;
+      if (writer && flipping.insert(fps[i]).second) flips.push_back(SharedFlip{fps[i], e});
+    }
+    if (e.state == SharedEntry::State::kDead) continue;  // revived by nobody: treat as new
+    (*containers)[i] = e.container;
+    if ((e.container >> 48) != table_->slot()) foreign_hits_++;
+  }
+  if (!flips.empty()) {
+    std::vector<SharedCasResult> results;
+    DEDUPV1_RETURN_IF_ERROR(table_->FlipMany(flips, 0, &results));
+    for (const SharedCasResult& r : results) {
+      if (r.won) flips_on_behalf_++;
+    }
+  }
+  return Status::OK();
+}
+
+Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<ContainerId>* use) {
+  use->assign(chunks.size(), kNoContainer);
+  if (chunks.empty()) return Status::OK();
+  std::vector<SharedClaim> claims;
+  claims.reserve(chunks.size());
+  for (const NewChunk& c : chunks) claims.push_back(SharedClaim{c.fp, c.container});
+  std::vector<SharedCasResult> results;
+  DEDUPV1_RETURN_IF_ERROR(table_->ClaimMany(claims, 0, &results));
+  claims_ += chunks.size();
+  for (size_t i = 0; i < chunks.size(); i++) {
+    const NewChunk& c = chunks[i];
+    if (results[i].won) {
+      (*use)[i] = c.container;
+      continue;
+    }
+    DEDUPV1_RETURN_IF_ERROR(ResolveLost(c.fp, c.container, results[i].current, &(*use)[i]));
+    if ((*use)[i] != c.container) {
+      claims_lost_++;
+      bytes_wasted_ += c.size;
+    }
+  }
+  return Status::OK();
+}
+
+Status ChunkClaims::ResolveLost(const Fingerprint& fp, ContainerId ours, std::optional<SharedEntry> current,
+                                ContainerId* use) {
+  *use = kNoContainer;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(options_.claim_hold_ms);
+  auto backoff = std::chrono::duration_cast<std::chrono::milliseconds>(kFirstBackoff);
+  bool waited = false;
+  for (int step = 0; step < kMaxLostSteps; step++) {
+    const bool hold_over = std::chrono::steady_clock::now() >= deadline;
+    DEDUPV1_RETURN_IF_ERROR(ResolveLostStep(fp, ours, hold_over, &current, use));
+    if (*use != kNoContainer) return Status::OK();
+    if (!waited) claim_waits_++;
+    waited = true;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxBackoff));
+    std::vector<std::optional<SharedEntry>> now;
+    DEDUPV1_RETURN_IF_ERROR(table_->LookupMany({fp}, &now));
+    current = now[0];
+  }
+  return Status::Busy("shared chunk index " + table_->ShardOid(fp) + ": claim of " + fp.ToHex() +
+                      " still undecided after " + std::to_string(kMaxLostSteps) + " steps (entry " +
+                      (current ? current->ToString() : std::string("none")) + ")");
+}
+
+Status ChunkClaims::ResolveLostStep(const Fingerprint& fp, ContainerId ours, bool hold_over,
+                                    std::optional<SharedEntry>* current, ContainerId* use) {
+  if (!*current) {
+    // No entry (erased since): claim again.
+    std::vector<SharedCasResult> r;
+    DEDUPV1_RETURN_IF_ERROR(table_->ClaimMany({SharedClaim{fp, ours}}, 0, &r));
+    if (r[0].won) *use = ours;
+    else *current = r[0].current;
+    return Status::OK();
+  }
+  const SharedEntry e = **current;
+  SharedCasResult r;
+  switch (e.state) {
+    case SharedEntry::State::kCommitted:
+      *use = e.container;
+      return Status::OK();
+    case SharedEntry::State::kDead:
+      DEDUPV1_RETURN_IF_ERROR(table_->Revive(fp, e, 0, &r));
+      if (r.won) {
+        revives_++;
+        *use = e.container;
+      } else {
+        *current = r.current;
+      }
+      return Status::OK();
+    case SharedEntry::State::kUncommitted:
+      break;
+  }
+  if (e.container == ours) {  // our own claim (a repeated call)
+    *use = ours;
+    return Status::OK();
+  }
+  bool exists = false;
+  DEDUPV1_RETURN_IF_ERROR(Exists(e.container, &exists));
+  if (exists) {
+    DEDUPV1_RETURN_IF_ERROR(FlipOnBehalf(fp, e));
+    *use = e.container;
+    return Status::OK();
+  }
+  // A claim of an earlier incarnation of this slot: that incarnation is dead
+  // (this one holds the slot's lock), its container will not appear.
+  const bool dead_claimer = e.claimer_slot == table_->slot() && e.claimer_incarnation != incarnation_;
+  if (!hold_over && !dead_claimer) return Status::OK();  // wait for it
+  DEDUPV1_RETURN_IF_ERROR(table_->TakeOver(fp, e, ours, 0, &r));
+  if (r.won) {
+    takeovers_++;
+    *use = ours;
+  } else {
+    *current = r.current;
+  }
+  return Status::OK();
+}
+
+Status ChunkClaims::Flip(const std::vector<std::pair<Fingerprint, ContainerId>>& claimed) {
+  if (claimed.empty()) return Status::OK();
+  std::vector<SharedFlip> flips;
+  flips.reserve(claimed.size());
+  for (const auto& [fp, container] : claimed) flips.push_back(SharedFlip{fp, OurClaim(container)});
+  std::vector<SharedCasResult> results;
+  DEDUPV1_RETURN_IF_ERROR(table_->FlipMany(flips, 0, &results));
+  for (const SharedCasResult& r : results) {
+    if (r.won) flips_++;
+    else flips_lost_++;
+  }
+  return Status::OK();
+}
+
+Status ChunkClaims::AddUsage(const std::vector<SharedUsageDelta>& deltas, std::vector<bool>* applied) {
+  applied->assign(deltas.size(), false);
+  if (deltas.empty()) return Status::OK();
+  std::vector<SharedUsageOutcome> outcomes;
+  DEDUPV1_RETURN_IF_ERROR(table_->AddUsageMany(deltas, 0, &outcomes));
+  for (size_t i = 0; i < deltas.size(); i++) {
+    (*applied)[i] = outcomes[i] == SharedUsageOutcome::kApplied;
+    if (outcomes[i] == SharedUsageOutcome::kUsageOfMissingEntry) usage_of_missing_entry_++;
+  }
+  return Status::OK();
+}
+
+ChunkClaimsStats ChunkClaims::stats() const {
+  ChunkClaimsStats s;
+  s.claims = claims_;
+  s.claims_lost = claims_lost_;
+  s.bytes_wasted = bytes_wasted_;
+  s.claim_waits = claim_waits_;
+  s.takeovers = takeovers_;
+  s.flips = flips_;
+  s.flips_lost = flips_lost_;
+  s.flips_on_behalf = flips_on_behalf_;
+  s.revives = revives_;
+  s.foreign_hits = foreign_hits_;
+  s.usage_of_missing_entry = usage_of_missing_entry_;
+  return s;
+}
+
+}  // namespace dedupv1

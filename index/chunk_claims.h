@@ -1,0 +1,121 @@
+// ChunkClaims is the chunk index's protocol in cluster scope
+// (storage.rados.dedup-scope = cluster, docs/design-15.md 2.4): every gateway
+// slot of a store shares one RadosSharedChunkTable, so a chunk stored through
+// any slot is found by every other. ChunkIndex stays the engine's facade; it
+// reads through SharedTableView (index/shared_table_view.h) and calls these
+// for claims, flips and usage.
+//
+// The protocol, per fingerprint:
+//  - Resolve (lookup): C{X} -> use X (X may be another slot's container);
+//    U{X} -> use X if the container object exists (containers are written
+//    whole, so existing = durable) and flip the entry to C on the claimer's
+//    behalf, else treat the chunk as new (the caller stores its own copy and
+//    its claim tells what to do); D{X} -> Revive (compare-and-set) and use X.
+//  - Claim (after the run stored its new chunks, before any mapping naming
+//    them is logged): won -> map our copy. Lost -> map the winner's container
+//    if its entry is C (or U with an existing object); otherwise wait with a
+//    bounded backoff up to |claim_hold_ms| for it to appear, then take the
+//    claim over. A claim of an earlier incarnation of this slot whose
+//    container is missing is taken over at once (that incarnation is dead:
+//    this one holds the slot's lock). Our copy of a lost claim stays in its
+//    container as garbage (cluster GC, design phase 5, collects it); it is
+//    counted in claims_lost and bytes_wasted.
+//  - Flip (write-back once our container committed): U{ours} -> C. A lost
+//    flip (taken over after a hold, or erased) leaves our blocks valid: they
+//    name our container, which exists and is committed (written whole), and
+//    ChunkStore::IsCommitted answers for it as before; only the table names
+//    another copy.
+//  - Usage: per-slot keys of this slot's log (design 2.5), counted once per
+//    event id; a usage of a missing entry is counted, not an error.
+//
+// Epochs are 0 until cluster GC (phase 5) hands them out.
+//
+// Thread-safe: the table is; the counters are atomic.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/base/fingerprint.h"
+#include "core/base/status.h"
+#include "core/base/types.h"
+#include "index/rados_shared_chunk_table.h"
+
+namespace dedupv1 {
+
+struct ChunkClaimsOptions {
+  uint64_t claim_hold_ms = 30000;  // storage.rados.claim-hold: how long a foreign claim is waited for
+  // Whether container |id| (any slot's) exists in the data pool. Set by the
+  // engine (ChunkStore::ContainerExists); index/ may not see chunkstore/.
+  std::function<Status(ContainerId id, bool* exists)> container_exists;
+};
+
+struct ChunkClaimsStats {
+  uint64_t claims = 0;          // claims sent
+  uint64_t claims_lost = 0;     // our copy stayed unused (another slot's entry won)
+  uint64_t bytes_wasted = 0;    // bytes of the copies of lost claims
+  uint64_t claim_waits = 0;     // lost claims that waited for the winner's container
+  uint64_t takeovers = 0;       // stale claims taken over (after the hold, or of a dead incarnation)
+  uint64_t flips = 0;           // our claims flipped to C
+  uint64_t flips_lost = 0;      // flips that found the entry taken over or erased
+  uint64_t flips_on_behalf = 0; // U entries with an existing container flipped by a lookup
+  uint64_t revives = 0;         // D entries revived by a lookup
+  uint64_t foreign_hits = 0;    // lookups answered with another slot's container
+  uint64_t usage_of_missing_entry = 0;
+};
+
+class ChunkClaims {
+ public:
+  static Status Open(const RadosSharedChunkTableOptions& table_options, const ChunkClaimsOptions& options,
+                     std::unique_ptr<ChunkClaims>* out);
+
+  // Per fingerprint the container to use, or kNoContainer: store it anew.
+  Status Resolve(const std::vector<Fingerprint>& fps, std::vector<ContainerId>* containers);
+
+  struct NewChunk {
+    Fingerprint fp;
+    ContainerId container = kNoContainer;  // where this slot stored it
+    uint64_t size = 0;                     // its bytes (bytes_wasted if the claim is lost)
+  };
+  // Claims |chunks| (distinct fingerprints); (*use)[i] is the container the
+  // mappings must name: ours if won, else the winner's.
+  Status Claim(const std::vector<NewChunk>& chunks, std::vector<ContainerId>* use);
+
+  // Flips this slot's claims U{container} to C; lost flips are counted.
+  Status Flip(const std::vector<std::pair<Fingerprint, ContainerId>>& claimed);
+
+  // Usage deltas of this slot's log. (*applied)[i]: counted now (false:
+  // counted before, or no entry).
+  Status AddUsage(const std::vector<SharedUsageDelta>& deltas, std::vector<bool>* applied);
+
+  ChunkClaimsStats stats() const;
+  RadosSharedChunkTable* table() const { return table_.get(); }
+
+ private:
+  ChunkClaims(const ChunkClaimsOptions& options, std::unique_ptr<RadosSharedChunkTable> table, uint32_t incarnation);
+
+  // The U value this slot's claim of |container| stored.
+  SharedEntry OurClaim(ContainerId container) const;
+  Status Exists(ContainerId id, bool* exists);
+  // After a lost claim: what |current| (the entry that beat us) lets us map.
+  Status ResolveLost(const Fingerprint& fp, ContainerId ours, std::optional<SharedEntry> current, ContainerId* use);
+  // One step of ResolveLost: *use set when decided; else |current| is what
+  // the step found now (and the caller waits before the next).
+  Status ResolveLostStep(const Fingerprint& fp, ContainerId ours, bool hold_over, std::optional<SharedEntry>* current,
+                         ContainerId* use);
+  Status FlipOnBehalf(const Fingerprint& fp, const SharedEntry& entry);
+
+  const ChunkClaimsOptions options_;
+  const std::unique_ptr<RadosSharedChunkTable> table_;
+  const uint32_t incarnation_;  // this slot's, recorded in its claims
+
+  std::atomic<uint64_t> claims_{0}, claims_lost_{0}, bytes_wasted_{0}, claim_waits_{0}, takeovers_{0};
+  std::atomic<uint64_t> flips_{0}, flips_lost_{0}, flips_on_behalf_{0}, revives_{0}, foreign_hits_{0};
+  std::atomic<uint64_t> usage_of_missing_entry_{0};
+};
+
+}  // namespace dedupv1

@@ -1,0 +1,83 @@
+// ChunkIndex in cluster scope (storage.rados.dedup-scope = cluster): the
+// shared table of every gateway slot (index/chunk_claims.h,
+// index/shared_table_view.h) behind the same facade. What differs from a
+// slot's own table: new chunks are claimed before their mappings are
+// logged (ClaimNew), write-back flips claims, and usage goes to this
+// slot's keys of the shared table instead of the auxiliary entries.
+#include <cerrno>
+#include <ctime>
+#include <limits>
+
+#include "index/chunk_index.h"
+#include "index/shared_table_view.h"
+
+namespace dedupv1 {
+
+Status ChunkIndex::OpenShared(const ChunkIndexOptions& options, std::shared_ptr<ChunkClaims>* claims,
+                              std::unique_ptr<ChunkTable>* table) {
+  if (options.table_backend != "rados") {
+    return Status::InvalidArgument("storage.rados.dedup-scope = cluster needs storage.backend = rados");
+  }
+  if (options.slot == 0) {
+    return Status::InvalidArgument("storage.rados.dedup-scope = cluster needs a gateway slot (storage.rados.gateway)");
+  }
+  RadosSharedChunkTableOptions to;
+  to.rados = options.rados;
+  to.shards = options.rados_shards;
+  to.key_size = options.table.key_size;
+  to.slot = options.slot;
+  to.incarnation = options.slot_incarnation;
+  std::unique_ptr<ChunkClaims> opened;
+  DEDUPV1_RETURN_IF_ERROR(ChunkClaims::Open(to, options.claims, &opened));
+  *claims = std::move(opened);
+  *table = std::make_unique<SharedTableView>(*claims);
+  return Status::OK();
+}
+
+Status ChunkIndex::SharedTableExists(const ChunkIndexOptions& options, bool* exists) {
+  std::shared_ptr<RadosCluster> cluster;
+  DEDUPV1_RETURN_IF_ERROR(RadosCluster::Shared(options.rados, &cluster));
+  uint64_t size = 0;
+  time_t mtime = 0;
+  RadosOpTimer t(cluster.get(), RadosOpKind::kStat);
+  const int r = cluster->index().stat(RadosSharedChunkTable::kHeaderObject, &size, &mtime);
+  t.Done(r == -ENOENT ? 0 : r, 0);
+  *exists = r == 0;
+  if (r < 0 && r != -ENOENT) {
+    return cluster->ToStatus(r, "stat the shared chunk index header", cluster->index_pool(),
+                             RadosSharedChunkTable::kHeaderObject);
+  }
+  return Status::OK();
+}
+
+Status ChunkIndex::ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, std::vector<ContainerId>* use) {
+  if (!claims_) return Status::InvalidArgument("chunk index: claims need cluster scope");
+  DEDUPV1_RETURN_IF_ERROR(claims_->Claim(chunks, use));
+  for (size_t i = 0; i < chunks.size(); i++) {
+    // Only now, with the claim decided, may other runs of this process find
+    // our copy: one found between store and claim could be a copy whose
+    // claim is then lost, mapped although the table names another.
+    if ((*use)[i] == chunks[i].container) DEDUPV1_RETURN_IF_ERROR(PutNewEntry(chunks[i].fp, chunks[i].container));
+  }
+  return Status::OK();
+}
+
+Status ChunkIndex::AddUsageShared(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes) {
+  std::vector<SharedUsageDelta> deltas;
+  deltas.reserve(changes.size());
+  for (const UsageChange& c : changes) deltas.push_back(SharedUsageDelta{c.fp, c.delta, c.event_id});
+  std::vector<bool> applied;
+  DEDUPV1_RETURN_IF_ERROR(claims_->AddUsage(deltas, &applied));
+  outcomes->assign(changes.size(), UsageOutcome());
+  for (size_t i = 0; i < changes.size(); i++) {
+    (*outcomes)[i].applied = applied[i];
+    // The chunk's total is the sum over every slot's key, not known here;
+    // nonzero, so no fingerprint becomes a (local) GC candidate: GC of a
+    // cluster-scope store comes with cluster GC (design-15 phase 5). A usage
+    // of a missing entry is counted by ChunkClaims, not an error.
+    (*outcomes)[i].usage = std::numeric_limits<uint32_t>::max();
+  }
+  return Status::OK();
+}
+
+}  // namespace dedupv1

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Cluster-wide dedup through two real gateways (design-15 2.4,
+# storage.rados.dedup-scope = cluster): gateway slots gw-a and gw-b of one
+# RADOS store in the ctest Ceph cluster (fixture "ceph",
+# DEDUPV1_TEST_CEPH_CONF), each a dedupv1d instance with its own data dir,
+# portal and control port. The same backup written through A, then through
+# B: B's containers (data-pool objects of its slot's id range) hold under 1%
+# of the backup's bytes, and the backup reads back through both.
+#
+#   dedupv1d-gateways-dedup-test.sh DEDUPV1D
+here="$(cd "$(dirname "$0")" && pwd)"
+. "$here/dedupv1d-test-lib.sh"
+DD_BUDGET="${DD_BUDGET:-600}"
+dd_init dedupv1d-gateways-dedup "${1:?usage: dedupv1d-gateways-dedup-test.sh DEDUPV1D}" qemu-img rados
+: "${DEDUPV1_TEST_CEPH_CONF:?needs the ctest Ceph cluster (DEDUPV1_TEST_CEPH_CONF)}"
+export DD_STORAGE=rados DD_RADOS_LEASE=5s
+
+PORT2="$(tgt_free_port 20000 60000)" || exit 1
+CTL2="$(tgt_free_control_port)" || exit 1
+mkdir -p "$WORK/a" "$WORK/b"
+confA="$WORK/a/dedupv1.conf"
+confB="$WORK/b/dedupv1.conf"
+store="dd-$$-gwdedup"
+common=("volume = vol1 40M" "storage.rados.store = $store" "storage.rados.dedup-scope = cluster")
+dd_write_config "$confA" "$WORK/a/data" "${common[@]}" "storage.rados.gateway = gw-a"
+dd_write_config "$confB" "$WORK/b/data" "${common[@]}" "storage.rados.gateway = gw-b" "target.control-port = $CTL2"
+# A backup of 32 MiB: 24 MiB random, the last 8 MiB repeat the first.
+head -c $((24 << 20)) /dev/urandom >"$WORK/part.img"
+cat "$WORK/part.img" <(head -c $((8 << 20)) "$WORK/part.img") >"$WORK/backup.img"
+backup_bytes=$(stat -c %s "$WORK/backup.img")
+
+urlA() { echo "iscsi://127.0.0.1:$PORT/$IQN/1"; }
+urlB() { echo "iscsi://127.0.0.1:$PORT2/$IQN/1"; }
+put() { timeout 180 qemu-img convert -n -t writeback -f raw -O raw "$1" "$2"; }
+same() {
+  timeout 180 qemu-img convert -f raw -O raw "$2" "$WORK/readback.img" &&
+    cmp -n "$(stat -c %s "$1")" "$1" "$WORK/readback.img"
+}
+# container_bytes SLOT: bytes of the containers of gateway slot SLOT (4 hex
+# digits; ids (SLOT << 48) + sequence: objects c.SLOT<12 hex digits>), of
+# every slot without SLOT.
+container_bytes() {
+  local slot="${1:-[0-9a-f]{4\}}" total=0 obj size pattern
+  pattern="^c\.${slot}[0-9a-f]{12}\$"
+  for obj in $(timeout 60 rados -c "$DEDUPV1_TEST_CEPH_CONF" -p dedupv1-data -N "$store" ls | grep -E "$pattern"); do
+    size="$(timeout 60 rados -c "$DEDUPV1_TEST_CEPH_CONF" -p dedupv1-data -N "$store" stat "$obj" |
+      sed -n 's/.* size \([0-9]*\).*/\1/p')"
+    total=$((total + ${size:-0}))
+  done
+  echo "$total"
+}
+
+check "A starts gateway slot gw-a (cluster scope)" dd_start "$confA"
+check "the backup written and synced through A" put "$WORK/backup.img" "$(urlA)"
+DD_CONFIGS+=("$confB")
+check "B starts gateway slot gw-b (cluster scope)" \
+  timeout 300 "$DEDUPV1D" start --config "$confB" --portal "127.0.0.1:$PORT2"
+check "the same backup written and synced through B" put "$WORK/backup.img" "$(urlB)"
+check "the backup reads back through A" same "$WORK/backup.img" "$(urlA)"
+check "the backup reads back through B" same "$WORK/backup.img" "$(urlB)"
+check "stop B" dd_stop "$confB"
+check "stop A" dd_stop "$confA"
+
+# Slot numbers follow registration: gw-a is 1, gw-b is 2.
+a_bytes="$(container_bytes 0001)"
+b_bytes="$(container_bytes 0002)"
+all_bytes="$(container_bytes)"
+echo "A's containers: $a_bytes bytes; B's containers: $b_bytes bytes; all: $all_bytes; backup: $backup_bytes bytes"
+check "every container is A's or B's (the slot numbers are 1 and 2)" test "$all_bytes" -eq $((a_bytes + b_bytes))
+check "A stored the backup's distinct bytes" test "$a_bytes" -gt $((backup_bytes / 2))
+check "B stored under 1% of the backup" test "$((b_bytes * 100))" -lt "$backup_bytes"
+
+dd_summary
