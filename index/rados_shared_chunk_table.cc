@@ -167,6 +167,11 @@ struct RadosSharedChunkTable::CasItem {
   std::string expected;  // the entry's encoded value it must have; "" = absent
   SharedEntry next;      // what to store
   std::string hint;      // "z" value stored with it; "" = none
+  // A claim or flip is also won when the stored entry is our claim in
+  // another epoch or already flipped (by another slot on our behalf, design
+  // 2.4): the same container, claimer slot and incarnation. Reporting that as
+  // lost would make the caller give up a copy the entry names.
+  bool ours_in_any_epoch = false;
   bool decided = false;
 };
 
@@ -380,6 +385,9 @@ Status RadosSharedChunkTable::LookupMany(const std::vector<Fingerprint>& fps,
 Status RadosSharedChunkTable::CasMany(std::vector<CasItem>* items, std::vector<SharedCasResult>* results) {
   results->assign(items->size(), SharedCasResult());
   for (int round = 0; round < kMaxRounds; round++) {
+    // Each round may take up to the op timeout, longer than a lease: a
+    // gateway fenced meanwhile must not send the next round.
+    if (round > 0) DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
     struct Shard {
       std::string oid;
       std::vector<size_t> items;
@@ -448,6 +456,11 @@ Status RadosSharedChunkTable::CasMany(std::vector<CasItem>* items, std::vector<S
           SharedEntry e;
           DEDUPV1_RETURN_IF_ERROR(DecodeEntry(s.oid, key, stored, &e));
           res.current = e;
+          if (it.ours_in_any_epoch && e.state != SharedEntry::State::kDead && e.container == it.next.container &&
+              e.claimer_slot == it.next.claimer_slot && e.claimer_incarnation == it.next.claimer_incarnation &&
+              (it.next.state == SharedEntry::State::kUncommitted || e.state == it.next.state)) {
+            res.won = true;
+          }
         }
         return Status::OK();
       });
@@ -473,6 +486,7 @@ Status RadosSharedChunkTable::ClaimMany(const std::vector<SharedClaim>& claims, 
     items[i].next = SharedEntry{SharedEntry::State::kUncommitted, claims[i].container, options_.slot,
                                 options_.incarnation, epoch};
     items[i].hint = HintValue(kWhyClaimed, epoch);
+    items[i].ours_in_any_epoch = true;
   }
   return CasMany(&items, results);
 }
@@ -491,6 +505,7 @@ Status RadosSharedChunkTable::FlipMany(const std::vector<SharedFlip>& flips, uin
     items[i].next = flips[i].claimed;
     items[i].next.state = SharedEntry::State::kCommitted;
     items[i].next.epoch = epoch;
+    items[i].ours_in_any_epoch = true;
   }
   return CasMany(&items, results);
 }
@@ -577,6 +592,14 @@ Status RadosSharedChunkTable::ReplaceIfUnchanged(const Fingerprint& fp, const Sh
 Status RadosSharedChunkTable::AddUsageMany(const std::vector<SharedUsageDelta>& deltas, uint64_t epoch,
                                            std::vector<SharedUsageOutcome>* outcomes) {
   DEDUPV1_RETURN_IF_ERROR(CheckWrite(FpsOf(deltas), false));
+  for (const SharedUsageDelta& d : deltas) {
+    // Id 0 would always be skipped (ids at or below a key's last are), so a
+    // change without a log event id would vanish silently.
+    if (d.event_id == 0) {
+      return Status::InvalidArgument("shared chunk index: usage change of " + d.fp.ToHex() +
+                                     " without an event id of this slot's log");
+    }
+  }
   outcomes->assign(deltas.size(), SharedUsageOutcome::kAlreadyCounted);
   std::vector<UsageWork> work;
   std::map<std::string, size_t> by_fp;
@@ -589,6 +612,7 @@ Status RadosSharedChunkTable::AddUsageMany(const std::vector<SharedUsageDelta>& 
     bool pending = false;
     for (const UsageWork& w : work) pending |= !w.done;
     if (!pending) return Status::OK();
+    if (round > 0) DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());  // as in CasMany
     DEDUPV1_RETURN_IF_ERROR(UsageRound(deltas, &work, epoch, outcomes));
   }
   for (const UsageWork& w : work) {

@@ -322,6 +322,39 @@ TEST_F(GatewaySharedTable, FlipAfterTakeOverFailsReviveAndReplace) {
   EXPECT_FALSE(r.current.has_value());
 }
 
+// A claim or flip repeated after a timeout that had been applied, once the
+// entry moved on without leaving us (flipped on our behalf by another slot,
+// or claimed in another epoch), is still ours: won, never "lost" (a caller
+// would give up the copy the entry names).
+TEST_F(GatewaySharedTable, RepeatedClaimOrFlipOfOurEntryIsWonInAnyEpoch) {
+  ASSERT_NO_FATAL_FAILURE(OpenBoth());
+  const std::vector<Fingerprint> fps = MakeFps(8, 3);
+  std::vector<SharedCasResult> res;
+  ASSERT_TRUE(a_->ClaimMany(Claims(fps, 100), 1, &res).ok());
+  const SharedEntry a_claim = *res[0].current;
+  // B found A's container and flipped fps[0] on A's behalf.
+  ASSERT_TRUE(b_->FlipMany({{fps[0], a_claim}}, 2, &res).ok());
+  ASSERT_TRUE(res[0].won);
+  // A repeats its claim (other epoch) and its flip (other epoch): both ours.
+  ASSERT_TRUE(a_->ClaimMany(Claims(fps, 100), 5, &res).ok());
+  for (size_t i = 0; i < fps.size(); i++) EXPECT_TRUE(res[i].won) << i << " " << res[i].current->ToString();
+  EXPECT_EQ(State::kCommitted, res[0].current->state);
+  ASSERT_TRUE(a_->FlipMany({{fps[0], a_claim}, {fps[1], a_claim}}, 6, &res).ok());
+  EXPECT_TRUE(res[0].won);
+  EXPECT_TRUE(res[1].won);
+  // Another container under our name is not ours; nor is B's claim.
+  ASSERT_TRUE(a_->ClaimMany(Claims({fps[2]}, 101), 7, &res).ok());
+  EXPECT_FALSE(res[0].won);
+  const std::vector<Fingerprint> bs = MakeFps(9, 1);
+  ASSERT_TRUE(b_->ClaimMany(Claims(bs, 300), 1, &res).ok());
+  ASSERT_TRUE(a_->ClaimMany(Claims(bs, 300), 1, &res).ok());
+  EXPECT_FALSE(res[0].won);
+  EXPECT_EQ(kSlotB, res[0].current->claimer_slot);
+  // A usage change without an event id is refused, not skipped.
+  std::vector<SharedUsageOutcome> out;
+  EXPECT_TRUE(a_->AddUsageMany({SharedUsageDelta{fps[0], 1, 0}}, 1, &out).IsInvalidArgument());
+}
+
 TEST_F(GatewaySharedTable, UsageReplayCountedOncePerSlotAndSummedAcrossSlots) {
   ASSERT_NO_FATAL_FAILURE(OpenBoth());
   // fp1 and the never-claimed fp3 share a shard: one op holds both.

@@ -49,6 +49,16 @@ class SlotWalker {
     for (uint32_t s = 0; s < options_.chunk_index.rados_shards && !overflow_; s++) {
       Add(RadosChunkTable::ShardObjectOf(options_.rados, s, bits));
     }
+    if (options_.chunk_index.cluster_scope) {
+      // The store's shared chunk index (design-15 2.4): the victim's late
+      // claims, flips and usage writes go there, not under its slot.
+      RadosOptions store = options_.rados;
+      store.gateway.clear();
+      Add(RadosChunkTable::HeaderObjectOf(store));
+      for (uint32_t s = 0; s < options_.chunk_index.rados_shards && !overflow_; s++) {
+        Add(RadosChunkTable::ShardObjectOf(store, s, bits));
+      }
+    }
     if (overflow_) {
       return Status::Aborted("gateway slot " + dir_ + " has more than " + std::to_string(kMaxTouched) +
                              " objects to fence; refusing to take it over with some of them untouched");
