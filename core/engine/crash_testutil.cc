@@ -132,10 +132,16 @@ struct Record {
         uint64_t version = next_version++;
         send({'W', slot, version});
         auto data = CrashSlotData(slot, version);
-        if (!v->Write(slot * kCrashSlot, kCrashSlot, data.data(), rng() % 20 == 0).ok()) _exit(13);
+        if (Status s = v->Write(slot * kCrashSlot, kCrashSlot, data.data(), rng() % 20 == 0); !s.ok()) {
+          std::fprintf(stderr, "child write failed: %s\n", s.ToString().c_str());
+          _exit(13);
+        }
         unacked.push_back({'A', slot, version});
         if (rng() % 6 == 0) {
-          if (!v->Sync().ok()) _exit(14);
+          if (Status s = v->Sync(); !s.ok()) {
+            std::fprintf(stderr, "child sync failed: %s\n", s.ToString().c_str());
+            _exit(14);
+          }
           for (const auto& r : unacked) send(r);
           unacked.clear();
         }
