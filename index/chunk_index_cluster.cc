@@ -37,17 +37,8 @@ Status ChunkIndex::OpenShared(const ChunkIndexOptions& options, std::shared_ptr<
 Status ChunkIndex::SharedTableExists(const ChunkIndexOptions& options, bool* exists) {
   std::shared_ptr<RadosCluster> cluster;
   DEDUPV1_RETURN_IF_ERROR(RadosCluster::Shared(options.rados, &cluster));
-  uint64_t size = 0;
-  time_t mtime = 0;
-  RadosOpTimer t(cluster.get(), RadosOpKind::kStat);
-  const int r = cluster->index().stat(RadosSharedChunkTable::kHeaderObject, &size, &mtime);
-  t.Done(r == -ENOENT ? 0 : r, 0);
-  *exists = r == 0;
-  if (r < 0 && r != -ENOENT) {
-    return cluster->ToStatus(r, "stat the shared chunk index header", cluster->index_pool(),
-                             RadosSharedChunkTable::kHeaderObject);
-  }
-  return Status::OK();
+  return cluster->IndexObjectExists(RadosSharedChunkTable::kHeaderObject, "look for the shared chunk index header",
+                                    exists);
 }
 
 Status ChunkIndex::ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, std::vector<ContainerId>* use) {

@@ -133,19 +133,7 @@ Status RadosChunkTable::CheckKey(const Fingerprint& fp) const {
 Status RadosChunkTable::Exists(const RadosChunkTableOptions& options, bool* exists) {
   std::shared_ptr<RadosCluster> cluster;
   DEDUPV1_RETURN_IF_ERROR(RadosCluster::Shared(options.rados, &cluster));
-  uint64_t size = 0;
-  time_t mtime = 0;
-  RadosOpTimer t(cluster.get(), RadosOpKind::kStat);
-  const std::string header = HeaderObjectOf(options.rados);
-  int r = cluster->index().stat(header, &size, &mtime);
-  t.Done(r == -ENOENT ? 0 : r, 0);
-  if (r == -ENOENT) {
-    *exists = false;
-    return Status::OK();
-  }
-  if (r < 0) return cluster->ToStatus(r, "stat chunk index header", cluster->index_pool(), header);
-  *exists = true;
-  return Status::OK();
+  return cluster->IndexObjectExists(HeaderObjectOf(options.rados), "stat chunk index header", exists);
 }
 
 Status RadosChunkTable::OpenHeader() {

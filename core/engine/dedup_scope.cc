@@ -1,27 +1,17 @@
 #include "core/engine/dedup_scope.h"
 
-#include <cerrno>
-#include <ctime>
 #include <map>
 #include <string>
 
 #include "core/rados/gateway_registry.h"
+#include "index/rados_chunk_table.h"
+#include "index/rados_shared_chunk_table.h"
 
 namespace dedupv1 {
 namespace {
 
-constexpr char kHeader[] = "ci.header";
-
-Status ObjectExists(RadosCluster* cluster, const std::string& oid, bool* exists) {
-  uint64_t size = 0;
-  time_t mtime = 0;
-  RadosOpTimer timer(cluster, RadosOpKind::kStat);
-  const int r = cluster->index().stat(oid, &size, &mtime);
-  timer.Done(r == -ENOENT ? 0 : r, 0);
-  *exists = r == 0;
-  if (r < 0 && r != -ENOENT) return cluster->ToStatus(r, "check the store's dedup scope", cluster->index_pool(), oid);
-  return Status::OK();
-}
+// The shared chunk index's header: the store's cluster scope.
+constexpr const char* kHeader = RadosSharedChunkTable::kHeaderObject;
 
 }  // namespace
 
@@ -29,7 +19,7 @@ Status CheckDedupScope(const std::shared_ptr<RadosCluster>& cluster, const Rados
   if (options.gateway.empty()) return Status::OK();
   if (!cluster_scope) {
     bool shared = false;
-    DEDUPV1_RETURN_IF_ERROR(ObjectExists(cluster.get(), kHeader, &shared));
+    DEDUPV1_RETURN_IF_ERROR(cluster->IndexObjectExists(kHeader, "check the store's dedup scope", &shared));
     if (!shared) return Status::OK();
     return Status::InvalidArgument("storage.rados.dedup-scope = gateway, but store '" + options.store +
                                    "' was created with storage.rados.dedup-scope = cluster (its shared chunk index " +
@@ -39,9 +29,11 @@ Status CheckDedupScope(const std::shared_ptr<RadosCluster>& cluster, const Rados
   std::map<std::string, GatewayRecord> slots;
   DEDUPV1_RETURN_IF_ERROR(registry.List(&slots));
   for (const auto& [name, record] : slots) {
-    const std::string oid = "gw." + name + "/" + kHeader;
+    RadosOptions slot = options;
+    slot.gateway = name;
+    const std::string oid = RadosChunkTable::HeaderObjectOf(slot);
     bool own = false;
-    DEDUPV1_RETURN_IF_ERROR(ObjectExists(cluster.get(), oid, &own));
+    DEDUPV1_RETURN_IF_ERROR(cluster->IndexObjectExists(oid, "check the store's dedup scope", &own));
     if (!own) continue;
     return Status::InvalidArgument("storage.rados.dedup-scope = cluster, but store '" + options.store +
                                    "' was created with storage.rados.dedup-scope = gateway (gateway slot " + name +

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <list>
 #include <map>
 #include <mutex>
@@ -223,6 +224,17 @@ Status RadosCluster::CheckFenced() const {
 
 std::string RadosCluster::Where(const std::string& pool, const std::string& object) const {
   return "rados:" + pool + "/" + options_.store + (object.empty() ? "" : "/" + object);
+}
+
+Status RadosCluster::IndexObjectExists(const std::string& object, const std::string& what, bool* exists) {
+  uint64_t size = 0;
+  time_t mtime = 0;
+  RadosOpTimer timer(this, RadosOpKind::kStat);
+  const int r = index_.stat(object, &size, &mtime);
+  timer.Done(r == -ENOENT ? 0 : r, 0);
+  *exists = r >= 0;
+  if (r < 0 && r != -ENOENT) return ToStatus(r, what, options_.index_pool, object);
+  return Status::OK();
 }
 
 Status RadosCluster::ToStatus(int r, const std::string& what, const std::string& pool, const std::string& object) const {

@@ -92,6 +92,10 @@ class RadosCluster {
   // 4096@0", ...) on |object| in |pool|.
   Status ToStatus(int r, const std::string& what, const std::string& pool, const std::string& object) const;
 
+  // Whether |object| exists in the index pool (one counted stat). Any error
+  // but ENOENT is ToStatus of |what| ("look for ...").
+  Status IndexObjectExists(const std::string& object, const std::string& what, bool* exists);
+
   // Counts one finished operation.
   void Record(RadosOpKind kind, std::chrono::steady_clock::time_point start, uint64_t bytes, bool ok);
   RadosStats stats() const;

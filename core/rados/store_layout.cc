@@ -1,34 +1,15 @@
 #include "core/rados/store_layout.h"
 
-#include <cerrno>
-#include <ctime>
-
 #include "core/rados/gateway_registry.h"
 #include "core/rados/rados_env.h"
 
 namespace dedupv1 {
 
-namespace {
-
-// Whether index object |object| exists.
-Status IndexObjectExists(RadosCluster* cluster, const std::string& object, const std::string& what, bool* exists) {
-  uint64_t size = 0;
-  time_t mtime = 0;
-  RadosOpTimer timer(cluster, RadosOpKind::kStat);
-  const int r = cluster->index().stat(object, &size, &mtime);
-  timer.Done(r == -ENOENT ? 0 : r, 0);
-  *exists = r >= 0;
-  if (r < 0 && r != -ENOENT) return cluster->ToStatus(r, what, cluster->index_pool(), object);
-  return Status::OK();
-}
-
-}  // namespace
-
 Status CheckStoreLayout(RadosCluster* cluster, const RadosOptions& rados) {
   bool exists = false;
   if (!rados.gateway.empty()) {
     const std::string root = RadosEnvDirObject("", "");
-    DEDUPV1_RETURN_IF_ERROR(IndexObjectExists(cluster, root, "look for a store without gateway slots", &exists));
+    DEDUPV1_RETURN_IF_ERROR(cluster->IndexObjectExists(root, "look for a store without gateway slots", &exists));
     if (!exists) return Status::OK();
     return Status::InvalidArgument("storage.rados.gateway = " + rados.gateway + ": RADOS namespace '" + rados.store +
                                    "' holds a store without gateway slots (" +
@@ -36,7 +17,7 @@ Status CheckStoreLayout(RadosCluster* cluster, const RadosOptions& rados) {
                                    "); gateway slots need a namespace of their own (storage.rados.store)");
   }
   DEDUPV1_RETURN_IF_ERROR(
-      IndexObjectExists(cluster, GatewayRegistry::kObject, "look for gateway slots of the store", &exists));
+      cluster->IndexObjectExists(GatewayRegistry::kObject, "look for gateway slots of the store", &exists));
   if (!exists) return Status::OK();
   return Status::InvalidArgument("RADOS namespace '" + rados.store + "' holds the gateway slots of a store (" +
                                  cluster->Where(cluster->index_pool(), GatewayRegistry::kObject) +
