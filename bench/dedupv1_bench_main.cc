@@ -1,7 +1,7 @@
 // dedupv1_bench: measures the engine in process.
 //
 //   dedupv1_bench engine [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...
-//                        [--seed N] [--no-reopen] [--start-at EPOCH]
+//                        [--seed N] [--no-reopen] [--start-at EPOCH] [--internal-redundancy P]
 //   dedupv1_bench gc     [--size SIZE] [--data-dir DIR] [--json] [--keep] [--drop-caches] [--set key=value]...
 //
 // Writes backup generation 1 and generation 2 (bench/backup_generator.h) into
@@ -24,7 +24,10 @@
 // ceiling and the open) until that wall-clock second before generation 1, so
 // processes started together write together; the JSON report has each
 // generation's wall-clock start and end, from which the aggregate MB/s of
-// several processes is computed.
+// several processes is computed. --internal-redundancy sets the share of
+// generation 1's runs that repeat earlier data (default 0.325); 0 makes
+// generation 1 free of duplicates, to compare ingest with plain RADOS writes
+// of the same bytes.
 //
 // The gc mode measures garbage collection rounds: generation 1 is written into
 // one volume and a first round runs (the full scan every open starts with);
@@ -75,6 +78,7 @@ struct Args {
   uint64_t seed = 1;         // engine: the backup generator's seed
   bool reopen = true;        // engine on rados: a fresh gateway opens the store after the Close
   double start_at = 0;       // engine: wall-clock second (epoch) to start generation 1 at; 0 = at once
+  double internal_redundancy = bench::GeneratorParams().internal_redundancy;  // engine: gen 1 repeats
   std::vector<std::pair<std::string, std::string>> overrides;  // --set key=value
 };
 
@@ -420,7 +424,9 @@ int RunEngine(const Args& args) {
   uint64_t vol_size = 0;
   Options options;
   if (!FreshStoreOptions(args, "dedupv1-bench", {"gen1", "gen2"}, &dir, &temp, &vol_size, &options)) return 1;
-  bench::BackupGenerator generator(bench::GeneratorParams(), args.seed);
+  bench::GeneratorParams params;
+  params.internal_redundancy = args.internal_redundancy;
+  bench::BackupGenerator generator(params, args.seed);
   bench::Generation g1 = generator.First(vol_size);
   bench::Generation g2 = generator.Next(g1);
 
@@ -606,7 +612,8 @@ int RunGcBench(const Args& args) {
 int Usage() {
   std::fprintf(stderr,
                "usage: dedupv1_bench engine|gc [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...\n"
-               "                                [--seed N] [--no-reopen] [--start-at EPOCH] (engine only)\n"
+               "                                [--seed N] [--no-reopen] [--start-at EPOCH] [--internal-redundancy P]\n"
+               "                                (engine only)\n"
                "                                [--drop-caches] (gc only)\n"
                "  engine: writes two synthetic backup generations into a fresh system and reports MB/s,\n"
                "          dedup ratio vs the generator's ground truth, and the chunk+hash ceiling; on a rados\n"
@@ -634,13 +641,16 @@ int main(int argc, char** argv) {
       args.keep = true;
     } else if (a == "--no-reopen" && !gc) {
       args.reopen = false;
-    } else if ((a == "--seed" || a == "--start-at") && !gc && i + 1 < argc) {
+    } else if ((a == "--seed" || a == "--start-at" || a == "--internal-redundancy") && !gc && i + 1 < argc) {
       char* end = nullptr;
       const char* v = argv[++i];
       if (a == "--seed") {
         args.seed = std::strtoull(v, &end, 10);
-      } else {
+      } else if (a == "--start-at") {
         args.start_at = std::strtod(v, &end);
+      } else {
+        args.internal_redundancy = std::strtod(v, &end);
+        if (!(args.internal_redundancy >= 0 && args.internal_redundancy <= 1)) return Usage();
       }
       if (end == v || *end != '\0') return Usage();
     } else if (a == "--set" && i + 1 < argc) {

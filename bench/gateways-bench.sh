@@ -34,11 +34,15 @@
 #   BENCH_GATEWAYS_ORDER=1,2,3,3,2,1  gateway counts of the rounds, in order
 #   BENCH_GATEWAYS_SCOPE=gateway    gateway | cluster; cluster passes
 #                                   --set storage.rados.dedup-scope=cluster
-#                                   (an unknown key until cluster-wide dedup lands)
+#                                   (one shared chunk index, claims and flips)
 #   BENCH_GATEWAYS_SEEDS=distinct   distinct: gateway i writes the generator's
 #                                   seed i, streams share no data (the issue's
 #                                   0%-duplicates ingest); same: all write seed 1
 #                                   (cluster scope stores it once, gateway scope N times)
+#   BENCH_GATEWAYS_REDUNDANCY=      generation 1's internal redundancy (dedupv1_bench
+#                                   --internal-redundancy; empty: the generator's
+#                                   0.325); 0 with distinct seeds: no duplicate at all
+#                                   in generation 1, the issue's 0%-duplicates ingest
 #   BENCH_GATEWAYS_SHARDS=64        storage.rados.index-shards of the stores
 #   BENCH_GATEWAYS_PORT_BASE=20750  the cluster's ports (N..N+99)
 #   BENCH_GATEWAYS_OSD_BYTES=8G     bluestore file per OSD (sparse)
@@ -58,6 +62,7 @@ size_arg="${BENCH_GATEWAYS_SIZE:-512M}"
 order="${BENCH_GATEWAYS_ORDER:-1,2,3,3,2,1}"
 scope="${BENCH_GATEWAYS_SCOPE:-gateway}"
 seeds="${BENCH_GATEWAYS_SEEDS:-distinct}"
+redundancy="${BENCH_GATEWAYS_REDUNDANCY:-}"
 shards="${BENCH_GATEWAYS_SHARDS:-64}"
 port_base="${BENCH_GATEWAYS_PORT_BASE:-20750}"
 osd_bytes="${BENCH_GATEWAYS_OSD_BYTES:-8G}"
@@ -67,6 +72,11 @@ bench_need_ceph_and gateways "$bin" dedupv1_bench dedupv1_gateway_sim
 size="$(bench_bytes "$size_arg")" || bench_die "gateways: bad BENCH_GATEWAYS_SIZE $size_arg"
 case "$scope" in gateway | cluster) ;; *) bench_die "gateways: BENCH_GATEWAYS_SCOPE is gateway or cluster, not '$scope'" ;; esac
 case "$seeds" in distinct | same) ;; *) bench_die "gateways: BENCH_GATEWAYS_SEEDS is distinct or same, not '$seeds'" ;; esac
+redundancy_args=()
+if [ -n "$redundancy" ]; then
+  [[ "$redundancy" =~ ^(0(\.[0-9]+)?|1(\.0+)?)$ ]] || bench_die "gateways: BENCH_GATEWAYS_REDUNDANCY is a share 0..1, not '$redundancy'"
+  redundancy_args=(--internal-redundancy "$redundancy")
+fi
 [[ "$order" =~ ^[1-9](,[1-9])*$ ]] || bench_die "gateways: BENCH_GATEWAYS_ORDER is a list of counts 1-9, not '$order'"
 IFS=, read -r -a counts <<<"$order"
 most=0
@@ -165,7 +175,7 @@ for n in "${counts[@]}"; do
     "$bin/dedupv1_bench" engine --size "$size_arg" --json --no-reopen --seed "$seed" --start-at "$start_at" \
       --data-dir "$work/gw-$i" --set storage.backend=rados --set "storage.rados.conf=$conf" \
       --set "storage.rados.store=$store" --set "storage.rados.gateway=gw-$i" \
-      --set "storage.rados.index-shards=$shards" "${scope_set[@]}" \
+      --set "storage.rados.index-shards=$shards" "${scope_set[@]}" "${redundancy_args[@]}" \
       >"$raw/gateways-r$round-n$n-gw$i.json" 2>"$work/gw-$i.err" &
     pids+=($!)
   done
@@ -184,7 +194,7 @@ for n in "${counts[@]}"; do
 done
 
 # (d) summary, simulator inputs, simulator.
-python3 "$here/gateways_summary.py" "$raw" "$summary" "$inputs" "$scope" "$seeds" "$size_arg"
+python3 "$here/gateways_summary.py" "$raw" "$summary" "$inputs" "$scope" "$seeds${redundancy:+ (generation 1 internal redundancy $redundancy)}" "$size_arg"
 {
   echo
   echo "dedupv1_gateway_sim --inputs $(basename "$inputs") --gateways 1,2,3,10,30,100 --osds 3,30,300:"
