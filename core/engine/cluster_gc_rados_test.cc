@@ -12,8 +12,7 @@
 
 #include "chunkstore/chunk_store.h"
 #include "core/base/testutil.h"
-#include "core/engine/system_testutil.h"
-#include "core/rados/rados_env_testutil.h"
+#include "core/engine/cluster_testutil.h"
 #include "index/block_index.h"
 #include "index/dead_inbox.h"
 #include "index/rados_shared_chunk_table.h"
@@ -24,25 +23,11 @@ namespace {
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kPiece = 128 << 10;  // one block of SmallSystemOptions
 
-Options ClusterOptions(const std::string& dir, RadosOptions rados, const std::string& gateway, uint64_t volume_size) {
-  Options o = test::SmallSystemOptions(dir);
-  o.storage_backend = "rados";
-  rados.gateway = gateway;
-  o.rados = rados;
-  o.chunk_store.container_size = 1 << 20;
-  o.chunk_index.rados_shards = 8;
-  o.chunk_index.cluster_scope = true;
-  o.chunk_index.claims.claim_hold_ms = 2000;  // bounded holds (takeovers are counted below)
-  o.volumes.push_back({"vol-" + gateway, volume_size});
-  EXPECT_TRUE(o.DerivePathsFrom(dir).ok());
-  return o;
-}
+constexpr uint64_t kClaimHoldMs = 2000;  // bounded holds (takeovers are counted below)
 
-std::unique_ptr<DedupSystem> OpenOrFail(const Options& o) {
-  std::unique_ptr<DedupSystem> sys;
-  Status s = DedupSystem::OpenStore(o, Env::Default(), &sys);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return sys;
+Options ClusterOptions(const std::string& dir, const RadosOptions& rados, const std::string& gateway,
+                       uint64_t volume_size) {
+  return test::ClusterOptions(dir, rados, gateway, volume_size, kClaimHoldMs);
 }
 
 // The content of piece |i| of a data set: |pattern| says per piece which of
@@ -110,27 +95,8 @@ void AddLiveCopies(DedupSystem* sys, std::map<Fingerprint, int>* copies) {
   }
 }
 
-class GatewayClusterGc : public ::testing::Test {
+class GatewayClusterGc : public test::ClusterStoreTest {
  protected:
-  void SetUp() override {
-    Status s = test::TestRadosOptions(&rados_, 4 << 20, /*lock_duration_s=*/5);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_TRUE(RadosCluster::Shared(rados_, &cluster_).ok());
-  }
-  void TearDown() override {
-    if (!cluster_) return;
-    test::RemoveIndexObjects(cluster_.get());
-    for (const std::string& name : DataObjects()) cluster_->data().remove(name);
-  }
-
-  std::vector<std::string> DataObjects() {
-    std::vector<std::string> names;
-    for (auto it = cluster_->data().nobjects_begin(); it != cluster_->data().nobjects_end(); ++it) {
-      names.push_back(it->get_oid());
-    }
-    return names;
-  }
-
   // Fingerprints with more than one live copy over both slots; every
   // mapped fingerprint must have one at least.
   size_t DuplicatedLiveCopies(DedupSystem* a, DedupSystem* b, const std::set<Fingerprint>& mapped) {
@@ -142,9 +108,6 @@ class GatewayClusterGc : public ::testing::Test {
     for (const Fingerprint& fp : mapped) EXPECT_GE(copies[fp], 1) << "no live copy of " << fp.ToHex();
     return duplicated;
   }
-
-  RadosOptions rados_;
-  std::shared_ptr<RadosCluster> cluster_;
 };
 
 // The issue's "A and B write the same new data at the same time: after GC
@@ -159,7 +122,7 @@ TEST_F(GatewayClusterGc, ConcurrentSameNewDataLeavesOneLiveCopyAfterGc) {
   std::set<Fingerprint> mapped;
   uint64_t extra_copies_allowed = 0;
   {
-    std::unique_ptr<DedupSystem> a = OpenOrFail(a_opts), b = OpenOrFail(b_opts);
+    std::unique_ptr<DedupSystem> a = test::OpenStoreOrFail(a_opts), b = test::OpenStoreOrFail(b_opts);
     ASSERT_TRUE(a && b);
     Status wa, wb;
     std::thread ta([&] { wa = WritePieces(a.get(), "vol-gw-a", 11, kAll, kPieces); });
@@ -201,7 +164,7 @@ TEST_F(GatewayClusterGc, ConcurrentSameNewDataLeavesOneLiveCopyAfterGc) {
     ASSERT_TRUE(b->Close().ok());
   }
   // Reopened: the persisted marks still say which copies are dead.
-  std::unique_ptr<DedupSystem> b = OpenOrFail(b_opts), a = OpenOrFail(a_opts);
+  std::unique_ptr<DedupSystem> b = test::OpenStoreOrFail(b_opts), a = test::OpenStoreOrFail(a_opts);
   ASSERT_TRUE(a && b);
   EXPECT_TRUE(ReadsBack(b.get(), "vol-gw-b", 11, kAll, kPieces));
   EXPECT_TRUE(ReadsBack(a.get(), "vol-gw-a", 11, kAll, kPieces));
@@ -225,7 +188,7 @@ TEST_F(GatewayClusterGc, MergeLeavesAliasesForeignReadsFollow) {
   const Options a_opts = ClusterOptions(dir_a.path(), rados_, "gw-a", 8 * kMiB);
   const Options b_opts = ClusterOptions(dir_b.path(), rados_, "gw-b", 8 * kMiB);
   ASSERT_FALSE(HasFailure());
-  std::unique_ptr<DedupSystem> a = OpenOrFail(a_opts), b = OpenOrFail(b_opts);
+  std::unique_ptr<DedupSystem> a = test::OpenStoreOrFail(a_opts), b = test::OpenStoreOrFail(b_opts);
   ASSERT_TRUE(a && b);
   // A stores the mixed data; B writes the same afterwards and maps A's copies.
   Status s = WritePieces(a.get(), "vol-gw-a", 5, kMixed, kPieces);
@@ -300,10 +263,10 @@ TEST_F(GatewayClusterGc, MergeLeavesAliasesForeignReadsFollow) {
   // Reopened (nothing cached): B follows the aliases again, A its merge records.
   a.reset();
   b.reset();
-  b = OpenOrFail(b_opts);
+  b = test::OpenStoreOrFail(b_opts);
   ASSERT_TRUE(b);
   EXPECT_TRUE(ReadsBack(b.get(), "vol-gw-b", 5, kKept, kPieces));
-  a = OpenOrFail(a_opts);
+  a = test::OpenStoreOrFail(a_opts);
   ASSERT_TRUE(a);
   EXPECT_TRUE(ReadsBack(a.get(), "vol-gw-a", 5, kKept, kPieces));
   ASSERT_TRUE(a->Close().ok());
