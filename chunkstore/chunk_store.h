@@ -230,14 +230,18 @@ class ChunkStore {
   ContainerId ResolveEntry(ContainerId id, const Fingerprint& fp, bool* unmarked);
   // Copies the chunks of the committed containers |sources| that are not
   // marked dead into a new container answering to the sources' ids and their
-  // aliases, commits it durably (alias record first, see above), switches the
-  // alias map and deletes the sources. If the live chunks (and the aliases)
+  // aliases, commits it durably (alias record first, see above; in cluster
+  // scope also the foreign aliases, chunkstore/foreign_containers.h),
+  // switches the alias map and deletes the sources. If the live chunks (and the aliases)
   // do not fit one container, nothing changes and |result| is kNoContainer.
   // An error before the merged container is stored changes nothing either.
   Status MergeContainers(const std::vector<ContainerId>& sources, ContainerId* result);
   // Deletes committed container |id| (its chunks must all be garbage) and
-  // forgets the ids that alias it.
+  // forgets the ids that alias it (and their foreign aliases, cluster scope).
   Status DeleteContainer(ContainerId id);
+  // This slot's committed containers holding chunks marked dead, sorted:
+  // where cluster-scope GC finds garbage (core/engine/cluster_gc_rules.h).
+  std::vector<ContainerId> ContainersWithDeadMarks() const;
   // Bytes taken by the stored containers (ContainerStore::UsedBytes).
   Status UsedBytes(uint64_t* bytes);
   // The summary of committed container |id| (an id as stored, not resolved):
@@ -283,6 +287,8 @@ class ChunkStore {
   std::shared_ptr<const Container> FindUncommittedLocked(ContainerId id, bool* open) const;
 
   // ---- Reads (chunk_store_read.cc) ----
+  // ReadChunk of another slot's container, following its foreign aliases.
+  Status ReadForeignChunk(ContainerId id, const Fingerprint& fp, std::string* data);
   // Reads and parses a committed container through the read cache.
   Status LoadCommitted(ContainerId id, std::shared_ptr<const Container>* container);
   // ReadChunk of a committed container that is not in the read cache: the

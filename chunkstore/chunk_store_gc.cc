@@ -5,6 +5,8 @@
 // chunk_store_merge.cc.
 #include "chunkstore/chunk_store.h"
 
+#include <algorithm>
+
 namespace dedupv1 {
 
 ContainerId ChunkStore::Resolve(ContainerId id) const { return aliases_.Resolve(id); }
@@ -26,6 +28,15 @@ bool ChunkStore::UnmarkIfDead(ContainerId id, const Fingerprint& fp) {
 
 void ChunkStore::MarkDead(ContainerId id, const std::vector<Fingerprint>& fps) {
   dead_marks_.Mark(aliases_.Resolve(id), fps);
+}
+
+std::vector<ContainerId> ChunkStore::ContainersWithDeadMarks() const {
+  std::vector<ContainerId> ids = dead_marks_.Containers();
+  // Open and in-flight containers wait for their commit; others' are never marked.
+  ids.erase(std::remove_if(ids.begin(), ids.end(),
+                           [this](ContainerId id) { return foreign_.IsForeign(id) || !IsCommitted(id); }),
+            ids.end());
+  return ids;
 }
 
 Status ChunkStore::PersistDeadMarks() {

@@ -73,6 +73,16 @@ Status ChunkStore::MergeContainers(const std::vector<ContainerId>& sources, Cont
   // 1. The merge record, before the merged container exists: if the Put
   // never completes, Open drops the record because its target is missing.
   DEDUPV1_RETURN_IF_ERROR(aliases_.BeginMerge(new_id, aliases));
+  // 1b. Cluster scope: other slots read the sources by id; they find the
+  // merged container through the foreign aliases, written before it exists
+  // (while the sources are there, readers never look at them).
+  if (foreign_.enabled()) {
+    Status a = ForeignContainers::PublishAliases(store_.get(), aliases, new_id);
+    if (!a.ok()) {
+      aliases_.AbandonMerge();
+      return a;
+    }
+  }
   // 2. The merged container, durably.
   Status s = store_->PutNew(new_id, bytes);  // a fresh id: never replaces another's container
   if (!s.ok()) {
@@ -103,13 +113,20 @@ Status ChunkStore::DeleteContainer(ContainerId requested) {
   if (!s.ok()) return s.WithContext("delete " + Name(id));
   read_cache_.Erase(id);
   metadata_cache_.Erase(id);
+  std::vector<ContainerId> forgotten;
   {
     std::lock_guard<std::mutex> l(mu_);
     deleted_.insert(id);
-    for (ContainerId alias : aliases_.ForgetTarget(id)) deleted_.insert(alias);
+    forgotten = aliases_.ForgetTarget(id);
+    for (ContainerId alias : forgotten) deleted_.insert(alias);
   }
   ForgetContainer(id);
-  return aliases_.DropRecordsOf(id);
+  DEDUPV1_RETURN_IF_ERROR(aliases_.DropRecordsOf(id));
+  // Nothing live was in it, so no reader needs its foreign aliases.
+  if (foreign_.enabled()) {
+    for (ContainerId alias : forgotten) DEDUPV1_RETURN_IF_ERROR(store_->DeleteAlias(alias));
+  }
+  return Status::OK();
 }
 
 }  // namespace dedupv1

@@ -43,6 +43,7 @@ Status ChunkStore::ReadChunk(ContainerId id, const Fingerprint& fp, std::string*
     return Status::InvalidArgument("chunk store: cannot read from pseudo container " +
                                    std::to_string(id));
   }
+  if (foreign_.IsForeign(id)) return ReadForeignChunk(id, fp, data);
   std::shared_ptr<const Container> c;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -56,6 +57,23 @@ Status ChunkStore::ReadChunk(ContainerId id, const Fingerprint& fp, std::string*
   c = read_cache_.Lookup(resolved);
   if (c) return c->ReadChunk(fp, data);
   return ReadChunkFromStore(id, resolved, fp, data);
+}
+
+// Another slot's container: it is read by id, and a NotFound may mean that
+// its slot merged it (chunkstore/foreign_containers.h): the alias leads on.
+Status ChunkStore::ReadForeignChunk(ContainerId id, const Fingerprint& fp, std::string* data) {
+  ContainerId at = foreign_.Resolve(id);
+  for (int hop = 0;; hop++) {
+    std::shared_ptr<const Container> c = read_cache_.Lookup(at);
+    Status s = c ? c->ReadChunk(fp, data) : ReadChunkFromStore(at, at, fp, data);
+    if (!s.IsNotFound() || hop == ForeignContainers::kMaxHops) return s;
+    ContainerId next = kNoContainer;
+    Status a = foreign_.FollowAlias(store_.get(), id, at, &next);
+    if (a.IsNotFound()) return s;
+    DEDUPV1_RETURN_IF_ERROR(a);
+    metadata_cache_.Erase(at);  // gone: its cached head would answer in vain
+    at = next;
+  }
 }
 
 // A chunk is read alone, not with its whole container: backup data refers to

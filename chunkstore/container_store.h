@@ -84,6 +84,26 @@ class ContainerStore {
   virtual Status List(std::vector<ContainerId>* ids) = 0;
   // Bytes taken by the stored containers.
   virtual Status UsedBytes(uint64_t* bytes) = 0;
+  // Foreign aliases (cluster scope, docs/design-15.md 2.3): other gateway
+  // slots read a slot's containers by id, not through its merge records, so
+  // a merge first records for each merged id where its chunks go.
+  // PutAlias(from, to) stores "the chunks of |from| are in |to|" durably;
+  // GetAlias reads it (NotFound if there is none; Corruption if damaged);
+  // DeleteAlias removes it (none is fine). Stores that no other slot reads
+  // keep none.
+  virtual Status PutAlias(ContainerId from, ContainerId to) {
+    (void)from;
+    (void)to;
+    return Status::NotSupported("this container store keeps no foreign aliases");
+  }
+  virtual Status GetAlias(ContainerId from, ContainerId* to) {
+    (void)to;
+    return Status::NotFound("no foreign alias of container " + std::to_string(from));
+  }
+  virtual Status DeleteAlias(ContainerId from) {
+    (void)from;
+    return Status::OK();
+  }
   // Where container |id| lives, for messages and tools (a file path, an
   // object name); it need not exist.
   virtual std::string Where(ContainerId id) const { return "container " + std::to_string(id); }

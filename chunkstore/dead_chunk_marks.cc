@@ -140,6 +140,19 @@ Status DeadChunkMarks::Persist() {
   return s;
 }
 
+std::vector<ContainerId> DeadChunkMarks::Containers() const {
+  std::vector<ContainerId> ids;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ids.reserve(dead_.size());
+    for (const auto& [id, fps] : dead_) {
+      if (!fps.empty()) ids.push_back(id);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 uint64_t DeadChunkMarks::marked() const {
   std::lock_guard<std::mutex> l(mu_);
   return marks_;

@@ -68,6 +68,9 @@ class DeadChunkMarks {
   // error the marks stay pending (and in memory).
   Status Persist();
 
+  // Ids of the containers holding marks, sorted.
+  std::vector<ContainerId> Containers() const;
+
   uint64_t marked() const;       // marks held
   uint64_t unpersisted() const;  // of them, not yet persisted
   uint64_t loaded() const;       // marks applied at Load

@@ -77,6 +77,13 @@ class RadosContainerStore : public ContainerStore {
   Status UsedBytes(uint64_t* bytes) override;
   // "rados:<pool>/<store>/<object>".
   std::string Where(ContainerId id) const override;
+  // Object "ca.<from as 16 hex digits>" in the data pool (never listed as a
+  // container): the target id and a CRC32C over both ids
+  // (rados_foreign_aliases.cc).
+  Status PutAlias(ContainerId from, ContainerId to) override;
+  Status GetAlias(ContainerId from, ContainerId* to) override;
+  Status DeleteAlias(ContainerId from) override;
+  static std::string AliasObjectName(ContainerId from);
 
   // The object name of container |id|, and the inverse (false for a name
   // that is not a container's).

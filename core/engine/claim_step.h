@@ -11,6 +11,19 @@
 // Runs after the fingerprint locks of step 4 are released (a lost claim may
 // wait up to the claim hold for the winner's container; that stalls this
 // run only).
+//
+// Our copies that end up unused (the claim was lost, or a second copy of a
+// fingerprint within the run) are marked dead in this slot's chunk store at
+// once (ChunkStore::MarkDead; persisted by the next GC round before it acts,
+// core/engine/cluster_gc_rules.h). Why that is safe: such a copy is named by
+// no mapping and no index entry, and never will be. Mappings are logged only
+// after this step (step 5), and every chunk of the run naming the copy is
+// rewritten here first; the auxiliary index gets only copies whose claim
+// this slot won or took over (ChunkIndex::ClaimNew), so no later run of this
+// process finds it; the shared entry names the winner's container, so no
+// other slot finds it; cluster scope has no container-cache filter. A copy
+// whose claim we took over (TakeOver) is the entry's container: live. A
+// flip lost later (write-back) marks nothing: our mappings name that copy.
 #pragma once
 
 #include <cstddef>
@@ -22,10 +35,13 @@
 namespace dedupv1 {
 
 class ChunkIndex;
+class ChunkStore;
 
 // |stored|: indices into |chunks| of the chunks this run stored (their
 // container is this slot's). Rewrites the container of every chunk of the
-// run that names our copy of a lost claim.
-Status ClaimNewChunks(ChunkIndex* index, const std::vector<size_t>& stored, std::vector<ChunkRequest>* chunks);
+// run that names our copy of a lost claim and marks those copies dead in
+// |store|.
+Status ClaimNewChunks(ChunkIndex* index, ChunkStore* store, const std::vector<size_t>& stored,
+                      std::vector<ChunkRequest>* chunks);
 
 }  // namespace dedupv1

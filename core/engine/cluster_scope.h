@@ -5,8 +5,8 @@
 //    container-cache filter answers from container metadata without the
 //    index (it could hand out a chunk the table no longer names). Both are
 //    left out of the chain; the chunk-index filter reads the shared table.
-//  - Garbage collection: refused until cluster GC (phase 5); a round now
-//    would count only this slot's references.
+//  - Garbage collection: a slot's GC round runs the cluster rule set
+//    (core/engine/cluster_gc_rules.h): only chunks marked dead are garbage.
 #pragma once
 
 #include <algorithm>
@@ -17,9 +17,6 @@
 #include "filters/container_cache_filter.h"
 
 namespace dedupv1 {
-
-inline constexpr char kNoClusterGc[] =
-    "garbage collection of a cluster-scope store comes with cluster GC (design-15 phase 5)";
 
 // |names| (the configured filter chain) without the filters cluster scope leaves out.
 inline std::vector<std::string> ClusterScopeFilterChain(std::vector<std::string> names) {

@@ -13,6 +13,7 @@
 #include <ctime>
 #include <sstream>
 
+#include "core/engine/cluster_gc_rules.h"
 #include "core/engine/cluster_scope.h"
 #include "core/engine/dedup_scope.h"
 #include "core/engine/gc_host.h"
@@ -111,6 +112,7 @@ class DedupSystem::GcAccess : public GcHost {
   GcBarrier* gc_barrier() override { return &sys_->pipeline_->gc_barrier(); }
   FingerprintLocks* fingerprint_locks() override { return &sys_->pipeline_->fingerprint_locks(); }
   void OnChunksMarkedDead() override { sys_->pipeline_->OnChunksMarkedDead(); }
+  ClusterGcRules* cluster_rules() override { return sys_->cluster_gc_rules_.get(); }
 
  private:
   DedupSystem* const sys_;
@@ -160,6 +162,9 @@ Status DedupSystem::Init() {
   pipeline_ = std::make_unique<WritePipeline>(std::move(parts));
   // Every event still in the log may be uncounted (idempotent per entry).
   usage_ = std::make_unique<UsageCounter>(log_.get(), chunk_index_.get(), chunk_store_.get(), log_->head_id());
+  if (chunk_index_->cluster_scope()) {
+    cluster_gc_rules_ = std::make_unique<ClusterGcRules>(chunk_store_.get(), rados_, options_.rados.gateway);
+  }
   gc_host_ = std::make_unique<GcAccess>(this);
   volume_host_ = std::make_unique<VolumeAccess>(this);
   gc_ = std::make_unique<GarbageCollector>(gc_host_.get());
@@ -822,9 +827,9 @@ void DedupSystem::CheckpointLoop() {
       }
     }
     // Idle: a GC round if one has work (candidates, garbage not looked at
-    // yet, or no round since open). A round checkpoints, so not while paused.
-    // Cluster scope: none (kNoClusterGc).
-    if (s.ok() && idle_work && !paused && !stop_.load() && !options_.chunk_index.cluster_scope && gc_->HasWork()) {
+    // yet, or no round since open; cluster scope: ClusterGcRules::HasWork).
+    // A round checkpoints, so not while paused.
+    if (s.ok() && idle_work && !paused && !stop_.load() && gc_->HasWork()) {
       s = gc_->Run();
       if (!s.ok()) RecordError(s);
       else idle_gc_runs_++;
@@ -1022,7 +1027,6 @@ Status DedupSystem::Sync() {
 
 Status DedupSystem::RunGc() {
   if (stop_.load()) return Status::Aborted("system is shutting down");
-  if (options_.chunk_index.cluster_scope) return Status::NotSupported(kNoClusterGc);
   return gc_->Run();
 }
 

@@ -25,6 +25,7 @@
 
 #include "chunkstore/chunk_store.h"
 #include "core/engine/block_locks.h"
+#include "core/engine/cluster_gc_rules.h"
 #include "core/base/env.h"
 #include "core/engine/garbage_collector.h"
 #include "core/base/identity.h"
@@ -241,6 +242,7 @@ class DedupSystem {
   std::unique_ptr<OperationsLog> log_;
   std::mutex checkpoint_mu_;  // one checkpoint at a time; taken before the pipeline's mapping lock
   std::unique_ptr<UsageCounter> usage_;
+  std::unique_ptr<ClusterGcRules> cluster_gc_rules_;  // cluster scope only
   std::unique_ptr<GcAccess> gc_host_;
   std::unique_ptr<VolumeAccess> volume_host_;
   std::unique_ptr<GarbageCollector> gc_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chunkstore/chunk_store.h"
+#include "core/engine/cluster_gc_rules.h"
 #include "index/chunk_index.h"
 #include "log/operations_log.h"
 #include "log/log_event.h"
@@ -64,6 +65,7 @@ Status GarbageCollector::Run() {
   stats_.chunks_deleted += round.chunks_deleted;
   stats_.chunks_survived += round.chunks_survived;
   stats_.orphans_found += round.orphans_found;
+  stats_.inbox_chunks += round.inbox_chunks;
   stats_.bytes_reclaimed += round.bytes_reclaimed;
   stats_.containers_merged += round.containers_merged;
   stats_.containers_written += round.containers_written;
@@ -115,17 +117,22 @@ Status GarbageCollector::RunLocked(GcStats* stats) {
   DEDUPV1_RETURN_IF_ERROR(store->UsedBytes(&used_before));
   Round round(stats);
 
-  // 1. Usage counts catch up; the log is trimmed.
-  DEDUPV1_RETURN_IF_ERROR(host_->Checkpoint());
-  // 2. Scan: every committed container once after open, then only those
-  // holding candidates or unscanned garbage.
-  round.full_scan = !full_scan_done_.load();
-  DEDUPV1_RETURN_IF_ERROR(ListContainersToScan(&round));
-  DEDUPV1_RETURN_IF_ERROR(ScanContainers(&round));
-  // 3. Hold and recheck under the barrier.
-  DEDUPV1_RETURN_IF_ERROR(RecheckUnderBarrier(&round));
-  // 4. The erasures become persistent and the log forgets the garbage.
-  DEDUPV1_RETURN_IF_ERROR(PersistErasures(&round));
+  ClusterGcRules* rules = host_->cluster_rules();
+  if (rules != nullptr) {
+    DEDUPV1_RETURN_IF_ERROR(RunClusterRound(rules, &round));
+  } else {
+    // 1. Usage counts catch up; the log is trimmed.
+    DEDUPV1_RETURN_IF_ERROR(host_->Checkpoint());
+    // 2. Scan: every committed container once after open, then only those
+    // holding candidates or unscanned garbage.
+    round.full_scan = !full_scan_done_.load();
+    DEDUPV1_RETURN_IF_ERROR(ListContainersToScan(&round));
+    DEDUPV1_RETURN_IF_ERROR(ScanContainers(&round));
+    // 3. Hold and recheck under the barrier.
+    DEDUPV1_RETURN_IF_ERROR(RecheckUnderBarrier(&round));
+    // 4. The erasures become persistent and the log forgets the garbage.
+    DEDUPV1_RETURN_IF_ERROR(PersistErasures(&round));
+  }
   // 5. Space: delete empty containers, merge under-filled ones.
   SetPhase("space");
   DEDUPV1_RETURN_IF_ERROR(DeleteEmptyContainers(&round));
@@ -137,7 +144,57 @@ Status GarbageCollector::RunLocked(GcStats* stats) {
   DEDUPV1_RETURN_IF_ERROR(store->UsedBytes(&used_after));
   stats->used_bytes = used_after;
   stats->bytes_reclaimed = used_before > used_after ? used_before - used_after : 0;
+  if (rules != nullptr && round.marks_persisted.ok()) rules->RoundDone();
   return round.marks_persisted;
+}
+
+// Cluster scope, instead of steps 1-4; no lock held. Before: nothing. After:
+// the usage counts caught up (checkpoint), the host's index-GC seam ran, the
+// dead inbox is in the dead marks and every mark is persistent (what a
+// merge leaves out survives a crash as garbage, never as a lost chunk: each
+// mark was proven unreferenced when it was made), and round->scans holds
+// this slot's committed containers with marks, judged by their unmarked
+// chunks. No chunk-index entry is erased or looked up: another slot may
+// reference any chunk (cluster_gc_rules.h).
+Status GarbageCollector::RunClusterRound(ClusterGcRules* rules, Round* round) {
+  DEDUPV1_RETURN_IF_ERROR(host_->Checkpoint());
+  DEDUPV1_RETURN_IF_ERROR(host_->BeforeContainerRound());
+  SetPhase("dead inbox");
+  uint64_t taken = 0;
+  DEDUPV1_RETURN_IF_ERROR(rules->TakeDeadInbox(&taken));
+  round->stats->inbox_chunks += taken;
+  if (taken > 0) host_->OnChunksMarkedDead();
+  return ScanMarkedContainers(rules, round);
+}
+
+// Cluster scope, the scan: each container with marks, by its summary if it
+// has one taken with its present marks, else by its metadata.
+Status GarbageCollector::ScanMarkedContainers(ClusterGcRules* rules, Round* round) {
+  ChunkStore* store = host_->chunk_store();
+  const std::vector<ContainerId> ids = rules->ContainersWithGarbage();
+  scan_total_ = ids.size();
+  SetPhase("scan");
+  for (size_t i = 0; i < ids.size(); i++) {
+    scan_done_ = i;
+    ContainerScan scan;
+    ContainerSummary summary;
+    round->stats->containers_scanned++;
+    if (store->GetSummary(ids[i], &summary)) {
+      scan.total_bytes = summary.serialized_bytes;
+      scan.live_bytes = summary.footprint_bytes;
+      scan.live_chunks = summary.chunks;
+      round->stats->containers_summarized++;
+    } else {
+      std::vector<ChunkStore::ChunkFootprint> chunks;
+      Status s = store->GetChunkFootprints(ids[i], &chunks, &scan.total_bytes);
+      if (s.IsNotFound()) continue;  // deleted meanwhile
+      if (!s.ok()) return s.WithContext("scan container " + std::to_string(ids[i]));
+      scan.SetAllLive(chunks);
+    }
+    round->scans.emplace(ids[i], std::move(scan));
+  }
+  scan_done_ = ids.size();
+  return Status::OK();
 }
 
 // Step 2a, no lock held. Before: the usage counts are caught up (step 1).
@@ -446,6 +503,7 @@ Status GarbageCollector::MergeUnderfilledContainers(Round* round) {
 }
 
 bool GarbageCollector::HasWork() const {
+  if (ClusterGcRules* rules = host_->cluster_rules()) return rules->HasWork();
   if (!full_scan_done_.load()) return true;
   UsageCounter* usage = host_->usage();
   if (usage != nullptr && usage->candidate_count() > 0) return true;

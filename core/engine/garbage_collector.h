@@ -32,6 +32,12 @@
 // A round is crash-safe at every step: before 4 completes nothing persistent
 // was removed; erasures are persisted before containers change; merges are
 // ordered by the chunk store's alias record. Rounds run one at a time.
+//
+// Cluster scope (GcHost::cluster_rules, core/engine/cluster_gc_rules.h says
+// why): steps 2-4 are replaced by the slot's rule set (checkpoint; the
+// host's BeforeContainerRound; the dead inbox moved into persisted dead
+// marks; the containers with marks judged by what is left unmarked), then
+// step 5 as above, on this slot's containers only.
 #pragma once
 
 #include <atomic>
@@ -61,6 +67,7 @@ struct GcStats {
   uint64_t chunks_deleted = 0;      // chunk-index entries erased
   uint64_t chunks_survived = 0;     // candidates re-referenced before the recheck
   uint64_t orphans_found = 0;       // stored chunks without an index entry, marked dead
+  uint64_t inbox_chunks = 0;        // cluster scope: chunks taken from the slot's dead inbox, marked dead
   uint64_t bytes_reclaimed = 0;     // drop of the container store's used bytes
   uint64_t containers_merged = 0;   // source containers folded into merged ones
   uint64_t containers_written = 0;  // merged containers written
@@ -104,6 +111,9 @@ class GarbageCollector {
   Status PersistErasures(Round* round);        // 4
   Status DeleteEmptyContainers(Round* round);  // 5a
   Status MergeUnderfilledContainers(Round* round);  // 5b
+  // Cluster scope: the round instead of steps 1-4, and its scan.
+  Status RunClusterRound(ClusterGcRules* rules, Round* round);
+  Status ScanMarkedContainers(ClusterGcRules* rules, Round* round);
   void SetPhase(const char* phase);
 
   GcHost* const host_;

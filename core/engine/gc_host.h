@@ -21,6 +21,7 @@ namespace dedupv1 {
 
 class ChunkIndex;
 class ChunkStore;
+class ClusterGcRules;
 class OperationsLog;
 class UsageCounter;
 
@@ -45,6 +46,15 @@ class GcHost {
   virtual FingerprintLocks* fingerprint_locks() = 0;
   // Chunks were marked dead: filters that cache where chunks are forget it.
   virtual void OnChunksMarkedDead() = 0;
+
+  // Cluster scope: the rule set of a slot's container GC
+  // (core/engine/cluster_gc_rules.h); null for every other store, which
+  // keeps the local rules.
+  virtual ClusterGcRules* cluster_rules() { return nullptr; }
+  // Cluster scope, the seam for index GC (core/engine/cluster_gc.h): called
+  // by a round after its checkpoint, before the slot's dead inbox is taken
+  // and its containers are judged.
+  virtual Status BeforeContainerRound() { return Status::OK(); }
 };
 
 }  // namespace dedupv1

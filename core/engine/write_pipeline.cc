@@ -99,7 +99,7 @@ Status WritePipeline::ProcessRun(uint32_t volume_id, WriteBuffer* buffer, WriteB
   DEDUPV1_RETURN_IF_ERROR(FilterAndStore(volume_id, &chunks, outcome, &stored));
   // 4b. Cluster scope: the new chunks are claimed in the shared chunk index;
   //     lost claims map the winner's container.
-  if (claim_index_ != nullptr) DEDUPV1_RETURN_IF_ERROR(ClaimNewChunks(claim_index_, stored, &chunks));
+  if (claim_index_ != nullptr) DEDUPV1_RETURN_IF_ERROR(ClaimNewChunks(claim_index_, chunk_store_, stored, &chunks));
   stats_->ns_filtering += NanosSince(phase);
   phase = std::chrono::steady_clock::now();
   stats_->runs++;
