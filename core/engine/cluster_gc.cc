@@ -76,16 +76,15 @@ Status ClusterIndexGc::RunLocked() {
     return Status::InvalidArgument("cluster GC: no claim hold or container probe given");
   }
   Round round;
-  DEDUPV1_RETURN_IF_ERROR(GcLeaderLease::TryAcquire(cluster_, &round.lease));
-  if (!round.lease) {
+  Status s = GcLeaderLease::TryAcquire(cluster_, &round.lease);
+  if (s.ok() && !round.lease) {
     std::lock_guard<std::mutex> l(stats_mu_);
     stats_.rounds_skipped++;
     return Status::OK();
   }
-  DEDUPV1_RETURN_IF_ERROR(ReadLiveSlots(&round.live, &round.slots));
+  if (s.ok()) s = ReadLiveSlots(&round.live, &round.slots);
   round.now = std::chrono::steady_clock::now();
-  Status s;
-  for (uint32_t shard = 0; s.ok() && shard < table_->shards(); shard++) {
+  for (uint32_t shard = 0; s.ok() && round.lease && shard < table_->shards(); shard++) {
     std::string after;
     bool more = true;
     for (uint64_t page = 0; s.ok() && more && page < kMaxPagesPerShard; page++) {
@@ -103,13 +102,17 @@ Status ClusterIndexGc::RunLocked() {
   ran_ = true;
   last_round_ = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> l(stats_mu_);
-  stats_.rounds++;
+  if (round.lease) stats_.rounds++;
   stats_.hints_seen += round.delta.hints_seen;
   stats_.stale_claims_flipped += round.delta.stale_claims_flipped;
   stats_.stale_claims_erased += round.delta.stale_claims_erased;
   stats_.hints_dropped += round.delta.hints_dropped;
   stats_.races += round.delta.races;
   stats_.stale_claims_pending = pending_.size();
+  if (!s.ok()) {
+    stats_.failed_rounds++;
+    stats_.last_error = s.ToString();
+  }
   return s;
 }
 

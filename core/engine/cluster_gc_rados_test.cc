@@ -377,5 +377,29 @@ TEST_F(GatewayClusterIndexGc, EngineRunGcErasesClaimOfAClosedIncarnation) {
   ASSERT_TRUE(b->Close().ok());
 }
 
+TEST_F(GatewayClusterIndexGc, AFailedRoundIsCountedAndLeavesTheLeaseFree) {
+  const Fingerprint fp = Fp(21);
+  Claim(a_table_.get(), fp, GatewaySlotIdBase(a_.slot) + 1);
+  ClusterGcOptions o;
+  o.claim_hold_ms = 200;
+  o.container_exists = [](ContainerId id, bool*) { return Status::IOError("probe of " + std::to_string(id) + " failed"); };
+  ClusterIndexGc failing(cluster_, b_table_.get(), o);
+  ASSERT_TRUE(failing.RunRound().ok());  // first seen: no probe yet
+  Status s;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int i = 0; i < 200 && s.ok() && std::chrono::steady_clock::now() < end; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s = failing.RunRound();
+  }
+  ASSERT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_EQ(failing.stats().failed_rounds, 1u);
+  EXPECT_NE(failing.stats().last_error.find("probe of"), std::string::npos) << failing.stats().last_error;
+  EXPECT_TRUE(Record(fp).entry);
+  // The failed round released the lease: another leader gets it at once.
+  std::unique_ptr<GcLeaderLease> next;
+  ASSERT_TRUE(GcLeaderLease::TryAcquire(cluster_, &next).ok());
+  EXPECT_TRUE(next);
+}
+
 }  // namespace
 }  // namespace dedupv1

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace dedupv1 {
 
@@ -16,6 +17,8 @@ struct ClusterGcStats {
   uint64_t stale_claims_erased = 0;   // dead incarnations' claims erased after the recheck
   uint64_t hints_dropped = 0;         // of C entries in use (and leftover hints)
   uint64_t races = 0;                 // compare-and-sets that met a change (looked at again next round)
+  uint64_t failed_rounds = 0;         // rounds that ended with an error (the next one starts over)
+  std::string last_error;             // of the last failed round, "" if none
 };
 
 }  // namespace dedupv1

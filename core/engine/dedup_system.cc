@@ -831,11 +831,10 @@ void DedupSystem::CheckpointLoop() {
     // Idle: a GC round if one has work (candidates, garbage not looked at
     // yet, or no round since open). A round checkpoints, so not while paused.
     // Cluster scope: the index round when due (the leader's, design-15 2.6);
-    // no container round (kNoClusterGc).
-    if (s.ok() && idle_work && !paused && !stop_.load() && cluster_gc_) {
-      s = cluster_gc_->RunRoundIfDue();
-      if (!s.ok()) RecordError(s.WithContext("cluster index GC"));
-    }
+    // no container round (kNoClusterGc). A failed index round is the GC's
+    // (its stats say why), not the writers': they go on, the next round
+    // starts over.
+    if (s.ok() && idle_work && !paused && !stop_.load() && cluster_gc_) (void)cluster_gc_->RunRoundIfDue();
     if (s.ok() && idle_work && !paused && !stop_.load() && !options_.chunk_index.cluster_scope && gc_->HasWork()) {
       s = gc_->Run();
       if (!s.ok()) RecordError(s);
