@@ -245,6 +245,9 @@ class ChunkIndex {
   // the chunks whose claims it won into the auxiliary index (PutNew's
   // entry); lost ones are found in the table.
   bool cluster_scope() const { return claims_ != nullptr; }
+  // Cluster scope: the shared table (this slot's writer instance), for the
+  // index GC rounds (core/engine/cluster_gc.h); null otherwise.
+  RadosSharedChunkTable* shared_table() const { return claims_ ? claims_->table() : nullptr; }
   Status ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, std::vector<ContainerId>* use);
 
   ChunkIndexStats stats() const;

@@ -551,41 +551,117 @@ Status RadosSharedChunkTable::Replace(const Fingerprint& fp, const SharedEntry& 
   return CasOne(fp, EncodeEntry(fp, expected), next, result);
 }
 
+void RadosSharedChunkTable::GuardOf(const Fingerprint& fp, const SharedRecord& seen,
+                                    const std::vector<uint16_t>& slots,
+                                    std::map<std::string, std::pair<librados::bufferlist, int>>* cmp,
+                                    std::set<std::string>* keys) const {
+  const int kEq = LIBRADOS_CMPXATTR_OP_EQ;
+  const std::string ekey = EntryKey(fp), zkey = HintKey(fp);
+  (*cmp)[ekey] = {Bytes(seen.entry ? EncodeEntry(fp, *seen.entry) : ""), kEq};
+  *keys = {ekey, zkey};
+  if (!seen.hint.empty()) (*cmp)[zkey] = {Bytes(seen.hint), kEq};
+  for (const auto& [slot, usage] : seen.usage) {
+    const std::string ukey = UsageKey(fp, slot);
+    (*cmp)[ukey] = {Bytes(EncodeUsage(ukey, usage)), kEq};
+    keys->insert(ukey);
+  }
+  for (uint16_t slot : slots) {
+    if (seen.usage.count(slot) == 0) (*cmp)[UsageKey(fp, slot)] = {librados::bufferlist(), kEq};  // still none
+  }
+}
+
+Status RadosSharedChunkTable::GuardedWrite(const Fingerprint& fp, librados::ObjectWriteOperation* op,
+                                           const int* cmp_rval, const std::string& what, bool* done) {
+  *done = false;
+  const std::string oid = ShardOid(fp);
+  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
+  int r = cluster_->index().operate(oid, op);
+  timer.Done(r == -ECANCELED ? 0 : r, 0);
+  if (r == -ECANCELED) return Status::OK();
+  if (r >= 0) r = *cmp_rval;
+  if (r < 0) return OpError(r, what + " " + KeyName(EntryKey(fp)), oid);
+  *done = true;
+  return Status::OK();
+}
+
 Status RadosSharedChunkTable::ReplaceIfUnchanged(const Fingerprint& fp, const SharedRecord& seen,
                                                  const std::vector<uint16_t>& slots,
                                                  const std::optional<SharedEntry>& next, bool* done) {
-  DEDUPV1_RETURN_IF_ERROR(CheckWrite({fp}, false));
   *done = false;
-  const int kEq = LIBRADOS_CMPXATTR_OP_EQ;
-  const std::string ekey = EntryKey(fp);
+  DEDUPV1_RETURN_IF_ERROR(CheckWrite({fp}, false));
   std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
-  cmp[ekey] = {Bytes(seen.entry ? EncodeEntry(fp, *seen.entry) : ""), kEq};
-  std::set<std::string> rms = {ekey, HintKey(fp)};
-  for (const auto& [slot, usage] : seen.usage) {
-    const std::string ukey = UsageKey(fp, slot);
-    cmp[ukey] = {Bytes(EncodeUsage(ukey, usage)), kEq};
-    rms.insert(ukey);
-  }
-  for (uint16_t slot : slots) {
-    if (seen.usage.count(slot) == 0) cmp[UsageKey(fp, slot)] = {librados::bufferlist(), kEq};  // still none
-  }
+  std::set<std::string> rms;
+  GuardOf(fp, seen, slots, &cmp, &rms);
+  // The hint was never compared here before: a rewritten hint alone (same
+  // entry and usage) does not stop a replace or erase.
+  cmp.erase(HintKey(fp));
   librados::ObjectWriteOperation op;
   int cmp_rval = 0;
   op.create(false);
   op.omap_cmp(cmp, &cmp_rval);
   if (next) {
-    op.omap_set({{ekey, Bytes(EncodeEntry(fp, *next))}});
+    op.omap_set({{EntryKey(fp), Bytes(EncodeEntry(fp, *next))}});
   } else {
     op.omap_rm_keys(rms);
   }
-  const std::string oid = ShardOid(fp);
-  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
-  int r = cluster_->index().operate(oid, &op);
-  timer.Done(r == -ECANCELED ? 0 : r, 0);
-  if (r == -ECANCELED) return Status::OK();
-  if (r >= 0) r = cmp_rval;
-  if (r < 0) return OpError(r, std::string(next ? "guarded replace of " : "guarded erase of ") + KeyName(ekey), oid);
-  *done = true;
+  return GuardedWrite(fp, &op, &cmp_rval, next ? "guarded replace of" : "guarded erase of", done);
+}
+
+Status RadosSharedChunkTable::DropHintIfUnchanged(const Fingerprint& fp, const SharedRecord& seen,
+                                                  const std::vector<uint16_t>& slots, bool* done) {
+  *done = false;
+  DEDUPV1_RETURN_IF_ERROR(CheckWrite({fp}, false));
+  if (seen.hint.empty()) return Status::InvalidArgument("shared chunk index: no hint of " + fp.ToHex() + " to drop");
+  std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
+  std::set<std::string> keys;
+  GuardOf(fp, seen, slots, &cmp, &keys);
+  librados::ObjectWriteOperation op;
+  int cmp_rval = 0;
+  op.create(false);
+  op.omap_cmp(cmp, &cmp_rval);
+  op.omap_rm_keys({HintKey(fp)});
+  return GuardedWrite(fp, &op, &cmp_rval, "guarded hint drop of", done);
+}
+
+Status RadosSharedChunkTable::ReadHints(uint32_t shard, const std::string& after, uint64_t max,
+                                        std::vector<SharedHint>* hints, std::string* last, bool* more) {
+  hints->clear();
+  *last = after;
+  *more = false;
+  if (shard >= shards_) {
+    return Status::InvalidArgument("shared chunk index: shard " + std::to_string(shard) + " of " +
+                                   std::to_string(shards_));
+  }
+  if (max == 0) return Status::InvalidArgument("shared chunk index: hint page of 0 keys");
+  const std::string oid = ShardOidOf(shard);
+  librados::ObjectReadOperation op;
+  std::map<std::string, librados::bufferlist> vals;
+  int rval = 0;
+  op.omap_get_vals2(after, std::string(1, kHintType), max, &vals, more, &rval);
+  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapRead);
+  int r = cluster_->index().operate(oid, &op, nullptr);
+  timer.Done(r == -ENOENT ? 0 : r, 0);
+  if (r == -ENOENT) {  // no claim ever reached this shard
+    *more = false;
+    return Status::OK();
+  }
+  if (r >= 0) r = rval;
+  if (r < 0) return OpError(r, "read of GC hints", oid);
+  for (auto& [key, bl] : vals) {
+    const std::string value = bl.to_str();
+    if (key.size() != 1 + options_.key_size) return Corruption(oid, key, "hint key of " + std::to_string(key.size()) + " bytes");
+    DEDUPV1_RETURN_IF_ERROR(CheckHint(oid, key, value));
+    const auto* p = reinterpret_cast<const uint8_t*>(value.data());
+    SharedHint h;
+    h.fp = Fingerprint(reinterpret_cast<const uint8_t*>(key.data()) + 1, options_.key_size);
+    h.why = static_cast<char>(p[0]);
+    h.slot = DecodeFixed16(p + 1);
+    h.epoch = DecodeFixed64(p + 3);
+    h.value = value;
+    hints->push_back(h);
+    *last = key;
+  }
+  if (vals.empty()) *more = false;
   return Status::OK();
 }
 
@@ -742,6 +818,7 @@ Status RadosSharedChunkTable::ReadRecord(const Fingerprint& fp, SharedRecord* re
       } else {
         DEDUPV1_RETURN_IF_ERROR(CheckHint(oid, key, bl.to_str()));
         record->hinted = true;
+        record->hint = bl.to_str();
       }
     }
     for (auto& [key, bl] : usage) {

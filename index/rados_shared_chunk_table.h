@@ -55,6 +55,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,16 @@ struct SharedRecord {
   std::optional<SharedEntry> entry;
   std::map<uint16_t, SharedSlotUsage> usage;  // by slot
   bool hinted = false;                        // a "z" hint exists
+  std::string hint;                           // its stored value ("" if none): GC compares it
+};
+
+// One GC hint as stored (design 2.6 step 1: the leader pages them).
+struct SharedHint {
+  Fingerprint fp;
+  char why = 0;       // 'c': claimed, 'd': a usage decrement
+  uint16_t slot = 0;  // the slot whose write set it
+  uint64_t epoch = 0;
+  std::string value;  // the stored value
 };
 
 class RadosSharedChunkTable {
@@ -167,6 +178,19 @@ class RadosSharedChunkTable {
   Status ReplaceIfUnchanged(const Fingerprint& fp, const SharedRecord& seen, const std::vector<uint16_t>& slots,
                             const std::optional<SharedEntry>& next, bool* done);
 
+  // Removes the hint of |fp| if its entry, usage keys and hint are still
+  // exactly as |seen| (a ReadRecord with a hint) and no slot of |slots| has
+  // a usage key |seen| lacks (design 2.6 step 4: a chunk still in use). A
+  // decrement in between rewrites the hint or a usage key, so its hint stays.
+  Status DropHintIfUnchanged(const Fingerprint& fp, const SharedRecord& seen, const std::vector<uint16_t>& slots,
+                             bool* done);
+  // A page of shard |shard|'s hints (0 <= shard < shards()) in key order,
+  // after key |after| ("" = from the first), at most |max| in one read;
+  // |last| is the key to continue after, |more| whether more may follow.
+  // A damaged hint is Corruption naming the object and key.
+  Status ReadHints(uint32_t shard, const std::string& after, uint64_t max, std::vector<SharedHint>* hints,
+                   std::string* last, bool* more);
+
   // Adds usage deltas of this slot's log (per delta an outcome).
   // A decrement also sets a "decremented" hint for GC.
   Status AddUsageMany(const std::vector<SharedUsageDelta>& deltas, uint64_t epoch,
@@ -204,6 +228,15 @@ class RadosSharedChunkTable {
   // decided (won or lost).
   Status CasMany(std::vector<CasItem>* items, std::vector<SharedCasResult>* results);
   Status CasOne(const Fingerprint& fp, const std::string& expected, const SharedEntry& next, SharedCasResult* result);
+  // The comparisons of a guarded GC change: entry, usage keys and hint as
+  // |seen|, no usage key of |slots| that |seen| lacks. |keys| gets every key
+  // of |seen|.
+  void GuardOf(const Fingerprint& fp, const SharedRecord& seen, const std::vector<uint16_t>& slots,
+               std::map<std::string, std::pair<librados::bufferlist, int>>* cmp, std::set<std::string>* keys) const;
+  // Sends |op| (guarded by |cmp_rval|'s omap_cmp) to |fp|'s shard: |done|
+  // false if a comparison failed (nothing applied), an error naming |what|.
+  Status GuardedWrite(const Fingerprint& fp, librados::ObjectWriteOperation* op, const int* cmp_rval,
+                      const std::string& what, bool* done);
   // One round of AddUsageMany on the fingerprints of |work| still pending.
   Status UsageRound(const std::vector<SharedUsageDelta>& deltas, std::vector<UsageWork>* work, uint64_t epoch,
                     std::vector<SharedUsageOutcome>* outcomes);

@@ -168,6 +168,13 @@ Status DedupSystem::Init() {
   gc_host_ = std::make_unique<GcAccess>(this);
   volume_host_ = std::make_unique<VolumeAccess>(this);
   gc_ = std::make_unique<GarbageCollector>(gc_host_.get());
+  if (chunk_index_->cluster_scope()) {
+    ClusterGcOptions cluster_gc;
+    cluster_gc.claim_hold_ms = options_.chunk_index.claims.claim_hold_ms;
+    ChunkStore* store = chunk_store_.get();
+    cluster_gc.container_exists = [store](ContainerId id, bool* exists) { return store->ContainerExists(id, exists); };
+    cluster_gc_ = std::make_unique<ClusterIndexGc>(rados_, chunk_index_->shared_table(), cluster_gc);
+  }
 
   DEDUPV1_RETURN_IF_ERROR(LoadVolumes());
   Status s = Recover();
@@ -828,7 +835,11 @@ void DedupSystem::CheckpointLoop() {
     }
     // Idle: a GC round if one has work (candidates, garbage not looked at
     // yet, or no round since open; cluster scope: ClusterGcRules::HasWork).
-    // A round checkpoints, so not while paused.
+    // A round checkpoints, so not while paused. Cluster scope: the index
+    // round first when due (the leader's, design-15 2.6); a failed index
+    // round is the GC's (its stats say why), not the writers': they go on,
+    // the next round starts over.
+    if (s.ok() && idle_work && !paused && !stop_.load() && cluster_gc_) (void)cluster_gc_->RunRoundIfDue();
     if (s.ok() && idle_work && !paused && !stop_.load() && gc_->HasWork()) {
       s = gc_->Run();
       if (!s.ok()) RecordError(s);
@@ -1027,12 +1038,16 @@ Status DedupSystem::Sync() {
 
 Status DedupSystem::RunGc() {
   if (stop_.load()) return Status::Aborted("system is shutting down");
+  // Cluster scope: the index round first (skipped unless this slot leads).
+  if (cluster_gc_) DEDUPV1_RETURN_IF_ERROR(cluster_gc_->RunRound());
   return gc_->Run();
 }
 
 GcStats DedupSystem::gc_stats() const {
   if (!gc_) return GcStats();
-  return gc_->stats();
+  GcStats stats = gc_->stats();
+  if (cluster_gc_) stats.cluster_index = cluster_gc_->stats();
+  return stats;
 }
 
 double DedupSystem::DedupRatio() const {
@@ -1095,6 +1110,7 @@ Status DedupSystem::Close() {
   }
   // The block index's write-back hook uses the log: close the indexes first.
   gc_.reset();
+  cluster_gc_.reset();
   usage_.reset();
   block_index_.reset();
   chunk_index_.reset();

@@ -49,6 +49,7 @@
 #include "core/engine/gc_host.h"
 #include "core/base/status.h"
 #include "core/base/types.h"
+#include "core/engine/cluster_gc_stats.h"
 #include "core/engine/usage_counter.h"
 
 namespace dedupv1 {
@@ -82,6 +83,7 @@ struct GcStats {
   uint64_t last_run_ms = 0;         // its duration
   std::string last_error;           // of the last failed round, "" if none
   UsageCounterStats usage;
+  ClusterGcStats cluster_index;  // cluster scope: the index rounds (core/engine/cluster_gc.h)
 };
 
 class GarbageCollector {

@@ -1,0 +1,24 @@
+// ClusterGcStats: what the index GC rounds of a cluster-scope store did
+// (core/engine/cluster_gc.h), as the engine's GC stats carry them. In a
+// header of its own so GcStats does not pull in the shared table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dedupv1 {
+
+struct ClusterGcStats {
+  uint64_t rounds = 0;                // index rounds this slot led
+  uint64_t rounds_skipped = 0;        // another slot held the leader lease
+  uint64_t hints_seen = 0;            // hints read, over all rounds
+  uint64_t stale_claims_flipped = 0;  // U whose container exists, flipped to C
+  uint64_t stale_claims_pending = 0;  // now: dead incarnations' claims waiting for their recheck
+  uint64_t stale_claims_erased = 0;   // dead incarnations' claims erased after the recheck
+  uint64_t hints_dropped = 0;         // of C entries in use (and leftover hints)
+  uint64_t races = 0;                 // compare-and-sets that met a change (looked at again next round)
+  uint64_t failed_rounds = 0;         // rounds that ended with an error (the next one starts over)
+  std::string last_error;             // of the last failed round, "" if none
+};
+
+}  // namespace dedupv1

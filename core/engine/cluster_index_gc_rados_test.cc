@@ -1,0 +1,400 @@
+// The index GC round of a cluster-scope store (core/engine/cluster_gc.h,
+// docs/design-15.md 2.6): stale claims of dead incarnations are erased only
+// after the claim hold and a recheck a hold later, stale claims whose
+// container exists are flipped, a live incarnation's claim is never touched,
+// and an entry in use loses only its hint. Two slots (gw-a, gw-b) of one
+// store at the table level, with a fake container probe; a namespace of its
+// own per test. Needs the test cluster (DEDUPV1_TEST_CEPH_CONF).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/base/testutil.h"
+#include "core/engine/cluster_gc.h"
+#include "core/engine/dedup_system.h"
+#include "core/engine/system_testutil.h"
+#include "core/rados/gateway_heartbeat.h"
+#include "core/rados/gateway_registry.h"
+#include "core/rados/gc_leader_lease.h"
+#include "core/rados/rados_env_testutil.h"
+#include "index/rados_shared_chunk_table.h"
+
+namespace dedupv1 {
+namespace {
+
+constexpr uint64_t kHoldMs = 1000;
+
+Fingerprint Fp(uint64_t seed) {
+  const std::vector<uint8_t> b = test::RandomBytes(20, seed);
+  return Fingerprint(b.data(), b.size());
+}
+
+class GatewayClusterIndexGc : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Status s = test::TestRadosOptions(&rados_, 64 << 10, /*lock_duration_s=*/5);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(RadosCluster::Shared(rados_, &cluster_).ok());
+    registry_ = std::make_unique<GatewayRegistry>(cluster_);
+    ASSERT_TRUE(registry_->Register("gw-a", &a_).ok());
+    ASSERT_TRUE(registry_->Register("gw-b", &b_).ok());
+    ASSERT_TRUE(registry_->BeginIncarnation("gw-a", false, &a_).ok());
+    ASSERT_TRUE(registry_->BeginIncarnation("gw-b", false, &b_).ok());
+    a_table_ = OpenTable(a_);
+    b_table_ = OpenTable(b_);
+  }
+  void TearDown() override {
+    if (cluster_) test::RemoveIndexObjects(cluster_.get());
+  }
+
+  std::unique_ptr<RadosSharedChunkTable> OpenTable(const GatewayRecord& r) {
+    RadosSharedChunkTableOptions o;
+    o.rados = rados_;
+    o.shards = 8;
+    o.slot = r.slot;
+    o.incarnation = r.incarnation;
+    std::unique_ptr<RadosSharedChunkTable> t;
+    Status s = RadosSharedChunkTable::Open(o, &t);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return t;
+  }
+
+  // The GC of slot B (its table), containers existing as |existing_| says.
+  std::unique_ptr<ClusterIndexGc> Gc(RadosSharedChunkTable* table, uint64_t hold_ms = kHoldMs) {
+    ClusterGcOptions o;
+    o.claim_hold_ms = hold_ms;
+    o.hint_page = 2;  // several pages per shard
+    o.container_exists = [this](ContainerId id, bool* exists) {
+      std::lock_guard<std::mutex> l(mu_);
+      *exists = existing_.count(id) > 0;
+      return Status::OK();
+    };
+    return std::make_unique<ClusterIndexGc>(cluster_, table, o);
+  }
+
+  void Claim(RadosSharedChunkTable* t, const Fingerprint& fp, ContainerId c) {
+    std::vector<SharedCasResult> r;
+    Status s = t->ClaimMany({SharedClaim{fp, c}}, 0, &r);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(r[0].won);
+  }
+  void Exists(ContainerId c) {
+    std::lock_guard<std::mutex> l(mu_);
+    existing_.insert(c);
+  }
+  SharedRecord Record(const Fingerprint& fp) {
+    SharedRecord r;
+    Status s = b_table_->ReadRecord(fp, &r);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return r;
+  }
+  // Same entry, usage and hint: the GC left it alone.
+  static ::testing::AssertionResult Same(const SharedRecord& x, const SharedRecord& y) {
+    if (x.entry == y.entry && x.hint == y.hint && x.usage.size() == y.usage.size()) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << (x.entry ? x.entry->ToString() : "none") << " vs "
+                                         << (y.entry ? y.entry->ToString() : "none");
+  }
+
+  RadosOptions rados_;
+  std::shared_ptr<RadosCluster> cluster_;
+  std::unique_ptr<GatewayRegistry> registry_;
+  GatewayRecord a_, b_;
+  std::unique_ptr<RadosSharedChunkTable> a_table_, b_table_;
+  std::mutex mu_;
+  std::set<ContainerId> existing_;
+};
+
+// Rounds every 100 ms until |done| or |limit|; the rounds' errors fail.
+template <class Done>
+bool RoundsUntil(ClusterIndexGc* gc, Done done, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  for (int i = 0; i < 10000 && std::chrono::steady_clock::now() < end; i++) {
+    Status s = gc->RunRound();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (!s.ok()) return false;
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+TEST_F(GatewayClusterIndexGc, StaleClaimsOfDeadIncarnationErasedAfterHoldAndRecheckOthersKept) {
+  const ContainerId a_missing = GatewaySlotIdBase(a_.slot) + 1, a_written = GatewaySlotIdBase(a_.slot) + 2;
+  const ContainerId b_missing = GatewaySlotIdBase(b_.slot) + 1, b_written = GatewaySlotIdBase(b_.slot) + 2;
+  const Fingerprint dead = Fp(1), dead_written = Fp(2), live = Fp(3), used = Fp(4);
+  // A claims two chunks and is taken over: one container was written
+  // (flipped on its behalf), one never was (erased after hold + recheck).
+  Claim(a_table_.get(), dead, a_missing);
+  Claim(a_table_.get(), dead_written, a_written);
+  Exists(a_written);
+  GatewayRecord a2;
+  ASSERT_TRUE(registry_->BeginIncarnation("gw-a", true, &a2).ok());
+  // B (live) claims a chunk whose container is not written yet: untouched.
+  Claim(b_table_.get(), live, b_missing);
+  // B's chunk in use: committed with a usage of 1; only its hint goes.
+  Claim(b_table_.get(), used, b_written);
+  Exists(b_written);
+  std::vector<SharedCasResult> flipped;
+  ASSERT_TRUE(b_table_->FlipMany({SharedFlip{used, *Record(used).entry}}, 0, &flipped).ok());
+  ASSERT_TRUE(flipped[0].won);
+  std::vector<SharedUsageOutcome> outcomes;
+  ASSERT_TRUE(b_table_->AddUsageMany({SharedUsageDelta{used, 1, 7}}, 0, &outcomes).ok());
+  const SharedRecord live_before = Record(live), dead_before = Record(dead);
+  ASSERT_TRUE(dead_before.hinted);
+
+  std::unique_ptr<ClusterIndexGc> gc = Gc(b_table_.get());
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(gc->RunRound().ok());
+  // Within the hold nothing changes.
+  EXPECT_TRUE(Same(Record(dead), dead_before));
+  EXPECT_TRUE(Same(Record(live), live_before));
+  EXPECT_TRUE(Record(used).hinted);
+
+  std::chrono::steady_clock::duration erased_after{};
+  const bool erased = RoundsUntil(
+      gc.get(),
+      [&] {
+        if (Record(dead).entry) return false;
+        erased_after = std::chrono::steady_clock::now() - start;
+        return true;
+      },
+      std::chrono::seconds(30));
+  ASSERT_TRUE(erased) << "the dead incarnation's claim was not erased in 30 s";
+  // Seen first, then a hold to act, then another hold to recheck.
+  EXPECT_GE(erased_after, std::chrono::milliseconds(2 * kHoldMs));
+  const SharedRecord gone = Record(dead);
+  EXPECT_FALSE(gone.hinted);
+  EXPECT_TRUE(gone.usage.empty());
+
+  const SharedRecord w = Record(dead_written);
+  ASSERT_TRUE(w.entry);
+  EXPECT_EQ(w.entry->state, SharedEntry::State::kCommitted);
+  EXPECT_EQ(w.entry->container, a_written);
+  EXPECT_TRUE(Same(Record(live), live_before)) << "a live incarnation's claim changed";
+  const SharedRecord u = Record(used);
+  ASSERT_TRUE(u.entry);
+  EXPECT_EQ(u.entry->state, SharedEntry::State::kCommitted);
+  EXPECT_FALSE(u.hinted);
+  ASSERT_EQ(u.usage.size(), 1u);
+  EXPECT_EQ(u.usage.begin()->second.count, 1);
+
+  const ClusterGcStats st = gc->stats();
+  EXPECT_EQ(st.stale_claims_erased, 1u);
+  EXPECT_EQ(st.stale_claims_flipped, 1u);
+  EXPECT_GE(st.hints_dropped, 1u);
+  EXPECT_EQ(st.stale_claims_pending, 0u);
+  EXPECT_EQ(st.rounds_skipped, 0u);
+  // A round later the live claim is still as it was (never pending either).
+  ASSERT_TRUE(gc->RunRound().ok());
+  EXPECT_TRUE(Same(Record(live), live_before));
+  EXPECT_EQ(gc->stats().stale_claims_pending, 0u);
+}
+
+TEST_F(GatewayClusterIndexGc, ClaimOfClosedIncarnationErasedAndAChangeRestartsTheRecheck) {
+  const ContainerId missing = GatewaySlotIdBase(a_.slot) + 1;
+  const Fingerprint fp = Fp(11);
+  Claim(a_table_.get(), fp, missing);
+  std::unique_ptr<ClusterIndexGc> gc = Gc(b_table_.get());
+  // While A serves, its claim is never touched, however old.
+  const SharedRecord before = Record(fp);
+  EXPECT_FALSE(RoundsUntil(gc.get(), [&] { return !Same(Record(fp), before); }, std::chrono::milliseconds(3 * kHoldMs)));
+  EXPECT_EQ(gc->stats().stale_claims_pending, 0u);
+  // A closes cleanly (its heartbeat of this incarnation says stopped).
+  GatewayHeartbeat hb;
+  hb.beat = 1;
+  hb.incarnation = a_.incarnation;
+  hb.state = kHeartbeatStopped;
+  ASSERT_TRUE(WriteGatewayHeartbeat(cluster_.get(), "gw-a", hb).ok());
+  // The hint is already older than the hold: the next round remembers it...
+  ASSERT_TRUE(gc->RunRound().ok());
+  EXPECT_EQ(gc->stats().stale_claims_pending, 1u);
+  EXPECT_TRUE(Record(fp).entry);
+  // ...and B takes the claim over meanwhile (its own copy): the recheck
+  // sees another entry, a live one, and leaves it.
+  const ContainerId b_copy = GatewaySlotIdBase(b_.slot) + 9;
+  SharedCasResult taken;
+  ASSERT_TRUE(b_table_->TakeOver(fp, *before.entry, b_copy, 0, &taken).ok());
+  ASSERT_TRUE(taken.won);
+  const SharedRecord taken_over = Record(fp);
+  EXPECT_FALSE(RoundsUntil(gc.get(), [&] { return !Same(Record(fp), taken_over); },
+                           std::chrono::milliseconds(3 * kHoldMs)));
+  EXPECT_EQ(gc->stats().stale_claims_erased, 0u);
+  EXPECT_EQ(gc->stats().stale_claims_pending, 0u);
+  // B closes too: now its claim (container never written) goes.
+  hb.incarnation = b_.incarnation;
+  ASSERT_TRUE(WriteGatewayHeartbeat(cluster_.get(), "gw-b", hb).ok());
+  EXPECT_TRUE(RoundsUntil(gc.get(), [&] { return !Record(fp).entry; }, std::chrono::seconds(30)));
+  EXPECT_EQ(gc->stats().stale_claims_erased, 1u);
+}
+
+TEST_F(GatewayClusterIndexGc, OneLeaderAtATime) {
+  std::unique_ptr<GcLeaderLease> held;
+  ASSERT_TRUE(GcLeaderLease::TryAcquire(cluster_, &held).ok());
+  ASSERT_TRUE(held);
+  std::unique_ptr<GcLeaderLease> second;
+  ASSERT_TRUE(GcLeaderLease::TryAcquire(cluster_, &second).ok());
+  EXPECT_FALSE(second) << "two GC leaders at once";
+  std::unique_ptr<ClusterIndexGc> gc = Gc(b_table_.get());
+  ASSERT_TRUE(gc->RunRound().ok());
+  EXPECT_EQ(gc->stats().rounds_skipped, 1u);
+  EXPECT_EQ(gc->stats().rounds, 0u);
+  EXPECT_TRUE(held->Check().ok());
+  held.reset();  // released: the next round leads
+  ASSERT_TRUE(gc->RunRound().ok());
+  EXPECT_EQ(gc->stats().rounds, 1u);
+}
+
+TEST_F(GatewayClusterIndexGc, HintsArePagedAndAHintDropMeetsADecrement) {
+  const ContainerId c = GatewaySlotIdBase(b_.slot) + 1;
+  std::set<std::string> claimed;
+  std::vector<SharedClaim> claims;
+  for (uint64_t i = 0; i < 40; i++) {
+    claims.push_back(SharedClaim{Fp(100 + i), c});
+    claimed.insert(Fp(100 + i).ToHex());
+  }
+  std::vector<SharedCasResult> won;
+  ASSERT_TRUE(b_table_->ClaimMany(claims, 0, &won).ok());
+  // Pages of 3: every hint once, each naming its slot, one read per page.
+  std::set<std::string> paged;
+  for (uint32_t shard = 0; shard < b_table_->shards(); shard++) {
+    std::string after;
+    bool more = true;
+    std::set<std::string> oids;  // of the fingerprints paged: one shard's
+    for (int page = 0; more && page < 100; page++) {
+      std::vector<SharedHint> hints;
+      ASSERT_TRUE(b_table_->ReadHints(shard, after, 3, &hints, &after, &more).ok());
+      EXPECT_LE(hints.size(), 3u);
+      for (const SharedHint& h : hints) {
+        EXPECT_TRUE(paged.insert(h.fp.ToHex()).second) << "hint paged twice";
+        EXPECT_EQ(h.slot, b_.slot);
+        EXPECT_EQ(h.why, 'c');
+        oids.insert(b_table_->ShardOid(h.fp));
+      }
+    }
+    EXPECT_FALSE(more) << "shard " << shard << " not paged to its end";
+    EXPECT_LE(oids.size(), 1u) << "shard " << shard << " paged hints of other shards";
+  }
+  EXPECT_EQ(paged, claimed);
+  // A hint drop prepared on a record read before a decrement fails: the
+  // decrement rewrote the usage key and the hint.
+  const Fingerprint fp = Fp(100);
+  std::vector<SharedCasResult> flipped;
+  ASSERT_TRUE(b_table_->FlipMany({SharedFlip{fp, *Record(fp).entry}}, 0, &flipped).ok());
+  std::vector<SharedUsageOutcome> outcomes;
+  ASSERT_TRUE(b_table_->AddUsageMany({SharedUsageDelta{fp, 2, 1}}, 0, &outcomes).ok());
+  const SharedRecord seen = Record(fp);
+  ASSERT_TRUE(b_table_->AddUsageMany({SharedUsageDelta{fp, -2, 2}}, 0, &outcomes).ok());
+  const std::vector<uint16_t> slots = {a_.slot, b_.slot};
+  bool done = true;
+  ASSERT_TRUE(b_table_->DropHintIfUnchanged(fp, seen, slots, &done).ok());
+  EXPECT_FALSE(done);
+  EXPECT_TRUE(Record(fp).hinted);
+  // A usage key of another slot that appeared in between fails it too.
+  const SharedRecord now = Record(fp);
+  ASSERT_TRUE(a_table_->AddUsageMany({SharedUsageDelta{fp, 1, 1}}, 0, &outcomes).ok());
+  ASSERT_TRUE(b_table_->DropHintIfUnchanged(fp, now, slots, &done).ok());
+  EXPECT_FALSE(done);
+  // Read again: it goes.
+  ASSERT_TRUE(b_table_->DropHintIfUnchanged(fp, Record(fp), slots, &done).ok());
+  EXPECT_TRUE(done);
+  EXPECT_FALSE(Record(fp).hinted);
+  EXPECT_TRUE(Record(fp).entry);
+}
+
+// Through the engine: slot B's RunGc runs the index round first. A claims a
+// chunk through its table and closes without ever writing the container;
+// its reopen is a later incarnation, so the claim is a dead one's.
+TEST_F(GatewayClusterIndexGc, EngineRunGcErasesClaimOfAClosedIncarnation) {
+  test::TempDir dir_a, dir_b;
+  auto options = [&](const std::string& dir, const std::string& gateway) {
+    Options o = test::SmallSystemOptions(dir);
+    o.storage_backend = "rados";
+    o.rados = rados_;
+    o.rados.gateway = gateway;
+    o.chunk_index.rados_shards = 8;
+    o.chunk_index.cluster_scope = true;
+    o.chunk_index.claims.claim_hold_ms = kHoldMs;
+    o.volumes.push_back({"vol-" + gateway, 8 << 20});
+    EXPECT_TRUE(o.DerivePathsFrom(dir).ok());
+    return o;
+  };
+  // The fixture's tables used a header of another shard count: start afresh.
+  a_table_.reset();
+  b_table_.reset();
+  test::RemoveIndexObjects(cluster_.get());
+  const Fingerprint fp = Fp(77);
+  std::unique_ptr<DedupSystem> a, b;
+  Status s = DedupSystem::OpenStore(options(dir_a.path(), "gw-a"), Env::Default(), &a);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const ContainerId never_written = GatewaySlotIdBase(a->gateway_record().slot) + 1000;
+  std::vector<SharedCasResult> won;
+  ASSERT_TRUE(a->chunk_index()->shared_table()->ClaimMany({SharedClaim{fp, never_written}}, 0, &won).ok());
+  ASSERT_TRUE(won[0].won);
+  // Some data too: a slot that never stored a container is refused at its
+  // reopen (the checkpoint's id watermark is the slot's id base, > 0).
+  Volume* v = nullptr;
+  ASSERT_TRUE(a->GetVolume("vol-gw-a", &v).ok());
+  const std::vector<uint8_t> data = test::RandomBytes(1 << 20, 5);
+  ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+  ASSERT_TRUE(v->Sync().ok());
+  ASSERT_TRUE(a->Close().ok());
+  a.reset();
+  s = DedupSystem::OpenStore(options(dir_a.path(), "gw-a"), Env::Default(), &a);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  s = DedupSystem::OpenStore(options(dir_b.path(), "gw-b"), Env::Default(), &b);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  RadosSharedChunkTable* table = b->chunk_index()->shared_table();
+  ASSERT_NE(table, nullptr);
+  auto present = [&] {
+    std::vector<std::optional<SharedEntry>> e;
+    EXPECT_TRUE(table->LookupMany({fp}, &e).ok());
+    return e[0].has_value();
+  };
+  const auto start = std::chrono::steady_clock::now();
+  bool erased = false;
+  for (int i = 0; i < 300 && !erased; i++) {
+    s = b->RunGc();  // the index round, then the slot's container round
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    erased = !present();
+    if (!erased) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(erased) << "the closed incarnation's claim was not erased";
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2 * kHoldMs));
+  const ClusterGcStats st = b->gc_stats().cluster_index;
+  EXPECT_EQ(st.stale_claims_erased, 1u);
+  EXPECT_GE(st.rounds, 3u);
+  ASSERT_TRUE(a->Close().ok());
+  ASSERT_TRUE(b->Close().ok());
+}
+
+TEST_F(GatewayClusterIndexGc, AFailedRoundIsCountedAndLeavesTheLeaseFree) {
+  const Fingerprint fp = Fp(21);
+  Claim(a_table_.get(), fp, GatewaySlotIdBase(a_.slot) + 1);
+  ClusterGcOptions o;
+  o.claim_hold_ms = 200;
+  o.container_exists = [](ContainerId id, bool*) { return Status::IOError("probe of " + std::to_string(id) + " failed"); };
+  ClusterIndexGc failing(cluster_, b_table_.get(), o);
+  ASSERT_TRUE(failing.RunRound().ok());  // first seen: no probe yet
+  Status s;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int i = 0; i < 200 && s.ok() && std::chrono::steady_clock::now() < end; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s = failing.RunRound();
+  }
+  ASSERT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_EQ(failing.stats().failed_rounds, 1u);
+  EXPECT_NE(failing.stats().last_error.find("probe of"), std::string::npos) << failing.stats().last_error;
+  EXPECT_TRUE(Record(fp).entry);
+  // The failed round released the lease: another leader gets it at once.
+  std::unique_ptr<GcLeaderLease> next;
+  ASSERT_TRUE(GcLeaderLease::TryAcquire(cluster_, &next).ok());
+  EXPECT_TRUE(next);
+}
+
+}  // namespace
+}  // namespace dedupv1
