@@ -341,8 +341,9 @@ TEST_F(GatewayClusterGc, DamagedAndForeignInboxKeysAreSkippedCountedRemoved) {
   ASSERT_TRUE(a->chunk_store()->GetFingerprints(damaged.container, &fps).ok());
   EXPECT_NE(std::find(fps.begin(), fps.end(), damaged.fp), fps.end()) << "a damaged key marked its chunk";
   fps.clear();
-  Status g = a->chunk_store()->GetFingerprints(good.container, &fps);
-  if (g.ok()) EXPECT_EQ(std::find(fps.begin(), fps.end(), good.fp), fps.end()) << "the good key was not marked";
+  s = a->chunk_store()->GetFingerprints(good.container, &fps);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(std::find(fps.begin(), fps.end(), good.fp), fps.end()) << "the good key was not marked";
   ASSERT_TRUE(a->Close().ok());
 }
 
