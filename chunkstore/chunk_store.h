@@ -169,7 +169,8 @@ class ChunkStore {
   // Cluster scope: mappings may name other gateway slots' containers.
   void AcceptForeignContainers() { foreign_.Enable(); }
   bool IsForeign(ContainerId id) const { return foreign_.IsForeign(id); }
-  // Whether container |id| (any slot's) exists in the container store.
+  // Whether container |id| (any slot's) exists in the container store; a
+  // merged one exists behind its foreign alias (ForeignContainers::Exists).
   Status ContainerExists(ContainerId id, bool* exists) { return ForeignContainers::Exists(store_.get(), id, exists); }
 
   // Commits all open containers and waits until every container handed to

@@ -8,7 +8,10 @@ namespace dedupv1 {
 Status DeadChunkMarks::DropPart(const Status& why) {
   Status d = catalog_->DeleteDeadMarks();
   if (!d.ok()) return why.WithContext("cannot delete it either (" + d.ToString() + ")");
-  std::fprintf(stderr, "dedupv1: %s; deleted it, GC finds the garbage it listed again\n", why.ToString().c_str());
+  std::fprintf(stderr,
+               "dedupv1: %s; deleted it (local scope: GC finds the garbage it listed again; cluster scope: "
+               "those chunks leak)\n",
+               why.ToString().c_str());
   // The marks still in memory are written whole by the next Persist.
   needs_rewrite_ = true;
   return Status::OK();

@@ -1,16 +1,28 @@
-// DeadChunkMarks holds garbage collection's dead-chunk marks: per committed
-// container, the chunks the chunk index no longer names (kept in the
-// container as garbage until a merge leaves them out). The chunk store hides
-// marked chunks from GetFingerprints (so the container-cache filter cannot
-// hand them out again) and merges drop them.
+// DeadChunkMarks holds garbage collection's dead-chunk marks: per container
+// of this store, the chunks proven unreferenced (kept in the container as
+// garbage until a merge leaves them out). Local scope: the chunks GC erased
+// from the chunk index. Cluster scope (docs/design-15.md 2.6): our copies of
+// lost claims and second copies of a run (marked by the claim step, possibly
+// while their container is still open) and the chunks of the slot's dead
+// inbox. The chunk store hides marked chunks from GetFingerprints (so the
+// container-cache filter cannot hand them out again) and merges drop them.
 //
 // Marks survive a restart once Persist wrote them to the catalog's dead-mark
 // part. Load applies a persisted mark only to a container that still exists
 // under its own id: the marks of a merged or deleted container describe that
-// container, never the one that answers to its id now. A mark is only ever a
-// hint that saves GC work: losing marks is always safe, applying a wrong one
-// is not; so a dead-mark part that cannot be read or rewritten at Load is
-// deleted rather than keeping the store from opening.
+// container, never the one that answers to its id now. Losing marks never
+// loses data, applying a wrong one may; so a dead-mark part that cannot be
+// read or rewritten at Load is deleted rather than keeping the store from
+// opening. What losing marks costs differs by scope:
+//  - local: nothing but GC work; the first round after open scans every
+//    container and finds the garbage again (chunks without an index entry);
+//  - cluster: space. Nothing in cluster scope finds a lost mark again (no
+//    scan may judge another slot's references; the orphan scan of design 2.6
+//    is not built), so the copy stays until then: a leak. The claim step's
+//    marks are counted when made (ChunkClaims claims_lost, bytes_wasted) and
+//    persisted at every engine checkpoint and GC round, so a crash leaks at
+//    most those made since the last checkpoint; a dead-mark part dropped at
+//    Load leaks all of them (logged).
 //
 // Thread-safe; Load and Persist are called one at a time (the chunk store's
 // GC mutex, so no merge or delete changes the marks meanwhile).

@@ -11,11 +11,31 @@ bool ForeignContainers::IsForeign(ContainerId id) const {
   return (id >> 48) != (base_ >> 48);
 }
 
+// A merged container's chunks live on in the merge's result: its alias
+// leads there (at most kMaxHops, as reads), so an unflipped claim naming a
+// merged source is not mistaken for one whose container never appeared.
 Status ForeignContainers::Exists(ContainerStore* store, ContainerId id, bool* exists) {
-  std::string head;
-  Status s = store->GetHead(id, 1, &head);
-  *exists = s.ok();
-  return s.IsNotFound() ? Status::OK() : s;
+  *exists = false;
+  ContainerId at = id;
+  for (int hop = 0;; hop++) {
+    std::string head;
+    Status s = store->GetHead(at, 1, &head);
+    if (s.ok()) {
+      *exists = true;
+      return Status::OK();
+    }
+    if (!s.IsNotFound()) return s;
+    if (hop == kMaxHops) {
+      return Status::Corruption("container " + std::to_string(id) + ": more than " + std::to_string(kMaxHops) +
+                                " foreign aliases to follow");
+    }
+    ContainerId next = kNoContainer;
+    Status a = store->GetAlias(at, &next);
+    if (a.IsNotFound()) return Status::OK();
+    DEDUPV1_RETURN_IF_ERROR(a);
+    if (next == at) return Status::Corruption("foreign alias of container " + std::to_string(at) + " names itself");
+    at = next;
+  }
 }
 
 ContainerId ForeignContainers::Resolve(ContainerId id) const {

@@ -45,7 +45,9 @@ class ForeignContainers {
   bool enabled() const { return enabled_.load(); }
   bool IsForeign(ContainerId id) const;
 
-  // Whether container |id| (any slot's) exists in |store|: one small read.
+  // Whether container |id| (any slot's) exists in |store|, under its id or,
+  // once merged, behind its foreign alias (followed as reads do, at most
+  // kMaxHops): one small read, plus two per alias.
   static Status Exists(ContainerStore* store, ContainerId id, bool* exists);
 
   static constexpr int kMaxHops = 8;

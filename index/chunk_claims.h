@@ -17,9 +17,10 @@
 //    bounded backoff up to |claim_hold_ms| for it to appear, then take the
 //    claim over. A claim of an earlier incarnation of this slot whose
 //    container is missing is taken over at once (that incarnation is dead:
-//    this one holds the slot's lock). Our copy of a lost claim stays in its
-//    container as garbage (cluster GC, design phase 5, collects it); it is
-//    counted in claims_lost and bytes_wasted.
+//    this one holds the slot's lock). Our copy of a lost claim is marked
+//    dead by the engine's claim step at once (core/engine/claim_step.h) and
+//    collected by the slot's container GC (core/engine/cluster_gc_rules.h);
+//    it is counted in claims_lost and bytes_wasted.
 //  - Flip (write-back once our container committed): U{ours} -> C. A lost
 //    flip (taken over after a hold, or erased) leaves our blocks valid: they
 //    name our container, which exists and is committed (written whole), and
@@ -28,7 +29,9 @@
 //  - Usage: per-slot keys of this slot's log (design 2.5), counted once per
 //    event id; a usage of a missing entry is counted, not an error.
 //
-// Epochs are 0 until cluster GC (phase 5) hands them out.
+// Epochs are 0 until index GC (design-15 2.6, the leader's round over the
+// shared table) hands them out; container GC (core/engine/cluster_gc_rules.h)
+// does not use them.
 //
 // Thread-safe: the table is; the counters are atomic.
 #pragma once

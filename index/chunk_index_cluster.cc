@@ -63,9 +63,11 @@ Status ChunkIndex::AddUsageShared(const std::vector<UsageChange>& changes, std::
   for (size_t i = 0; i < changes.size(); i++) {
     (*outcomes)[i].applied = applied[i];
     // The chunk's total is the sum over every slot's key, not known here;
-    // nonzero, so no fingerprint becomes a (local) GC candidate: GC of a
-    // cluster-scope store comes with cluster GC (design-15 phase 5). A usage
-    // of a missing entry is counted by ChunkClaims, not an error.
+    // nonzero, so no fingerprint becomes a (local) GC candidate: in cluster
+    // scope garbage is found by index GC over the sums of every slot
+    // (design-15 2.6), which hands it to the owning slot's container GC
+    // through its dead inbox (core/engine/cluster_gc_rules.h). A usage of a
+    // missing entry is counted by ChunkClaims, not an error.
     (*outcomes)[i].usage = std::numeric_limits<uint32_t>::max();
   }
   return Status::OK();

@@ -55,8 +55,19 @@ Status RadosDeadInbox::Append(const std::string& slot_name, const std::vector<De
   return Status::OK();
 }
 
+std::string RadosDeadInbox::Where(const std::string& slot_name) const {
+  return cluster_->Where(cluster_->index_pool(), ObjectName(slot_name));
+}
+
 Status RadosDeadInbox::ReadPage(const std::string& slot_name, const std::string& after_key, size_t max,
                                 std::vector<DeadChunk>* chunks, std::string* last_key) {
+  return ReadPage(slot_name, after_key, max, chunks, last_key, nullptr);
+}
+
+Status RadosDeadInbox::ReadPage(const std::string& slot_name, const std::string& after_key, size_t max,
+                                std::vector<DeadChunk>* chunks, std::string* last_key,
+                                std::vector<std::string>* damaged) {
+  if (damaged != nullptr) damaged->clear();
   chunks->clear();
   last_key->clear();
   if (max == 0) return Status::OK();
@@ -75,6 +86,11 @@ Status RadosDeadInbox::ReadPage(const std::string& slot_name, const std::string&
   for (auto& [key, bl] : kv) {
     const size_t fp_size = key.size() - kIdBytes;
     if (key.size() <= kIdBytes || fp_size > Fingerprint::kMaxSize || bl.to_str() != CrcOf(key)) {
+      if (damaged != nullptr) {
+        damaged->push_back(key);
+        *last_key = key;
+        continue;
+      }
       return Status::Corruption("dead chunk inbox " + cluster_->Where(cluster_->index_pool(), oid) +
                                 ": damaged key or checksum (key of " + std::to_string(key.size()) + " bytes)");
     }

@@ -55,6 +55,15 @@ class RadosDeadInbox {
   // none). Fewer than |max| means the inbox ends here.
   Status ReadPage(const std::string& slot_name, const std::string& after_key, size_t max,
                   std::vector<DeadChunk>* chunks, std::string* last_key);
+  // As above, but a damaged key (checksum mismatch, or a key too short or
+  // long) goes to |damaged| instead of failing the page, so that a reader
+  // can remove it and go on; |last_key| covers it too. Up to |max| keys in
+  // all.
+  Status ReadPage(const std::string& slot_name, const std::string& after_key, size_t max,
+                  std::vector<DeadChunk>* chunks, std::string* last_key, std::vector<std::string>* damaged);
+
+  // "pool/namespace/gw.<slot_name>.dead", for messages.
+  std::string Where(const std::string& slot_name) const;
 
   // Removes |keys| (KeyOf) from |slot_name|'s inbox; absent keys and an
   // absent object are fine.

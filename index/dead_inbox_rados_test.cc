@@ -99,6 +99,15 @@ TEST_F(GatewayDeadInbox, DamagedChecksumIsCorruption) {
   Status s = inbox_->ReadPage("a", "", 10, &got, &last);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_NE(s.ToString().find("gw.a.dead"), std::string::npos) << s.ToString();
+  // A reader that asks for them gets the damaged keys apart and the page goes on.
+  std::vector<std::string> damaged;
+  s = inbox_->ReadPage("a", "", 10, &got, &last, &damaged);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(damaged.size(), 1u);
+  EXPECT_EQ(damaged[0], RadosDeadInbox::KeyOf(c));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], Chunk(6, 6));
+  EXPECT_EQ(last, RadosDeadInbox::KeyOf(Chunk(6, 6)));
 }
 
 }  // namespace

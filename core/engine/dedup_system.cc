@@ -744,6 +744,18 @@ void DedupSystem::LogRecord(LogEventType type, const std::string& payload) {
 }
 
 Status DedupSystem::Checkpoint(ReplayMode mode) {
+  if (options_.chunk_index.cluster_scope) {
+    // The claim step's dead marks (claim_step.h) become durable here too,
+    // not only at the next GC round: a crash loses only those made since
+    // (chunkstore/dead_chunk_marks.h). Cheap when none are pending; before
+    // the checkpoint's lock, as the chunk store's GC mutex is taken. A
+    // failure leaves them pending (the next call or GC round retries) and
+    // costs space only, so it does not fail the checkpoint.
+    Status m = chunk_store_->PersistDeadMarks();
+    if (!m.ok()) {
+      std::fprintf(stderr, "dedupv1: checkpoint: %s\n", m.WithContext("persist dead marks").ToString().c_str());
+    }
+  }
   std::lock_guard<std::mutex> cp(checkpoint_mu_);
   // Every event up to here has been applied in memory.
   const uint64_t applied = pipeline_->LastAppliedEventId();

@@ -66,6 +66,8 @@ Status GarbageCollector::Run() {
   stats_.chunks_survived += round.chunks_survived;
   stats_.orphans_found += round.orphans_found;
   stats_.inbox_chunks += round.inbox_chunks;
+  stats_.inbox_foreign_keys += round.inbox_foreign_keys;
+  stats_.inbox_damaged_keys += round.inbox_damaged_keys;
   stats_.bytes_reclaimed += round.bytes_reclaimed;
   stats_.containers_merged += round.containers_merged;
   stats_.containers_written += round.containers_written;
@@ -160,18 +162,31 @@ Status GarbageCollector::RunClusterRound(ClusterGcRules* rules, Round* round) {
   DEDUPV1_RETURN_IF_ERROR(host_->Checkpoint());
   DEDUPV1_RETURN_IF_ERROR(host_->BeforeContainerRound());
   SetPhase("dead inbox");
-  uint64_t taken = 0;
+  ClusterGcRules::InboxTaken taken;
   DEDUPV1_RETURN_IF_ERROR(rules->TakeDeadInbox(&taken));
-  round->stats->inbox_chunks += taken;
-  if (taken > 0) host_->OnChunksMarkedDead();
-  return ScanMarkedContainers(rules, round);
+  round->stats->inbox_chunks += taken.marked;
+  round->stats->inbox_foreign_keys += taken.foreign;
+  round->stats->inbox_damaged_keys += taken.damaged;
+  if (taken.marked > 0) host_->OnChunksMarkedDead();
+  // The snapshot this round acts on, taken under the GC barrier (briefly,
+  // exclusively): every dedup run that stored into a container now committed
+  // has logged its mappings, so its claim step's UnmarkIfDead (a won copy an
+  // earlier run had marked) is in the marks persisted here; cluster_gc_rules.cc
+  // says why no later unmark can hit a container listed here.
+  std::vector<ContainerId> ids;
+  {
+    SetPhase("snapshot");
+    GcBarrier::Exclusive barrier(host_->gc_barrier());
+    DEDUPV1_RETURN_IF_ERROR(host_->chunk_store()->PersistDeadMarks());
+    ids = rules->ContainersWithGarbage();
+  }
+  return ScanMarkedContainers(ids, round);
 }
 
 // Cluster scope, the scan: each container with marks, by its summary if it
 // has one taken with its present marks, else by its metadata.
-Status GarbageCollector::ScanMarkedContainers(ClusterGcRules* rules, Round* round) {
+Status GarbageCollector::ScanMarkedContainers(const std::vector<ContainerId>& ids, Round* round) {
   ChunkStore* store = host_->chunk_store();
-  const std::vector<ContainerId> ids = rules->ContainersWithGarbage();
   scan_total_ = ids.size();
   SetPhase("scan");
   for (size_t i = 0; i < ids.size(); i++) {

@@ -45,6 +45,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/engine/gc_host.h"
 #include "core/base/status.h"
@@ -69,6 +70,8 @@ struct GcStats {
   uint64_t chunks_survived = 0;     // candidates re-referenced before the recheck
   uint64_t orphans_found = 0;       // stored chunks without an index entry, marked dead
   uint64_t inbox_chunks = 0;        // cluster scope: chunks taken from the slot's dead inbox, marked dead
+  uint64_t inbox_foreign_keys = 0;  // cluster scope: inbox keys naming another slot's container, dropped (logged)
+  uint64_t inbox_damaged_keys = 0;  // cluster scope: inbox keys failing their checksum, dropped (logged)
   uint64_t bytes_reclaimed = 0;     // drop of the container store's used bytes
   uint64_t containers_merged = 0;   // source containers folded into merged ones
   uint64_t containers_written = 0;  // merged containers written
@@ -115,7 +118,7 @@ class GarbageCollector {
   Status MergeUnderfilledContainers(Round* round);  // 5b
   // Cluster scope: the round instead of steps 1-4, and its scan.
   Status RunClusterRound(ClusterGcRules* rules, Round* round);
-  Status ScanMarkedContainers(ClusterGcRules* rules, Round* round);
+  Status ScanMarkedContainers(const std::vector<ContainerId>& ids, Round* round);
   void SetPhase(const char* phase);
 
   GcHost* const host_;
