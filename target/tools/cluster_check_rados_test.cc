@@ -33,26 +33,7 @@ class GatewayClusterCheck : public ::testing::Test {
   void SetUp() override {
     Status s = test::TestRadosOptions(&rados_, 4 << 20, 5);
     ASSERT_TRUE(s.ok()) << s.ToString();
-    for (int g = 0; g < 2; g++) {
-      configs_[g] = dir_.Sub(kNames[g] + ".conf");
-      std::ofstream(configs_[g]) << "data-dir = " << dir_.Sub("data-" + kNames[g]) << "\n"
-                                 << "storage.backend = rados\n"
-                                 << "storage.rados.conf = " << rados_.conf_file << "\n"
-                                 << "storage.rados.store = " << rados_.store << "\n"
-                                 << "storage.rados.gateway = " << kNames[g] << "\n"
-                                 << "storage.rados.dedup-scope = cluster\n"
-                                 << "storage.rados.claim-hold = 1s\n"
-                                 << "storage.rados.lock-lease = 5s\n"
-                                 << "storage.rados.index-shards = " << kShards << "\n"
-                                 << "chunk-index.size = 4M\n"
-                                 << "bloom.expected-chunks = 64K\n"
-                                 << "log.size = 4M\n"
-                                 << "write-buffer.size = 8M\n"
-                                 << "container.size = 256K\n"
-                                 << "container.commit-timeout = 200ms\n"
-                                 << "monitor.enabled = false\n"
-                                 << "volume = vol-" << kNames[g] << " 8M\n";
-    }
+    for (int g = 0; g < 2; g++) configs_[g] = WriteConfig(kNames[g]);
     // A writes "shared"; B writes "shared" too (deduplicated against A's
     // containers) and data of its own.
     WriteThrough(0, {1, 2});
@@ -60,29 +41,47 @@ class GatewayClusterCheck : public ::testing::Test {
     ASSERT_TRUE(RadosCluster::Shared(rados_, &cluster_).ok());
   }
 
+  std::string WriteConfig(const std::string& name) {
+    const std::string path = dir_.Sub(name + ".conf");
+    std::ofstream(path) << "data-dir = " << dir_.Sub("data-" + name) << "\n"
+                        << "storage.backend = rados\n"
+                        << "storage.rados.conf = " << rados_.conf_file << "\n"
+                        << "storage.rados.store = " << rados_.store << "\n"
+                        << "storage.rados.gateway = " << name << "\n"
+                        << "storage.rados.dedup-scope = cluster\n"
+                        << "storage.rados.claim-hold = 1s\n"
+                        << "storage.rados.lock-lease = 5s\n"
+                        << "storage.rados.index-shards = " << kShards << "\n"
+                        << "chunk-index.size = 4M\n"
+                        << "bloom.expected-chunks = 64K\n"
+                        << "log.size = 4M\n"
+                        << "write-buffer.size = 8M\n"
+                        << "container.size = 256K\n"
+                        << "container.commit-timeout = 200ms\n"
+                        << "monitor.enabled = false\n"
+                        << "volume = vol-" << name << " 8M\n";
+    return path;
+  }
+
   void TearDown() override {
-    if (!cluster_) return;
-    test::RemoveIndexObjects(cluster_.get());
-    std::vector<std::string> names;
-    for (auto it = cluster_->data().nobjects_begin(); it != cluster_->data().nobjects_end(); ++it) {
-      names.push_back(it->get_oid());
-    }
-    for (const std::string& name : names) cluster_->data().remove(name);
+    if (cluster_) test::RemoveStoreObjects(cluster_.get());
   }
 
   // Writes one MiB of data |seed| per MiB of the slot's volume, synced, closed.
-  void WriteThrough(int g, const std::vector<uint64_t>& seeds) {
+  void WriteThrough(int g, const std::vector<uint64_t>& seeds) { WriteThrough(configs_[g], kNames[g], seeds, g == 1); }
+  void WriteThrough(const std::string& config, const std::string& name, const std::vector<uint64_t>& seeds,
+                    bool note_own_chunk) {
     std::unique_ptr<DedupSystem> sys;
-    Status s = DedupSystem::OpenConfigFile(configs_[g], "", Env::Default(), &sys);
+    Status s = DedupSystem::OpenConfigFile(config, "", Env::Default(), &sys);
     ASSERT_TRUE(s.ok()) << s.ToString();
     Volume* v = nullptr;
-    ASSERT_TRUE(sys->GetVolume("vol-" + kNames[g], &v).ok());
+    ASSERT_TRUE(sys->GetVolume("vol-" + name, &v).ok());
     for (size_t i = 0; i < seeds.size(); i++) {
       auto bytes = test::RandomBytes(kMiB, seeds[i]);
       ASSERT_TRUE(v->Write(i * kMiB, kMiB, bytes.data(), false).ok());
     }
     ASSERT_TRUE(sys->Sync().ok());
-    if (g == 1) {
+    if (note_own_chunk) {
       // A chunk only B references, in B's own container (for the damage tests).
       ASSERT_TRUE(sys->block_index()
                       ->ForEachBlock([&](const BlockId&, const BlockMapping& m) {
@@ -184,6 +183,17 @@ TEST_F(GatewayClusterCheck, TwoSlotsWithSharedAndOwnDataAreClean) {
   EXPECT_EQ(report["usage_counts"]["mismatches"].get<uint64_t>(), 0u);
   EXPECT_GT(report["shared_index"]["committed"].get<uint64_t>(), 0u);
   EXPECT_EQ(report["shared_index"]["uncommitted"].get<uint64_t>(), 0u);
+}
+
+// A slot that found every chunk in other slots' containers allocated no
+// container id of its own: its store is complete all the same.
+TEST_F(GatewayClusterCheck, SlotWithoutOwnContainersIsClean) {
+  WriteThrough(WriteConfig("gw-c"), "gw-c", {1, 2}, false);
+  nlohmann::json report;
+  EXPECT_EQ(CheckCluster(&report), 0) << report.dump(2);
+  ASSERT_EQ(report["slots"].size(), 3u) << report.dump(2);
+  EXPECT_EQ(report["slots"][2]["containers"].get<uint64_t>(), 0u) << report.dump(2);
+  EXPECT_GT(report["slots"][2]["foreign_references"].get<uint64_t>(), 0u) << report.dump(2);
 }
 
 TEST_F(GatewayClusterCheck, ChangedUsageKeyIsFound) {
