@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "core/rados/rados_file.h"
+#include "core/engine/shard_keys.h"
 #include "index/block_mapping.h"
 #include "index/rados_chunk_table.h"
 #include "target/tools/data_dir_lock.h"
@@ -19,9 +19,6 @@ namespace dedupv1 {
 namespace tools {
 
 namespace {
-
-// Omap keys per read while listing a shard's keys.
-constexpr uint64_t kKeyPage = 1024;
 
 std::string SlotLabel(const std::map<uint16_t, std::string>& names, uint16_t slot) {
   auto it = names.find(slot);
@@ -231,24 +228,12 @@ Status ClusterChecker::ScanTableKeys(RadosSharedChunkTable* table, std::set<Fing
   const size_t key_size = options_.chunk_index.table.key_size;
   for (uint32_t shard = 0; shard < table->shards(); shard++) {
     const std::string oid = RadosChunkTable::ShardObject(shard, bits);
-    std::string after;
-    for (bool more = true; more;) {
-      std::set<std::string> keys;
-      int keys_r = 0;
-      int r = 0;
-      librados::ObjectReadOperation op;
-      op.omap_get_keys2(after, kKeyPage, &keys, &more, &keys_r);
-      Status s = RadosOperateRead(table->cluster(), oid, &op, RadosOpKind::kOmapRead, "list the keys of a shard", &r);
-      if (r == -ENOENT) break;  // a shard appears with its first claim
-      DEDUPV1_RETURN_IF_ERROR(s);
-      if (keys.empty()) break;
-      for (const std::string& key : keys) {
-        // "e"+fp, "u"+fp+slot, "z"+fp; other keys (statistics) name no chunk.
-        if (key.size() < 1 + key_size || (key[0] != 'e' && key[0] != 'u' && key[0] != 'z')) continue;
-        fps->insert(Fingerprint(reinterpret_cast<const uint8_t*>(key.data() + 1), key_size));
-      }
-      after = *keys.rbegin();
-    }
+    DEDUPV1_RETURN_IF_ERROR(
+        ForEachOmapKey(table->cluster(), oid, "list the keys of a shard", [&](const std::string& key) {
+          // "e"+fp, "u"+fp+slot, "z"+fp; other keys (statistics) name no chunk.
+          if (key.size() < 1 + key_size || (key[0] != 'e' && key[0] != 'u' && key[0] != 'z')) return;
+          fps->insert(Fingerprint(reinterpret_cast<const uint8_t*>(key.data() + 1), key_size));
+        }));
   }
   return Status::OK();
 }
