@@ -113,6 +113,9 @@ Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<Conta
       bytes_wasted_ += c.size;
     }
   }
+  for (size_t i = 0; i < chunks.size(); i++) {
+    if ((*use)[i] == chunks[i].container) pending_++;  // won, or taken over: ours to flip
+  }
   return Status::OK();
 }
 
@@ -204,6 +207,7 @@ Status ChunkClaims::Flip(const std::vector<std::pair<Fingerprint, ContainerId>>&
     if (r.won) flips_++;
     else flips_lost_++;
   }
+  pending_ -= static_cast<int64_t>(results.size());
   return Status::OK();
 }
 
@@ -229,6 +233,8 @@ ChunkClaimsStats ChunkClaims::stats() const {
   s.flips = flips_;
   s.flips_lost = flips_lost_;
   s.flips_on_behalf = flips_on_behalf_;
+  s.claims_pending = static_cast<uint64_t>(std::max<int64_t>(pending_.load(), 0));
+  s.shard_load = table_->shard_load();
   s.revives = revives_;
   s.foreign_hits = foreign_hits_;
   s.usage_of_missing_entry = usage_of_missing_entry_;

@@ -47,6 +47,7 @@
 #include "core/base/status.h"
 #include "core/base/types.h"
 #include "index/rados_shared_chunk_table.h"
+#include "index/shard_load.h"
 
 namespace dedupv1 {
 
@@ -69,6 +70,10 @@ struct ChunkClaimsStats {
   uint64_t revives = 0;         // D entries revived by a lookup
   uint64_t foreign_hits = 0;    // lookups answered with another slot's container
   uint64_t usage_of_missing_entry = 0;
+  // Our U entries not flipped yet: claims (and take-overs) won, minus flips
+  // sent for them (won or lost). A gauge for the cluster view.
+  uint64_t claims_pending = 0;
+  ShardLoadSummary shard_load;  // operations per shard of the shared table since open
 };
 
 class ChunkClaims {
@@ -119,6 +124,7 @@ class ChunkClaims {
   std::atomic<uint64_t> claims_{0}, claims_lost_{0}, bytes_wasted_{0}, claim_waits_{0}, takeovers_{0};
   std::atomic<uint64_t> flips_{0}, flips_lost_{0}, flips_on_behalf_{0}, revives_{0}, foreign_hits_{0};
   std::atomic<uint64_t> usage_of_missing_entry_{0};
+  std::atomic<int64_t> pending_{0};  // claims_pending; signed: a repeated flip may count twice
 };
 
 }  // namespace dedupv1

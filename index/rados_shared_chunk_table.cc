@@ -106,15 +106,17 @@ class RadosSharedChunkTable::ShardOps {
  public:
   using Judge = std::function<Status(int r)>;
 
-  ShardOps(RadosCluster* cluster, size_t window) : cluster_(cluster), window_(window) {}
+  ShardOps(RadosCluster* cluster, size_t window, ShardLoad* load) : cluster_(cluster), window_(window), load_(load) {}
   ~ShardOps() { Finish(); }
 
   void Read(const std::string& oid, librados::ObjectReadOperation* op, Judge judge) {
+    load_->CountObject(oid);
     Send(RadosOpKind::kOmapRead, std::move(judge), [&](librados::AioCompletion* c) {
       return cluster_->index().aio_operate(oid, c, op, nullptr);
     });
   }
   void Write(const std::string& oid, librados::ObjectWriteOperation* op, Judge judge) {
+    load_->CountObject(oid);
     Send(RadosOpKind::kOmapWrite, std::move(judge),
          [&](librados::AioCompletion* c) { return cluster_->index().aio_operate(oid, c, op); });
   }
@@ -158,6 +160,7 @@ class RadosSharedChunkTable::ShardOps {
 
   RadosCluster* const cluster_;
   const size_t window_;
+  ShardLoad* const load_;
   std::deque<Sent> queue_;
   Status first_;
 };
@@ -189,7 +192,11 @@ std::string SharedEntry::ToString() const {
 
 RadosSharedChunkTable::RadosSharedChunkTable(const RadosSharedChunkTableOptions& options,
                                              std::shared_ptr<RadosCluster> cluster)
-    : options_(options), cluster_(std::move(cluster)), shards_(options.shards), shard_bits_(ShardBits(options.shards)) {}
+    : options_(options),
+      cluster_(std::move(cluster)),
+      shards_(options.shards),
+      shard_bits_(ShardBits(options.shards)),
+      load_(options.shards) {}
 
 Status RadosSharedChunkTable::Open(const RadosSharedChunkTableOptions& options,
                                    std::unique_ptr<RadosSharedChunkTable>* out) {
@@ -358,7 +365,7 @@ Status RadosSharedChunkTable::LookupMany(const std::vector<Fingerprint>& fps,
   };
   std::map<uint32_t, Shard> shards;
   for (size_t i = 0; i < fps.size(); i++) shards[RadosChunkTable::ShardOf(fps[i], shard_bits_)].items.push_back(i);
-  ShardOps ops(cluster_.get(), options_.max_in_flight);
+  ShardOps ops(cluster_.get(), options_.max_in_flight, &load_);
   for (auto& [shard, s] : shards) {
     std::set<std::string> keys;
     for (size_t i : s.items) keys.insert(EntryKey(fps[i]));
@@ -404,7 +411,7 @@ Status RadosSharedChunkTable::CasMany(std::vector<CasItem>* items, std::vector<S
     }
     if (shards.empty()) return Status::OK();
     // 1. One compare-and-set per shard over all its undecided keys.
-    ShardOps writes(cluster_.get(), options_.max_in_flight);
+    ShardOps writes(cluster_.get(), options_.max_in_flight, &load_);
     for (auto& [shard, s] : shards) {
       s.oid = ShardOidOf(shard);
       std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
@@ -434,7 +441,7 @@ Status RadosSharedChunkTable::CasMany(std::vector<CasItem>* items, std::vector<S
     }
     DEDUPV1_RETURN_IF_ERROR(writes.Finish());
     // 2. The cancelled shards' keys read again: who beat whom.
-    ShardOps reads(cluster_.get(), options_.max_in_flight);
+    ShardOps reads(cluster_.get(), options_.max_in_flight, &load_);
     for (auto& [shard, s] : shards) {
       if (!s.cancelled) continue;
       std::set<std::string> keys;
@@ -574,6 +581,7 @@ Status RadosSharedChunkTable::GuardedWrite(const Fingerprint& fp, librados::Obje
                                            const int* cmp_rval, const std::string& what, bool* done) {
   *done = false;
   const std::string oid = ShardOid(fp);
+  load_.CountObject(oid);
   RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
   int r = cluster_->index().operate(oid, op);
   timer.Done(r == -ECANCELED ? 0 : r, 0);
@@ -634,6 +642,7 @@ Status RadosSharedChunkTable::ReadHints(uint32_t shard, const std::string& after
   }
   if (max == 0) return Status::InvalidArgument("shared chunk index: hint page of 0 keys");
   const std::string oid = ShardOidOf(shard);
+  load_.CountObject(oid);
   librados::ObjectReadOperation op;
   std::map<std::string, librados::bufferlist> vals;
   int rval = 0;
@@ -717,7 +726,7 @@ Status RadosSharedChunkTable::UsageRound(const std::vector<SharedUsageDelta>& de
     if (!w.done) shards[RadosChunkTable::ShardOf(w.fp, shard_bits_)].work.push_back(&w);
   }
   // 1. Per shard: the entries and this slot's usage keys of its fingerprints.
-  ShardOps reads(cluster_.get(), options_.max_in_flight);
+  ShardOps reads(cluster_.get(), options_.max_in_flight, &load_);
   for (auto& [shard, s] : shards) {
     s.oid = ShardOidOf(shard);
     std::set<std::string> keys;
@@ -735,7 +744,7 @@ Status RadosSharedChunkTable::UsageRound(const std::vector<SharedUsageDelta>& de
   DEDUPV1_RETURN_IF_ERROR(reads.Finish());
   // 2. Per shard one write of the counts that change, each compared with the
   // value read, each asserting its entry exists.
-  ShardOps writes(cluster_.get(), options_.max_in_flight);
+  ShardOps writes(cluster_.get(), options_.max_in_flight, &load_);
   for (auto& [shard, s] : shards) {
     std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
     std::map<std::string, librados::bufferlist> sets;
@@ -804,6 +813,7 @@ Status RadosSharedChunkTable::ReadRecord(const Fingerprint& fp, SharedRecord* re
     bool more = false;
     if (page == 0) op.omap_get_vals_by_keys({EntryKey(fp), HintKey(fp)}, &fixed, &fixed_rval);
     op.omap_get_vals2(after, prefix, kUsagePage, &usage, &more, &usage_rval);
+    load_.CountObject(oid);
     RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapRead);
     int r = cluster_->index().operate(oid, &op, nullptr);
     timer.Done(r == -ENOENT ? 0 : r, 0);

@@ -63,6 +63,7 @@
 #include "core/base/status.h"
 #include "core/rados/rados_cluster.h"
 #include "core/rados/rados_options.h"
+#include "index/shard_load.h"
 
 namespace dedupv1 {
 
@@ -203,6 +204,9 @@ class RadosSharedChunkTable {
 
   uint32_t shards() const { return shards_; }
   uint16_t slot() const { return options_.slot; }
+  // Operations sent per shard since this instance opened (the monitor's and
+  // the heartbeat's shard load).
+  ShardLoadSummary shard_load() const { return load_.Summary(); }
   RadosCluster* cluster() const { return cluster_.get(); }
   // The shard object holding |fp| ("ci.<hex>").
   std::string ShardOid(const Fingerprint& fp) const;
@@ -255,6 +259,7 @@ class RadosSharedChunkTable {
   const std::shared_ptr<RadosCluster> cluster_;
   const uint32_t shards_;
   const int shard_bits_;
+  ShardLoad load_;
 };
 
 }  // namespace dedupv1

@@ -6,7 +6,7 @@
 //            [--control-port N] [--volume NAME]... [--module PATH] [--timeout SECONDS]
 //   dedupv1d takeover --config FILE [--force] [the options of start]
 //   dedupv1d watch --config FILE [--interval S] [--once] [the options of start]
-//   dedupv1d cluster --config FILE [--json]
+//   dedupv1d cluster --config FILE [--json] [--shards]
 //
 // `takeover` (a gateway slot, storage.rados.gateway; docs/ceph.md) is `start`
 // for a slot another gateway served: once start's checks passed and before
@@ -162,11 +162,12 @@ const char kUsage[] =
     "       dedupv1d takeover --config FILE [--force] [options]   start a gateway slot another gateway served\n"
     "       dedupv1d watch --config FILE [--interval S] [--once] [options]   take the config's slot over\n"
     "                       automatically once its holder's lease ran out (runs `takeover`)\n"
-    "       dedupv1d cluster --config FILE [--json]   the store's gateway slots, from RADOS\n"
+    "       dedupv1d cluster --config FILE [--json] [--shards]   the store's gateway slots, from RADOS\n"
     "  --force              takeover: fence a holder that still renews its lease instead of waiting for it\n"
     "  --interval S         watch: seconds between looks (default: a third of storage.rados.lock-lease)\n"
     "  --once               watch: look until a verdict (at most a lease and two looks), act on it, exit\n"
     "  --json               cluster: one JSON document (the monitor's /cluster)\n"
+    "  --shards             cluster: also count the keys of every chunk index shard (min/max/mean)\n"
     "  --data-dir DIR       overrides the config's data-dir (state file, tgtd.log and data live there)\n"
     "  --portal ADDR:PORT   overrides target.portal (e.g. 127.0.0.1:3260, [::1]:3260)\n"
     "  --control-port N     overrides target.control-port (tgtd -C N)\n"
@@ -189,6 +190,7 @@ struct Args {
   int interval_s = 0;  // watch --interval (0: a third of the lease)
   bool once = false;   // watch --once
   bool json = false;   // cluster --json
+  bool shards = false; // cluster --shards
 };
 
 bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
@@ -213,13 +215,13 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
       a->force = true;
       continue;
     }
-    if (opt == "--once" || opt == "--json") {  // flags: no value
+    if (opt == "--once" || opt == "--json" || opt == "--shards") {  // flags: no value
       const char* owner = opt == "--once" ? "watch" : "cluster";
       if (a->command != owner) {
         *err = opt + " belongs to " + owner;
         return false;
       }
-      (opt == "--once" ? a->once : a->json) = true;
+      (opt == "--once" ? a->once : opt == "--json" ? a->json : a->shards) = true;
       continue;
     }
     const size_t eq = opt.find('=');
@@ -1668,10 +1670,23 @@ int ClusterCommand(const Args& args) {
     Complain("cannot read the gateway slots: " + s.ToString());
     return kExitFailed;
   }
+  std::vector<ShardKeyCounts> shard_keys;
+  if (args.shards) {
+    std::vector<std::string> names;
+    for (const SlotView& slot : view.slots) names.push_back(slot.name);
+    s = CountStoreShardKeys(cluster.get(), setup.options.engine.chunk_index.rados_shards, names, &shard_keys);
+    if (!s.ok()) {
+      Complain("cannot count the chunk index shards' keys: " + s.ToString());
+      return kExitFailed;
+    }
+  }
   if (args.json) {
-    Say(ClusterViewJson(view).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+    nlohmann::ordered_json doc = ClusterViewJson(view);
+    if (args.shards) doc["shard_keys"] = ShardKeysJson(shard_keys);
+    Say(doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
   } else {
     std::fprintf(stdout, "%s", FormatClusterView(view).c_str());
+    if (args.shards) std::fprintf(stdout, "%s", FormatShardKeys(shard_keys).c_str());
   }
   return kExitOk;
 }

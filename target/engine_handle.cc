@@ -78,6 +78,18 @@ void StartHeartbeat(SharedEngine& shared, const ServiceOptions& service) {
     first.portal = portal != nullptr && *portal != '\0' ? portal : service.target.portal;
     const auto interval = std::chrono::milliseconds(std::max<uint64_t>(1000ull * o.rados.lock_duration_s / 3, 100));
     s = GatewayHeartbeatWriter::Start(cluster, o.rados.gateway, first, interval, &shared.heartbeat);
+    if (s.ok() && system->chunk_index()->cluster_scope()) {
+      // Claims pending and shard load for the cluster view (design-15 2.7);
+      // detached before the engine closes (DetachHeartbeatLoad).
+      shared.heartbeat->SetLoadSource([system](GatewayHeartbeat* hb) {
+        const ChunkClaimsStats claims = system->chunk_index()->stats().claims;
+        hb->has_load = true;
+        hb->claims_pending = claims.claims_pending;
+        hb->shards = claims.shard_load.shards;
+        hb->shard_ops_total = claims.shard_load.total;
+        hb->shard_ops_max = claims.shard_load.max;
+      });
+    }
     // A marker left by an earlier stop that died halfway is not this run's.
     shared.admin_stop_marker = JoinPath(o.data_dir, kAdminStopMarker);
     std::error_code ec;
@@ -110,6 +122,11 @@ void StopHeartbeat(SharedEngine& shared, bool closed_cleanly) {
     if (!s.ok()) std::fprintf(stderr, "dedupv1: last gateway heartbeat not written: %s\n", s.ToString().c_str());
   }
   shared.heartbeat.reset();
+}
+
+// Before the engine closes: the heartbeat's load source reads the engine.
+void DetachHeartbeatLoad(SharedEngine& shared) {
+  if (shared.heartbeat) shared.heartbeat->SetLoadSource(nullptr);
 }
 
 void StopMonitor(SharedEngine& shared) {
@@ -235,6 +252,7 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
         // Leave no half-opened engine behind a failed LUN creation.
         char close_err[256];
         dedupv1::StopMonitor(shared);
+        dedupv1::DetachHeartbeatLoad(shared);
         const int close_rc = dedupv1_close(shared.sys, close_err, sizeof(close_err));
         dedupv1::StopHeartbeat(shared, close_rc == DEDUPV1_OK);
         shared.sys = nullptr;
@@ -261,6 +279,7 @@ extern "C" int dedupv1_tgt_release(dedupv1_volume* vol, char* err, size_t errlen
     dedupv1::UpdateHeartbeatVolumes(shared);
     if (!shared.volumes.empty() || shared.sys == nullptr) return DEDUPV1_OK;
     dedupv1::StopMonitor(shared);
+    dedupv1::DetachHeartbeatLoad(shared);
     int rc = dedupv1_close(shared.sys, err, errlen);
     dedupv1::StopHeartbeat(shared, rc == DEDUPV1_OK);
     shared.sys = nullptr;

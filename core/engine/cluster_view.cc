@@ -88,16 +88,53 @@ Status ReadClusterView(const std::shared_ptr<RadosCluster>& cluster, ClusterView
   return Status::OK();
 }
 
+uint64_t ClusterView::ClaimsPending() const {
+  uint64_t n = 0;
+  for (const SlotView& s : slots) {
+    if (s.has_heartbeat && s.heartbeat.has_load) n += s.heartbeat.claims_pending;
+  }
+  return n;
+}
+
+double ClusterView::ShardMaxOverMean() const {
+  double m = 0;
+  for (const SlotView& s : slots) {
+    if (s.has_heartbeat && s.heartbeat.has_load) m = std::max(m, s.heartbeat.ShardMaxOverMean());
+  }
+  return m;
+}
+
+namespace {
+
+std::string FormatRatio(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", r);
+  return buf;
+}
+
+// The CLAIMS and SHARDS columns: "-" without load figures (gateway scope, an
+// older build).
+std::string ClaimsCell(const SlotView& s) {
+  return s.has_heartbeat && s.heartbeat.has_load ? std::to_string(s.heartbeat.claims_pending) : "-";
+}
+std::string ShardsCell(const SlotView& s) {
+  if (!s.has_heartbeat || !s.heartbeat.has_load) return "-";
+  return std::to_string(s.heartbeat.shard_ops_total) + " ops, max/mean " + FormatRatio(s.heartbeat.ShardMaxOverMean());
+}
+
+}  // namespace
+
 std::string FormatClusterView(const ClusterView& view) {
-  const std::vector<std::string> head = {"GATEWAY", "SLOT", "STATE", "INC", "TAKEOVERS", "LOCK", "BEAT",
-                                         "PORTAL", "HOLDER"};
+  const std::vector<std::string> head = {"GATEWAY", "SLOT", "STATE", "INC",    "TAKEOVERS", "LOCK",
+                                         "BEAT",    "CLAIMS", "SHARD LOAD", "PORTAL", "HOLDER"};
   std::vector<std::vector<std::string>> rows = {head};
   for (const SlotView& s : view.slots) {
     const bool beat = s.has_heartbeat;
     rows.push_back({s.name, std::to_string(s.record.slot), s.State(), std::to_string(s.record.incarnation),
                     std::to_string(s.record.takeovers), s.lock_held() ? "held" : "free",
                     beat ? std::to_string(s.heartbeat.beat) + "@" + std::to_string(s.heartbeat.incarnation) : "-",
-                    beat && !s.heartbeat.portal.empty() ? s.heartbeat.portal : "-", Holder(s)});
+                    ClaimsCell(s), ShardsCell(s), beat && !s.heartbeat.portal.empty() ? s.heartbeat.portal : "-",
+                    Holder(s)});
   }
   std::vector<size_t> width(head.size(), 0);
   for (const auto& row : rows) {
@@ -110,6 +147,8 @@ std::string FormatClusterView(const ClusterView& view) {
     for (size_t i = 0; i < row.size(); i++) line += (i == 0 ? "" : "  ") + Pad(row[i], i + 1 < row.size() ? width[i] : 0);
     out += line + "\n";
   }
+  out += "claims pending: " + std::to_string(view.ClaimsPending()) + " (all gateways); shard load max/mean: " +
+         FormatRatio(view.ShardMaxOverMean()) + " (busiest gateway's chunk index operations)\n";
   bool any_volume = false;
   for (const SlotView& s : view.slots) {
     for (const VolumeRecord& v : s.volumes) {

@@ -48,6 +48,12 @@ struct SlotView {
 struct ClusterView {
   std::string store;  // RADOS namespace (storage.rados.store)
   std::vector<SlotView> slots;  // in name order
+
+  // From the heartbeats that carry load figures (cluster scope): the sum of
+  // the gateways' pending claims, and the highest shard max/mean of any
+  // gateway (0 if none says).
+  uint64_t ClaimsPending() const;
+  double ShardMaxOverMean() const;
 };
 
 // Reads the view of |cluster|'s store (every op through |cluster|).

@@ -10,6 +10,7 @@
 #include "chunkstore/local_container_store.h"
 #include "chunkstore/storage_backend_registry.h"
 #include "core/base/config.h"
+#include "core/rados/gateway_registry.h"
 #include "index/chunk_index.h"
 #include "index/disk_hash_table.h"
 
@@ -161,7 +162,11 @@ Status InspectDataDir(Env* env, const Options& options, DataDirState* state) {
     DEDUPV1_RETURN_IF_ERROR(ReadCheckpointWatermark(env, dir, &watermark));
     DEDUPV1_RETURN_IF_ERROR(list_containers());
     LocalContainerCatalog catalog(env, options.chunk_store.dir, FingerprintSize(options.fingerprint));
-    Status s = catalog.CheckComplete(containers.get(), ids, watermark > 0);
+    // A gateway slot's ids start above its base (slot << 48): a watermark at
+    // the base means none was handed out (a cluster-scope slot that found
+    // every chunk in other slots' containers never allocates one).
+    const bool handed_out = watermark > GatewaySlotIdBase(static_cast<uint16_t>(watermark >> 48));
+    Status s = catalog.CheckComplete(containers.get(), ids, handed_out);
     if (s.IsCorruption()) {
       missing += (missing.empty() ? "" : "; and ") + s.message();
     } else if (!s.ok()) {

@@ -7,7 +7,8 @@
 namespace dedupv1 {
 namespace {
 
-constexpr uint8_t kHeartbeatVersion = 1;
+constexpr uint8_t kHeartbeatVersion = 1;      // without load figures
+constexpr uint8_t kHeartbeatLoadVersion = 2;  // volumes followed by the load figures
 constexpr char kIncarnationXattr[] = "incarnation";
 // Bounds of a decoded record: more would be a damaged length, not a slot.
 constexpr uint32_t kMaxVolumes = 65536;
@@ -22,7 +23,7 @@ std::string GatewayHeartbeatObject(const std::string& gateway) { return "gw." + 
 
 std::string EncodeGatewayHeartbeat(const std::string& gateway, const GatewayHeartbeat& hb) {
   std::string v;
-  v.push_back(static_cast<char>(kHeartbeatVersion));
+  v.push_back(static_cast<char>(hb.has_load ? kHeartbeatLoadVersion : kHeartbeatVersion));
   PutFixed64(&v, hb.beat);
   PutFixed32(&v, hb.incarnation);
   PutFixed32(&v, hb.takeovers);
@@ -32,6 +33,12 @@ std::string EncodeGatewayHeartbeat(const std::string& gateway, const GatewayHear
   PutString16(&v, hb.portal);
   PutFixed32(&v, static_cast<uint32_t>(hb.volumes.size()));
   for (const auto& name : hb.volumes) PutString16(&v, name);
+  if (hb.has_load) {
+    PutFixed64(&v, hb.claims_pending);
+    PutFixed32(&v, hb.shards);
+    PutFixed64(&v, hb.shard_ops_total);
+    PutFixed64(&v, hb.shard_ops_max);
+  }
   PutFixed32(&v, HeartbeatCrc(gateway, v));
   return v;
 }
@@ -47,7 +54,9 @@ Status DecodeGatewayHeartbeat(const std::string& where, const std::string& gatew
   if (DecodeFixed32(p + v.size() - 4) != HeartbeatCrc(gateway, v.substr(0, v.size() - 4))) {
     return damaged("CRC mismatch");
   }
-  if (p[0] != kHeartbeatVersion) return damaged("unknown version " + std::to_string(p[0]));
+  if (p[0] != kHeartbeatVersion && p[0] != kHeartbeatLoadVersion) {
+    return damaged("unknown version " + std::to_string(p[0]));
+  }
   GatewayHeartbeat out;
   out.beat = DecodeFixed64(p + 1);
   out.incarnation = DecodeFixed32(p + 9);
@@ -64,6 +73,16 @@ Status DecodeGatewayHeartbeat(const std::string& where, const std::string& gatew
   out.volumes.resize(n);
   for (auto& name : out.volumes) {
     if (!GetString16(v, &pos, &name)) return damaged("bad volume name length");
+  }
+  if (p[0] == kHeartbeatLoadVersion) {
+    constexpr size_t kLoad = 8 + 4 + 8 + 8;
+    if (pos + kLoad + 4 > v.size()) return damaged("bad lengths");
+    out.has_load = true;
+    out.claims_pending = DecodeFixed64(p + pos);
+    out.shards = DecodeFixed32(p + pos + 8);
+    out.shard_ops_total = DecodeFixed64(p + pos + 12);
+    out.shard_ops_max = DecodeFixed64(p + pos + 20);
+    pos += kLoad;
   }
   if (pos + 4 != v.size()) return damaged("bad lengths");
   *hb = out;
@@ -168,6 +187,11 @@ void GatewayHeartbeatWriter::SetVolumes(std::vector<std::string> volumes) {
   cv_.notify_all();
 }
 
+void GatewayHeartbeatWriter::SetLoadSource(LoadSource source) {
+  std::lock_guard<std::mutex> l(source_mu_);
+  source_ = std::move(source);
+}
+
 Status GatewayHeartbeatWriter::Stop(const std::string& final_state) {
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -195,6 +219,10 @@ Status GatewayHeartbeatWriter::Beat(const std::string& state) {
     if (superseded_) return last_error_;
     next_.beat++;
     hb = next_;
+  }
+  {
+    std::lock_guard<std::mutex> l(source_mu_);
+    if (source_) source_(&hb);
   }
   // A lapsed lease (fenced with fence_on_lease_loss) is said, never hidden:
   // the watchers and the cluster view show it.

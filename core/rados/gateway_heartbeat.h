@@ -27,6 +27,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,10 +53,23 @@ struct GatewayHeartbeat {
   std::string host;
   std::string portal;        // ADDR:PORT initiators log in to ("" if the holder does not know it)
   std::vector<std::string> volumes;  // served now (LUNs), in name order
+  // The load figures (record version 2; a version-1 record, written without
+  // them, decodes with has_load false and zeros). Cluster scope only:
+  bool has_load = false;
+  uint64_t claims_pending = 0;   // own U entries of the shared chunk index not flipped yet
+  uint32_t shards = 0;           // shards of the chunk index table
+  uint64_t shard_ops_total = 0;  // operations this holder sent to them since open
+  uint64_t shard_ops_max = 0;    // ... to the busiest one
 
+  // max / mean of the shard operations; 0 without any.
+  double ShardMaxOverMean() const {
+    return shard_ops_total == 0 || shards == 0 ? 0.0 : static_cast<double>(shard_ops_max) * shards / shard_ops_total;
+  }
   bool operator==(const GatewayHeartbeat& o) const {
     return beat == o.beat && incarnation == o.incarnation && takeovers == o.takeovers && pid == o.pid &&
-           state == o.state && host == o.host && portal == o.portal && volumes == o.volumes;
+           state == o.state && host == o.host && portal == o.portal && volumes == o.volumes &&
+           has_load == o.has_load && claims_pending == o.claims_pending && shards == o.shards &&
+           shard_ops_total == o.shard_ops_total && shard_ops_max == o.shard_ops_max;
   }
 };
 
@@ -63,7 +77,8 @@ struct GatewayHeartbeat {
 std::string GatewayHeartbeatObject(const std::string& gateway);
 
 // The stored value of |hb| for slot |gateway|, and the inverse (Corruption
-// naming |where| for a damaged value).
+// naming |where| for a damaged value). Version 1 without load figures,
+// version 2 with them (has_load); both decode.
 std::string EncodeGatewayHeartbeat(const std::string& gateway, const GatewayHeartbeat& hb);
 Status DecodeGatewayHeartbeat(const std::string& where, const std::string& gateway, const std::string& value,
                               GatewayHeartbeat* hb);
@@ -93,6 +108,11 @@ class GatewayHeartbeatWriter {
   // The volumes of the next beats; a change is written at once (a beat
   // ahead of time), so a view right after a LUN was added shows it.
   void SetVolumes(std::vector<std::string> volumes);
+  // Fills the load figures of every later beat (called on the writer's
+  // thread, before each write); nullptr stops it. Setting waits for a call
+  // in progress, so the source's owner may go once this returned.
+  using LoadSource = std::function<void(GatewayHeartbeat* hb)>;
+  void SetLoadSource(LoadSource source);
   // Stops the thread, then writes one last beat in |final_state|.
   Status Stop(const std::string& final_state);
 
@@ -119,6 +139,8 @@ class GatewayHeartbeatWriter {
   bool nudged_ = false;     // guarded by mu_: beat now, the volumes changed
   bool superseded_ = false; // guarded by mu_: a newer incarnation owns the heartbeat
   bool fenced_said_ = false; // guarded by mu_: "fenced" was written; the loop beats no more
+  std::mutex source_mu_;     // held while the load source runs
+  LoadSource source_;        // guarded by source_mu_
   std::thread thread_;
 };
 

@@ -3,6 +3,7 @@
 // namespace of its own.
 #include "core/rados/gateway_heartbeat.h"
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -56,6 +57,59 @@ TEST_F(GatewayHeartbeatTest, EncodingRoundTripsAndDetectsDamage) {
     EXPECT_TRUE(s.IsCorruption()) << "flipped byte " << i << ": " << s.ToString();
   }
   EXPECT_TRUE(DecodeGatewayHeartbeat("here", "gw-a", v.substr(0, 10), &back).IsCorruption());
+}
+
+// Version 2 carries the load figures (cluster scope); a record without them
+// stays version 1, so readers of either build decode what the other wrote.
+TEST_F(GatewayHeartbeatTest, LoadFiguresRoundTripAsVersionTwo) {
+  GatewayHeartbeat hb = Sample(3);
+  const std::string v1 = EncodeGatewayHeartbeat("gw-a", hb);
+  EXPECT_EQ(v1[0], 1);
+  hb.has_load = true;
+  hb.claims_pending = 17;
+  hb.shards = 64;
+  hb.shard_ops_total = 6400;
+  hb.shard_ops_max = 110;
+  const std::string v2 = EncodeGatewayHeartbeat("gw-a", hb);
+  EXPECT_EQ(v2[0], 2);
+  GatewayHeartbeat back;
+  ASSERT_TRUE(DecodeGatewayHeartbeat("here", "gw-a", v2, &back).ok());
+  EXPECT_EQ(back, hb);
+  EXPECT_DOUBLE_EQ(back.ShardMaxOverMean(), 1.1);
+  ASSERT_TRUE(DecodeGatewayHeartbeat("here", "gw-a", v1, &back).ok());
+  EXPECT_FALSE(back.has_load);
+  EXPECT_EQ(back.claims_pending, 0u);
+  for (size_t i = 0; i < v2.size(); i++) {
+    std::string bad = v2;
+    bad[i] ^= 0x20;
+    EXPECT_TRUE(DecodeGatewayHeartbeat("here", "gw-a", bad, &back).IsCorruption()) << "flipped byte " << i;
+  }
+}
+
+TEST_F(GatewayHeartbeatTest, WriterPublishesTheLoadSourcesFigures) {
+  std::unique_ptr<GatewayHeartbeatWriter> w;
+  ASSERT_TRUE(GatewayHeartbeatWriter::Start(cluster_, "gw-a", Sample(1), milliseconds(100), &w).ok());
+  std::atomic<uint64_t> pending{3};
+  w->SetLoadSource([&pending](GatewayHeartbeat* hb) {
+    hb->has_load = true;
+    hb->claims_pending = pending.load();
+    hb->shards = 8;
+    hb->shard_ops_total = 80;
+    hb->shard_ops_max = 12;
+  });
+  GatewayHeartbeat got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  do {
+    std::this_thread::sleep_for(milliseconds(50));
+    ASSERT_TRUE(ReadGatewayHeartbeat(cluster_.get(), "gw-a", &got).ok());
+  } while (!got.has_load && std::chrono::steady_clock::now() < deadline);
+  ASSERT_TRUE(got.has_load);
+  EXPECT_EQ(got.claims_pending, 3u);
+  EXPECT_DOUBLE_EQ(got.ShardMaxOverMean(), 1.2);
+  w->SetLoadSource(nullptr);  // returns with no call in progress: |pending| may go
+  ASSERT_TRUE(w->Stop(kHeartbeatStopped).ok());
+  ASSERT_TRUE(ReadGatewayHeartbeat(cluster_.get(), "gw-a", &got).ok());
+  EXPECT_FALSE(got.has_load);  // the last beat after the source went
 }
 
 TEST_F(GatewayHeartbeatTest, WriteReadAndNoneIsNotFound) {

@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/base/status.h"
 #include "core/rados/rados_cluster.h"
@@ -69,6 +70,20 @@ inline std::set<std::string> IndexObjects(RadosCluster* cluster) {
 
 inline void RemoveIndexObjects(RadosCluster* cluster) {
   for (const std::string& oid : IndexObjects(cluster)) cluster->index().remove(oid);
+}
+
+// Removes every object of the store's namespace in both pools (a test's
+// store: index objects and containers).
+inline void RemoveStoreObjects(RadosCluster* cluster) {
+  RemoveIndexObjects(cluster);
+  std::vector<std::string> names;
+  try {
+    for (auto it = cluster->data().nobjects_begin(); it != cluster->data().nobjects_end(); ++it) {
+      names.push_back(it->get_oid());
+    }
+  } catch (...) {
+  }
+  for (const std::string& name : names) cluster->data().remove(name);
 }
 
 }  // namespace test

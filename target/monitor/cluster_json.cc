@@ -12,6 +12,13 @@ nlohmann::ordered_json HeartbeatJson(const GatewayHeartbeat& hb) {
   j["host"] = hb.host;
   j["pid"] = hb.pid;
   j["volumes"] = hb.volumes;
+  if (hb.has_load) {  // cluster scope (heartbeat version 2)
+    j["claims_pending"] = hb.claims_pending;
+    j["shards"] = hb.shards;
+    j["shard_ops_total"] = hb.shard_ops_total;
+    j["shard_ops_max"] = hb.shard_ops_max;
+    j["shard_max_over_mean"] = hb.ShardMaxOverMean();
+  }
   return j;
 }
 
@@ -52,7 +59,23 @@ nlohmann::ordered_json ClusterViewJson(const ClusterView& view) {
   }
   doc["volumes"] = owners;
   doc["takeovers"] = takeovers;
+  doc["claims_pending"] = view.ClaimsPending();
+  doc["shard_max_over_mean"] = view.ShardMaxOverMean();
   return doc;
+}
+
+nlohmann::ordered_json ShardKeysJson(const std::vector<ShardKeyCounts>& tables) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const ShardKeyCounts& t : tables) {
+    out.push_back({{"table", t.table},
+                   {"shards", t.keys.size()},
+                   {"keys", t.Total()},
+                   {"min", t.Min()},
+                   {"max", t.Max()},
+                   {"mean", t.Mean()},
+                   {"max_over_mean", t.MaxOverMean()}});
+  }
+  return out;
 }
 
 }  // namespace dedupv1

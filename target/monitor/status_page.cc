@@ -144,8 +144,10 @@ const char kPage[] = R"page(<!DOCTYPE html>
     <h2>Gateway cluster</h2>
     <div class="scroll"><table id="cluster">
       <thead><tr><th>gateway</th><th>slot</th><th>state</th><th>incarnation</th><th>takeovers</th>
-        <th>lock</th><th>beat</th><th>portal</th><th>holder</th><th>volumes</th></tr></thead>
+        <th>lock</th><th>beat</th><th>claims pending</th><th>shard load</th><th>portal</th><th>holder</th>
+        <th>volumes</th></tr></thead>
       <tbody></tbody></table></div>
+    <p class="na" id="cluster-load"></p>
     <p class="na err" id="cluster-err"></p>
   </section>
 </main>
@@ -363,9 +365,15 @@ async function refreshCluster() {
     text("cluster-err", "");
     fillTable("cluster", c.gateways.map((g) => [g.gateway, g.slot, g.state, g.incarnation, g.takeovers,
         g.lock_held ? "held" : "free", g.heartbeat ? g.heartbeat.beat + "@" + g.heartbeat.incarnation : "\u2013",
+        g.heartbeat && "claims_pending" in g.heartbeat ? count(g.heartbeat.claims_pending) : "\u2013",
+        g.heartbeat && "shard_ops_total" in g.heartbeat
+            ? count(g.heartbeat.shard_ops_total) + " ops, max/mean " + g.heartbeat.shard_max_over_mean.toFixed(2)
+            : "\u2013",
         g.heartbeat && g.heartbeat.portal ? g.heartbeat.portal : "\u2013",
         g.holder.host ? g.holder.host + " pid " + g.holder.pid : "\u2013",
         g.volumes.map((v) => v.name).join(", ")]));
+    text("cluster-load", "claims pending: " + count(c.claims_pending) + " (all gateways); shard load max/mean: " +
+        (c.shard_max_over_mean || 0).toFixed(2) + " (busiest gateway)");
   } catch (e) { /* refreshStats reports the connection state */ }
 }
 async function refreshHistory() {

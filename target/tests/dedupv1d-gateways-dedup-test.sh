@@ -6,12 +6,16 @@
 # portal and control port. The same backup written through A, then through
 # B: B's containers (data-pool objects of its slot's id range) hold under 1%
 # of the backup's bytes, and the backup reads back through both.
+# `dedupv1_check --cluster` refuses while a gateway serves (exit 3) and
+# finds both slots and the shared chunk index clean once both stopped.
 #
 #   dedupv1d-gateways-dedup-test.sh DEDUPV1D
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/dedupv1d-test-lib.sh"
 DD_BUDGET="${DD_BUDGET:-600}"
 dd_init dedupv1d-gateways-dedup "${1:?usage: dedupv1d-gateways-dedup-test.sh DEDUPV1D}" qemu-img rados
+bin="$(dirname "$DEDUPV1D")"
+[ -x "$bin/dedupv1_check" ] || { echo "FAIL: $bin/dedupv1_check is missing"; exit 1; }
 : "${DEDUPV1_TEST_CEPH_CONF:?needs the ctest Ceph cluster (DEDUPV1_TEST_CEPH_CONF)}"
 export DD_STORAGE=rados DD_RADOS_LEASE=5s
 
@@ -58,8 +62,23 @@ check "B starts gateway slot gw-b (cluster scope)" \
 check "the same backup written and synced through B" put "$WORK/backup.img" "$(urlB)"
 check "the backup reads back through A" same "$WORK/backup.img" "$(urlA)"
 check "the backup reads back through B" same "$WORK/backup.img" "$(urlB)"
+check "dedupv1d cluster while both serve" timeout 120 "$DEDUPV1D" cluster --config "$confA"
+check_output "dedupv1d cluster: claims pending and shard load of the cluster" \
+  "^claims pending: [0-9]+ \(all gateways\); shard load max/mean: [0-9.]+"
+check_output "dedupv1d cluster: gw-b's shard load from its heartbeat" "gw-b .* [1-9][0-9]* ops, max/mean [0-9.]+"
 check "stop B" dd_stop "$confB"
+check_exit 3 "dedupv1_check --cluster refuses while A serves its slot" \
+  timeout 120 "$bin/dedupv1_check" --cluster --config "$confB"
+check_output "dedupv1_check --cluster names the busy slot" "gateway slot gw-a"
 check "stop A" dd_stop "$confA"
+check "dedupv1_check --cluster: both slots and the shared chunk index are clean" \
+  timeout 300 "$bin/dedupv1_check" --cluster --config "$confA"
+check_output "dedupv1_check --cluster reports clean" "result: clean"
+check_output "dedupv1_check --cluster: B's mappings name A's containers" \
+  "slot gw-b .* chunk references \([1-9][0-9]* to other slots' containers\)"
+check "dedupv1d cluster --shards" timeout 120 "$DEDUPV1D" cluster --config "$confA" --shards
+check_output "dedupv1d cluster --shards: keys per shard of the shared table" \
+  "^chunk index ci: [0-9]+ shards, [1-9][0-9]* keys; per shard min [0-9]+, max [0-9]+, mean [0-9.]+, max/mean [0-9.]+"
 
 # Slot numbers follow registration: gw-a is 1, gw-b is 2.
 a_bytes="$(container_bytes 0001)"

@@ -155,6 +155,53 @@ TEST(ClusterJsonTest, OneDocumentWithSlotsVolumeOwnersAndTakeovers) {
   EXPECT_EQ(j["takeovers"], 3);
 }
 
+// Heartbeats with load figures (cluster scope): per gateway claims pending
+// and shard max/mean, the cluster's total of claims and its busiest gateway.
+ClusterView ViewWithLoad() {
+  ClusterView view;
+  view.store = "ns1";
+  SlotView a = Slot(true, 10, kHeartbeatServing);
+  a.heartbeat.has_load = true;
+  a.heartbeat.claims_pending = 5;
+  a.heartbeat.shards = 4;
+  a.heartbeat.shard_ops_total = 100;
+  a.heartbeat.shard_ops_max = 30;  // max/mean 1.2
+  SlotView b = Slot(true, 4, kHeartbeatServing);
+  b.name = "gw-b";
+  b.heartbeat.has_load = true;
+  b.heartbeat.claims_pending = 7;
+  b.heartbeat.shards = 4;
+  b.heartbeat.shard_ops_total = 40;
+  b.heartbeat.shard_ops_max = 10;  // max/mean 1.0
+  SlotView c = Slot(false, 2, kHeartbeatStopped);  // an older build: no load figures
+  c.name = "gw-c";
+  view.slots = {a, b, c};
+  return view;
+}
+
+TEST(ClusterJsonTest, LoadFiguresPerGatewayAndForTheCluster) {
+  const ClusterView view = ViewWithLoad();
+  EXPECT_EQ(view.ClaimsPending(), 12u);
+  EXPECT_DOUBLE_EQ(view.ShardMaxOverMean(), 1.2);
+  const auto j = ClusterViewJson(view);
+  EXPECT_EQ(j["gateways"][0]["heartbeat"]["claims_pending"], 5);
+  EXPECT_EQ(j["gateways"][0]["heartbeat"]["shard_ops_total"], 100);
+  EXPECT_EQ(j["gateways"][0]["heartbeat"]["shard_ops_max"], 30);
+  EXPECT_DOUBLE_EQ(j["gateways"][0]["heartbeat"]["shard_max_over_mean"].get<double>(), 1.2);
+  EXPECT_EQ(j["gateways"][1]["heartbeat"]["claims_pending"], 7);
+  EXPECT_FALSE(j["gateways"][2]["heartbeat"].contains("claims_pending"));
+  EXPECT_EQ(j["claims_pending"], 12);
+  EXPECT_DOUBLE_EQ(j["shard_max_over_mean"].get<double>(), 1.2);
+}
+
+TEST(ClusterViewFormatTest, TableShowsClaimsPendingAndShardLoad) {
+  const std::string t = FormatClusterView(ViewWithLoad());
+  EXPECT_NE(t.find("CLAIMS"), std::string::npos) << t;
+  EXPECT_NE(t.find("100 ops, max/mean 1.20"), std::string::npos) << t;
+  EXPECT_NE(t.find("40 ops, max/mean 1.00"), std::string::npos) << t;
+  EXPECT_NE(t.find("claims pending: 12 (all gateways); shard load max/mean: 1.20"), std::string::npos) << t;
+}
+
 TEST(ClusterViewFormatTest, TableHasARowPerSlotAndVolumeOwners) {
   ClusterView view;
   view.store = "ns1";

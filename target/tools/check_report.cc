@@ -15,6 +15,56 @@ size_t CheckReport::Repaired() const {
   return n;
 }
 
+std::string FormatProblemsText(const std::vector<CheckProblem>& problems, bool repair_requested,
+                               size_t max_per_kind) {
+  std::string out = fmt::format("problems: {}\n", problems.size());
+  // What cannot be repaired matters most: listed first, in discovery order.
+  std::vector<const CheckProblem*> order;
+  for (const auto& p : problems) {
+    if (!p.repairable) order.push_back(&p);
+  }
+  for (const auto& p : problems) {
+    if (p.repairable) order.push_back(&p);
+  }
+  std::map<std::string, size_t> listed, skipped;
+  for (const CheckProblem* pp : order) {
+    const CheckProblem& p = *pp;
+    if (max_per_kind > 0 && listed[p.kind] >= max_per_kind) {
+      skipped[p.kind]++;
+      continue;
+    }
+    listed[p.kind]++;
+    const char* tag = p.repaired     ? "repaired"
+                      : p.repairable ? (repair_requested ? "NOT repaired" : "repairable")
+                      : p.held_back  ? "kept"
+                                     : "unrecoverable";
+    out += fmt::format("  [{}] {}: {}", tag, p.kind, p.message);
+    if (!p.repair.empty()) out += fmt::format(" ({})", p.repair);
+    out += "\n";
+  }
+  for (const auto& [kind, n] : skipped) out += fmt::format("  ... {} more {} problems (see --json)\n", n, kind);
+  return out;
+}
+
+nlohmann::json ProblemToJson(const CheckProblem& p) {
+  nlohmann::json jp = {{"kind", p.kind}, {"message", p.message}, {"repairable", p.repairable}, {"repaired", p.repaired}};
+  if (!p.repair.empty()) jp["repair"] = p.repair;
+  if (p.held_back) jp["held_back"] = true;
+  if (p.container != kNoContainer) jp["container"] = p.container;
+  if (!p.slot.empty()) jp["slot"] = p.slot;
+  if (!p.fingerprint.empty()) jp["fingerprint"] = p.fingerprint;
+  if (!p.fingerprints.empty()) jp["fingerprints"] = p.fingerprints;
+  if (p.has_block) {
+    jp["volume"] = p.volume;
+    jp["volume_id"] = p.volume_id;
+    jp["block"] = p.block;
+    jp["offset"] = p.offset;
+    jp["length"] = p.length;
+    jp["volume_offset"] = p.volume_offset;
+  }
+  return jp;
+}
+
 std::string FormatReportText(const CheckReport& r, size_t max_per_kind) {
   std::string out = fmt::format("dedupv1_check {}\n", r.data_dir);
   const auto& rec = r.recovery;
@@ -58,32 +108,7 @@ std::string FormatReportText(const CheckReport& r, size_t max_per_kind) {
     out += "result: clean, no problems found\n";
     return out;
   }
-  out += fmt::format("problems: {}\n", r.problems.size());
-  // What cannot be repaired matters most: listed first, in discovery order.
-  std::vector<const CheckProblem*> order;
-  for (const auto& p : r.problems) {
-    if (!p.repairable) order.push_back(&p);
-  }
-  for (const auto& p : r.problems) {
-    if (p.repairable) order.push_back(&p);
-  }
-  std::map<std::string, size_t> listed, skipped;
-  for (const CheckProblem* pp : order) {
-    const CheckProblem& p = *pp;
-    if (max_per_kind > 0 && listed[p.kind] >= max_per_kind) {
-      skipped[p.kind]++;
-      continue;
-    }
-    listed[p.kind]++;
-    const char* tag = p.repaired     ? "repaired"
-                      : p.repairable ? (r.repair_requested ? "NOT repaired" : "repairable")
-                      : p.held_back  ? "kept"
-                                     : "unrecoverable";
-    out += fmt::format("  [{}] {}: {}", tag, p.kind, p.message);
-    if (!p.repair.empty()) out += fmt::format(" ({})", p.repair);
-    out += "\n";
-  }
-  for (const auto& [kind, n] : skipped) out += fmt::format("  ... {} more {} problems (see --json)\n", n, kind);
+  out += FormatProblemsText(r.problems, r.repair_requested, max_per_kind);
   size_t repairable = 0;
   for (const auto& p : r.problems) repairable += (p.repairable && !p.repaired) ? 1 : 0;
   if (r.repair_requested) {
@@ -135,21 +160,7 @@ std::string FormatReportJson(const CheckReport& r) {
                        {"recount_complete", r.unreadable_records == 0}};
   json problems = json::array();
   for (const auto& p : r.problems) {
-    json jp = {{"kind", p.kind}, {"message", p.message}, {"repairable", p.repairable}, {"repaired", p.repaired}};
-    if (!p.repair.empty()) jp["repair"] = p.repair;
-    if (p.held_back) jp["held_back"] = true;
-    if (p.container != kNoContainer) jp["container"] = p.container;
-    if (!p.fingerprint.empty()) jp["fingerprint"] = p.fingerprint;
-    if (!p.fingerprints.empty()) jp["fingerprints"] = p.fingerprints;
-    if (p.has_block) {
-      jp["volume"] = p.volume;
-      jp["volume_id"] = p.volume_id;
-      jp["block"] = p.block;
-      jp["offset"] = p.offset;
-      jp["length"] = p.length;
-      jp["volume_offset"] = p.volume_offset;
-    }
-    problems.push_back(std::move(jp));
+    problems.push_back(ProblemToJson(p));
   }
   j["problems"] = std::move(problems);
   j["summary"] = {{"problems", r.problems.size()}, {"repaired", r.Repaired()}, {"unrepaired", r.Unrepaired()}};

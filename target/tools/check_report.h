@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/engine/dedup_system.h"
 #include "core/base/types.h"
 
@@ -19,7 +21,8 @@ struct CheckProblem {
   // index-entry-missing, index-entry-dangling, block-index-corrupt,
   // block-record-displaced, block-key-duplicate, block-key-out-of-order,
   // block-key-malformed, mapping-relocatable, mapping-unrecoverable,
-  // usage-count-mismatch.
+  // usage-count-mismatch; with --cluster also (target/tools/cluster_checker.h):
+  // usage-sum-negative, stale-claim, usage-key-orphan, usage-key-unknown-slot.
   std::string kind;
   std::string message;      // one sentence naming the object
   bool repairable = false;  // --repair knows a fix
@@ -31,6 +34,7 @@ struct CheckProblem {
   std::string repair;       // what the fix is / was, or why there is none
   // Details for --json; unset fields are omitted.
   ContainerId container = kNoContainer;
+  std::string slot;         // gateway slot name (dedupv1_check --cluster); "" for a single store
   std::string fingerprint;  // hex
   std::vector<std::string> fingerprints;  // hex; problems about a group of chunks
   bool has_block = false;
@@ -91,6 +95,11 @@ struct CheckReport {
 // Readable summary; at most |max_per_kind| problems of each kind are listed
 // (0 = all), the rest counted.
 std::string FormatReportText(const CheckReport& report, size_t max_per_kind = 50);
+// The "problems: N" section of the text: unrepairable ones first, at most
+// |max_per_kind| of each kind (0 = all).
+std::string FormatProblemsText(const std::vector<CheckProblem>& problems, bool repair_requested, size_t max_per_kind);
+// One problem as --json lists it.
+nlohmann::json ProblemToJson(const CheckProblem& p);
 // The whole report as one JSON object (every problem listed).
 std::string FormatReportJson(const CheckReport& report);
 

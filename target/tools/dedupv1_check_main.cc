@@ -2,6 +2,7 @@
 // can be repaired. See docs/tools.md.
 //
 //   dedupv1_check --config FILE [--data-dir DIR] [--repair] [--json] [--progress]
+//   dedupv1_check --cluster --config FILE [--json]
 //
 // Exit codes: 0 clean (or every problem repaired), 1 problems remain or the
 // check failed, 2 usage error, 3 cannot open (locked, bad config, no store).
@@ -10,6 +11,8 @@
 
 #include "core/engine/dedup_system.h"
 #include "target/tools/check_report.h"
+#include "target/tools/cluster_check_report.h"
+#include "target/tools/cluster_checker.h"
 #include "target/tools/data_dir_lock.h"
 #include "target/tools/store_checker.h"
 #include "target/tools/tool_util.h"
@@ -22,6 +25,7 @@ namespace {
 
 const char kUsage[] =
     "usage: dedupv1_check --config FILE [--data-dir DIR] [--repair] [--json] [--progress]\n"
+    "       dedupv1_check --cluster --config FILE [--json]\n"
     "Verifies a stopped dedupv1 store: opens it (replaying the operations log after an\n"
     "unclean stop), checks every container's CRCs and chunks, the chunk index pages and\n"
     "entries, and every block mapping of every volume; recounts chunk references.\n"
@@ -32,6 +36,11 @@ const char kUsage[] =
     "                    what cannot\n"
     "  --json            print the report as JSON\n"
     "  --progress        progress bars on stderr even if it is not a terminal\n"
+    "  --cluster         a store with storage.rados.dedup-scope = cluster as a whole: every\n"
+    "                    registered gateway slot (each slot's lock is taken, so every gateway\n"
+    "                    must be stopped) against the shared chunk index: usage recount per\n"
+    "                    slot, committed entries, stale claims, mappings, orphan usage keys;\n"
+    "                    repairs nothing\n"
     "exit codes: 0 clean (or all repaired), 1 problems remain or failure, 2 usage,\n"
     "            3 cannot open (in use by another process, bad config, not a data directory)\n";
 
@@ -40,12 +49,30 @@ int Fail(int code, const std::string& what, const Status& s) {
   return code;
 }
 
+// --cluster: every slot of a cluster-scope store (target/tools/cluster_checker.h).
+int CheckCluster(const ToolArgs& args) {
+  if (args.repair) {
+    std::fprintf(stderr, "dedupv1_check: --cluster repairs nothing; --repair is for one slot\n%s", kUsage);
+    return kExitUsage;
+  }
+  Options options;
+  Status s = LoadToolOptions(args.config, args.data_dir, &options);
+  if (!s.ok()) return Fail(ExitCodeForLoadError(s), "cannot open", s);
+  ClusterCheckReport report;
+  ClusterChecker checker(options);
+  s = checker.Check(&report);
+  if (!s.ok()) return Fail(s.IsBusy() ? kExitCannotOpen : ExitCodeForOpenError(s), "cluster check failed", s);
+  const std::string out = args.json ? FormatClusterReportJson(report) : FormatClusterReportText(report);
+  std::fputs(out.c_str(), stdout);
+  return report.Clean() ? kExitOk : kExitProblems;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ToolArgs args;
   std::string error;
-  if (!ParseToolArgs(argc, argv, {"--repair", "--json", "--progress"}, &args, &error)) {
+  if (!ParseToolArgs(argc, argv, {"--repair", "--json", "--progress", "--cluster"}, &args, &error)) {
     std::fprintf(stderr, "dedupv1_check: %s\n%s", error.c_str(), kUsage);
     return kExitUsage;
   }
@@ -57,6 +84,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dedupv1_check: unexpected argument %s\n%s", args.positional[0].c_str(), kUsage);
     return kExitUsage;
   }
+
+  if (args.cluster) return CheckCluster(args);
 
   Options options;
   Status s = LoadToolOptions(args.config, args.data_dir, &options);

@@ -2,14 +2,9 @@
 // RADOS store written through DedupSystem, then the real binary checks each
 // slot given its config: clean, and only that slot's containers listed.
 // Needs the test cluster (DEDUPV1_TEST_CEPH_CONF).
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,47 +12,14 @@
 #include "core/base/testutil.h"
 #include "core/engine/dedup_system.h"
 #include "core/rados/rados_env_testutil.h"
+#include "target/tools/tool_run_testutil.h"
 
 namespace dedupv1 {
 namespace {
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct RunResult {
-  int code = -1;
-  std::string out;
-};
-
 // Runs dedupv1_check --config |config| (60 s at most); stdout and stderr in |out|.
-RunResult Check(const std::string& config, const std::string& out_path) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execl(DEDUPV1_CHECK_BINARY, DEDUPV1_CHECK_BINARY, "--config", config.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  RunResult r;
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      ADD_FAILURE() << "dedupv1_check timed out";
-      break;
-    }
-    usleep(10000);
-  }
-  if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
-  r.out = ReadAll(out_path);
-  return r;
+test::ToolRun Check(const std::string& config, const std::string& out_path) {
+  return test::RunTool(DEDUPV1_CHECK_BINARY, {"--config", config}, out_path, 60);
 }
 
 TEST(GatewayCheckTest, CheckSeesOnlyItsSlotAndIsClean) {
@@ -102,7 +64,7 @@ TEST(GatewayCheckTest, CheckSeesOnlyItsSlotAndIsClean) {
   }
   ASSERT_NE(containers[0], containers[1]);
   for (int g = 0; g < 2; g++) {
-    RunResult r = Check(configs[g], dir.Sub("check-" + names[g]));
+    test::ToolRun r = Check(configs[g], dir.Sub("check-" + names[g]));
     EXPECT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("containers:    " + std::to_string(containers[g]) + " listed"), std::string::npos)

@@ -26,10 +26,11 @@ StoreChecker::StoreChecker(DedupSystem* system, std::vector<VolumeEntry> volumes
 Status StoreChecker::Check(CheckReport* report) {
   // A cluster-scope slot maps other slots' containers and its chunk index is
   // the store's shared table: checking it needs the cluster recount
-  // (design-15 phase 4); this checker would call foreign containers missing.
+  // (dedupv1_check --cluster, cluster_checker.h); this checker would call
+  // foreign containers missing.
   if (system_->chunk_index()->cluster_scope()) {
-    return Status::NotSupported("dedupv1_check of a gateway slot with storage.rados.dedup-scope = cluster comes with "
-                                "the cluster recount (design-15 phase 4)");
+    return Status::NotSupported("a gateway slot with storage.rados.dedup-scope = cluster is checked with every other "
+                                "slot of its store: dedupv1_check --cluster");
   }
   report->volumes = volumes_.size();
   DEDUPV1_RETURN_IF_ERROR(CheckContainers(report));

@@ -59,6 +59,7 @@ bool ParseToolArgs(int argc, char** argv, const std::vector<std::string>& allowe
     else if (name == "--json") args->json = true;
     else if (name == "--repair") args->repair = true;
     else if (name == "--accept-log-damage") args->accept_log_damage = true;
+    else if (name == "--cluster") args->cluster = true;
   }
   if (args->config.empty() && !args->help) {
     *error = "--config FILE is required";

@@ -1,0 +1,84 @@
+#include "target/tools/cluster_check_report.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace dedupv1 {
+namespace tools {
+
+std::string FormatClusterReportText(const ClusterCheckReport& r, size_t max_per_kind) {
+  std::string out = fmt::format("dedupv1_check --cluster store {}: {} gateway slot{}\n", r.store, r.slots.size(),
+                                r.slots.size() == 1 ? "" : "s");
+  for (const ClusterSlotReport& s : r.slots) {
+    out += fmt::format("  slot {} (number {}, opened as incarnation {}): {}; {} volume{}, {} containers listed, {} "
+                       "good; {} blocks mapped, {} chunk references ({} to other slots' containers)\n",
+                       s.name, s.slot, s.incarnation,
+                       s.recovery.dirty_start
+                           ? fmt::format("unclean stop before, replayed {} log events", s.recovery.events_replayed)
+                           : "clean stop before",
+                       s.volumes, s.volumes == 1 ? "" : "s", s.containers, s.containers_ok, s.blocks_mapped,
+                       s.chunk_references, s.foreign_references);
+  }
+  out += fmt::format("  shared index:  {} shards, {} fingerprints: {} committed, {} uncommitted, {} dead entries; {} "
+                     "usage keys\n",
+                     r.shards, r.table_fingerprints, r.entries_committed, r.entries_uncommitted, r.entries_dead,
+                     r.usage_keys);
+  out += fmt::format("  usage counts:  {} distinct chunks referenced; {} fingerprints match the recount of every "
+                     "slot, {} do not{}\n",
+                     r.referenced_chunks, r.usage_matching, r.usage_mismatches,
+                     r.recount_complete ? "" : " (recount INCOMPLETE: some block index records could not be read)");
+  out += fmt::format("  claims:        {} uncommitted entr{} of closed incarnations re-read after {} ms\n",
+                     r.closed_claims, r.closed_claims == 1 ? "y" : "ies", r.stale_claim_wait_ms);
+  out += fmt::format("  duplicates:    {} fingerprint{} referenced in more than one container ({} extra cop{}; "
+                     "allowed after a crash)\n",
+                     r.duplicate_fingerprints, r.duplicate_fingerprints == 1 ? "" : "s", r.duplicate_copies,
+                     r.duplicate_copies == 1 ? "y" : "ies");
+  if (r.problems.empty()) {
+    out += "result: clean, no problems found\n";
+    return out;
+  }
+  out += FormatProblemsText(r.problems, false, max_per_kind);
+  out += fmt::format("result: {} problems (--cluster repairs nothing)\n", r.problems.size());
+  return out;
+}
+
+std::string FormatClusterReportJson(const ClusterCheckReport& r) {
+  using nlohmann::json;
+  json j;
+  j["store"] = r.store;
+  j["clean"] = r.Clean();
+  json slots = json::array();
+  for (const ClusterSlotReport& s : r.slots) {
+    slots.push_back({{"name", s.name},
+                     {"slot", s.slot},
+                     {"incarnation", s.incarnation},
+                     {"dirty_start", s.recovery.dirty_start},
+                     {"events_replayed", s.recovery.events_replayed},
+                     {"volumes", s.volumes},
+                     {"containers", s.containers},
+                     {"containers_ok", s.containers_ok},
+                     {"blocks_mapped", s.blocks_mapped},
+                     {"chunk_references", s.chunk_references},
+                     {"foreign_references", s.foreign_references}});
+  }
+  j["slots"] = std::move(slots);
+  j["shared_index"] = {{"shards", r.shards},
+                       {"fingerprints", r.table_fingerprints},
+                       {"committed", r.entries_committed},
+                       {"uncommitted", r.entries_uncommitted},
+                       {"dead", r.entries_dead},
+                       {"usage_keys", r.usage_keys}};
+  j["usage_counts"] = {{"referenced_chunks", r.referenced_chunks},
+                       {"matching", r.usage_matching},
+                       {"mismatches", r.usage_mismatches},
+                       {"recount_complete", r.recount_complete}};
+  j["claims"] = {{"closed_incarnations", r.closed_claims}, {"wait_ms", r.stale_claim_wait_ms}};
+  j["duplicates"] = {{"fingerprints", r.duplicate_fingerprints}, {"extra_copies", r.duplicate_copies}};
+  json problems = json::array();
+  for (const auto& p : r.problems) problems.push_back(ProblemToJson(p));
+  j["problems"] = std::move(problems);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace tools
+}  // namespace dedupv1

@@ -1,0 +1,67 @@
+// ClusterCheckReport is what `dedupv1_check --cluster` found in a
+// cluster-scope store (target/tools/cluster_checker.h): per gateway slot what
+// its open and walk saw, the shared chunk index's figures, the recount, and
+// the problems (CheckProblem, each naming fingerprint, slot and container).
+// Duplicates (a fingerprint referenced in more than one container) are
+// information, not problems. Rendered as text or JSON (docs/tools.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/engine/dedup_system.h"
+#include "target/tools/check_report.h"
+
+namespace dedupv1 {
+namespace tools {
+
+struct ClusterSlotReport {
+  std::string name;
+  uint16_t slot = 0;
+  uint32_t incarnation = 0;  // the check's own open of the slot
+  DedupSystem::RecoveryInfo recovery;
+  uint64_t volumes = 0;
+  uint64_t containers = 0;          // the slot's own, listed
+  uint64_t containers_ok = 0;       // ... whose checksums verified
+  uint64_t blocks_mapped = 0;
+  uint64_t chunk_references = 0;    // non-zero mapping items
+  uint64_t foreign_references = 0;  // ... naming another slot's container
+};
+
+struct ClusterCheckReport {
+  std::string store;  // storage.rados.store (the RADOS namespace)
+  std::vector<ClusterSlotReport> slots;
+
+  // The shared chunk index.
+  uint64_t shards = 0;
+  uint64_t table_fingerprints = 0;  // fingerprints with any key
+  uint64_t entries_committed = 0;   // C
+  uint64_t entries_uncommitted = 0; // U
+  uint64_t entries_dead = 0;        // D
+  uint64_t usage_keys = 0;
+
+  // The recount.
+  uint64_t referenced_chunks = 0;  // distinct fingerprints referenced by any slot's mappings
+  uint64_t usage_matching = 0;     // fingerprints whose every slot's key equals its recount
+  uint64_t usage_mismatches = 0;
+  bool recount_complete = true;    // every block index record could be read
+  // Information: fingerprints referenced in more than one container, and the
+  // extra copies (allowed after a crash, design-15 4).
+  uint64_t duplicate_fingerprints = 0;
+  uint64_t duplicate_copies = 0;
+  // U entries of claimer incarnations that are not current: how many were
+  // re-read after 2 x claim-hold, and how long the check waited.
+  uint64_t closed_claims = 0;
+  uint64_t stale_claim_wait_ms = 0;
+
+  std::vector<CheckProblem> problems;
+
+  bool Clean() const { return problems.empty(); }
+};
+
+std::string FormatClusterReportText(const ClusterCheckReport& report, size_t max_per_kind = 50);
+std::string FormatClusterReportJson(const ClusterCheckReport& report);
+
+}  // namespace tools
+}  // namespace dedupv1

@@ -1,0 +1,111 @@
+// ClusterChecker is `dedupv1_check --cluster`: it checks a cluster-scope
+// store (storage.rados.dedup-scope = cluster, docs/design-15.md 2.4-2.7) as
+// a whole, every registered gateway slot of the `gateways` registry against
+// the shared chunk index:
+//  - recount: per fingerprint, the references of every slot's block mappings
+//    (a block counts a fingerprint once: core/engine/usage_counter.h) equal
+//    that slot's `u` key, and their sum the sum of the `u` keys; a negative
+//    sum is damage of its own;
+//  - every C entry names a container that exists and holds the fingerprint
+//    (container metadata, verified by its checksum);
+//  - no U entry of a claimer incarnation that is not current in the registry
+//    survives 2 x claim-hold ("stale claim"; the table stores no age, so two
+//    reads 2 x claim-hold apart tell it);
+//  - every mapping item of every slot names a container (its own or another
+//    slot's, through the slot's ChunkStore, which follows merge aliases) that
+//    exists and holds the chunk;
+//  - no `u` key without an `e` entry, none of a slot the registry lacks;
+//  - a fingerprint referenced in more than one container is counted as
+//    information (allowed after a crash, design-15 4), not damage.
+//
+// Offline semantics, like the single-slot check: it takes every slot's lock
+// (the local LOCK of a temporary gateway directory and gw.NAME/LOCK in RADOS)
+// and holds them all until it is done, so it refuses (Busy) while any gateway
+// serves a slot, and nothing changes under it. Each slot is opened as a
+// DedupSystem in turn (its log replayed after an unclean stop, as the
+// single-slot check does, which also bumps its incarnation), walked, and
+// closed; the last one stays open until the table checks are done, for the
+// probes of containers no slot lists. Nothing is repaired.
+//
+// Memory: per referenced fingerprint one counter per slot and the set of
+// containers named, per container its sorted fingerprints, and every
+// fingerprint of the shared table.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/base/fingerprint.h"
+#include "core/base/status.h"
+#include "core/engine/dedup_system.h"
+#include "core/engine/options.h"
+#include "core/rados/gateway_registry.h"
+#include "index/rados_shared_chunk_table.h"
+#include "target/tools/cluster_check_report.h"
+
+namespace dedupv1 {
+namespace tools {
+
+class DataDirLock;
+
+class ClusterChecker {
+ public:
+  // |options|: the config of any slot of the store (its gateway name only
+  // picks the connection; every registered slot is checked).
+  explicit ClusterChecker(const Options& options);
+  ~ClusterChecker();
+
+  // Runs every check into |report|. Fails only if checking itself cannot
+  // proceed (a slot is in use: Busy; the registry or a shard unreadable).
+  Status Check(ClusterCheckReport* report);
+
+ private:
+  struct ContainerFps {
+    bool exists = false;
+    std::string error;              // why it could not be read ("" if it could)
+    std::vector<Fingerprint> fps;   // sorted
+  };
+  struct SlotRefs {
+    std::map<uint16_t, int64_t> by_slot;  // references per slot
+    std::set<ContainerId> containers;     // containers the mappings name
+  };
+
+  Status LockSlots(const std::map<std::string, GatewayRecord>& slots);
+  // Opens slot |name|, the |index|th locked.
+  Status OpenSlot(const std::string& name, size_t index, std::unique_ptr<DedupSystem>* out);
+  // Lists and verifies the slot's own containers, walks its block index.
+  Status CheckSlot(const std::string& name, uint16_t slot, DedupSystem* sys, ClusterCheckReport* report);
+  // The fingerprints of container |id|: a listed one from the listing, any
+  // other read through |sys|'s chunk store (once, cached).
+  const ContainerFps& Container(DedupSystem* sys, ContainerId id);
+  bool Holds(DedupSystem* sys, ContainerId id, const Fingerprint& fp, std::string* why);
+  // Every fingerprint with a key in the shared table's shards.
+  Status ScanTableKeys(RadosSharedChunkTable* table, std::set<Fingerprint>* fps);
+  Status CheckTable(DedupSystem* sys, RadosSharedChunkTable* table, ClusterCheckReport* report);
+  void CheckRecord(DedupSystem* sys, const Fingerprint& fp, const SharedRecord& record, ClusterCheckReport* report);
+  // Re-reads the U entries of closed incarnations after 2 x claim-hold.
+  Status CheckStaleClaims(DedupSystem* sys, RadosSharedChunkTable* table, ClusterCheckReport* report);
+
+  const Options options_;
+  std::shared_ptr<RadosCluster> cluster_;
+  std::map<std::string, GatewayRecord> slots_;  // the registry, read at the start
+  std::map<uint16_t, std::string> slot_names_;  // by number
+  std::vector<std::string> temp_dirs_;
+  std::vector<std::unique_ptr<DataDirLock>> locks_;  // one per slot, held to the end
+  std::vector<Options> slot_options_;                 // per slot, same order
+  std::map<ContainerId, ContainerFps> containers_;
+  std::map<Fingerprint, SlotRefs> refs_;
+  struct Claim {
+    Fingerprint fp;
+    SharedEntry entry;
+  };
+  std::vector<Claim> closed_claims_;  // U entries of incarnations not current
+  bool recount_complete_ = true;
+};
+
+}  // namespace tools
+}  // namespace dedupv1
