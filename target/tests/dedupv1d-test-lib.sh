@@ -13,6 +13,8 @@
 #
 # Sets: DEDUPV1D, WORK, PORT (iSCSI portal port), CTL (tgtd control port),
 # IQN (the default target.iqn). DEDUPV1_TEST_KEEP=1 keeps the work dir.
+# Client helpers (put, same, refused) and RADOS views (dd_shared_entries,
+# dd_container_bytes) are at the end.
 set -uo pipefail
 
 dd_lib_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -184,3 +186,61 @@ dd_status() { timeout 60 "$DEDUPV1D" status --config "$@"; }
 
 # iSCSI URL of LUN $1 of target $2 (default $IQN) on our portal.
 dd_url() { echo "iscsi://127.0.0.1:$PORT/${2:-$IQN}/$1"; }
+
+# The iSCSI URL of $1: a URL as it is, a LUN number on our portal (dd_url).
+dd_lun_url() { case "$1" in *://*) echo "$1" ;; *) dd_url "$1" ;; esac; }
+# put FILE LUN_OR_URL: the file onto the LUN, then SYNCHRONIZE CACHE.
+# (-t writeback: convert's default cache mode for the target, "unsafe", never
+# flushes, and a crash would rightly lose the data.) Bounded by DD_IO_TIMEOUT
+# seconds (default 180).
+put() { timeout "${DD_IO_TIMEOUT:-180}" qemu-img convert -n -t writeback -f raw -O raw "$1" "$(dd_lun_url "$2")"; }
+# same FILE LUN_OR_URL: the LUN starts with the file (LUNs may be longer),
+# read back into $WORK/readback.img.
+same() {
+  timeout "${DD_IO_TIMEOUT:-180}" qemu-img convert -f raw -O raw "$(dd_lun_url "$2")" "$WORK/readback.img" &&
+    cmp -n "$(stat -c %s "$1")" "$1" "$WORK/readback.img"
+}
+# refused COMMAND...: COMMAND failed, or said so (qemu-img convert reports a
+# failed SYNCHRONIZE CACHE but exits 0).
+refused() {
+  local out rc
+  out="$("$@" 2>&1)"
+  rc=$?
+  echo "$out"
+  [ "$rc" -ne 0 ] || grep -q "failed" <<<"$out"
+}
+
+# dd_shared_entries STORE: one line "STATE SLOT INCARNATION CONTAINER" (state
+# U, C or D; decimal numbers) per entry of the cluster-scope chunk index of
+# RADOS store STORE (index pool dedupv1-index of DEDUPV1_TEST_CEPH_CONF).
+# Reads the shards' omap values with `rados listomapvals`: an entry value is
+# the only 28-byte value (index/rados_shared_chunk_table.cc: version 2, state,
+# container u64, claimer slot u16, incarnation u32, epoch u64, CRC32C; little
+# endian). Fails if a shard cannot be read.
+dd_shared_entries() {
+  local store="$1" shard
+  local -a rados=(timeout 60 rados -c "$DEDUPV1_TEST_CEPH_CONF" -p dedupv1-index -N "$store")
+  "${rados[@]}" ls >"$WORK/shards.list" || return 1
+  for shard in $(grep -E '^ci\.[0-9a-f]+$' "$WORK/shards.list"); do
+    "${rados[@]}" listomapvals "$shard" || return 1
+  done | awk '
+    BEGIN { for (i = 0; i < 16; i++) hex[substr("0123456789abcdef", i + 1, 1)] = i }
+    function byte(i) { return hex[substr(b[i], 1, 1)] * 16 + hex[substr(b[i], 2, 1)] }
+    function le(from, n,   v, i) { v = 0; for (i = from + n - 1; i >= from; i--) v = v * 256 + byte(i); return v }
+    /^value \(28 bytes\) :$/ { want = 2; n = 0; next }
+    # A dump line: offset, up to 16 hex bytes, then the characters column "|...|".
+    want > 0 { for (i = 2; i <= NF && n < 28 && $i !~ /^\|/; i++) b[n++] = $i
+               if (--want == 0) printf "%c %d %d %.0f\n", byte(1), le(10, 2), le(12, 4), le(2, 8) }'
+}
+# dd_container_bytes STORE [SLOT]: bytes of the containers of gateway slot
+# SLOT (4 hex digits; ids (SLOT << 48) + sequence: data-pool objects
+# c.SLOT<12 hex digits>) of RADOS store STORE, of every slot without SLOT.
+dd_container_bytes() {
+  local store="$1" slot="${2:-[0-9a-f]{4\}}" total=0 obj size
+  local -a rados=(timeout 60 rados -c "$DEDUPV1_TEST_CEPH_CONF" -p dedupv1-data -N "$store")
+  for obj in $("${rados[@]}" ls | grep -E "^c\.${slot}[0-9a-f]{12}\$"); do
+    size="$("${rados[@]}" stat "$obj" | sed -n 's/.* size \([0-9]*\).*/\1/p')"
+    total=$((total + ${size:-0}))
+  done
+  echo "$total"
+}
