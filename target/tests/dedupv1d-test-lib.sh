@@ -26,6 +26,7 @@ failed=0
 DD_CONFIGS=()  # every config started, so cleanup can stop what is left
 DD_PIDS=()     # background helpers of the test (e.g. a client loop), ended by cleanup
 DD_MOUNTS=()   # file systems the test mounted (e.g. a small tmpfs), unmounted by cleanup
+DD_ON_EXIT=()  # commands cleanup runs last (e.g. restart a killed OSD of the shared test cluster)
 
 ok() { passed=$((passed + 1)); echo "ok   $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
@@ -130,6 +131,9 @@ dd_cleanup() {
   done
   for conf in "${DD_MOUNTS[@]}"; do
     umount "$conf" 2>/dev/null || umount -l "$conf" 2>/dev/null || echo "cleanup: cannot unmount $conf"
+  done
+  for conf in "${DD_ON_EXIT[@]}"; do
+    eval "$conf" || echo "cleanup: '$conf' failed"
   done
   if [ "${DEDUPV1_TEST_KEEP:-0}" = 1 ]; then
     echo "work dir kept: $WORK"
@@ -243,4 +247,69 @@ dd_container_bytes() {
     total=$((total + ${size:-0}))
   done
   echo "$total"
+}
+
+# dd_segment_writer NAME URL IMAGE SEGMENT_BYTES [TRIES [LEADER]]: writes IMAGE onto
+# the LUN at URL from offset 0, one segment after the other, each in its own
+# qemu-io session ending with `flush` (SYNCHRONIZE CACHE). The ledger
+# $WORK/NAME.ledger gets "C K" once segment K's session returned OK: its
+# bytes and every earlier segment's are synced. A failed session appends
+# "F K" (its output goes to $WORK/NAME.err) and is tried again up to TRIES
+# sessions in all (default 1); then the writer gives up (exit 1). It ends
+# early (exit 0) when $WORK/NAME.stop exists or the test script is gone. Run
+# it in the background (and add its pid to DD_PIDS); each session is bounded
+# by DD_IO_TIMEOUT. With LEADER (another writer's NAME), segment K is written
+# only after LEADER synced its segment K (waiting at most DD_IO_TIMEOUT): the
+# same stream following another gateway's, as a second backup of the same
+# data that runs at the same time.
+dd_segment_writer() {
+  local name="$1" url="$2" image="$3" seg="$4" tries="${5:-1}" leader="${6:-}" k n try len i
+  local out="$WORK/$name.out" piece="$WORK/$name.segment"
+  n=$((($(stat -c %s "$image") + seg - 1) / seg))
+  : >>"$WORK/$name.ledger"
+  for ((k = 0; k < n; k++)); do
+    dd if="$image" of="$piece" bs="$seg" skip="$k" count=1 status=none || return 1
+    len=$(stat -c %s "$piece")
+    for ((i = 0; i < ${DD_IO_TIMEOUT:-180} * 10; i++)); do
+      [ -z "$leader" ] || grep -qx "C $k" "$WORK/$leader.ledger" 2>/dev/null && break
+      sleep 0.1
+    done
+    for ((try = 1; ; try++)); do
+      [ ! -e "$WORK/$name.stop" ] && kill -0 $$ 2>/dev/null || return 0
+      if timeout -s KILL "${DD_IO_TIMEOUT:-180}" qemu-io -f raw -t writeback \
+        -c "write -s $piece $((k * seg)) $len" -c flush "$url" >"$out" 2>&1 && ! grep -q "failed" "$out"; then
+        echo "C $k" >>"$WORK/$name.ledger"
+        break
+      fi
+      echo "F $k" >>"$WORK/$name.ledger"
+      cat "$out" >>"$WORK/$name.err"
+      [ "$try" -lt "$tries" ] || return 1
+    done
+  done
+}
+# dd_synced_segments NAME: how many segments writer NAME has confirmed.
+dd_synced_segments() { grep -c '^C ' "$WORK/$1.ledger" 2>/dev/null || true; }
+# dd_failed_sessions NAME: how many sessions of writer NAME failed.
+dd_failed_sessions() { grep -c '^F ' "$WORK/$1.ledger" 2>/dev/null || true; }
+
+# dd_new_port VAR / dd_new_control_port VAR: sets VAR to a free iSCSI or
+# monitor port (a free tgtd control port) that differs from every one handed
+# out before, $PORT and $CTL included; a test with several gateways takes its
+# ports from these (not in a subshell: they remember what they handed out).
+DD_PORTS_TAKEN=()
+dd_new_port() { dd_new_of "$1" tgt_free_port 20000 60000; }
+dd_new_control_port() { dd_new_of "$1" tgt_free_control_port; }
+dd_new_of() {
+  local var="$1" p i
+  shift
+  for i in $(seq 1 20); do
+    p="$("$@")" || return 1
+    if [[ " ${DD_PORTS_TAKEN[*]} $PORT $CTL " != *" $p "* ]]; then
+      DD_PORTS_TAKEN+=("$p")
+      printf -v "$var" '%s' "$p"
+      return 0
+    fi
+  done
+  echo "dedupv1d-test-lib: no port distinct from ${DD_PORTS_TAKEN[*]}" >&2
+  return 1
 }
