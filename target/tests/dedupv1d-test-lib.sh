@@ -249,7 +249,7 @@ dd_container_bytes() {
   echo "$total"
 }
 
-# dd_segment_writer NAME URL IMAGE SEGMENT_BYTES [TRIES [LEADER]]: writes IMAGE onto
+# dd_segment_writer NAME URL IMAGE SEGMENT_BYTES [TRIES [LEADER [LAG]]]: writes IMAGE onto
 # the LUN at URL from offset 0, one segment after the other, each in its own
 # qemu-io session ending with `flush` (SYNCHRONIZE CACHE). The ledger
 # $WORK/NAME.ledger gets "C K" once segment K's session returned OK: its
@@ -259,11 +259,13 @@ dd_container_bytes() {
 # early (exit 0) when $WORK/NAME.stop exists or the test script is gone. Run
 # it in the background (and add its pid to DD_PIDS); each session is bounded
 # by DD_IO_TIMEOUT. With LEADER (another writer's NAME), segment K is written
-# only after LEADER synced its segment K (waiting at most DD_IO_TIMEOUT): the
-# same stream following another gateway's, as a second backup of the same
-# data that runs at the same time.
+# only after LEADER synced its segments up to K - LAG (LAG 0, the default:
+# the same stream following another gateway's, a second backup of the same
+# data running at the same time; LAG 1: both write segment K at once, racing
+# for its new chunks), or once $WORK/NAME.free exists; each wait is bounded by
+# DD_IO_TIMEOUT.
 dd_segment_writer() {
-  local name="$1" url="$2" image="$3" seg="$4" tries="${5:-1}" leader="${6:-}" k n try len i
+  local name="$1" url="$2" image="$3" seg="$4" tries="${5:-1}" leader="${6:-}" lag="${7:-0}" k n try len i
   local out="$WORK/$name.out" piece="$WORK/$name.segment"
   n=$((($(stat -c %s "$image") + seg - 1) / seg))
   : >>"$WORK/$name.ledger"
@@ -271,7 +273,8 @@ dd_segment_writer() {
     dd if="$image" of="$piece" bs="$seg" skip="$k" count=1 status=none || return 1
     len=$(stat -c %s "$piece")
     for ((i = 0; i < ${DD_IO_TIMEOUT:-180} * 10; i++)); do
-      [ -z "$leader" ] || grep -qx "C $k" "$WORK/$leader.ledger" 2>/dev/null && break
+      [ -z "$leader" ] || [ -e "$WORK/$name.free" ] ||
+        [ "$(dd_synced_segments "$leader")" -ge $((k + 1 - lag)) ] && break
       sleep 0.1
     done
     for ((try = 1; ; try++)); do
@@ -288,9 +291,9 @@ dd_segment_writer() {
   done
 }
 # dd_synced_segments NAME: how many segments writer NAME has confirmed.
-dd_synced_segments() { grep -c '^C ' "$WORK/$1.ledger" 2>/dev/null || true; }
+dd_synced_segments() { cat "$WORK/$1.ledger" 2>/dev/null | grep -c '^C '; }
 # dd_failed_sessions NAME: how many sessions of writer NAME failed.
-dd_failed_sessions() { grep -c '^F ' "$WORK/$1.ledger" 2>/dev/null || true; }
+dd_failed_sessions() { cat "$WORK/$1.ledger" 2>/dev/null | grep -c '^F '; }
 
 # dd_new_port VAR / dd_new_control_port VAR: sets VAR to a free iSCSI or
 # monitor port (a free tgtd control port) that differs from every one handed
