@@ -12,8 +12,9 @@
 #    K - 1), so they race for the same new chunks' claims.
 #  - After A synced some segments, A's last session writes, without a sync,
 #    half of the segment B waits for and 1 MiB of its own: 2 MiB, less than
-#    a container, and A's container commit timeout is 60 s, so the chunks
-#    stay in A's open container (claims whose container is never written);
+#    a container, and A's container commit timeout and idle period are
+#    10 min (no idle checkpoint commits it), so the chunks stay in A's open
+#    container (claims whose container is never written);
 #    then kill -9 of A, and B goes on alone.
 #  - B's machine takes slot gw-a over (`dedupv1d takeover`: waits for A's
 #    lease, fences A's recorded address); every segment A synced reads back
@@ -30,11 +31,11 @@
 #   dedupv1d-gateways-kill9-claims-test.sh DEDUPV1D
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/dedupv1d-test-lib.sh"
-DD_BUDGET="${DD_BUDGET:-170}"
+DD_BUDGET="${DD_BUDGET:-240}"
 dd_init dedupv1d-gateways-kill9-claims "${1:?usage: dedupv1d-gateways-kill9-claims-test.sh DEDUPV1D}" \
   qemu-img qemu-io rados curl
 : "${DEDUPV1_TEST_CEPH_CONF:?needs the ctest Ceph cluster (DEDUPV1_TEST_CEPH_CONF)}"
-export DD_STORAGE=rados DD_RADOS_LEASE=5s DD_IO_TIMEOUT=60
+export DD_STORAGE=rados DD_RADOS_LEASE=5s DD_IO_TIMEOUT=60 DD_LEAD_TIMEOUT=200
 HOLD=2
 SEG=$((2 << 20))
 bin="$(dirname "$DEDUPV1D")"
@@ -48,7 +49,8 @@ confA2="$WORK/a2/dedupv1.conf"  # slot gw-a on B's machine, for the takeover
 store="dd-$$-gwkill9claims"
 common=("volume = vol1 32M" "storage.rados.store = $store" "storage.rados.dedup-scope = cluster"
   "storage.rados.claim-hold = ${HOLD}s")
-dd_write_config "$confA" "$WORK/a/data" "${common[@]}" "storage.rados.gateway = gw-a" "container.commit-timeout = 60s"
+dd_write_config "$confA" "$WORK/a/data" "${common[@]}" "storage.rados.gateway = gw-a" "container.commit-timeout = 10m" \
+  "idle.period = 10m"
 dd_write_config "$confB" "$WORK/b/data" "${common[@]}" "storage.rados.gateway = gw-b" "target.control-port = $CTL2" \
   "monitor.enabled = true" "monitor.host = 127.0.0.1" "monitor.port = $MON2"
 dd_write_config "$confA2" "$WORK/a2/data" "${common[@]}" "storage.rados.gateway = gw-a" "target.control-port = $CTL3" \
@@ -64,6 +66,29 @@ urlB() { echo "iscsi://127.0.0.1:$PORT2/$IQN/1"; }
 urlA2() { echo "iscsi://127.0.0.1:$PORT3/$IQN/1"; }
 # dead_claims: U entries of A's first incarnation (slot 1, incarnation 1).
 dead_claims() { dd_shared_entries "$store" >"$WORK/entries" && grep -c '^U 1 1 ' "$WORK/entries" || true; }
+# missing_claims: how many of those name a container that does not exist
+# (-1: the store could not be read).
+missing_claims() {
+  local c n=0
+  dd_shared_entries "$store" >"$WORK/entries" &&
+    timeout 60 rados -c "$DEDUPV1_TEST_CEPH_CONF" -p dedupv1-data -N "$store" ls >"$WORK/objects" || { echo -1; return; }
+  for c in $(awk '$1 == "U" && $2 == 1 && $3 == 1 { print $4 }' "$WORK/entries" | sort -u); do
+    grep -qx "$(printf 'c.%016x' "$c")" "$WORK/objects" ||
+      n=$((n + $(awk -v c="$c" '$1 == "U" && $2 == 1 && $3 == 1 && $4 == c' "$WORK/entries" | wc -l)))
+  done
+  echo "$n"
+}
+# A's claims of its unsynced writes: its workers process acknowledged writes
+# in the background, so they are polled (bounded: 10 looks).
+unsynced_claimed() {
+  local i
+  for i in $(seq 1 10); do
+    [ "$(missing_claims)" -ge "$1" ] && return 0
+    sleep 1
+  done
+  echo "$(missing_claims) claims of A whose container is missing"
+  return 1
+}
 entries_summary() { awk '{ print $1, $2, $3 }' "$WORK/entries" | sort | uniq -c | sed 's/^/       /'; }
 # gc_round: one GC round on each gateway (either may hold the GC leader lease).
 gc_round() {
@@ -115,14 +140,14 @@ unsynced=$!
 DD_PIDS+=("$unsynced")
 check "A acknowledged its last writes (not synced)" \
   tgt_wait_for "[ \"\$(grep -c '^wrote' '$WORK/unsynced.out')\" -eq $((${#cmds[@]} / 2 - 1)) ]" 60
+check "A claimed its unsynced chunks (50 or more claims whose container is missing)" unsynced_claimed 50
 check "kill -9 of A's tgtd after $synced synced segments" kill -KILL "$pidA"
 check "A's tgtd is gone" tgt_wait_for "! tgt_alive $pidA" 10
 kill -KILL "$unsynced" 2>/dev/null
 check "B still writes at the kill ($(dd_synced_segments B) of $segments segments synced)" kill -0 "$writerB"
 touch "$WORK/B.free"
 [ "$ahead" -lt "$segments" ] && echo "     A's unsynced writes: half of segment $ahead of the stream and 1 MiB of its own"
-dead_at_kill="$(dead_claims)"
-echo "     U entries of A's dead incarnation at the kill: $dead_at_kill"
+echo "     U entries of A's dead incarnation at the kill: $(dead_claims), $(missing_claims) of them naming a missing container"
 entries_summary
 
 DD_CONFIGS+=("$confA2")
@@ -138,10 +163,11 @@ echo "     B: $(dd_synced_segments B) segments synced, $(dd_failed_sessions B) s
 [ ! -s "$WORK/B.err" ] || sed 's/^/       /' "$WORK/B.err" | tail -n 6
 check "every segment of B synced" test "$rcB" -eq 0 -a "$(dd_synced_segments B)" -eq "$segments"
 check "B's LUN reads back intact" same "$WORK/stream.img" "$(urlB)"
-dead_before_gc="$(dead_claims)"
-echo "     U entries of A's dead incarnation after the takeover and B's writes: $dead_before_gc"
+missing_before_gc="$(missing_claims)"
+echo "     U entries of A's dead incarnation after the takeover and B's writes: $(dead_claims)," \
+  "$missing_before_gc of them naming a missing container"
 entries_summary
-check "A's unsynced writes left claims of its dead incarnation (what GC must collect)" test "$dead_before_gc" -gt 0
+check "A's unsynced writes left claims of its dead incarnation (what GC must collect)" test "$missing_before_gc" -gt 0
 
 if [ "${DEDUPV1_TEST_CLUSTER_GC:-0}" = 1 ]; then
   check "GC rounds leave no U entry of A's dead incarnation (hold + recheck)" gc_until_no_dead_claims 10

@@ -263,7 +263,7 @@ dd_container_bytes() {
 # the same stream following another gateway's, a second backup of the same
 # data running at the same time; LAG 1: both write segment K at once, racing
 # for its new chunks), or once $WORK/NAME.free exists; each wait is bounded by
-# DD_IO_TIMEOUT.
+# DD_LEAD_TIMEOUT seconds (default DD_IO_TIMEOUT).
 dd_segment_writer() {
   local name="$1" url="$2" image="$3" seg="$4" tries="${5:-1}" leader="${6:-}" lag="${7:-0}" k n try len i
   local out="$WORK/$name.out" piece="$WORK/$name.segment"
@@ -272,7 +272,7 @@ dd_segment_writer() {
   for ((k = 0; k < n; k++)); do
     dd if="$image" of="$piece" bs="$seg" skip="$k" count=1 status=none || return 1
     len=$(stat -c %s "$piece")
-    for ((i = 0; i < ${DD_IO_TIMEOUT:-180} * 10; i++)); do
+    for ((i = 0; i < ${DD_LEAD_TIMEOUT:-${DD_IO_TIMEOUT:-180}} * 10; i++)); do
       [ -z "$leader" ] || [ -e "$WORK/$name.free" ] ||
         [ "$(dd_synced_segments "$leader")" -ge $((k + 1 - lag)) ] && break
       sleep 0.1
