@@ -101,13 +101,17 @@ Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<Conta
   std::vector<SharedCasResult> results;
   DEDUPV1_RETURN_IF_ERROR(table_->ClaimMany(claims, 0, &results));
   claims_ += chunks.size();
+  // Every lost claim of this round was met now: one hold for all of them
+  // (resolved one after the other, a hold each would make a run that met N
+  // claims of a dead gateway wait N holds).
+  const auto hold_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.claim_hold_ms);
   for (size_t i = 0; i < chunks.size(); i++) {
     const NewChunk& c = chunks[i];
     if (results[i].won) {
       (*use)[i] = c.container;
       continue;
     }
-    DEDUPV1_RETURN_IF_ERROR(ResolveLost(c.fp, c.container, results[i].current, &(*use)[i]));
+    DEDUPV1_RETURN_IF_ERROR(ResolveLost(c.fp, c.container, results[i].current, hold_end, &(*use)[i]));
     if ((*use)[i] != c.container) {
       claims_lost_++;
       bytes_wasted_ += c.size;
@@ -120,14 +124,12 @@ Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<Conta
 }
 
 Status ChunkClaims::ResolveLost(const Fingerprint& fp, ContainerId ours, std::optional<SharedEntry> current,
-                                ContainerId* use) {
+                                std::chrono::steady_clock::time_point hold_end, ContainerId* use) {
   *use = kNoContainer;
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + std::chrono::milliseconds(options_.claim_hold_ms);
   auto backoff = std::chrono::duration_cast<std::chrono::milliseconds>(kFirstBackoff);
   bool waited = false;
   for (int step = 0; step < kMaxLostSteps; step++) {
-    const bool hold_over = std::chrono::steady_clock::now() >= deadline;
+    const bool hold_over = std::chrono::steady_clock::now() >= hold_end;
     DEDUPV1_RETURN_IF_ERROR(ResolveLostStep(fp, ours, hold_over, &current, use));
     if (*use != kNoContainer) return Status::OK();
     if (!waited) claim_waits_++;

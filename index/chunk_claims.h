@@ -15,7 +15,8 @@
 //    them is logged): won -> map our copy. Lost -> map the winner's container
 //    if its entry is C (or U with an existing object); otherwise wait with a
 //    bounded backoff up to |claim_hold_ms| for it to appear, then take the
-//    claim over. A claim of an earlier incarnation of this slot whose
+//    claim over (one hold per Claim call, however many of its claims it
+//    lost). A claim of an earlier incarnation of this slot whose
 //    container is missing is taken over at once (that incarnation is dead:
 //    this one holds the slot's lock). Our copy of a lost claim is marked
 //    dead by the engine's claim step at once (core/engine/claim_step.h) and
@@ -37,6 +38,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -109,8 +111,10 @@ class ChunkClaims {
   // The U value this slot's claim of |container| stored.
   SharedEntry OurClaim(ContainerId container) const;
   Status Exists(ContainerId id, bool* exists);
-  // After a lost claim: what |current| (the entry that beat us) lets us map.
-  Status ResolveLost(const Fingerprint& fp, ContainerId ours, std::optional<SharedEntry> current, ContainerId* use);
+  // After a lost claim: what |current| (the entry that beat us) lets us map;
+  // a claim whose container is missing is taken over once |hold_end| passed.
+  Status ResolveLost(const Fingerprint& fp, ContainerId ours, std::optional<SharedEntry> current,
+                     std::chrono::steady_clock::time_point hold_end, ContainerId* use);
   // One step of ResolveLost: *use set when decided; else |current| is what
   // the step found now (and the caller waits before the next).
   Status ResolveLostStep(const Fingerprint& fp, ContainerId ours, bool hold_over, std::optional<SharedEntry>* current,

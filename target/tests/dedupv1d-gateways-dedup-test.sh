@@ -35,25 +35,6 @@ backup_bytes=$(stat -c %s "$WORK/backup.img")
 
 urlA() { echo "iscsi://127.0.0.1:$PORT/$IQN/1"; }
 urlB() { echo "iscsi://127.0.0.1:$PORT2/$IQN/1"; }
-put() { timeout 180 qemu-img convert -n -t writeback -f raw -O raw "$1" "$2"; }
-same() {
-  timeout 180 qemu-img convert -f raw -O raw "$2" "$WORK/readback.img" &&
-    cmp -n "$(stat -c %s "$1")" "$1" "$WORK/readback.img"
-}
-# container_bytes SLOT: bytes of the containers of gateway slot SLOT (4 hex
-# digits; ids (SLOT << 48) + sequence: objects c.SLOT<12 hex digits>), of
-# every slot without SLOT.
-container_bytes() {
-  local slot="${1:-[0-9a-f]{4\}}" total=0 obj size pattern
-  pattern="^c\.${slot}[0-9a-f]{12}\$"
-  for obj in $(timeout 60 rados -c "$DEDUPV1_TEST_CEPH_CONF" -p dedupv1-data -N "$store" ls | grep -E "$pattern"); do
-    size="$(timeout 60 rados -c "$DEDUPV1_TEST_CEPH_CONF" -p dedupv1-data -N "$store" stat "$obj" |
-      sed -n 's/.* size \([0-9]*\).*/\1/p')"
-    total=$((total + ${size:-0}))
-  done
-  echo "$total"
-}
-
 check "A starts gateway slot gw-a (cluster scope)" dd_start "$confA"
 check "the backup written and synced through A" put "$WORK/backup.img" "$(urlA)"
 DD_CONFIGS+=("$confB")
@@ -81,9 +62,9 @@ check_output "dedupv1d cluster --shards: keys per shard of the shared table" \
   "^chunk index ci: [0-9]+ shards, [1-9][0-9]* keys; per shard min [0-9]+, max [0-9]+, mean [0-9.]+, max/mean [0-9.]+"
 
 # Slot numbers follow registration: gw-a is 1, gw-b is 2.
-a_bytes="$(container_bytes 0001)"
-b_bytes="$(container_bytes 0002)"
-all_bytes="$(container_bytes)"
+a_bytes="$(dd_container_bytes "$store" 0001)"
+b_bytes="$(dd_container_bytes "$store" 0002)"
+all_bytes="$(dd_container_bytes "$store")"
 echo "A's containers: $a_bytes bytes; B's containers: $b_bytes bytes; all: $all_bytes; backup: $backup_bytes bytes"
 check "every container is A's or B's (the slot numbers are 1 and 2)" test "$all_bytes" -eq $((a_bytes + b_bytes))
 check "A stored the backup's distinct bytes" test "$a_bytes" -gt $((backup_bytes / 2))

@@ -17,7 +17,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 DD_BUDGET="${DD_BUDGET:-600}"
 dd_init dedupv1d-takeover "${1:?usage: dedupv1d-takeover-test.sh DEDUPV1D}" qemu-img
 : "${DEDUPV1_TEST_CEPH_CONF:?needs the ctest Ceph cluster (DEDUPV1_TEST_CEPH_CONF)}"
-export DD_STORAGE=rados DD_RADOS_LEASE=5s
+export DD_STORAGE=rados DD_RADOS_LEASE=5s DD_IO_TIMEOUT=120
 
 PORT2="$(tgt_free_port 20000 60000)" || exit 1
 CTL2="$(tgt_free_control_port)" || exit 1
@@ -33,24 +33,6 @@ head -c $((4 << 20)) /dev/urandom >"$WORK/late.img"
 
 urlA() { echo "iscsi://127.0.0.1:$PORT/$IQN/1"; }
 urlB() { echo "iscsi://127.0.0.1:$PORT2/$IQN/1"; }
-# put FILE URL: the file onto the LUN, then SYNCHRONIZE CACHE. (-t writeback:
-# convert's default cache mode for the target, unsafe, never flushes, and a
-# crash would rightly lose the data.)
-put() { timeout 120 qemu-img convert -n -t writeback -f raw -O raw "$1" "$2"; }
-# same FILE URL: the LUN starts with the file.
-same() {
-  timeout 120 qemu-img convert -f raw -O raw "$2" "$WORK/readback.img" &&
-    cmp -n "$(stat -c %s "$1")" "$1" "$WORK/readback.img"
-}
-# refused COMMAND...: COMMAND failed, or said so (qemu-img convert reports a
-# failed SYNCHRONIZE CACHE but exits 0).
-refused() {
-  local out rc
-  out="$("$@" 2>&1)"
-  rc=$?
-  echo "$out"
-  [ "$rc" -ne 0 ] || grep -q "failed" <<<"$out"
-}
 takeoverA() { DD_CONFIGS+=("$confA"); timeout 300 "$DEDUPV1D" takeover --config "$confA" --portal "127.0.0.1:$PORT" "$@"; }
 takeoverB() { DD_CONFIGS+=("$confB"); timeout 300 "$DEDUPV1D" takeover --config "$confB" --portal "127.0.0.1:$PORT2" "$@"; }
 
