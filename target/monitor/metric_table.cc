@@ -117,6 +117,9 @@ MetricRow Row(const char* section, const char* key, MetricUnit unit, MetricRow::
   return r;
 }
 
+// The store shares its chunk index between gateway slots (storage.rados.dedup-scope = cluster).
+bool ClusterScope(C c) { return c.options().chunk_index.cluster_scope; }
+
 // part / whole, or 0 when whole is 0.
 double Fraction(uint64_t part, uint64_t whole) {
   return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
@@ -514,6 +517,40 @@ std::vector<MetricRow> GcRows() {
       Row("gc", "usage_counted_up_to_event", U::kId, [](C c) -> Json { return c.gc().usage.applied_id; }),
       Row("gc", "last_error", U::kText, [](C c) -> Json { return c.gc().last_error; })
           .When([](C c) { return !c.gc().last_error.empty(); }),
+      // Cluster scope only: the index rounds over the shared chunk index (core/engine/cluster_gc.h).
+      Row("gc", "cluster_index_rounds", U::kCount, [](C c) -> Json { return c.gc().cluster_index.rounds; })
+          .When(ClusterScope)
+          .Counter("dedupv1_gc_cluster_index_rounds_total", "Cluster index GC rounds this gateway slot led."),
+      Row("gc", "cluster_index_rounds_skipped", U::kCount,
+          [](C c) -> Json { return c.gc().cluster_index.rounds_skipped; })
+          .When(ClusterScope),
+      Row("gc", "cluster_index_hints_seen", U::kCount, [](C c) -> Json { return c.gc().cluster_index.hints_seen; })
+          .When(ClusterScope),
+      Row("gc", "cluster_index_stale_claims_flipped", U::kCount,
+          [](C c) -> Json { return c.gc().cluster_index.stale_claims_flipped; })
+          .When(ClusterScope),
+      Row("gc", "cluster_index_stale_claims_pending", U::kCount,
+          [](C c) -> Json { return c.gc().cluster_index.stale_claims_pending; })
+          .When(ClusterScope)
+          .Gauge("dedupv1_gc_cluster_index_stale_claims_pending",
+                 "Claims of dead incarnations waiting for their recheck before the index GC erases them."),
+      Row("gc", "cluster_index_stale_claims_erased", U::kCount,
+          [](C c) -> Json { return c.gc().cluster_index.stale_claims_erased; })
+          .When(ClusterScope)
+          .Counter("dedupv1_gc_cluster_index_stale_claims_erased_total",
+                   "Claims of dead incarnations whose container never came, erased by the index GC."),
+      Row("gc", "cluster_index_hints_dropped", U::kCount,
+          [](C c) -> Json { return c.gc().cluster_index.hints_dropped; })
+          .When(ClusterScope),
+      Row("gc", "cluster_index_races", U::kCount, [](C c) -> Json { return c.gc().cluster_index.races; })
+          .When(ClusterScope),
+      Row("gc", "cluster_index_failed_rounds", U::kCount,
+          [](C c) -> Json { return c.gc().cluster_index.failed_rounds; })
+          .When(ClusterScope)
+          .Counter("dedupv1_gc_cluster_index_failed_rounds_total", "Cluster index GC rounds that failed."),
+      Row("gc", "cluster_index_last_error", U::kText,
+          [](C c) -> Json { return c.gc().cluster_index.last_error; })
+          .When([](C c) { return ClusterScope(c) && !c.gc().cluster_index.last_error.empty(); }),
   };
 }
 

@@ -22,9 +22,14 @@
 #    claims and takes them over after the hold) and B's LUN reads back.
 #  - The shared chunk index before GC: the U entries of A's dead incarnation
 #    (slot 1, incarnation 1) are counted (some: the unsynced write's).
-#  - Cluster GC (design-15 2.6): GC rounds (POST /gc/run to both gateways'
-#    monitors, a hold apart, bounded) leave no U entry of A's dead
-#    incarnation (erased only after the hold and a recheck), and
+#  - Cluster GC (design-15 2.6), only on request (B and the taker have an
+#    idle period of 10 min, so no background round ran before): the first
+#    round (POST /gc/run to both gateways' monitors) leaves every U entry of
+#    A's dead incarnation in place (none is older than the hold yet); GC
+#    rounds a hold apart (bounded) then leave none (erased only after the
+#    hold and a recheck); the monitors' cluster index GC stats count an
+#    erasure for every claim whose container was missing; if they show bytes
+#    reclaimed, the store's containers shrank. Both LUNs still read back, and
 #    `dedupv1_check --cluster` is clean after every gateway stopped.
 #
 #   dedupv1d-gateways-kill9-claims-test.sh DEDUPV1D
@@ -32,7 +37,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/dedupv1d-test-lib.sh"
 DD_BUDGET="${DD_BUDGET:-240}"
 dd_init dedupv1d-gateways-kill9-claims "${1:?usage: dedupv1d-gateways-kill9-claims-test.sh DEDUPV1D}" \
-  qemu-img qemu-io rados curl
+  qemu-img qemu-io rados curl jq
 : "${DEDUPV1_TEST_CEPH_CONF:?needs the ctest Ceph cluster (DEDUPV1_TEST_CEPH_CONF)}"
 export DD_STORAGE=rados DD_RADOS_LEASE=5s DD_IO_TIMEOUT=60 DD_LEAD_TIMEOUT=200
 HOLD=2
@@ -51,9 +56,9 @@ common=("volume = vol1 32M" "storage.rados.store = $store" "storage.rados.dedup-
 dd_write_config "$confA" "$WORK/a/data" "${common[@]}" "storage.rados.gateway = gw-a" "container.commit-timeout = 10m" \
   "idle.period = 10m"
 dd_write_config "$confB" "$WORK/b/data" "${common[@]}" "storage.rados.gateway = gw-b" "target.control-port = $CTL2" \
-  "monitor.enabled = true" "monitor.host = 127.0.0.1" "monitor.port = $MON2"
+  "monitor.enabled = true" "monitor.host = 127.0.0.1" "monitor.port = $MON2" "idle.period = 10m"
 dd_write_config "$confA2" "$WORK/a2/data" "${common[@]}" "storage.rados.gateway = gw-a" "target.control-port = $CTL3" \
-  "monitor.enabled = true" "monitor.host = 127.0.0.1" "monitor.port = $MON3"
+  "monitor.enabled = true" "monitor.host = 127.0.0.1" "monitor.port = $MON3" "idle.period = 10m"
 # The new data both write: 16 MiB random; A's own: 1 MiB more, behind it.
 stream=$((16 << 20))
 segments=$((stream / SEG))
@@ -96,6 +101,16 @@ gc_round() {
     curl -sf --max-time 60 -X POST "http://127.0.0.1:$mon/gc/run" >>"$WORK/gc.out" || return 1
     echo >>"$WORK/gc.out"
   done
+}
+# gc_sum FIELD: FIELD of the gc section summed over both gateways' monitors
+# (GET /gc; -1 if a monitor does not answer or lacks the field).
+gc_sum() {
+  local mon v sum=0
+  for mon in "$MON2" "$MON3"; do
+    v="$(curl -sf --max-time 30 "http://127.0.0.1:$mon/gc" | jq -e ".$1")" || { echo -1; return; }
+    sum=$((sum + v))
+  done
+  echo "$sum"
 }
 # gc_until_no_dead_claims ROUNDS: GC rounds a hold (+0.5 s) apart until no U
 # entry of A's dead incarnation is left; at most ROUNDS rounds.
@@ -140,9 +155,12 @@ DD_PIDS+=("$unsynced")
 check "A acknowledged its last writes (not synced)" \
   tgt_wait_for "[ \"\$(grep -c '^wrote' '$WORK/unsynced.out')\" -eq $((${#cmds[@]} / 2 - 1)) ]" 60
 check "A claimed its unsynced chunks (50 or more claims whose container is missing)" unsynced_claimed 50
+# qemu-io's own pid ($unsynced is its timeout wrapper): the client dies with A.
+qemu_io="$(pgrep -P "$unsynced" -x qemu-io)"
 check "kill -9 of A's tgtd after $synced synced segments" kill -KILL "$pidA"
 check "A's tgtd is gone" tgt_wait_for "! tgt_alive $pidA" 10
-kill -KILL "$unsynced" 2>/dev/null
+check "kill -9 of A's client (qemu-io ${qemu_io:-not found})" kill -KILL "${qemu_io:-none}"
+check "A's client and its timeout wrapper are gone" tgt_wait_for "! kill -0 $unsynced 2>/dev/null" 10
 check "B still writes at the kill ($(dd_synced_segments B) of $segments segments synced)" kill -0 "$writerB"
 touch "$WORK/B.free"
 [ "$ahead" -lt "$segments" ] && echo "     A's unsynced writes: half of segment $ahead of the stream and 1 MiB of its own"
@@ -168,9 +186,34 @@ echo "     U entries of A's dead incarnation after the takeover and B's writes: 
 entries_summary
 check "A's unsynced writes left claims of its dead incarnation (what GC must collect)" test "$missing_before_gc" -gt 0
 
+dead_before_gc="$(dead_claims)"
+bytes_before_gc="$(dd_container_bytes "$store")"
+check "the first GC round ran on both gateways" gc_round
+check "the first GC round (within the hold) leaves all $dead_before_gc U entries of A's dead incarnation" \
+  test "$(dead_claims)" -eq "$dead_before_gc"
+sleep "$HOLD.5"
 check "GC rounds leave no U entry of A's dead incarnation (hold + recheck)" gc_until_no_dead_claims 10
 sed 's/^/     /' "$WORK/last.out"
 entries_summary
+erased="$(gc_sum cluster_index_stale_claims_erased)"
+flipped="$(gc_sum cluster_index_stale_claims_flipped)"
+reclaimed="$(gc_sum reclaimed_bytes)"
+bytes_after_gc="$(dd_container_bytes "$store")"
+echo "     cluster index GC (both monitors): rounds $(gc_sum cluster_index_rounds), stale claims erased $erased," \
+  "flipped $flipped, races $(gc_sum cluster_index_races), failed rounds $(gc_sum cluster_index_failed_rounds)"
+echo "     container GC (both monitors): reclaimed $reclaimed bytes, containers deleted $(gc_sum containers_deleted)," \
+  "merged $(gc_sum containers_merged); the store's containers $bytes_before_gc -> $bytes_after_gc bytes"
+check "the monitors count an erasure for each of the $missing_before_gc claims whose container is missing" \
+  test "$erased" -eq "$missing_before_gc"
+check "the monitors count an erasure or a flip for each of the $dead_before_gc U entries" \
+  test $((erased + flipped)) -ge "$dead_before_gc"
+if [ "$reclaimed" -gt 0 ]; then
+  check "GC reclaimed the losers' copies: the store's containers shrank" test "$bytes_after_gc" -lt "$bytes_before_gc"
+else
+  echo "     (no bytes reclaimed: no loser's copy was garbage yet)"
+fi
+check "B's LUN reads back intact after GC" same "$WORK/stream.img" "$(urlB)"
+check "every segment A synced reads back through the taker after GC" same "$WORK/syncedA.img" "$(urlA2)"
 check "stop B" dd_stop "$confB"
 check "stop gw-a on B's machine" dd_stop "$confA2"
 check "dedupv1_check --cluster is clean" timeout 300 "$bin/dedupv1_check" --cluster --config "$confB"
