@@ -53,6 +53,50 @@ Status WriteCheckpointWatermark(Env* env, const std::string& data_dir, Container
                              std::string(kWatermarkKey) + " = " + std::to_string(watermark) + "\n");
 }
 
+// The files a store cannot do without, each with why and what to do when it
+// is missing (|table_exists|: the chunk index table was found; |clean|: the
+// last stop was clean).
+static std::vector<Required> RequiredFiles(const Options& options, bool table_exists, bool clean) {
+  const std::string& dir = options.data_dir;
+  auto in_dir = [&dir](const char* name) { return JoinPath(dir, name); };
+  const bool table_in_rados = options.chunk_index.table_backend == "rados";
+  const std::string journal = DiskHashTable::JournalPath(options.chunk_index.table.path);
+  std::vector<Required> required = {
+      {in_dir(kSystemFileName),
+       "it records the format, block size and fingerprint the data was written with, and one taken from "
+       "the config would misread the data if they differ; " + std::string(kRestore) +
+           ", or write it by hand with the values the store was created with: lines 'format = 2', "
+           "'block-size = BYTES' and 'fingerprint = sha1' or 'sha256' (docs/architecture.md 3.6)"},
+      {in_dir(kVolumesFileName),
+       "it gives each volume the id its block mappings are stored under, and ids taken from the config "
+       "would give volumes listed in another order each other's data; " + std::string(kRestore) +
+           ", or write it by hand: one line 'ID NAME SIZE' per volume, with the id the volume was created "
+           "with (ids were given 1, 2, ... in the order the volumes first appeared in the config)"},
+      {options.log.path,
+       "a new, empty log would restart the event ids the chunk index's usage counts are tagged with (garbage "
+       "collection could then free live chunks) and, after an unclean stop, lose synced writes; " +
+           std::string(kRestore) + " (taken together with the other files)"},
+      {ChunkIndex::TableWhere(options.chunk_index),
+       "it lists every stored chunk and its usage count, and an empty one would make garbage collection "
+       "take every stored chunk for garbage; " + std::string(kRestore),
+       table_exists ? 1 : 0},
+      {options.block_index.path,
+       "it holds the block mappings of every volume, without which every volume would read zeros; " +
+           std::string(kRestore)},
+      {options.chunk_store.dir, "it holds the stored chunks; " + std::string(kRestore)},
+  };
+  if (!clean && !table_in_rados) {
+    // After a clean stop the journal is empty; after any other it may hold
+    // the page images of a write-back a crash interrupted.
+    required.push_back(
+        {journal,
+         "the last stop was not clean (there is no " + in_dir(kCleanFileName) +
+             "), so it may hold chunk-index pages an interrupted write-back must redo; restore it, or if it is "
+             "lost create it empty and run dedupv1_check, which verifies every chunk-index page"});
+  }
+  return required;
+}
+
 Status InspectDataDir(Env* env, const Options& options, DataDirState* state) {
   const std::string& dir = options.data_dir;
   auto in_dir = [&dir](const char* name) { return JoinPath(dir, name); };
@@ -117,39 +161,7 @@ Status InspectDataDir(Env* env, const Options& options, DataDirState* state) {
   *state = DataDirState::kStore;
 
   const bool clean = env->FileExists(in_dir(kCleanFileName));
-  std::vector<Required> required = {
-      {in_dir(kSystemFileName),
-       "it records the format, block size and fingerprint the data was written with, and one taken from "
-       "the config would misread the data if they differ; " + std::string(kRestore) +
-           ", or write it by hand with the values the store was created with: lines 'format = 2', "
-           "'block-size = BYTES' and 'fingerprint = sha1' or 'sha256' (docs/architecture.md 3.6)"},
-      {in_dir(kVolumesFileName),
-       "it gives each volume the id its block mappings are stored under, and ids taken from the config "
-       "would give volumes listed in another order each other's data; " + std::string(kRestore) +
-           ", or write it by hand: one line 'ID NAME SIZE' per volume, with the id the volume was created "
-           "with (ids were given 1, 2, ... in the order the volumes first appeared in the config)"},
-      {options.log.path,
-       "a new, empty log would restart the event ids the chunk index's usage counts are tagged with (garbage "
-       "collection could then free live chunks) and, after an unclean stop, lose synced writes; " +
-           std::string(kRestore) + " (taken together with the other files)"},
-      {ChunkIndex::TableWhere(options.chunk_index),
-       "it lists every stored chunk and its usage count, and an empty one would make garbage collection "
-       "take every stored chunk for garbage; " + std::string(kRestore),
-       table_exists ? 1 : 0},
-      {options.block_index.path,
-       "it holds the block mappings of every volume, without which every volume would read zeros; " +
-           std::string(kRestore)},
-      {options.chunk_store.dir, "it holds the stored chunks; " + std::string(kRestore)},
-  };
-  if (!clean && !table_in_rados) {
-    // After a clean stop the journal is empty; after any other it may hold
-    // the page images of a write-back a crash interrupted.
-    required.push_back(
-        {journal,
-         "the last stop was not clean (there is no " + in_dir(kCleanFileName) +
-             "), so it may hold chunk-index pages an interrupted write-back must redo; restore it, or if it is "
-             "lost create it empty and run dedupv1_check, which verifies every chunk-index page"});
-  }
+  const std::vector<Required> required = RequiredFiles(options, table_exists, clean);
   std::string missing;
   for (const Required& r : required) {
     if (r.exists == 1 || (r.exists == -1 && env->FileExists(r.path))) continue;

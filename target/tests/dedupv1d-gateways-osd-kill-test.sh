@@ -28,7 +28,11 @@ here="$(cd "$(dirname "$0")" && pwd)"
 DD_BUDGET="${DD_BUDGET:-170}"
 dd_init dedupv1d-gateways-osd-kill "${1:?usage: dedupv1d-gateways-osd-kill-test.sh DEDUPV1D}" qemu-img qemu-io rados ceph
 : "${DEDUPV1_TEST_CEPH_CONF:?needs the ctest Ceph cluster (DEDUPV1_TEST_CEPH_CONF)}"
-export DD_STORAGE=rados DD_RADOS_LEASE=5s DD_IO_TIMEOUT=60
+# The product's default lease (20 s): it must outlast the cluster's detection
+# of a dead OSD (scripts/ceph-cluster: osd_heartbeat_grace 10 s), or a lease
+# renewal that meets a PG of the killed OSD self-fences the gateway. With a
+# 5 s lease one loaded full run saw gw-b fenced while osd.2 was down.
+export DD_STORAGE=rados DD_RADOS_LEASE=20s DD_IO_TIMEOUT=60
 cluster_dir="$(dirname "$DEDUPV1_TEST_CEPH_CONF")"
 cluster="$here/../../scripts/ceph-cluster"
 OSD=2
