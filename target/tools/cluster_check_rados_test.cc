@@ -177,6 +177,19 @@ class GatewayClusterCheck : public ::testing::Test {
     return out;
   }
 
+  // Stores an entry of |fp| in |state| naming |container|, claimed by
+  // incarnation 1 of slot |claimer| (closed since: the fixture reopened it).
+  SharedEntry PutEntry(const Fingerprint& fp, SharedEntry::State state, ContainerId container,
+                       const std::string& claimer) {
+    SharedEntry e;
+    e.state = state;
+    e.container = container;
+    e.claimer_slot = SlotOf(claimer);
+    e.claimer_incarnation = 1;
+    SetKey(Shard(fp), RadosSharedChunkTable::EntryKey(fp), RadosSharedChunkTable::EncodeEntry(fp, e));
+    return e;
+  }
+
   // Runs dedupv1_check --cluster --json; |json| is its report.
   int CheckCluster(nlohmann::json* json) {
     test::ToolRun r = test::RunTool(DEDUPV1_CHECK_BINARY, {"--cluster", "--json", "--config", configs_[0]},
@@ -266,12 +279,7 @@ TEST_F(GatewayClusterCheck, ChangedUsageKeyIsFound) {
 
 TEST_F(GatewayClusterCheck, CommittedEntryOfMissingContainerIsFound) {
   const Fingerprint fp = NewFp(77);
-  SharedEntry e;
-  e.state = SharedEntry::State::kCommitted;
-  e.container = (uint64_t{SlotOf("gw-a")} << 48) + 999999;
-  e.claimer_slot = SlotOf("gw-a");
-  e.claimer_incarnation = 1;
-  SetKey(Shard(fp), RadosSharedChunkTable::EntryKey(fp), RadosSharedChunkTable::EncodeEntry(fp, e));
+  const SharedEntry e = PutEntry(fp, SharedEntry::State::kCommitted, (uint64_t{SlotOf("gw-a")} << 48) + 999999, "gw-a");
   nlohmann::json report;
   EXPECT_EQ(CheckCluster(&report), 1);
   auto found = Problems(report, "index-entry-dangling");
@@ -284,12 +292,7 @@ TEST_F(GatewayClusterCheck, CommittedEntryOfMissingContainerIsFound) {
 
 TEST_F(GatewayClusterCheck, StaleClaimOfAClosedIncarnationIsFound) {
   const Fingerprint fp = NewFp(78);
-  SharedEntry e;
-  e.state = SharedEntry::State::kUncommitted;
-  e.container = (uint64_t{SlotOf("gw-a")} << 48) + 888888;
-  e.claimer_slot = SlotOf("gw-a");
-  e.claimer_incarnation = 1;  // A was opened since: not current
-  SetKey(Shard(fp), RadosSharedChunkTable::EntryKey(fp), RadosSharedChunkTable::EncodeEntry(fp, e));
+  const SharedEntry e = PutEntry(fp, SharedEntry::State::kUncommitted, (uint64_t{SlotOf("gw-a")} << 48) + 888888, "gw-a");
   nlohmann::json report;
   EXPECT_EQ(CheckCluster(&report), 1);
   auto found = Problems(report, "stale-claim");
@@ -306,12 +309,7 @@ TEST_F(GatewayClusterCheck, StaleClaimOfAClosedIncarnationIsFound) {
 TEST_F(GatewayClusterCheck, ClosedClaimOnExistingContainerIsInformation) {
   ASSERT_NE(own_b_, kNoContainer);
   const Fingerprint fp = NewFp(79);
-  SharedEntry e;
-  e.state = SharedEntry::State::kUncommitted;
-  e.container = own_b_;
-  e.claimer_slot = SlotOf("gw-b");
-  e.claimer_incarnation = 1;
-  SetKey(Shard(fp), RadosSharedChunkTable::EntryKey(fp), RadosSharedChunkTable::EncodeEntry(fp, e));
+  PutEntry(fp, SharedEntry::State::kUncommitted, own_b_, "gw-b");
   nlohmann::json report;
   EXPECT_EQ(CheckCluster(&report), 0) << report.dump(2);
   EXPECT_TRUE(report["clean"].get<bool>()) << report.dump(2);
@@ -325,12 +323,7 @@ TEST_F(GatewayClusterCheck, ClosedClaimOnExistingContainerIsInformation) {
 TEST_F(GatewayClusterCheck, CheckChangesNoSharedTableAndRunsNoGc) {
   std::ofstream(configs_[0], std::ios::app) << "idle.period = 100ms\nidle.window = 100ms\n";
   const Fingerprint fp = NewFp(80);
-  SharedEntry e;
-  e.state = SharedEntry::State::kUncommitted;
-  e.container = (uint64_t{SlotOf("gw-a")} << 48) + 777777;
-  e.claimer_slot = SlotOf("gw-a");
-  e.claimer_incarnation = 1;
-  SetKey(Shard(fp), RadosSharedChunkTable::EntryKey(fp), RadosSharedChunkTable::EncodeEntry(fp, e));
+  PutEntry(fp, SharedEntry::State::kUncommitted, (uint64_t{SlotOf("gw-a")} << 48) + 777777, "gw-a");
   const auto before = ShardKeys();
   ASSERT_FALSE(before.empty());
   nlohmann::json report;
