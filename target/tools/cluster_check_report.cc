@@ -27,8 +27,9 @@ std::string FormatClusterReportText(const ClusterCheckReport& r, size_t max_per_
                      "slot, {} do not{}\n",
                      r.referenced_chunks, r.usage_matching, r.usage_mismatches,
                      r.recount_complete ? "" : " (recount INCOMPLETE: some block index records could not be read)");
-  out += fmt::format("  claims:        {} uncommitted entr{} of closed incarnations re-read after {} ms\n",
-                     r.closed_claims, r.closed_claims == 1 ? "y" : "ies", r.stale_claim_wait_ms);
+  out += fmt::format("  claims:        {} uncommitted entr{} of closed incarnations, {} of them naming an existing "
+                     "container (GC backlog)\n",
+                     r.closed_claims, r.closed_claims == 1 ? "y" : "ies", r.closed_claims_container_exists);
   out += fmt::format("  duplicates:    {} fingerprint{} referenced in more than one container ({} extra cop{}; "
                      "allowed after a crash)\n",
                      r.duplicate_fingerprints, r.duplicate_fingerprints == 1 ? "" : "s", r.duplicate_copies,
@@ -72,7 +73,7 @@ std::string FormatClusterReportJson(const ClusterCheckReport& r) {
                        {"matching", r.usage_matching},
                        {"mismatches", r.usage_mismatches},
                        {"recount_complete", r.recount_complete}};
-  j["claims"] = {{"closed_incarnations", r.closed_claims}, {"wait_ms", r.stale_claim_wait_ms}};
+  j["claims"] = {{"closed_incarnations", r.closed_claims}, {"container_exists", r.closed_claims_container_exists}};
   j["duplicates"] = {{"fingerprints", r.duplicate_fingerprints}, {"extra_copies", r.duplicate_copies}};
   json problems = json::array();
   for (const auto& p : r.problems) problems.push_back(ProblemToJson(p));

@@ -50,10 +50,10 @@ struct ClusterCheckReport {
   // extra copies (allowed after a crash, design-15 4).
   uint64_t duplicate_fingerprints = 0;
   uint64_t duplicate_copies = 0;
-  // U entries of claimer incarnations that are not current: how many were
-  // re-read after 2 x claim-hold, and how long the check waited.
+  // U entries of claimer incarnations that are not current, and those of
+  // them whose container exists (GC backlog: information, not damage).
   uint64_t closed_claims = 0;
-  uint64_t stale_claim_wait_ms = 0;
+  uint64_t closed_claims_container_exists = 0;
 
   std::vector<CheckProblem> problems;
 

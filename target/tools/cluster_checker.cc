@@ -4,14 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 #include <fmt/format.h>
 
+#include "chunkstore/foreign_containers.h"
 #include "core/engine/shard_keys.h"
 #include "index/block_mapping.h"
 #include "index/rados_chunk_table.h"
+#include "target/tools/checker_slot_beat.h"
 #include "target/tools/data_dir_lock.h"
 #include "target/tools/volume_table.h"
 
@@ -49,16 +49,14 @@ Status ClusterChecker::Check(ClusterCheckReport* report) {
   if (slots_.empty()) return Status::NotFound("store " + options_.rados.store + " has no registered gateway slot");
   for (const auto& [name, record] : slots_) slot_names_[record.slot] = name;
   DEDUPV1_RETURN_IF_ERROR(LockSlots(slots_));
+  aliases_ = std::make_unique<RadosContainerStore>(cluster_);
 
   // Each slot is opened, walked and closed in turn; the last stays open for
   // the probes of containers no slot listed (entries and their aliases).
   std::unique_ptr<DedupSystem> last;
   size_t i = 0;
   for (const auto& [name, record] : slots_) {
-    if (last) {
-      DEDUPV1_RETURN_IF_ERROR(last->Close());
-      last.reset();
-    }
+    if (last) DEDUPV1_RETURN_IF_ERROR(CloseSlot(&last));
     DEDUPV1_RETURN_IF_ERROR(OpenSlot(name, i++, &last));
     DEDUPV1_RETURN_IF_ERROR(CheckSlot(name, record.slot, last.get(), report));
   }
@@ -73,13 +71,24 @@ Status ClusterChecker::Check(ClusterCheckReport* report) {
   std::unique_ptr<RadosSharedChunkTable> table;
   Status s = RadosSharedChunkTable::Open(to, &table);
   if (s.ok()) s = CheckTable(last.get(), table.get(), report);
-  if (s.ok()) s = CheckStaleClaims(last.get(), table.get(), report);
-  Status closed = last->Close();
+  if (s.ok()) s = CheckStaleClaims(last.get(), report);
+  Status closed = CloseSlot(&last);
   return s.ok() ? closed : s;
+}
+
+Status ClusterChecker::CloseSlot(std::unique_ptr<DedupSystem>* sys) {
+  const std::string name = (*sys)->options().rados.gateway;
+  Status s = (*sys)->Close();
+  sys->reset();
+  DEDUPV1_RETURN_IF_ERROR(s.WithContext("close gateway slot " + name));
+  GatewayRecord record;
+  DEDUPV1_RETURN_IF_ERROR(GatewayRegistry(cluster_).Lookup(name, &record));
+  return WriteStoppedBeat(cluster_.get(), name, record);
 }
 
 Status ClusterChecker::LockSlots(const std::map<std::string, GatewayRecord>& slots) {
   for (const auto& [name, record] : slots) {
+    DEDUPV1_RETURN_IF_ERROR(RefuseLiveHolder(cluster_.get(), name, options_.rados.lock_duration_s));
     // A gateway's local directory holds only runtime files (its LOCK); a
     // fresh one per slot keeps the check away from any gateway's own.
     std::string tmpl = JoinPath(getenv("TMPDIR") != nullptr ? getenv("TMPDIR") : "/tmp", "dedupv1-check-XXXXXX");
@@ -103,7 +112,13 @@ Status ClusterChecker::LockSlots(const std::map<std::string, GatewayRecord>& slo
 
 Status ClusterChecker::OpenSlot(const std::string& name, size_t index, std::unique_ptr<DedupSystem>* out) {
   Status s = DedupSystem::Open(slot_options_[index], locks_[index]->env(), out);
-  return s.WithContext("open gateway slot " + name);
+  DEDUPV1_RETURN_IF_ERROR(s.WithContext("open gateway slot " + name));
+  // No idle work: an idle slot would run GC rounds (index and container),
+  // changing the store under the check and erasing what it should report.
+  // Idle starts only after IdleOptions::period_ms of quiet (seconds); this
+  // takes effect at the checkpoint thread's next tick (250 ms).
+  (*out)->ForceIdle(IdleMode::kBusy);
+  return Status::OK();
 }
 
 Status ClusterChecker::CheckSlot(const std::string& name, uint16_t slot, DedupSystem* sys,
@@ -129,6 +144,7 @@ Status ClusterChecker::CheckSlot(const std::string& name, uint16_t slot, DedupSy
     if (s.ok()) {
       std::sort(c.fps.begin(), c.fps.end());
       c.exists = true;
+      c.at = id;
       sr.containers_ok++;
     } else {
       c.error = s.ToString();
@@ -156,9 +172,11 @@ Status ClusterChecker::CheckSlot(const std::string& name, uint16_t slot, DedupSy
           for (size_t k = 0; k < i; k++) first_in_block = first_in_block && (items[k].IsZero() || items[k].fp != item.fp);
           SlotRefs& refs = refs_[item.fp];
           if (first_in_block) refs.by_slot[slot]++;
-          refs.containers.insert(store->Resolve(item.container));
           std::string why;
-          if (Holds(sys, item.container, item.fp, &why)) continue;
+          const bool holds = Holds(sys, item.container, item.fp, &why);
+          // Copies count by where the chunk is now: a merged id and its target are one.
+          refs.containers.insert(holds ? Container(sys, item.container).at : item.container);
+          if (holds) continue;
           CheckProblem p;
           p.kind = "mapping-unrecoverable";
           p.message = fmt::format("slot {} volume id {} block {} bytes [{}, {}): chunk {}: {}", name, id.volume,
@@ -192,17 +210,42 @@ Status ClusterChecker::CheckSlot(const std::string& name, uint16_t slot, DedupSy
 const ClusterChecker::ContainerFps& ClusterChecker::Container(DedupSystem* sys, ContainerId id) {
   auto it = containers_.find(id);
   if (it != containers_.end()) return it->second;
-  // Not listed by a slot checked so far: read through the chunk store,
-  // which resolves merges (its own aliases, ca.<id> of other slots).
+  // Not listed by a slot checked so far, or merged: the open slot's own
+  // catalog aliases first, then the `ca.` aliases merges publish for every
+  // slot (chunkstore/foreign_containers.h), followed here rather than inside
+  // the chunk store so that |at| says where the chunks are now (a merged id
+  // and its target are one copy).
   ContainerFps c;
-  Status s = sys->chunk_store()->GetFingerprints(sys->chunk_store()->Resolve(id), &c.fps);
+  ContainerId at = sys->chunk_store()->Resolve(id);
+  Status s = Locate(&at);
   if (s.ok()) {
-    std::sort(c.fps.begin(), c.fps.end());
-    c.exists = true;
-  } else {
-    c.error = s.IsNotFound() ? "" : s.ToString();
+    auto listed = containers_.find(at);
+    if (listed != containers_.end() && listed->second.exists) {
+      c = listed->second;
+    } else {
+      s = sys->chunk_store()->GetFingerprints(at, &c.fps);
+      std::sort(c.fps.begin(), c.fps.end());
+      c.exists = s.ok();
+      c.at = at;
+    }
   }
+  if (!s.ok() && !s.IsNotFound()) c.error = s.ToString();
   return containers_[id] = std::move(c);
+}
+
+Status ClusterChecker::Locate(ContainerId* at) {
+  for (int hop = 0;; hop++) {
+    std::string head;
+    Status s = aliases_->GetHead(*at, 1, &head);
+    if (!s.IsNotFound()) return s;
+    if (hop == ForeignContainers::kMaxHops) {
+      return Status::Corruption(fmt::format("more than {} aliases to follow", ForeignContainers::kMaxHops));
+    }
+    ContainerId next = kNoContainer;
+    DEDUPV1_RETURN_IF_ERROR(aliases_->GetAlias(*at, &next));  // NotFound: neither there nor merged
+    if (next == *at) return Status::Corruption(fmt::format("the alias of container {} names itself", next));
+    *at = next;
+  }
 }
 
 bool ClusterChecker::Holds(DedupSystem* sys, ContainerId id, const Fingerprint& fp, std::string* why) {
@@ -349,35 +392,31 @@ void ClusterChecker::CheckRecord(DedupSystem* sys, const Fingerprint& fp, const 
   }
 }
 
-Status ClusterChecker::CheckStaleClaims(DedupSystem* sys, RadosSharedChunkTable* table,
-                                        ClusterCheckReport* report) {
+Status ClusterChecker::CheckStaleClaims(DedupSystem* sys, ClusterCheckReport* report) {
   report->closed_claims = closed_claims_.size();
-  if (closed_claims_.empty()) return Status::OK();
-  // The table stores no age: a claim is stale if the same U value is still
-  // there 2 x claim-hold after it was first read (the first read was at most
-  // that long ago, so waiting the full span is an upper bound).
-  const auto wait = std::chrono::milliseconds(2 * options_.chunk_index.claims.claim_hold_ms);
-  report->stale_claim_wait_ms = wait.count();
-  std::this_thread::sleep_for(wait);
+  // Every slot's lock is held and no slot runs idle work, so no U entry can
+  // change during the check: one read tells. A closed incarnation's claim
+  // whose container exists is GC backlog (cluster GC flips it), information;
+  // one whose container is missing is a stale claim (GC removes it after
+  // two holds, but it names nothing).
   for (const Claim& c : closed_claims_) {
-    SharedRecord record;
-    DEDUPV1_RETURN_IF_ERROR(table->ReadRecord(c.fp, &record));
-    if (!record.entry || !(*record.entry == c.entry)) continue;  // flipped, taken over or removed meanwhile
-    bool exists = false;
-    Status s = sys->chunk_store()->ContainerExists(c.entry.container, &exists);
+    const ContainerFps& container = Container(sys, c.entry.container);
+    if (container.exists) {
+      report->closed_claims_container_exists++;
+      continue;
+    }
     auto claimer = slot_names_.find(c.entry.claimer_slot);
     CheckProblem p;
     p.kind = "stale-claim";
     p.slot = SlotLabel(slot_names_, c.entry.claimer_slot);
-    p.message = fmt::format("chunk {}: uncommitted claim {} of slot {} incarnation {} (now {}) unchanged after {} ms; "
-                            "its container {} {}",
+    p.message = fmt::format("chunk {}: uncommitted claim {} of slot {} incarnation {} (now {}); its container {} {}",
                             c.fp.ToHex(), c.entry.ToString(), p.slot, c.entry.claimer_incarnation,
-                            claimer == slot_names_.end() ? 0 : slots_[claimer->second].incarnation, wait.count(),
+                            claimer == slot_names_.end() ? 0 : slots_[claimer->second].incarnation,
                             c.entry.container,
-                            !s.ok() ? "cannot be checked: " + s.ToString() : exists ? "exists" : "does not exist");
+                            container.error.empty() ? "does not exist" : "cannot be read: " + container.error);
     p.container = c.entry.container;
     p.fingerprint = c.fp.ToHex();
-    p.repair = "cluster GC (design-15 2.6 step 3) flips or removes it";
+    p.repair = "cluster GC (design-15 2.6 step 3) removes it";
     report->problems.push_back(std::move(p));
   }
   return Status::OK();

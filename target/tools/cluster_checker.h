@@ -8,12 +8,12 @@
 //    sum is damage of its own;
 //  - every C entry names a container that exists and holds the fingerprint
 //    (container metadata, verified by its checksum);
-//  - no U entry of a claimer incarnation that is not current in the registry
-//    survives 2 x claim-hold ("stale claim"; the table stores no age, so two
-//    reads 2 x claim-hold apart tell it);
+//  - a U entry of a claimer incarnation that is not current in the registry
+//    names a container that exists (GC backlog, counted as information), else
+//    it is a "stale claim";
 //  - every mapping item of every slot names a container (its own or another
-//    slot's, through the slot's ChunkStore, which follows merge aliases) that
-//    exists and holds the chunk;
+//    slot's; merged ones followed through the open slot's catalog aliases and
+//    the `ca.` aliases of merges) that exists and holds the chunk;
 //  - no `u` key without an `e` entry, none of a slot the registry lacks;
 //  - a fingerprint referenced in more than one container is counted as
 //    information (allowed after a crash, design-15 4), not damage.
@@ -21,7 +21,12 @@
 // Offline semantics, like the single-slot check: it takes every slot's lock
 // (the local LOCK of a temporary gateway directory and gw.NAME/LOCK in RADOS)
 // and holds them all until it is done, so it refuses (Busy) while any gateway
-// serves a slot, and nothing changes under it. Each slot is opened as a
+// serves a slot, and nothing changes under it: the slots are opened without
+// idle work (IdleMode::kBusy), so no GC round of the check's own runs either.
+// It also refuses a slot whose heartbeat says serving and is younger than
+// 2 x the lease (a paused holder, target/tools/checker_slot_beat.h), and
+// after closing a slot writes a "stopped" beat of the incarnation its open
+// made, so a stopped slot stays stopped for the watchers. Each slot is opened as a
 // DedupSystem in turn (its log replayed after an unclean stop, as the
 // single-slot check does, which also bumps its incarnation), walked, and
 // closed; the last one stays open until the table checks are done, for the
@@ -44,6 +49,7 @@
 #include "core/engine/dedup_system.h"
 #include "core/engine/options.h"
 #include "core/rados/gateway_registry.h"
+#include "chunkstore/rados_container_store.h"
 #include "index/rados_shared_chunk_table.h"
 #include "target/tools/cluster_check_report.h"
 
@@ -66,6 +72,7 @@ class ClusterChecker {
  private:
   struct ContainerFps {
     bool exists = false;
+    ContainerId at = kNoContainer;  // where it was found (a merge target for a merged id)
     std::string error;              // why it could not be read ("" if it could)
     std::vector<Fingerprint> fps;   // sorted
   };
@@ -77,21 +84,27 @@ class ClusterChecker {
   Status LockSlots(const std::map<std::string, GatewayRecord>& slots);
   // Opens slot |name|, the |index|th locked.
   Status OpenSlot(const std::string& name, size_t index, std::unique_ptr<DedupSystem>* out);
+  // Closes |*sys| and writes the stopped beat of its incarnation.
+  Status CloseSlot(std::unique_ptr<DedupSystem>* sys);
   // Lists and verifies the slot's own containers, walks its block index.
   Status CheckSlot(const std::string& name, uint16_t slot, DedupSystem* sys, ClusterCheckReport* report);
   // The fingerprints of container |id|: a listed one from the listing, any
   // other read through |sys|'s chunk store (once, cached).
   const ContainerFps& Container(DedupSystem* sys, ContainerId id);
+  // Follows the `ca.` aliases from |*at| to the container that exists (at
+  // most ForeignContainers::kMaxHops); NotFound if there is none.
+  Status Locate(ContainerId* at);
   bool Holds(DedupSystem* sys, ContainerId id, const Fingerprint& fp, std::string* why);
   // Every fingerprint with a key in the shared table's shards.
   Status ScanTableKeys(RadosSharedChunkTable* table, std::set<Fingerprint>* fps);
   Status CheckTable(DedupSystem* sys, RadosSharedChunkTable* table, ClusterCheckReport* report);
   void CheckRecord(DedupSystem* sys, const Fingerprint& fp, const SharedRecord& record, ClusterCheckReport* report);
-  // Re-reads the U entries of closed incarnations after 2 x claim-hold.
-  Status CheckStaleClaims(DedupSystem* sys, RadosSharedChunkTable* table, ClusterCheckReport* report);
+  // Judges the U entries of closed incarnations by their containers.
+  Status CheckStaleClaims(DedupSystem* sys, ClusterCheckReport* report);
 
   const Options options_;
   std::shared_ptr<RadosCluster> cluster_;
+  std::unique_ptr<RadosContainerStore> aliases_;  // probes heads and reads the `ca.` aliases of merges
   std::map<std::string, GatewayRecord> slots_;  // the registry, read at the start
   std::map<uint16_t, std::string> slot_names_;  // by number
   std::vector<std::string> temp_dirs_;
