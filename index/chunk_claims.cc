@@ -9,6 +9,8 @@
 namespace dedupv1 {
 namespace {
 
+std::string PendingKey(const Fingerprint& fp) { return std::string(reinterpret_cast<const char*>(fp.bytes), fp.size); }
+
 // A lost claim re-reads the entry at most this often while it waits; the
 // backoff doubles from the first to the last value.
 constexpr auto kFirstBackoff = std::chrono::milliseconds(5);
@@ -117,8 +119,9 @@ Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<Conta
       bytes_wasted_ += c.size;
     }
   }
+  std::lock_guard<std::mutex> l(pending_mu_);
   for (size_t i = 0; i < chunks.size(); i++) {
-    if ((*use)[i] == chunks[i].container) pending_++;  // won, or taken over: ours to flip
+    if ((*use)[i] == chunks[i].container) pending_.emplace(PendingKey(chunks[i].fp), chunks[i].container);  // ours to flip
   }
   return Status::OK();
 }
@@ -209,7 +212,8 @@ Status ChunkClaims::Flip(const std::vector<std::pair<Fingerprint, ContainerId>>&
     if (r.won) flips_++;
     else flips_lost_++;
   }
-  pending_ -= static_cast<int64_t>(results.size());
+  std::lock_guard<std::mutex> l(pending_mu_);
+  for (const auto& [fp, container] : claimed) pending_.erase({PendingKey(fp), container});
   return Status::OK();
 }
 
@@ -235,7 +239,10 @@ ChunkClaimsStats ChunkClaims::stats() const {
   s.flips = flips_;
   s.flips_lost = flips_lost_;
   s.flips_on_behalf = flips_on_behalf_;
-  s.claims_pending = static_cast<uint64_t>(std::max<int64_t>(pending_.load(), 0));
+  {
+    std::lock_guard<std::mutex> l(pending_mu_);
+    s.claims_pending = pending_.size();
+  }
   s.shard_load = table_->shard_load();
   s.revives = revives_;
   s.foreign_hits = foreign_hits_;

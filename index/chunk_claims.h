@@ -42,7 +42,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "core/base/fingerprint.h"
@@ -128,7 +131,11 @@ class ChunkClaims {
   std::atomic<uint64_t> claims_{0}, claims_lost_{0}, bytes_wasted_{0}, claim_waits_{0}, takeovers_{0};
   std::atomic<uint64_t> flips_{0}, flips_lost_{0}, flips_on_behalf_{0}, revives_{0}, foreign_hits_{0};
   std::atomic<uint64_t> usage_of_missing_entry_{0};
-  std::atomic<int64_t> pending_{0};  // claims_pending; signed: a repeated flip may count twice
+  // Claims this process won and has not flipped yet (fingerprint bytes,
+  // container): the claims_pending gauge. A set, so a flip of a claim this
+  // process never counted (a replayed log's) subtracts nothing.
+  mutable std::mutex pending_mu_;
+  std::set<std::pair<std::string, ContainerId>> pending_;
 };
 
 }  // namespace dedupv1

@@ -632,7 +632,8 @@ Status RadosSharedChunkTable::DropHintIfUnchanged(const Fingerprint& fp, const S
 }
 
 Status RadosSharedChunkTable::ReadHints(uint32_t shard, const std::string& after, uint64_t max,
-                                        std::vector<SharedHint>* hints, std::string* last, bool* more) {
+                                        std::vector<SharedHint>* hints, std::string* last, bool* more,
+                                        std::vector<std::string>* damaged) {
   hints->clear();
   *last = after;
   *more = false;
@@ -658,8 +659,15 @@ Status RadosSharedChunkTable::ReadHints(uint32_t shard, const std::string& after
   if (r < 0) return OpError(r, "read of GC hints", oid);
   for (auto& [key, bl] : vals) {
     const std::string value = bl.to_str();
-    if (key.size() != 1 + options_.key_size) return Corruption(oid, key, "hint key of " + std::to_string(key.size()) + " bytes");
-    DEDUPV1_RETURN_IF_ERROR(CheckHint(oid, key, value));
+    Status check = key.size() != 1 + options_.key_size
+                       ? Corruption(oid, key, "hint key of " + std::to_string(key.size()) + " bytes")
+                       : CheckHint(oid, key, value);
+    if (!check.ok()) {
+      if (damaged == nullptr) return check;
+      damaged->push_back(check.ToString());  // skipped: the page goes on past it
+      *last = key;
+      continue;
+    }
     const auto* p = reinterpret_cast<const uint8_t*>(value.data());
     SharedHint h;
     h.fp = Fingerprint(reinterpret_cast<const uint8_t*>(key.data()) + 1, options_.key_size);

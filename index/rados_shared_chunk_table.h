@@ -188,9 +188,11 @@ class RadosSharedChunkTable {
   // A page of shard |shard|'s hints (0 <= shard < shards()) in key order,
   // after key |after| ("" = from the first), at most |max| in one read;
   // |last| is the key to continue after, |more| whether more may follow.
-  // A damaged hint is Corruption naming the object and key.
+  // A damaged hint is Corruption naming the object and key; with |damaged|
+  // given it is skipped instead (|last| moves past it) and its Corruption
+  // text appended there, so one bad key cannot stop every later GC round.
   Status ReadHints(uint32_t shard, const std::string& after, uint64_t max, std::vector<SharedHint>* hints,
-                   std::string* last, bool* more);
+                   std::string* last, bool* more, std::vector<std::string>* damaged = nullptr);
 
   // Adds usage deltas of this slot's log (per delta an outcome).
   // A decrement also sets a "decremented" hint for GC.

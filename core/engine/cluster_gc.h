@@ -24,9 +24,16 @@
 //    keys and hint as read, so a decrement in between keeps it).
 //  - C with usage sum 0, D: left for steps 4-7 (not built).
 //  - No entry: a leftover hint goes.
+// A round is bounded (ClusterGcOptions round budgets, stop): it ends between
+// pages and the next round resumes at the same shard and key; sightings of
+// hints that went are forgotten once a whole pass ends.
 // Every change is a compare-and-set of what was read: two leaders (a stalled
 // one whose lease ran out) cannot undo each other; the lease is checked
 // before every change.
+//
+// Damage (a hint, record or heartbeat that fails its checksum) is skipped
+// and counted, never acted on: one bad key must not stop every later round,
+// and an unreadable heartbeat counts as live (never erase on doubt).
 //
 // Thread-safe: rounds are serialized; stats() may be called at any time.
 #pragma once
@@ -51,8 +58,22 @@ namespace dedupv1 {
 struct ClusterGcOptions {
   uint64_t claim_hold_ms = 30000;  // storage.rados.claim-hold
   uint64_t hint_page = 256;        // hints per read
+  // A round ends after the page during which this much time passed (0: no
+  // bound), or after this many hints (0: no bound); the next round resumes
+  // where it ended, so each round's work stays bounded as the store grows.
+  uint64_t round_budget_ms = 5000;
+  uint64_t round_hint_budget = 0;
+  // Hints whose first sighting is remembered at most (seen_ and pending_);
+  // beyond it a hint is seen again later (only delays, never acts early).
+  size_t max_remembered = 1 << 20;
   // Whether container |id| (any slot's) exists (ChunkStore::ContainerExists).
   std::function<Status(ContainerId id, bool* exists)> container_exists;
+  // Optional: whether existing container |id| holds chunk |fp| (a claim is
+  // flipped only then; without it existence alone decides).
+  std::function<Status(ContainerId id, const Fingerprint& fp, bool* holds)> container_holds;
+  // Optional: true once the owner closes; a running round ends at the next
+  // hint (and resumes in the next round, if any).
+  std::function<bool()> stop;
 };
 
 
@@ -70,21 +91,39 @@ class ClusterIndexGc {
   ClusterGcStats stats() const;
 
  private:
+  // Times are taken at each observation (not once per round), so a hold is
+  // never shortened by the length of the round that first saw something.
   struct Seen {
     std::string hint;  // the hint's value when first seen
     std::chrono::steady_clock::time_point since;
+    uint64_t pass = 0;  // the pass that last saw the hint
   };
   struct Pending {
     SharedEntry entry;  // the dead incarnation's claim as found missing
     std::chrono::steady_clock::time_point since;
   };
+  // Where the pass over every shard's hints stands between rounds.
+  struct Cursor {
+    uint32_t shard = 0;
+    std::string after;  // hint key to continue after ("" = the shard's first)
+  };
   class Round;
 
   Status RunLocked();
+  // Pages hints from the cursor on until the pass ends, the budget is spent
+  // or stop() says so; *pass_done when every shard was paged to its end.
+  Status Page(Round* round, bool* pass_done);
+  // End of a pass: sighting of hints that went are forgotten (a hint that
+  // comes back starts its age afresh).
+  void EndPass();
+  bool Stopping() const { return options_.stop && options_.stop(); }
+  void CountDamage(Round* round, const Status& s);
+  Status ActOnHint(Round* round, const SharedHint& hint);
   // Incarnations whose claims may still flip: per slot number the current
   // incarnation, unless its heartbeat says it stopped or was fenced; and
   // every registered slot number.
-  Status ReadLiveSlots(std::map<uint16_t, uint32_t>* live, std::vector<uint16_t>* slots);
+  // An undecodable heartbeat counts as live (and as damage).
+  Status ReadLiveSlots(Round* round);
   Status Act(Round* round, const SharedHint& hint);
   Status ActOnClaim(Round* round, const Fingerprint& fp, const SharedRecord& record);
   bool Old(std::chrono::steady_clock::time_point since, std::chrono::steady_clock::time_point now) const;
@@ -96,6 +135,8 @@ class ClusterIndexGc {
   std::mutex round_mu_;  // one round at a time; guards the maps
   std::map<std::string, Seen> seen_;        // by fingerprint bytes
   std::map<std::string, Pending> pending_;  // by fingerprint bytes
+  Cursor cursor_;
+  uint64_t pass_ = 0;  // passes completed
   std::chrono::steady_clock::time_point last_round_{};
   bool ran_ = false;
 

@@ -17,6 +17,13 @@ struct ClusterGcStats {
   uint64_t stale_claims_erased = 0;   // dead incarnations' claims erased after the recheck
   uint64_t hints_dropped = 0;         // of C entries in use (and leftover hints)
   uint64_t races = 0;                 // compare-and-sets that met a change (looked at again next round)
+  uint64_t claims_not_held = 0;       // U whose existing container lacks the chunk (not flipped)
+  uint64_t damaged_skipped = 0;       // damaged hints, records or heartbeats skipped
+  std::string last_damage;            // the last of them, naming object and key
+  uint64_t rounds_cut = 0;            // rounds ended by the budget or stop (the next resumes)
+  uint64_t passes = 0;                // passes over every shard's hints completed
+  uint64_t remembered = 0;            // now: hints whose first sighting is remembered
+  uint64_t remember_full = 0;         // hints not remembered (max_remembered reached)
   uint64_t failed_rounds = 0;         // rounds that ended with an error (the next one starts over)
   std::string last_error;             // of the last failed round, "" if none
 };

@@ -7,10 +7,13 @@
 // own per test. Needs the test cluster (DEDUPV1_TEST_CEPH_CONF).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
+
+#include <rados/librados.hpp>
 
 #include "core/base/testutil.h"
 #include "core/engine/cluster_gc.h"
@@ -394,6 +397,150 @@ TEST_F(GatewayClusterIndexGc, AFailedRoundIsCountedAndLeavesTheLeaseFree) {
   std::unique_ptr<GcLeaderLease> next;
   ASSERT_TRUE(GcLeaderLease::TryAcquire(cluster_, &next).ok());
   EXPECT_TRUE(next);
+}
+
+// Overwrites |key| of |fp|'s shard object with bytes that fail its check.
+void Damage(RadosCluster* cluster, RadosSharedChunkTable* table, const Fingerprint& fp, char type) {
+  librados::bufferlist bl;
+  bl.append(std::string(11, '\x5a'));
+  std::map<std::string, librados::bufferlist> kv;
+  kv[std::string(1, type) + std::string(reinterpret_cast<const char*>(fp.bytes), fp.size)] = bl;
+  ASSERT_EQ(cluster->index().omap_set(table->ShardOid(fp), kv), 0);
+}
+
+// A damaged hint and a damaged entry are skipped and counted (naming the
+// shard object); the rounds go on past them and act on every other hint.
+TEST_F(GatewayClusterIndexGc, DamagedHintAndRecordAreSkippedAndCountedAndLaterKeysGoOn) {
+  const ContainerId c = GatewaySlotIdBase(a_.slot) + 1;
+  Exists(c);
+  std::vector<Fingerprint> fps;
+  for (uint64_t i = 0; i < 24; i++) {
+    fps.push_back(Fp(300 + i));
+    Claim(a_table_.get(), fps.back(), c);
+  }
+  const Fingerprint bad_hint = fps[0], bad_entry = fps[1];
+  Damage(cluster_.get(), b_table_.get(), bad_hint, 'z');
+  Damage(cluster_.get(), b_table_.get(), bad_entry, 'e');
+  // Without the damaged list ReadHints still reports it.
+  std::vector<SharedHint> hints;
+  std::string last;
+  bool more = false;
+  uint32_t bad_shard = 0;
+  for (; bad_shard < b_table_->shards(); bad_shard++) {
+    if (b_table_->ReadHints(bad_shard, "", 1000, &hints, &last, &more).IsCorruption()) break;
+  }
+  EXPECT_LT(bad_shard, b_table_->shards()) << "the damaged hint was not reported";
+  auto gc = Gc(b_table_.get(), 200);
+  auto flipped = [&] {
+    for (size_t i = 2; i < fps.size(); i++) {
+      SharedRecord r;
+      if (!b_table_->ReadRecord(fps[i], &r).ok() || !r.entry || r.entry->state != SharedEntry::State::kCommitted) {
+        return false;
+      }
+    }
+    return true;
+  };
+  ASSERT_TRUE(RoundsUntil(gc.get(), flipped, std::chrono::seconds(20)));
+  const ClusterGcStats st = gc->stats();
+  EXPECT_EQ(st.failed_rounds, 0u) << st.last_error;
+  EXPECT_GE(st.damaged_skipped, 2u);
+  EXPECT_EQ(st.stale_claims_flipped, fps.size() - 2);
+  EXPECT_TRUE(st.last_damage.find(b_table_->ShardOid(bad_hint)) != std::string::npos ||
+              st.last_damage.find(b_table_->ShardOid(bad_entry)) != std::string::npos)
+      << st.last_damage;
+  SharedRecord r;
+  EXPECT_TRUE(b_table_->ReadRecord(bad_entry, &r).IsCorruption());  // left as found
+}
+
+// The recheck's hold runs from when the claim was found missing, not from
+// the start of that round: a round that spent a hold before finding it
+// missing must not erase it in the next round.
+TEST_F(GatewayClusterIndexGc, SecondHoldIsMeasuredFromTheObservation) {
+  const ContainerId missing = GatewaySlotIdBase(a_.slot) + 1;
+  const Fingerprint fp = Fp(31);
+  Claim(a_table_.get(), fp, missing);
+  GatewayRecord a2;
+  ASSERT_TRUE(registry_->BeginIncarnation("gw-a", true, &a2).ok());
+  std::atomic<int> probes{0};
+  std::mutex t_mu;
+  std::chrono::steady_clock::time_point found_missing{};
+  ClusterGcOptions o;
+  o.claim_hold_ms = kHoldMs;
+  o.container_exists = [&](ContainerId, bool* exists) {
+    // The first probe is slow: the round spends a whole hold before it.
+    if (probes++ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(kHoldMs + 300));
+    *exists = false;
+    std::lock_guard<std::mutex> l(t_mu);
+    if (found_missing == std::chrono::steady_clock::time_point{}) found_missing = std::chrono::steady_clock::now();
+    return Status::OK();
+  };
+  ClusterIndexGc gc(cluster_, b_table_.get(), o);
+  ASSERT_TRUE(gc.RunRound().ok());  // first seen
+  std::this_thread::sleep_for(std::chrono::milliseconds(kHoldMs + 50));
+  ASSERT_TRUE(gc.RunRound().ok());  // slow probe, then found missing
+  ASSERT_EQ(probes.load(), 1);
+  ASSERT_EQ(gc.stats().stale_claims_pending, 1u);
+  ASSERT_TRUE(gc.RunRound().ok());  // at once: within the hold of the finding
+  EXPECT_TRUE(Record(fp).entry) << "erased before a hold since it was found missing";
+  EXPECT_EQ(gc.stats().stale_claims_erased, 0u);
+  ASSERT_TRUE(RoundsUntil(&gc, [&] { return gc.stats().stale_claims_erased == 1; }, std::chrono::seconds(10)));
+  std::lock_guard<std::mutex> l(t_mu);
+  EXPECT_GE(std::chrono::steady_clock::now() - found_missing, std::chrono::milliseconds(kHoldMs));
+  EXPECT_FALSE(Record(fp).entry);
+}
+
+// A round with a small budget ends early and the next resumes where it
+// ended: one pass sees every hint exactly once; stop() ends a round at once.
+TEST_F(GatewayClusterIndexGc, ABudgetedRoundStopsAndTheNextResumes) {
+  const ContainerId c = GatewaySlotIdBase(b_.slot) + 1;
+  std::vector<SharedClaim> claims;
+  for (uint64_t i = 0; i < 40; i++) claims.push_back(SharedClaim{Fp(400 + i), c});
+  std::vector<SharedCasResult> won;
+  ASSERT_TRUE(b_table_->ClaimMany(claims, 0, &won).ok());
+  Exists(c);
+  std::atomic<bool> stop{true};
+  ClusterGcOptions o;
+  o.claim_hold_ms = 200;
+  o.hint_page = 2;
+  o.round_hint_budget = 5;
+  o.container_exists = [](ContainerId, bool* exists) { *exists = true; return Status::OK(); };
+  o.stop = [&] { return stop.load(); };
+  ClusterIndexGc gc(cluster_, b_table_.get(), o);
+  ASSERT_TRUE(gc.RunRound().ok());
+  EXPECT_EQ(gc.stats().hints_seen, 0u);
+  EXPECT_EQ(gc.stats().rounds_cut, 1u);
+  stop = false;
+  ASSERT_TRUE(gc.RunRound().ok());
+  EXPECT_EQ(gc.stats().hints_seen, 5u);
+  EXPECT_EQ(gc.stats().rounds_cut, 2u);
+  EXPECT_EQ(gc.stats().passes, 0u);
+  for (int i = 0; i < 20 && gc.stats().passes == 0; i++) ASSERT_TRUE(gc.RunRound().ok());
+  EXPECT_EQ(gc.stats().passes, 1u);
+  EXPECT_EQ(gc.stats().hints_seen, 40u) << "a pass saw a hint twice or missed one";
+  EXPECT_EQ(gc.stats().remembered, 40u);
+  // Acting goes on across cut rounds: every claim gets flipped.
+  auto all_flipped = [&] { return gc.stats().stale_claims_flipped == 40; };
+  ASSERT_TRUE(RoundsUntil(&gc, all_flipped, std::chrono::seconds(20)));
+  for (const SharedClaim& cl : claims) EXPECT_EQ(Record(cl.fp).entry->state, SharedEntry::State::kCommitted);
+}
+
+// A claim whose container exists but does not hold the chunk is not
+// flipped (a C naming nothing); of a dead incarnation, it is erased.
+TEST_F(GatewayClusterIndexGc, ClaimWhoseContainerLacksTheChunkIsNotFlipped) {
+  const ContainerId c = GatewaySlotIdBase(a_.slot) + 1;
+  const Fingerprint fp = Fp(51);
+  Claim(a_table_.get(), fp, c);
+  GatewayRecord a2;
+  ASSERT_TRUE(registry_->BeginIncarnation("gw-a", true, &a2).ok());
+  ClusterGcOptions o;
+  o.claim_hold_ms = 200;
+  o.container_exists = [](ContainerId, bool* exists) { *exists = true; return Status::OK(); };
+  o.container_holds = [](ContainerId, const Fingerprint&, bool* holds) { *holds = false; return Status::OK(); };
+  ClusterIndexGc gc(cluster_, b_table_.get(), o);
+  ASSERT_TRUE(RoundsUntil(&gc, [&] { return gc.stats().stale_claims_erased == 1; }, std::chrono::seconds(10)));
+  EXPECT_EQ(gc.stats().stale_claims_flipped, 0u);
+  EXPECT_GE(gc.stats().claims_not_held, 1u);
+  EXPECT_FALSE(Record(fp).entry);
 }
 
 }  // namespace

@@ -173,6 +173,13 @@ Status DedupSystem::Init() {
     cluster_gc.claim_hold_ms = options_.chunk_index.claims.claim_hold_ms;
     ChunkStore* store = chunk_store_.get();
     cluster_gc.container_exists = [store](ContainerId id, bool* exists) { return store->ContainerExists(id, exists); };
+    cluster_gc.container_holds = [store](ContainerId id, const Fingerprint& fp, bool* holds) {
+      std::string data;  // one chunk's bytes, verified by its fingerprint
+      Status r = store->ReadChunk(id, fp, &data);
+      *holds = r.ok();
+      return r.IsNotFound() ? Status::OK() : r;
+    };
+    cluster_gc.stop = [this] { return stop_.load(); };
     cluster_gc_ = std::make_unique<ClusterIndexGc>(rados_, chunk_index_->shared_table(), cluster_gc);
   }
 
