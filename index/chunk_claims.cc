@@ -34,15 +34,15 @@ Status ChunkClaims::Open(const RadosSharedChunkTableOptions& table_options, cons
   return Status::OK();
 }
 
-SharedEntry ChunkClaims::OurClaim(ContainerId container) const {
-  return SharedEntry{SharedEntry::State::kUncommitted, container, table_->slot(), incarnation_, 0};
+SharedEntry ChunkClaims::OurClaim(ContainerId container, uint64_t epoch) const {
+  return SharedEntry{SharedEntry::State::kUncommitted, container, table_->slot(), incarnation_, epoch};
 }
 
 Status ChunkClaims::Exists(ContainerId id, bool* exists) { return options_.container_exists(id, exists); }
 
 Status ChunkClaims::FlipOnBehalf(const Fingerprint& fp, const SharedEntry& entry) {
   std::vector<SharedCasResult> results;
-  DEDUPV1_RETURN_IF_ERROR(table_->FlipMany({SharedFlip{fp, entry}}, 0, &results));
+  DEDUPV1_RETURN_IF_ERROR(table_->FlipMany({SharedFlip{fp, entry}}, epoch_, &results));
   if (results[0].won) flips_on_behalf_++;
   return Status::OK();
 }
@@ -63,7 +63,7 @@ Status ChunkClaims::Resolve(const std::vector<Fingerprint>& fps, std::vector<Con
     if (e.state == SharedEntry::State::kDead) {
       if (!writer) continue;
       SharedCasResult r;
-      DEDUPV1_RETURN_IF_ERROR(table_->Revive(fps[i], e, 0, &r));
+      DEDUPV1_RETURN_IF_ERROR(table_->Revive(fps[i], e, epoch_, &r));
       if (r.won) revives_++;
       if (!r.current) continue;  // erased meanwhile: new
       e = *r.current;
@@ -86,7 +86,7 @@ Status ChunkClaims::Resolve(const std::vector<Fingerprint>& fps, std::vector<Con
   }
   if (!flips.empty()) {
     std::vector<SharedCasResult> results;
-    DEDUPV1_RETURN_IF_ERROR(table_->FlipMany(flips, 0, &results));
+    DEDUPV1_RETURN_IF_ERROR(table_->FlipMany(flips, epoch_, &results));
     for (const SharedCasResult& r : results) {
       if (r.won) flips_on_behalf_++;
     }
@@ -94,14 +94,16 @@ Status ChunkClaims::Resolve(const std::vector<Fingerprint>& fps, std::vector<Con
   return Status::OK();
 }
 
-Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<ContainerId>* use) {
+Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<ContainerId>* use, uint64_t* epoch_used) {
   use->assign(chunks.size(), kNoContainer);
+  const uint64_t epoch = epoch_;  // one value for every claim of the call
+  if (epoch_used != nullptr) *epoch_used = epoch;
   if (chunks.empty()) return Status::OK();
   std::vector<SharedClaim> claims;
   claims.reserve(chunks.size());
   for (const NewChunk& c : chunks) claims.push_back(SharedClaim{c.fp, c.container});
   std::vector<SharedCasResult> results;
-  DEDUPV1_RETURN_IF_ERROR(table_->ClaimMany(claims, 0, &results));
+  DEDUPV1_RETURN_IF_ERROR(table_->ClaimMany(claims, epoch, &results));
   claims_ += chunks.size();
   // Every lost claim of this round was met now: one hold for all of them
   // (resolved one after the other, a hold each would make a run that met N
@@ -113,7 +115,7 @@ Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<Conta
       (*use)[i] = c.container;
       continue;
     }
-    DEDUPV1_RETURN_IF_ERROR(ResolveLost(c.fp, c.container, results[i].current, hold_end, &(*use)[i]));
+    DEDUPV1_RETURN_IF_ERROR(ResolveLost(c.fp, c.container, results[i].current, hold_end, epoch, &(*use)[i]));
     if ((*use)[i] != c.container) {
       claims_lost_++;
       bytes_wasted_ += c.size;
@@ -121,19 +123,20 @@ Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<Conta
   }
   std::lock_guard<std::mutex> l(pending_mu_);
   for (size_t i = 0; i < chunks.size(); i++) {
-    if ((*use)[i] == chunks[i].container) pending_.emplace(PendingKey(chunks[i].fp), chunks[i].container);  // ours to flip
+    // Ours to flip: claimed, re-claimed or taken over at |epoch|.
+    if ((*use)[i] == chunks[i].container) pending_[{PendingKey(chunks[i].fp), chunks[i].container}] = epoch;
   }
   return Status::OK();
 }
 
 Status ChunkClaims::ResolveLost(const Fingerprint& fp, ContainerId ours, std::optional<SharedEntry> current,
-                                std::chrono::steady_clock::time_point hold_end, ContainerId* use) {
+                                std::chrono::steady_clock::time_point hold_end, uint64_t epoch, ContainerId* use) {
   *use = kNoContainer;
   auto backoff = std::chrono::duration_cast<std::chrono::milliseconds>(kFirstBackoff);
   bool waited = false;
   for (int step = 0; step < kMaxLostSteps; step++) {
     const bool hold_over = std::chrono::steady_clock::now() >= hold_end;
-    DEDUPV1_RETURN_IF_ERROR(ResolveLostStep(fp, ours, hold_over, &current, use));
+    DEDUPV1_RETURN_IF_ERROR(ResolveLostStep(fp, ours, hold_over, epoch, &current, use));
     if (*use != kNoContainer) return Status::OK();
     if (!waited) claim_waits_++;
     waited = true;
@@ -148,12 +151,12 @@ Status ChunkClaims::ResolveLost(const Fingerprint& fp, ContainerId ours, std::op
                       (current ? current->ToString() : std::string("none")) + ")");
 }
 
-Status ChunkClaims::ResolveLostStep(const Fingerprint& fp, ContainerId ours, bool hold_over,
+Status ChunkClaims::ResolveLostStep(const Fingerprint& fp, ContainerId ours, bool hold_over, uint64_t epoch,
                                     std::optional<SharedEntry>* current, ContainerId* use) {
   if (!*current) {
     // No entry (erased since): claim again.
     std::vector<SharedCasResult> r;
-    DEDUPV1_RETURN_IF_ERROR(table_->ClaimMany({SharedClaim{fp, ours}}, 0, &r));
+    DEDUPV1_RETURN_IF_ERROR(table_->ClaimMany({SharedClaim{fp, ours}}, epoch, &r));
     if (r[0].won) *use = ours;
     else *current = r[0].current;
     return Status::OK();
@@ -165,7 +168,7 @@ Status ChunkClaims::ResolveLostStep(const Fingerprint& fp, ContainerId ours, boo
       *use = e.container;
       return Status::OK();
     case SharedEntry::State::kDead:
-      DEDUPV1_RETURN_IF_ERROR(table_->Revive(fp, e, 0, &r));
+      DEDUPV1_RETURN_IF_ERROR(table_->Revive(fp, e, epoch, &r));
       if (r.won) {
         revives_++;
         *use = e.container;
@@ -191,7 +194,7 @@ Status ChunkClaims::ResolveLostStep(const Fingerprint& fp, ContainerId ours, boo
   // (this one holds the slot's lock), its container will not appear.
   const bool dead_claimer = e.claimer_slot == table_->slot() && e.claimer_incarnation != incarnation_;
   if (!hold_over && !dead_claimer) return Status::OK();  // wait for it
-  DEDUPV1_RETURN_IF_ERROR(table_->TakeOver(fp, e, ours, 0, &r));
+  DEDUPV1_RETURN_IF_ERROR(table_->TakeOver(fp, e, ours, epoch, &r));
   if (r.won) {
     takeovers_++;
     *use = ours;
@@ -205,9 +208,17 @@ Status ChunkClaims::Flip(const std::vector<std::pair<Fingerprint, ContainerId>>&
   if (claimed.empty()) return Status::OK();
   std::vector<SharedFlip> flips;
   flips.reserve(claimed.size());
-  for (const auto& [fp, container] : claimed) flips.push_back(SharedFlip{fp, OurClaim(container)});
+  {
+    std::lock_guard<std::mutex> l(pending_mu_);
+    for (const auto& [fp, container] : claimed) {
+      // The claim's epoch is in its U value; a claim this process did not
+      // make (none pending) is another incarnation's: its flip is lost.
+      auto it = pending_.find({PendingKey(fp), container});
+      flips.push_back(SharedFlip{fp, OurClaim(container, it == pending_.end() ? 0 : it->second)});
+    }
+  }
   std::vector<SharedCasResult> results;
-  DEDUPV1_RETURN_IF_ERROR(table_->FlipMany(flips, 0, &results));
+  DEDUPV1_RETURN_IF_ERROR(table_->FlipMany(flips, epoch_, &results));
   for (const SharedCasResult& r : results) {
     if (r.won) flips_++;
     else flips_lost_++;
@@ -221,7 +232,7 @@ Status ChunkClaims::AddUsage(const std::vector<SharedUsageDelta>& deltas, std::v
   applied->assign(deltas.size(), false);
   if (deltas.empty()) return Status::OK();
   std::vector<SharedUsageOutcome> outcomes;
-  DEDUPV1_RETURN_IF_ERROR(table_->AddUsageMany(deltas, 0, &outcomes));
+  DEDUPV1_RETURN_IF_ERROR(table_->AddUsageMany(deltas, epoch_, &outcomes));
   for (size_t i = 0; i < deltas.size(); i++) {
     (*applied)[i] = outcomes[i] == SharedUsageOutcome::kApplied;
     if (outcomes[i] == SharedUsageOutcome::kUsageOfMissingEntry) usage_of_missing_entry_++;

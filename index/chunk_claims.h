@@ -30,9 +30,14 @@
 //  - Usage: per-slot keys of this slot's log (design 2.5), counted once per
 //    event id; a usage of a missing entry is counted, not an error.
 //
-// Epochs are 0 until index GC (design-15 2.6, the leader's round over the
-// shared table) hands them out; container GC (core/engine/cluster_gc_rules.h)
-// does not use them.
+// GC epochs (design-15 2.6, core/rados/gc_epochs.h): every claim, flip,
+// take-over and revive carries this slot's current epoch (SetEpoch), which
+// the engine changes only while no run is between its lookups and its
+// logged mappings (the GC barrier), so it is the tag of every run in flight.
+// The index GC leader marks a C entry dead only once its epoch is two
+// behind the current one; Claim reports the epoch of its claims, so the
+// chunk index trusts its own claims from memory only within one epoch
+// (2.4, ChunkIndex::Lookup).
 //
 // Thread-safe: the table is; the counters are atomic.
 #pragma once
@@ -44,6 +49,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -94,9 +100,10 @@ class ChunkClaims {
     ContainerId container = kNoContainer;  // where this slot stored it
     uint64_t size = 0;                     // its bytes (bytes_wasted if the claim is lost)
   };
-  // Claims |chunks| (distinct fingerprints); (*use)[i] is the container the
-  // mappings must name: ours if won, else the winner's.
-  Status Claim(const std::vector<NewChunk>& chunks, std::vector<ContainerId>* use);
+  // Claims |chunks| (distinct fingerprints) at the current epoch, which
+  // |epoch| (optional) receives; (*use)[i] is the container the mappings
+  // must name: ours if won, else the winner's.
+  Status Claim(const std::vector<NewChunk>& chunks, std::vector<ContainerId>* use, uint64_t* epoch = nullptr);
 
   // Flips this slot's claims U{container} to C; lost flips are counted.
   Status Flip(const std::vector<std::pair<Fingerprint, ContainerId>>& claimed);
@@ -105,23 +112,27 @@ class ChunkClaims {
   // counted before, or no entry).
   Status AddUsage(const std::vector<SharedUsageDelta>& deltas, std::vector<bool>* applied);
 
+  // The GC epoch of this slot: the tag of every run from now on (see above).
+  void SetEpoch(uint64_t epoch) { epoch_ = epoch; }
+  uint64_t epoch() const { return epoch_; }
+
   ChunkClaimsStats stats() const;
   RadosSharedChunkTable* table() const { return table_.get(); }
 
  private:
   ChunkClaims(const ChunkClaimsOptions& options, std::unique_ptr<RadosSharedChunkTable> table, uint32_t incarnation);
 
-  // The U value this slot's claim of |container| stored.
-  SharedEntry OurClaim(ContainerId container) const;
+  // The U value this slot's claim of |container| at |epoch| stored.
+  SharedEntry OurClaim(ContainerId container, uint64_t epoch) const;
   Status Exists(ContainerId id, bool* exists);
   // After a lost claim: what |current| (the entry that beat us) lets us map;
   // a claim whose container is missing is taken over once |hold_end| passed.
   Status ResolveLost(const Fingerprint& fp, ContainerId ours, std::optional<SharedEntry> current,
-                     std::chrono::steady_clock::time_point hold_end, ContainerId* use);
+                     std::chrono::steady_clock::time_point hold_end, uint64_t epoch, ContainerId* use);
   // One step of ResolveLost: *use set when decided; else |current| is what
   // the step found now (and the caller waits before the next).
-  Status ResolveLostStep(const Fingerprint& fp, ContainerId ours, bool hold_over, std::optional<SharedEntry>* current,
-                         ContainerId* use);
+  Status ResolveLostStep(const Fingerprint& fp, ContainerId ours, bool hold_over, uint64_t epoch,
+                         std::optional<SharedEntry>* current, ContainerId* use);
   Status FlipOnBehalf(const Fingerprint& fp, const SharedEntry& entry);
 
   const ChunkClaimsOptions options_;
@@ -131,11 +142,13 @@ class ChunkClaims {
   std::atomic<uint64_t> claims_{0}, claims_lost_{0}, bytes_wasted_{0}, claim_waits_{0}, takeovers_{0};
   std::atomic<uint64_t> flips_{0}, flips_lost_{0}, flips_on_behalf_{0}, revives_{0}, foreign_hits_{0};
   std::atomic<uint64_t> usage_of_missing_entry_{0};
+  std::atomic<uint64_t> epoch_{0};
   // Claims this process won and has not flipped yet (fingerprint bytes,
-  // container): the claims_pending gauge. A set, so a flip of a claim this
+  // container) -> the epoch of the claim, which the U value holds (a flip
+  // compares it): the claims_pending gauge. A map, so a flip of a claim this
   // process never counted (a replayed log's) subtracts nothing.
   mutable std::mutex pending_mu_;
-  std::set<std::pair<std::string, ContainerId>> pending_;
+  std::map<std::pair<std::string, ContainerId>, uint64_t> pending_;
 };
 
 }  // namespace dedupv1

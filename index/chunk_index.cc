@@ -99,7 +99,7 @@ Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* f
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = aux_.find(fp);
-    if (it != aux_.end()) {
+    if (it != aux_.end() && !StaleClaimLocked(it->second)) {
       if (it->second.erased) {
         misses_++;
         return Status::NotFound("chunk " + fp.ToHex() + " was erased");
@@ -149,7 +149,7 @@ Status ChunkIndex::LookupMany(const std::vector<Fingerprint>& fps, std::vector<C
     std::lock_guard<std::mutex> l(mu_);
     for (size_t i = 0; i < fps.size(); i++) {
       auto it = aux_.find(fps[i]);
-      if (it == aux_.end()) {
+      if (it == aux_.end() || StaleClaimLocked(it->second)) {
         rest.push_back(i);
         rest_fps.push_back(fps[i]);
       } else if (it->second.erased) {
@@ -243,7 +243,7 @@ Status ChunkIndex::PutNew(const Fingerprint& fp, ContainerId container) {
   return PutNewEntry(fp, container);
 }
 
-Status ChunkIndex::PutNewEntry(const Fingerprint& fp, ContainerId container) {
+Status ChunkIndex::PutNewEntry(const Fingerprint& fp, ContainerId container, uint64_t claim_epoch) {
   if (fp.size != options_.table.key_size) {
     return Status::InvalidArgument("fingerprint size " + std::to_string(fp.size) +
                                    " does not match chunk index key size " +
@@ -280,6 +280,7 @@ Status ChunkIndex::PutNewEntry(const Fingerprint& fp, ContainerId container) {
   e.entry.container = container;
   e.entry.committed = is_committed_(container);
   e.version = ++next_version_;
+  e.claim_epoch = claim_epoch;
   if (it != aux_.end()) {
     // Replaces a tombstone: the events it counted stay counted. The table may
     // still hold the erased entry, with counts whose events the log may trim

@@ -249,6 +249,13 @@ class ChunkIndex {
   // index GC rounds (core/engine/cluster_gc.h); null otherwise.
   RadosSharedChunkTable* shared_table() const { return claims_ ? claims_->table() : nullptr; }
   Status ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, std::vector<ContainerId>* use);
+  // Cluster scope: this slot's GC epoch from now on (ChunkClaims::SetEpoch;
+  // the engine calls it holding the GC barrier exclusively). Forgets
+  // prefetched answers, which were read under the previous epoch. An own
+  // claim in the auxiliary index answers a lookup only while its epoch is at
+  // most one behind (design-15 2.4); an older one is looked up in the table,
+  // where GC may have marked it dead since.
+  void SetGcEpoch(uint64_t epoch);
 
   ChunkIndexStats stats() const;
   Status Verify(uint64_t* pages_checked);
@@ -279,6 +286,7 @@ class ChunkIndex {
     // now, without writing this one (see PutNew). Never set on committed
     // entries: their own write replaces the table's entry.
     bool table_delete = false;
+    uint64_t claim_epoch = 0;  // cluster scope: the GC epoch of our claim (ChunkClaims::Claim)
   };
   using AuxMap = std::unordered_map<Fingerprint, AuxEntry, FingerprintHasher>;
 
@@ -291,7 +299,10 @@ class ChunkIndex {
   Status AddUsageEach(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes);
   // Cluster scope: the table and claims (chunk_index_cluster.cc), and
   // AddUsage(Many) sent to this slot's usage keys of the shared table.
-  Status PutNewEntry(const Fingerprint& fp, ContainerId container);
+  Status PutNewEntry(const Fingerprint& fp, ContainerId container, uint64_t claim_epoch = 0);
+  // Cluster scope: whether auxiliary entry |e| is an own claim too old to
+  // answer a lookup from memory (SetGcEpoch).
+  bool StaleClaimLocked(const AuxEntry& e) const;
   static Status SharedTableExists(const ChunkIndexOptions& options, bool* exists);
   static Status OpenShared(const ChunkIndexOptions& options, std::shared_ptr<ChunkClaims>* claims,
                            std::unique_ptr<ChunkTable>* table);

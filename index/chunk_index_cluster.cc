@@ -43,14 +43,32 @@ Status ChunkIndex::SharedTableExists(const ChunkIndexOptions& options, bool* exi
 
 Status ChunkIndex::ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, std::vector<ContainerId>* use) {
   if (!claims_) return Status::InvalidArgument("chunk index: claims need cluster scope");
-  DEDUPV1_RETURN_IF_ERROR(claims_->Claim(chunks, use));
+  uint64_t epoch = 0;
+  DEDUPV1_RETURN_IF_ERROR(claims_->Claim(chunks, use, &epoch));
   for (size_t i = 0; i < chunks.size(); i++) {
     // Only now, with the claim decided, may other runs of this process find
     // our copy: one found between store and claim could be a copy whose
     // claim is then lost, mapped although the table names another.
-    if ((*use)[i] == chunks[i].container) DEDUPV1_RETURN_IF_ERROR(PutNewEntry(chunks[i].fp, chunks[i].container));
+    if ((*use)[i] == chunks[i].container) {
+      DEDUPV1_RETURN_IF_ERROR(PutNewEntry(chunks[i].fp, chunks[i].container, epoch));
+    }
   }
   return Status::OK();
+}
+
+void ChunkIndex::SetGcEpoch(uint64_t epoch) {
+  if (!claims_) return;
+  claims_->SetEpoch(epoch);
+  std::lock_guard<std::mutex> l(mu_);
+  prefetch_.clear();
+}
+
+bool ChunkIndex::StaleClaimLocked(const AuxEntry& e) const {
+  // GC marks an entry dead only once its epoch is two behind the current one
+  // (a flip never lowers a claim's epoch), and a run tagged with a later
+  // epoch than the mark must have read the mark: a claim of at least the
+  // current epoch - 1 cannot have been marked before this run's tag.
+  return claims_ != nullptr && !e.erased && e.claim_epoch + 1 < claims_->epoch();
 }
 
 Status ChunkIndex::AddUsageShared(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes) {

@@ -1,5 +1,6 @@
 #include "index/rados_shared_chunk_table.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <deque>
@@ -511,7 +512,10 @@ Status RadosSharedChunkTable::FlipMany(const std::vector<SharedFlip>& flips, uin
     items[i].expected = EncodeEntry(flips[i].fp, flips[i].claimed);
     items[i].next = flips[i].claimed;
     items[i].next.state = SharedEntry::State::kCommitted;
-    items[i].next.epoch = epoch;
+    // Never below the claim's epoch: a flip by a slot (or GC) whose epoch
+    // lags must not make the entry look older to GC than the claim is
+    // (design-15 2.4: the claimer trusts its own claim from memory).
+    items[i].next.epoch = std::max(epoch, flips[i].claimed.epoch);
     items[i].ours_in_any_epoch = true;
   }
   return CasMany(&items, results);

@@ -156,9 +156,9 @@ class RadosSharedChunkTable {
   // with the entry that was there. A fingerprint may appear once per call.
   Status ClaimMany(const std::vector<SharedClaim>& claims, uint64_t epoch, std::vector<SharedCasResult>* results);
 
-  // Flips each of this slot's claims to C (same container and claimer,
-  // |epoch|) if its entry still is the U value claimed; lost: taken over or
-  // removed (current says which).
+  // Flips each of this slot's claims to C (same container and claimer, the
+  // larger of |epoch| and the claim's epoch) if its entry still is the U
+  // value claimed; lost: taken over or removed (current says which).
   Status FlipMany(const std::vector<SharedFlip>& flips, uint64_t epoch, std::vector<SharedCasResult>* results);
 
   // Takes a stale claim of another slot over: U{container, this slot, ...}

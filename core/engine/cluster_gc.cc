@@ -4,7 +4,9 @@
 
 #include "core/rados/gateway_heartbeat.h"
 #include "core/rados/gateway_registry.h"
+#include "core/rados/gc_epochs.h"
 #include "core/rados/gc_leader_lease.h"
+#include "index/dead_inbox.h"
 
 namespace dedupv1 {
 namespace {
@@ -23,6 +25,14 @@ class ClusterIndexGc::Round {
   std::unique_ptr<GcLeaderLease> lease;
   std::map<uint16_t, uint32_t> live;  // slot -> incarnation whose claims may still flip
   std::vector<uint16_t> slots;        // every registered slot
+  std::map<uint16_t, std::string> names;          // slot number -> name
+  std::map<std::string, uint32_t> incarnations;  // name -> current incarnation
+  uint64_t epoch = 0;       // read at the start
+  uint64_t min_safe = 0;    // lowest safe epoch over every registered slot
+  std::string blocking;     // the slot with it
+  std::vector<std::string> unsighted;  // D entries read this round without a sighting yet
+  uint64_t young = 0;
+  uint64_t dead_waiting = 0;
   std::chrono::steady_clock::time_point start;
   uint64_t hints = 0;  // hints looked at this round
   bool cut = false;    // ended by the budget or stop before the pass ended
@@ -60,6 +70,8 @@ Status ClusterIndexGc::ReadLiveSlots(Round* round) {
   DEDUPV1_RETURN_IF_ERROR(registry.List(&records));
   for (const auto& [name, record] : records) {
     round->slots.push_back(record.slot);
+    round->names[record.slot] = name;
+    round->incarnations[name] = record.incarnation;
     GatewayHeartbeat hb;
     Status s = ReadGatewayHeartbeat(cluster_.get(), name, &hb);
     if (s.IsCorruption()) {
@@ -72,6 +84,24 @@ Status ClusterIndexGc::ReadLiveSlots(Round* round) {
     const bool ended = s.ok() && hb.incarnation == record.incarnation &&
                        (hb.state == kHeartbeatStopped || hb.state == kHeartbeatFenced);
     if (!ended) round->live[record.slot] = record.incarnation;
+  }
+  return Status::OK();
+}
+
+Status ClusterIndexGc::ReadEpochs(Round* round) {
+  GcEpochState state;
+  DEDUPV1_RETURN_IF_ERROR(ReadGcEpochState(cluster_.get(), &state));
+  for (const std::string& d : state.damaged) CountDamage(round, Status::Corruption(d));
+  round->epoch = state.epoch;
+  round->min_safe = kSafeEpochClosed;
+  for (const auto& [name, incarnation] : round->incarnations) {
+    auto it = state.safe.find(name);
+    // Another incarnation's record says nothing about this one's runs.
+    const uint64_t safe = it != state.safe.end() && it->second.incarnation == incarnation ? it->second.safe : 0;
+    if (safe < round->min_safe) {
+      round->min_safe = safe;
+      round->blocking = name;
+    }
   }
   return Status::OK();
 }
@@ -94,8 +124,10 @@ Status ClusterIndexGc::RunLocked() {
     return Status::OK();
   }
   if (s.ok()) s = ReadLiveSlots(&round);
+  if (s.ok()) s = ReadEpochs(&round);
   bool pass_done = false;
   if (s.ok()) s = Page(&round, &pass_done);
+  if (s.ok()) s = EndRound(&round);
   if (s.ok() && pass_done) EndPass();
   ran_ = true;
   last_round_ = std::chrono::steady_clock::now();
@@ -112,6 +144,16 @@ Status ClusterIndexGc::RunLocked() {
   stats_.damaged_skipped += round.delta.damaged_skipped;
   if (!round.delta.last_damage.empty()) stats_.last_damage = round.delta.last_damage;
   stats_.remember_full += round.delta.remember_full;
+  stats_.dead_marked += round.delta.dead_marked;
+  stats_.dead_finalized += round.delta.dead_finalized;
+  stats_.dead_unmarked += round.delta.dead_unmarked;
+  stats_.epoch_bumps += round.delta.epoch_bumps;
+  if (round.lease) {
+    stats_.epoch = std::max(round.epoch, round.delta.epoch);
+    stats_.young = round.young;
+    stats_.dead_waiting = round.dead_waiting;
+    stats_.waiting_for = round.dead_waiting > 0 ? round.blocking : "";
+  }
   stats_.stale_claims_pending = pending_.size();
   stats_.remembered = seen_.size();
   if (!s.ok()) {
@@ -162,6 +204,7 @@ Status ClusterIndexGc::Page(Round* round, bool* pass_done) {
 void ClusterIndexGc::EndPass() {
   std::erase_if(seen_, [&](const auto& kv) { return kv.second.pass != pass_; });
   std::erase_if(pending_, [&](const auto& kv) { return seen_.count(kv.first) == 0; });
+  std::erase_if(dead_, [&](const auto& kv) { return kv.second.pass != pass_; });
   pass_++;
 }
 
@@ -201,8 +244,111 @@ Status ClusterIndexGc::ActOnHint(Round* round, const SharedHint& hint) {
     DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
     DEDUPV1_RETURN_IF_ERROR(table_->DropHintIfUnchanged(hint.fp, record, round->slots, &done));
     (done ? round->delta.hints_dropped : round->delta.races)++;
+    dead_.erase(key);
+    return Status::OK();
   }
-  // C with usage 0 and D: steps 4-7 of design 2.6 (not built).
+  if (sum < 0) {  // damage for the checker to name; never a reason to erase
+    return Status::Corruption("GC: usage sum " + std::to_string(sum) + " of " + hint.fp.ToHex() + " in " +
+                              table_->ShardOid(hint.fp) + " is negative");
+  }
+  if (record.entry->state == SharedEntry::State::kCommitted) return MarkUnused(round, hint.fp, record);
+  return ActOnDead(round, hint.fp, record, sum);
+}
+
+Status ClusterIndexGc::MarkUnused(Round* round, const Fingerprint& fp, const SharedRecord& record) {
+  const SharedEntry& e = *record.entry;
+  // Two epochs: the claimer trusts its own claim from memory while the
+  // claim's epoch is at most one behind its runs' (index/chunk_index.h
+  // SetGcEpoch), and a flip never lowers the claim's epoch.
+  if (e.epoch + 2 > round->epoch) {
+    round->young++;
+    return Status::OK();
+  }
+  SharedEntry next = e;
+  next.state = SharedEntry::State::kDead;
+  next.epoch = round->epoch;
+  DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
+  bool done = false;
+  DEDUPV1_RETURN_IF_ERROR(table_->ReplaceIfUnchanged(fp, record, round->slots, next, &done));
+  if (!done) {
+    round->delta.races++;
+    return Status::OK();
+  }
+  round->delta.dead_marked++;
+  round->dead_waiting++;
+  dead_[Key(fp)] = Dead{next, kUnsighted, pass_};
+  round->unsighted.push_back(Key(fp));
+  return Status::OK();
+}
+
+Status ClusterIndexGc::ActOnDead(Round* round, const Fingerprint& fp, const SharedRecord& record, int64_t sum) {
+  const std::string key = Key(fp);
+  const SharedEntry& e = *record.entry;
+  bool done = false;
+  if (sum > 0) {  // referenced again (a count that came late): live
+    SharedEntry next = e;
+    next.state = SharedEntry::State::kCommitted;
+    next.epoch = round->epoch;
+    DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
+    DEDUPV1_RETURN_IF_ERROR(table_->ReplaceIfUnchanged(fp, record, round->slots, next, &done));
+    (done ? round->delta.dead_unmarked : round->delta.races)++;
+    dead_.erase(key);
+    return Status::OK();
+  }
+  round->dead_waiting++;
+  auto it = dead_.find(key);
+  if (it == dead_.end() || !(it->second.entry == e) || it->second.sighting == kUnsighted) {
+    dead_[key] = Dead{e, kUnsighted, pass_};
+    round->unsighted.push_back(key);
+    return Status::OK();
+  }
+  it->second.pass = pass_;
+  if (round->min_safe <= it->second.sighting) return Status::OK();  // a slot may hold an uncounted reference
+  round->dead_waiting--;
+  return Finalize(round, fp, record);
+}
+
+Status ClusterIndexGc::Finalize(Round* round, const Fingerprint& fp, const SharedRecord& record) {
+  const SharedEntry& e = *record.entry;
+  auto owner = round->names.find(static_cast<uint16_t>(e.container >> 48));
+  if (owner == round->names.end()) {
+    return Status::Corruption("GC: dead entry " + e.ToString() + " of " + fp.ToHex() + " in " +
+                              table_->ShardOid(fp) + " names a container of no registered slot");
+  }
+  if (options_.before_finalize) options_.before_finalize(fp);
+  DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
+  bool done = false;
+  DEDUPV1_RETURN_IF_ERROR(table_->ReplaceIfUnchanged(fp, record, round->slots, std::nullopt, &done));
+  dead_.erase(Key(fp));
+  if (!done) {  // revived or counted meanwhile: read again next round
+    round->delta.races++;
+    return Status::OK();
+  }
+  // Erased: no slot can reach the copy through the table any more, and none
+  // references it. An error here leaks the copy (the round fails, says so).
+  Status s = RadosDeadInbox(cluster_).Append(owner->second, {DeadChunk{e.container, fp}});
+  if (!s.ok()) return s.WithContext("GC: hand erased chunk " + fp.ToHex() + " to slot " + owner->second);
+  round->delta.dead_finalized++;
+  return Status::OK();
+}
+
+Status ClusterIndexGc::EndRound(Round* round) {
+  if (round->unsighted.empty() && round->young == 0) return Status::OK();
+  // Read after every entry of this round: each D read before it existed
+  // while the epoch was at most this.
+  uint64_t now = 0;
+  DEDUPV1_RETURN_IF_ERROR(ReadGcEpoch(cluster_.get(), &now));
+  for (const std::string& key : round->unsighted) {
+    auto it = dead_.find(key);
+    if (it != dead_.end() && it->second.sighting == kUnsighted) it->second.sighting = now;
+  }
+  DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
+  bool bumped = false;
+  DEDUPV1_RETURN_IF_ERROR(BumpGcEpoch(cluster_.get(), now, &bumped));
+  if (bumped) {
+    round->delta.epoch_bumps++;
+    round->delta.epoch = now + 1;
+  }
   return Status::OK();
 }
 

@@ -2,8 +2,7 @@
 // (storage.rados.dedup-scope = cluster, docs/design-15.md 2.6 "Index GC
 // round"), run by whichever gateway slot holds the GC leader lease
 // (core/rados/gc_leader_lease.h); a slot that does not get it skips the
-// round. Built: the stale-claim part (steps 1-3 and the "usage > 0" half of
-// step 4). Not built: D marks, epochs and finalization (steps 4-7).
+// round. Steps 1-3 collect stale claims, steps 4-7 unused chunks.
 //
 // A round pages the "z" hints of every shard (one read per page) and, per
 // hint older than the claim hold by this process's monotonic clock (first
@@ -22,7 +21,22 @@
 //    another slot's claim takes it over after the hold, index/chunk_claims.h).
 //  - C with usage sum > 0: the hint goes (compare-and-set on entry, usage
 //    keys and hint as read, so a decrement in between keeps it).
-//  - C with usage sum 0, D: left for steps 4-7 (not built).
+//  - C with usage sum 0 whose epoch is at least two behind the round's
+//    (read at its start, core/rados/gc_epochs.h): marked dead, D (guarded
+//    by entry and usage keys as read). Younger: counted, and the round
+//    raises the epoch so that they age.
+//  - D: its "sighting" is an epoch read after the D entry was read (the
+//    round's last read); a round that made one raises the epoch from it.
+//    Once every registered slot published a safe epoch above the sighting
+//    (gc_epoch_follower.h), every reference made before the mark is counted
+//    and every run begun after it read the D and revived it (changing the
+//    entry): the entry is erased if entry and usage keys are still as read
+//    (usage 0), then (container, fingerprint) goes to the inbox of the slot
+//    owning the container (index/dead_inbox.h), whose container GC frees
+//    the bytes. Erase first: a crash in between leaks one chunk (never
+//    frees one in use). A D found in use again goes back to C. A sighting
+//    uses no assumption about who marked the entry or when, so a stalled
+//    former leader's late mark is as safe as this round's.
 //  - No entry: a leftover hint goes.
 // A round is bounded (ClusterGcOptions round budgets, stop): it ends between
 // pages and the next round resumes at the same shard and key; sightings of
@@ -74,6 +88,8 @@ struct ClusterGcOptions {
   // Optional: true once the owner closes; a running round ends at the next
   // hint (and resumes in the next round, if any).
   std::function<bool()> stop;
+  // Tests: called between reading a D entry's record and erasing it.
+  std::function<void(const Fingerprint& fp)> before_finalize;
 };
 
 
@@ -102,6 +118,14 @@ class ClusterIndexGc {
     SharedEntry entry;  // the dead incarnation's claim as found missing
     std::chrono::steady_clock::time_point since;
   };
+  // A D entry as last read, and the epoch read after it (kUnsighted until
+  // the round that read it reads the epoch).
+  static constexpr uint64_t kUnsighted = UINT64_MAX;
+  struct Dead {
+    SharedEntry entry;
+    uint64_t sighting = kUnsighted;
+    uint64_t pass = 0;
+  };
   // Where the pass over every shard's hints stands between rounds.
   struct Cursor {
     uint32_t shard = 0;
@@ -124,6 +148,17 @@ class ClusterIndexGc {
   // every registered slot number.
   // An undecodable heartbeat counts as live (and as damage).
   Status ReadLiveSlots(Round* round);
+  // The epoch and the lowest safe epoch over every registered slot (a slot
+  // without a record of its current incarnation counts as 0), and which
+  // slot that is.
+  Status ReadEpochs(Round* round);
+  // After the pages: sightings of this round's D entries, and the epoch
+  // raised if they or young entries need it.
+  Status EndRound(Round* round);
+  // C with usage 0 (step 4) and D (steps 6-7).
+  Status MarkUnused(Round* round, const Fingerprint& fp, const SharedRecord& record);
+  Status ActOnDead(Round* round, const Fingerprint& fp, const SharedRecord& record, int64_t sum);
+  Status Finalize(Round* round, const Fingerprint& fp, const SharedRecord& record);
   Status Act(Round* round, const SharedHint& hint);
   Status ActOnClaim(Round* round, const Fingerprint& fp, const SharedRecord& record);
   bool Old(std::chrono::steady_clock::time_point since, std::chrono::steady_clock::time_point now) const;
@@ -135,6 +170,7 @@ class ClusterIndexGc {
   std::mutex round_mu_;  // one round at a time; guards the maps
   std::map<std::string, Seen> seen_;        // by fingerprint bytes
   std::map<std::string, Pending> pending_;  // by fingerprint bytes
+  std::map<std::string, Dead> dead_;        // by fingerprint bytes
   Cursor cursor_;
   uint64_t pass_ = 0;  // passes completed
   std::chrono::steady_clock::time_point last_round_{};

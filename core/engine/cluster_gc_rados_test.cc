@@ -347,5 +347,89 @@ TEST_F(GatewayClusterGc, DamagedAndForeignInboxKeysAreSkippedCountedRemoved) {
   ASSERT_TRUE(a->Close().ok());
 }
 
+// The GC of a cluster-scope store end to end: data one slot overwrote
+// (its old chunks referenced nowhere any more) is found by index GC, marked
+// dead, erased once both slots published a safe epoch, handed to the owning
+// slot's dead inbox, and its container round gives the bytes back. Chunks
+// the other slot still maps keep their entries and read back, before and
+// after reopening.
+TEST_F(GatewayClusterGc, OverwrittenDataIsReclaimedThroughIndexGcAndTheOwnersInbox) {
+  constexpr uint64_t kPieces = 32;  // 4 MiB
+  const std::string kAll = "1";
+  test::TempDir dir_a, dir_b;
+  const Options a_opts = ClusterOptions(dir_a.path(), rados_, "gw-a", kPieces * kPiece);
+  const Options b_opts = ClusterOptions(dir_b.path(), rados_, "gw-b", kPieces * kPiece);
+  ASSERT_FALSE(HasFailure());
+  auto reads_back = [&](DedupSystem* a, DedupSystem* b) {
+    EXPECT_TRUE(ReadsBack(a, "vol-gw-a", 22, kAll, kPieces));
+    EXPECT_TRUE(ReadsBack(b, "vol-gw-b", 21, kAll, kPieces / 2));
+  };
+  std::set<Fingerprint> kept;  // B's chunks: they must keep their entries
+  {
+    std::unique_ptr<DedupSystem> a = test::OpenStoreOrFail(a_opts), b = test::OpenStoreOrFail(b_opts);
+    ASSERT_TRUE(a && b);
+    // A stores data set 21, B maps the first half of it, then A overwrites
+    // all of it with set 22: set 21's second half is unused everywhere.
+    ASSERT_TRUE(WritePieces(a.get(), "vol-gw-a", 21, kAll, kPieces).ok());
+    ASSERT_TRUE(a->Checkpoint().ok());
+    ASSERT_TRUE(WritePieces(b.get(), "vol-gw-b", 21, kAll, kPieces / 2).ok());
+    ASSERT_TRUE(WritePieces(a.get(), "vol-gw-a", 22, kAll, kPieces).ok());
+    ASSERT_TRUE(a->Checkpoint().ok());
+    ASSERT_TRUE(b->Checkpoint().ok());
+    for (const auto& [fp, cs] : Mapped(b.get(), "vol-gw-b")) kept.insert(fp);
+    ASSERT_FALSE(kept.empty());
+    // B found its chunks in A's containers, all but the tail of its half
+    // (content-defined chunks end where the write ends).
+    EXPECT_LT(b->chunk_store()->stats().bytes_stored, 64u << 10);
+
+    uint64_t finalized = 0, reclaimed = 0;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    for (int i = 0; i < 400 && std::chrono::steady_clock::now() < end; i++) {
+      Status s = a->RunGc();
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      s = b->RunGc();
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      const GcStats ga = a->gc_stats(), gb = b->gc_stats();
+      finalized = ga.cluster_index.dead_finalized + gb.cluster_index.dead_finalized;
+      reclaimed = ga.bytes_reclaimed;
+      if (reclaimed >= kPieces / 2 * kPiece / 2) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    const GcStats ga = a->gc_stats(), gb = b->gc_stats();
+    std::printf("index GC: marked %llu+%llu, finalized %llu, unmarked %llu+%llu, epoch bumps %llu+%llu, "
+                "inbox chunks %llu; A reclaimed %llu bytes (deleted %llu, merged %llu)\n",
+                (unsigned long long)ga.cluster_index.dead_marked, (unsigned long long)gb.cluster_index.dead_marked,
+                (unsigned long long)finalized, (unsigned long long)ga.cluster_index.dead_unmarked,
+                (unsigned long long)gb.cluster_index.dead_unmarked, (unsigned long long)ga.cluster_index.epoch_bumps,
+                (unsigned long long)gb.cluster_index.epoch_bumps, (unsigned long long)ga.inbox_chunks,
+                (unsigned long long)reclaimed, (unsigned long long)ga.containers_deleted,
+                (unsigned long long)ga.containers_merged);
+    // About 2 MiB of chunks of ~8 KiB went unused.
+    EXPECT_GE(finalized, 100u);
+    EXPECT_GE(ga.inbox_chunks, finalized);
+    EXPECT_GE(reclaimed, kPieces / 2 * kPiece / 2) << "A's container GC gave back too little";
+    EXPECT_EQ(gb.inbox_chunks, 0u) << "B owns no container";
+    EXPECT_EQ(ga.cluster_index.last_error + gb.cluster_index.last_error, "");
+    reads_back(a.get(), b.get());
+    std::vector<Fingerprint> fps(kept.begin(), kept.end());
+    std::vector<std::optional<SharedEntry>> entries;
+    ASSERT_TRUE(b->chunk_index()->shared_table()->LookupMany(fps, &entries).ok());
+    for (size_t i = 0; i < fps.size(); i++) {
+      EXPECT_TRUE(entries[i] && entries[i]->state == SharedEntry::State::kCommitted)
+          << "B's chunk " << fps[i].ToHex() << " lost its entry";
+    }
+    ASSERT_TRUE(a->Close().ok());
+    ASSERT_TRUE(b->Close().ok());
+  }
+  std::unique_ptr<DedupSystem> a = test::OpenStoreOrFail(a_opts), b = test::OpenStoreOrFail(b_opts);
+  ASSERT_TRUE(a && b);
+  reads_back(a.get(), b.get());
+  ASSERT_TRUE(a->RunGc().ok());
+  ASSERT_TRUE(b->RunGc().ok());
+  reads_back(a.get(), b.get());
+  ASSERT_TRUE(a->Close().ok());
+  ASSERT_TRUE(b->Close().ok());
+}
+
 }  // namespace
 }  // namespace dedupv1

@@ -26,6 +26,19 @@ struct ClusterGcStats {
   uint64_t remember_full = 0;         // hints not remembered (max_remembered reached)
   uint64_t failed_rounds = 0;         // rounds that ended with an error (the next one starts over)
   std::string last_error;             // of the last failed round, "" if none
+  // Unused chunks (design-15 2.6 steps 4-7):
+  uint64_t dead_marked = 0;     // C entries with usage 0 marked dead (D)
+  uint64_t dead_finalized = 0;  // D entries erased, their chunk handed to the owner's dead inbox
+  uint64_t dead_unmarked = 0;   // D entries found in use again, back to C
+  uint64_t dead_waiting = 0;    // now: D entries waiting for every slot's safe epoch
+  uint64_t young = 0;           // last round: C entries with usage 0 not two epochs old yet
+  uint64_t epoch_bumps = 0;     // GC epochs raised by this slot's rounds
+  uint64_t epoch = 0;           // the epoch the last round read
+  std::string waiting_for;      // last round: the slot whose safe epoch held finalization back, "" if none
+  // This slot's part (core/engine/gc_epoch_follower.h), filled by the engine:
+  uint64_t slot_epoch = 0;        // the tag of this slot's runs
+  uint64_t slot_safe_epoch = 0;   // last safe epoch this slot published
+  std::string follow_error;       // of the last failed attempt to follow the epoch, "" if none
 };
 
 }  // namespace dedupv1

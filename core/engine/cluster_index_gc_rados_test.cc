@@ -2,7 +2,8 @@
 // docs/design-15.md 2.6): stale claims of dead incarnations are erased only
 // after the claim hold and a recheck a hold later, stale claims whose
 // container exists are flipped, a live incarnation's claim is never touched,
-// and an entry in use loses only its hint. Two slots (gw-a, gw-b) of one
+// and an entry in use loses only its hint; unused entries are marked dead
+// and erased only once every slot published a safe epoch after the mark. Two slots (gw-a, gw-b) of one
 // store at the table level, with a fake container probe; a namespace of its
 // own per test. Needs the test cluster (DEDUPV1_TEST_CEPH_CONF).
 #include <gtest/gtest.h>
@@ -21,8 +22,10 @@
 #include "core/engine/system_testutil.h"
 #include "core/rados/gateway_heartbeat.h"
 #include "core/rados/gateway_registry.h"
+#include "core/rados/gc_epochs.h"
 #include "core/rados/gc_leader_lease.h"
 #include "core/rados/rados_env_testutil.h"
+#include "index/dead_inbox.h"
 #include "index/rados_shared_chunk_table.h"
 
 namespace dedupv1 {
@@ -176,7 +179,10 @@ TEST_F(GatewayClusterIndexGc, StaleClaimsOfDeadIncarnationErasedAfterHoldAndRech
 
   const SharedRecord w = Record(dead_written);
   ASSERT_TRUE(w.entry);
-  EXPECT_EQ(w.entry->state, SharedEntry::State::kCommitted);
+  // Flipped; unused (no slot counted a reference), it may since have been
+  // marked dead as well (steps 4-7), but never erased: no slot published a
+  // safe epoch here.
+  EXPECT_NE(w.entry->state, SharedEntry::State::kUncommitted);
   EXPECT_EQ(w.entry->container, a_written);
   EXPECT_TRUE(Same(Record(live), live_before)) << "a live incarnation's claim changed";
   const SharedRecord u = Record(used);
@@ -541,6 +547,161 @@ TEST_F(GatewayClusterIndexGc, ClaimWhoseContainerLacksTheChunkIsNotFlipped) {
   EXPECT_EQ(gc.stats().stale_claims_flipped, 0u);
   EXPECT_GE(gc.stats().claims_not_held, 1u);
   EXPECT_FALSE(Record(fp).entry);
+}
+
+// ---- Unused chunks: D marks, epochs, finalization (design-15 2.6 steps 4-7).
+
+namespace unused {
+
+// B stores |fp| in container |c| (claim, flip), and one reference to it comes
+// and goes again: committed, usage sum 0, a "decremented" hint.
+void UnusedEntry(RadosSharedChunkTable* t, const Fingerprint& fp, ContainerId c) {
+  std::vector<SharedCasResult> r;
+  ASSERT_TRUE(t->ClaimMany({SharedClaim{fp, c}}, 0, &r).ok());
+  ASSERT_TRUE(r[0].won);
+  ASSERT_TRUE(t->FlipMany({SharedFlip{fp, *r[0].current}}, 0, &r).ok());
+  ASSERT_TRUE(r[0].won);
+  std::vector<SharedUsageOutcome> outcomes;
+  ASSERT_TRUE(t->AddUsageMany({SharedUsageDelta{fp, 1, 1}}, 0, &outcomes).ok());
+  ASSERT_TRUE(t->AddUsageMany({SharedUsageDelta{fp, -1, 2}}, 0, &outcomes).ok());
+}
+
+}  // namespace unused
+
+// The leader marks the unused entry dead once it is two epochs old, raises
+// the epoch from an epoch read after the mark, and erases it only when every
+// registered slot's current incarnation published a safe epoch above that:
+// a record of an earlier incarnation does not count, a slot that closed
+// cleanly blocks nothing. The chunk then waits in the owner's dead inbox.
+TEST_F(GatewayClusterIndexGc, UnusedEntryIsMarkedDeadAndErasedOnlyOnceEverySlotIsSafe) {
+  const ContainerId c = GatewaySlotIdBase(b_.slot) + 3;
+  const Fingerprint fp = Fp(900);
+  unused::UnusedEntry(b_table_.get(), fp, c);
+  std::unique_ptr<ClusterIndexGc> gc = Gc(b_table_.get());
+  const bool marked = RoundsUntil(
+      gc.get(), [&] { return Record(fp).entry && Record(fp).entry->state == SharedEntry::State::kDead; },
+      std::chrono::seconds(20));
+  ASSERT_TRUE(marked) << "the unused entry was not marked dead in 20 s";
+  ClusterGcStats st = gc->stats();
+  EXPECT_EQ(st.dead_marked, 1u);
+  EXPECT_GE(st.epoch_bumps, 3u);  // two to age the flip (epoch 0), one after the mark
+  uint64_t epoch = 0;
+  ASSERT_TRUE(ReadGcEpoch(cluster_.get(), &epoch).ok());
+  EXPECT_EQ(epoch, st.epoch_bumps);
+  // A raise from an epoch that is no longer current changes nothing.
+  bool bumped = true;
+  ASSERT_TRUE(BumpGcEpoch(cluster_.get(), epoch - 1, &bumped).ok());
+  EXPECT_FALSE(bumped);
+
+  // Nobody published: the entry waits (a few rounds over more than a hold).
+  for (int i = 0; i < 15; i++) {
+    ASSERT_TRUE(gc->RunRound().ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(Record(fp).entry);
+  EXPECT_EQ(gc->stats().dead_waiting, 1u);
+  EXPECT_FALSE(gc->stats().waiting_for.empty());
+  // gw-a safe, but for an earlier incarnation; gw-b one epoch short.
+  GatewayRecord a2;
+  ASSERT_TRUE(registry_->BeginIncarnation("gw-a", true, &a2).ok());
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-a", a_.incarnation, kSafeEpochClosed).ok());
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-b", b_.incarnation, epoch - 1).ok());
+  for (int i = 0; i < 3; i++) ASSERT_TRUE(gc->RunRound().ok());
+  ASSERT_TRUE(Record(fp).entry);
+  EXPECT_EQ(gc->stats().waiting_for, "gw-a");
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-a", a2.incarnation, kSafeEpochClosed).ok());
+  ASSERT_TRUE(gc->RunRound().ok());
+  ASSERT_TRUE(Record(fp).entry);
+  EXPECT_EQ(gc->stats().waiting_for, "gw-b");
+  EXPECT_EQ(gc->stats().dead_finalized, 0u);
+
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-b", b_.incarnation, epoch).ok());
+  ASSERT_TRUE(gc->RunRound().ok());
+  const SharedRecord gone = Record(fp);
+  EXPECT_FALSE(gone.entry);
+  EXPECT_TRUE(gone.usage.empty());
+  EXPECT_FALSE(gone.hinted);
+  EXPECT_EQ(gc->stats().dead_finalized, 1u);
+  EXPECT_EQ(gc->stats().dead_waiting, 0u);
+  RadosDeadInbox inbox(cluster_);
+  std::vector<DeadChunk> chunks;
+  std::string last;
+  ASSERT_TRUE(inbox.ReadPage("gw-b", "", 100, &chunks, &last).ok());
+  ASSERT_EQ(chunks.size(), 1u);
+  EXPECT_EQ(chunks[0], (DeadChunk{c, fp}));
+  ASSERT_TRUE(inbox.ReadPage("gw-a", "", 100, &chunks, &last).ok());
+  EXPECT_TRUE(chunks.empty());
+}
+
+// A lookup that revives the D entry between the leader's read and its erase
+// wins: the erase's compare fails, the entry is C, nothing reaches the
+// inbox. A reference counted after the mark brings the entry back to C too.
+TEST_F(GatewayClusterIndexGc, ReviveBeforeTheEraseWinsAndALateCountUnmarks) {
+  const ContainerId c = GatewaySlotIdBase(b_.slot) + 4;
+  const Fingerprint revived = Fp(901), counted = Fp(902);
+  unused::UnusedEntry(b_table_.get(), revived, c);
+  unused::UnusedEntry(b_table_.get(), counted, c);
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-a", a_.incarnation, kSafeEpochClosed).ok());
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-b", b_.incarnation, kSafeEpochClosed).ok());
+  std::atomic<int> revives{0};
+  ClusterGcOptions o;
+  o.claim_hold_ms = kHoldMs;
+  o.container_exists = [](ContainerId, bool* exists) {
+    *exists = true;
+    return Status::OK();
+  };
+  o.before_finalize = [&](const Fingerprint& fp) {
+    if (!(fp == revived)) return;
+    std::vector<std::optional<SharedEntry>> now;
+    ASSERT_TRUE(a_table_->LookupMany({fp}, &now).ok());
+    ASSERT_TRUE(now[0] && now[0]->state == SharedEntry::State::kDead);
+    SharedCasResult r;
+    ASSERT_TRUE(a_table_->Revive(fp, *now[0], 7, &r).ok());
+    if (r.won) revives++;
+  };
+  ClusterIndexGc gc(cluster_, b_table_.get(), o);
+  const bool both_marked = RoundsUntil(
+      &gc,
+      [&] {
+        return Record(revived).entry && Record(revived).entry->state == SharedEntry::State::kDead &&
+               Record(counted).entry && Record(counted).entry->state == SharedEntry::State::kDead;
+      },
+      std::chrono::seconds(20));
+  ASSERT_TRUE(both_marked);
+  // A reference to |counted| is counted now (a run tagged before the mark).
+  std::vector<SharedUsageOutcome> outcomes;
+  ASSERT_TRUE(a_table_->AddUsageMany({SharedUsageDelta{counted, 1, 5}}, 0, &outcomes).ok());
+  ASSERT_EQ(outcomes[0], SharedUsageOutcome::kApplied);
+  for (int i = 0; i < 3; i++) ASSERT_TRUE(gc.RunRound().ok());
+  EXPECT_EQ(revives.load(), 1);
+  const SharedRecord r = Record(revived);
+  ASSERT_TRUE(r.entry);
+  EXPECT_EQ(r.entry->state, SharedEntry::State::kCommitted);
+  EXPECT_EQ(r.entry->epoch, 7u);
+  const SharedRecord k = Record(counted);
+  ASSERT_TRUE(k.entry);
+  EXPECT_EQ(k.entry->state, SharedEntry::State::kCommitted);
+  const ClusterGcStats st = gc.stats();
+  EXPECT_EQ(st.dead_finalized, 0u);
+  EXPECT_EQ(st.dead_unmarked, 1u);
+  EXPECT_GE(st.races, 1u);
+  RadosDeadInbox inbox(cluster_);
+  std::vector<DeadChunk> chunks;
+  std::string last;
+  ASSERT_TRUE(inbox.ReadPage("gw-b", "", 100, &chunks, &last).ok());
+  EXPECT_TRUE(chunks.empty());
+}
+
+// A flip never lowers the epoch the claim was made at (a slot whose epoch
+// lags flipping another's claim on its behalf).
+TEST_F(GatewayClusterIndexGc, AFlipKeepsTheClaimsEpoch) {
+  const Fingerprint fp = Fp(903);
+  std::vector<SharedCasResult> r;
+  ASSERT_TRUE(b_table_->ClaimMany({SharedClaim{fp, GatewaySlotIdBase(b_.slot) + 5}}, 6, &r).ok());
+  ASSERT_TRUE(r[0].won);
+  ASSERT_TRUE(a_table_->FlipMany({SharedFlip{fp, *r[0].current}}, 2, &r).ok());
+  ASSERT_TRUE(r[0].won);
+  EXPECT_EQ(Record(fp).entry->epoch, 6u);
 }
 
 }  // namespace

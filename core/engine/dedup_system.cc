@@ -181,6 +181,14 @@ Status DedupSystem::Init() {
     };
     cluster_gc.stop = [this] { return stop_.load(); };
     cluster_gc_ = std::make_unique<ClusterIndexGc>(rados_, chunk_index_->shared_table(), cluster_gc);
+    GcEpochFollower::Hooks hooks;
+    hooks.set_epoch = [this](uint64_t epoch) {
+      GcBarrier::Exclusive barrier(&pipeline_->gc_barrier());  // no run between lookups and logged mappings
+      chunk_index_->SetGcEpoch(epoch);
+    };
+    hooks.checkpoint = [this] { return Checkpoint(); };
+    gc_epochs_ = std::make_unique<GcEpochFollower>(rados_, options_.rados.gateway, gateway_record_.incarnation, hooks);
+    DEDUPV1_RETURN_IF_ERROR(gc_epochs_->Open());  // before recovery's and the workers' first claims
   }
 
   DEDUPV1_RETURN_IF_ERROR(LoadVolumes());
@@ -859,6 +867,10 @@ void DedupSystem::CheckpointLoop() {
     // round is the GC's (its stats say why), not the writers': they go on,
     // the next round starts over.
     if (s.ok() && idle_work && !paused && !stop_.load() && cluster_gc_) (void)cluster_gc_->RunRoundIfDue();
+    // Cluster scope: follow the GC epoch (a checkpoint when it moved, so
+    // the leader can finalize, gc_epoch_follower.h); not while paused, which
+    // forbids checkpoints: the slot then holds finalization back.
+    if (s.ok() && !paused && !stop_.load() && gc_epochs_) NoteFollow(gc_epochs_->Follow());
     if (s.ok() && idle_work && !paused && !stop_.load() && gc_->HasWork()) {
       s = gc_->Run();
       if (!s.ok()) RecordError(s);
@@ -1058,14 +1070,31 @@ Status DedupSystem::Sync() {
 Status DedupSystem::RunGc() {
   if (stop_.load()) return Status::Aborted("system is shutting down");
   // Cluster scope: the index round first (skipped unless this slot leads).
-  if (cluster_gc_) DEDUPV1_RETURN_IF_ERROR(cluster_gc_->RunRound());
+  if (cluster_gc_) {
+    DEDUPV1_RETURN_IF_ERROR(cluster_gc_->RunRound());
+    // This slot follows a raised epoch at once (the others within a poll).
+    Status f = gc_epochs_->Advance();
+    NoteFollow(f);
+    DEDUPV1_RETURN_IF_ERROR(f);
+  }
   return gc_->Run();
+}
+
+void DedupSystem::NoteFollow(const Status& s) {
+  std::lock_guard<std::mutex> l(follow_mu_);
+  follow_error_ = s.ok() ? "" : s.ToString();
 }
 
 GcStats DedupSystem::gc_stats() const {
   if (!gc_) return GcStats();
   GcStats stats = gc_->stats();
   if (cluster_gc_) stats.cluster_index = cluster_gc_->stats();
+  if (gc_epochs_) {
+    stats.cluster_index.slot_epoch = gc_epochs_->epoch();
+    stats.cluster_index.slot_safe_epoch = gc_epochs_->published();
+    std::lock_guard<std::mutex> l(follow_mu_);
+    stats.cluster_index.follow_error = follow_error_;
+  }
   return stats;
 }
 
@@ -1127,9 +1156,16 @@ Status DedupSystem::Close() {
     // Only a stop that persisted everything is clean.
     keep_first(WriteFileAtomically(env_, JoinPath(options_.data_dir, kCleanFileName), "clean\n"));
   }
+  if (result.ok() && open_complete_ && gc_epochs_) {
+    // Everything counted, no run will start: this incarnation holds no GC
+    // finalization back any more. A failure only delays GC (not the close).
+    Status p = gc_epochs_->PublishClosed();
+    if (!p.ok()) std::fprintf(stderr, "dedupv1: close: %s\n", p.ToString().c_str());
+  }
   // The block index's write-back hook uses the log: close the indexes first.
   gc_.reset();
   cluster_gc_.reset();
+  gc_epochs_.reset();
   usage_.reset();
   block_index_.reset();
   chunk_index_.reset();

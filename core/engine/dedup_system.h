@@ -27,6 +27,7 @@
 #include "core/engine/block_locks.h"
 #include "core/engine/cluster_gc.h"
 #include "core/engine/cluster_gc_rules.h"
+#include "core/engine/gc_epoch_follower.h"
 #include "core/base/env.h"
 #include "core/engine/garbage_collector.h"
 #include "core/base/identity.h"
@@ -194,6 +195,8 @@ class DedupSystem {
   // the log, so a crash in between finds the damage again and repeats this.
   Status AcceptLogDamage();
   void CheckpointLoop();
+  // Keeps the outcome of following the GC epoch for the GC stats.
+  void NoteFollow(const Status& s);
   // Checkpoint, logged as a replay of |mode| (kReplayStarted/kReplayStopped
   // around counting the events into usage counts and writing the indexes back).
   Status Checkpoint(ReplayMode mode);
@@ -248,6 +251,9 @@ class DedupSystem {
   std::unique_ptr<VolumeAccess> volume_host_;
   std::unique_ptr<GarbageCollector> gc_;
   std::unique_ptr<ClusterIndexGc> cluster_gc_;  // cluster scope only: the index rounds (design-15 2.6)
+  std::unique_ptr<GcEpochFollower> gc_epochs_;  // cluster scope only: this slot's GC epoch and safe epoch
+  mutable std::mutex follow_mu_;
+  std::string follow_error_;  // guarded by follow_mu_: of the last failed Follow/Advance, "" after a success
   std::thread checkpoint_thread_;
   IdleDetector idle_;
   std::mutex loop_mu_;
