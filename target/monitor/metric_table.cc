@@ -551,6 +551,42 @@ std::vector<MetricRow> GcRows() {
       Row("gc", "cluster_index_last_error", U::kText,
           [](C c) -> Json { return c.gc().cluster_index.last_error; })
           .When([](C c) { return ClusterScope(c) && !c.gc().cluster_index.last_error.empty(); }),
+      // Unused chunks (design-15 2.6 steps 4-7) and the GC epochs (core/rados/gc_epochs.h).
+      Row("gc", "cluster_index_dead_marked", U::kCount, [](C c) -> Json { return c.gc().cluster_index.dead_marked; })
+          .When(ClusterScope)
+          .Counter("dedupv1_gc_cluster_index_dead_marked_total",
+                   "Shared chunk index entries with usage 0 marked dead by the index GC this slot led."),
+      Row("gc", "cluster_index_dead_finalized", U::kCount,
+          [](C c) -> Json { return c.gc().cluster_index.dead_finalized; })
+          .When(ClusterScope)
+          .Counter("dedupv1_gc_cluster_index_dead_finalized_total",
+                   "Dead entries erased and handed to their owner's dead inbox by the index GC this slot led."),
+      Row("gc", "cluster_index_dead_unmarked", U::kCount,
+          [](C c) -> Json { return c.gc().cluster_index.dead_unmarked; })
+          .When(ClusterScope),
+      Row("gc", "cluster_index_dead_waiting", U::kCount,
+          [](C c) -> Json { return c.gc().cluster_index.dead_waiting; })
+          .When(ClusterScope)
+          .Gauge("dedupv1_gc_cluster_index_dead_waiting",
+                 "Dead entries waiting for every gateway slot's safe epoch before they are erased."),
+      Row("gc", "cluster_index_waiting_for", U::kText,
+          [](C c) -> Json { return "GC waits for slot " + c.gc().cluster_index.waiting_for; })
+          .When([](C c) { return ClusterScope(c) && !c.gc().cluster_index.waiting_for.empty(); }),
+      Row("gc", "cluster_index_young", U::kCount, [](C c) -> Json { return c.gc().cluster_index.young; })
+          .When(ClusterScope),
+      Row("gc", "cluster_index_epoch_bumps", U::kCount,
+          [](C c) -> Json { return c.gc().cluster_index.epoch_bumps; })
+          .When(ClusterScope),
+      Row("gc", "cluster_epoch", U::kId, [](C c) -> Json { return c.gc().cluster_index.slot_epoch; })
+          .When(ClusterScope)
+          .Gauge("dedupv1_gc_cluster_epoch", "The GC epoch this gateway slot tags its runs with."),
+      Row("gc", "cluster_safe_epoch", U::kId, [](C c) -> Json { return c.gc().cluster_index.slot_safe_epoch; })
+          .When(ClusterScope)
+          .Gauge("dedupv1_gc_cluster_safe_epoch",
+                 "The last safe GC epoch this gateway slot published (every reference of an older run counted)."),
+      Row("gc", "cluster_epoch_follow_error", U::kText,
+          [](C c) -> Json { return c.gc().cluster_index.follow_error; })
+          .When([](C c) { return ClusterScope(c) && !c.gc().cluster_index.follow_error.empty(); }),
   };
 }
 
