@@ -94,11 +94,15 @@ Status ChunkClaims::Resolve(const std::vector<Fingerprint>& fps, std::vector<Con
   return Status::OK();
 }
 
-Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<ContainerId>* use, uint64_t* epoch_used) {
+Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<ContainerId>* use,
+                          std::vector<uint64_t>* epochs) {
   use->assign(chunks.size(), kNoContainer);
   const uint64_t epoch = epoch_;  // one value for every claim of the call
-  if (epoch_used != nullptr) *epoch_used = epoch;
-  if (chunks.empty()) return Status::OK();
+  std::vector<uint64_t> ours(chunks.size(), epoch);
+  if (chunks.empty()) {
+    if (epochs != nullptr) epochs->clear();
+    return Status::OK();
+  }
   std::vector<SharedClaim> claims;
   claims.reserve(chunks.size());
   for (const NewChunk& c : chunks) claims.push_back(SharedClaim{c.fp, c.container});
@@ -113,9 +117,11 @@ Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<Conta
     const NewChunk& c = chunks[i];
     if (results[i].won) {
       (*use)[i] = c.container;
+      if (results[i].current) ours[i] = results[i].current->epoch;  // a repeat finds its first claim
       continue;
     }
-    DEDUPV1_RETURN_IF_ERROR(ResolveLost(c.fp, c.container, results[i].current, hold_end, epoch, &(*use)[i]));
+    DEDUPV1_RETURN_IF_ERROR(
+        ResolveLost(c.fp, c.container, results[i].current, hold_end, epoch, &(*use)[i], &ours[i]));
     if ((*use)[i] != c.container) {
       claims_lost_++;
       bytes_wasted_ += c.size;
@@ -124,19 +130,21 @@ Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<Conta
   std::lock_guard<std::mutex> l(pending_mu_);
   for (size_t i = 0; i < chunks.size(); i++) {
     // Ours to flip: claimed, re-claimed or taken over at |epoch|.
-    if ((*use)[i] == chunks[i].container) pending_[{PendingKey(chunks[i].fp), chunks[i].container}] = epoch;
+    if ((*use)[i] == chunks[i].container) pending_[{PendingKey(chunks[i].fp), chunks[i].container}] = ours[i];
   }
+  if (epochs != nullptr) *epochs = std::move(ours);
   return Status::OK();
 }
 
 Status ChunkClaims::ResolveLost(const Fingerprint& fp, ContainerId ours, std::optional<SharedEntry> current,
-                                std::chrono::steady_clock::time_point hold_end, uint64_t epoch, ContainerId* use) {
+                                std::chrono::steady_clock::time_point hold_end, uint64_t epoch, ContainerId* use,
+                                uint64_t* our_epoch) {
   *use = kNoContainer;
   auto backoff = std::chrono::duration_cast<std::chrono::milliseconds>(kFirstBackoff);
   bool waited = false;
   for (int step = 0; step < kMaxLostSteps; step++) {
     const bool hold_over = std::chrono::steady_clock::now() >= hold_end;
-    DEDUPV1_RETURN_IF_ERROR(ResolveLostStep(fp, ours, hold_over, epoch, &current, use));
+    DEDUPV1_RETURN_IF_ERROR(ResolveLostStep(fp, ours, hold_over, epoch, &current, use, our_epoch));
     if (*use != kNoContainer) return Status::OK();
     if (!waited) claim_waits_++;
     waited = true;
@@ -152,13 +160,17 @@ Status ChunkClaims::ResolveLost(const Fingerprint& fp, ContainerId ours, std::op
 }
 
 Status ChunkClaims::ResolveLostStep(const Fingerprint& fp, ContainerId ours, bool hold_over, uint64_t epoch,
-                                    std::optional<SharedEntry>* current, ContainerId* use) {
+                                    std::optional<SharedEntry>* current, ContainerId* use, uint64_t* our_epoch) {
   if (!*current) {
     // No entry (erased since): claim again.
     std::vector<SharedCasResult> r;
     DEDUPV1_RETURN_IF_ERROR(table_->ClaimMany({SharedClaim{fp, ours}}, epoch, &r));
-    if (r[0].won) *use = ours;
-    else *current = r[0].current;
+    if (r[0].won) {
+      *use = ours;
+      if (r[0].current) *our_epoch = r[0].current->epoch;
+    } else {
+      *current = r[0].current;
+    }
     return Status::OK();
   }
   const SharedEntry e = **current;
@@ -181,6 +193,7 @@ Status ChunkClaims::ResolveLostStep(const Fingerprint& fp, ContainerId ours, boo
   }
   if (e.container == ours) {  // our own claim (a repeated call)
     *use = ours;
+    *our_epoch = e.epoch;
     return Status::OK();
   }
   bool exists = false;
@@ -198,6 +211,7 @@ Status ChunkClaims::ResolveLostStep(const Fingerprint& fp, ContainerId ours, boo
   if (r.won) {
     takeovers_++;
     *use = ours;
+    if (r.current) *our_epoch = r.current->epoch;
   } else {
     *current = r.current;
   }

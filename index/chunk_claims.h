@@ -100,10 +100,13 @@ class ChunkClaims {
     ContainerId container = kNoContainer;  // where this slot stored it
     uint64_t size = 0;                     // its bytes (bytes_wasted if the claim is lost)
   };
-  // Claims |chunks| (distinct fingerprints) at the current epoch, which
-  // |epoch| (optional) receives; (*use)[i] is the container the mappings
-  // must name: ours if won, else the winner's.
-  Status Claim(const std::vector<NewChunk>& chunks, std::vector<ContainerId>* use, uint64_t* epoch = nullptr);
+  // Claims |chunks| (distinct fingerprints) at the current epoch; (*use)[i]
+  // is the container the mappings must name: ours if won, else the
+  // winner's. (*epochs)[i] (optional), where ours: the epoch our U value
+  // holds (an earlier one if a repeated claim of the same copy found its
+  // own earlier claim).
+  Status Claim(const std::vector<NewChunk>& chunks, std::vector<ContainerId>* use,
+               std::vector<uint64_t>* epochs = nullptr);
 
   // Flips this slot's claims U{container} to C; lost flips are counted.
   Status Flip(const std::vector<std::pair<Fingerprint, ContainerId>>& claimed);
@@ -127,12 +130,14 @@ class ChunkClaims {
   Status Exists(ContainerId id, bool* exists);
   // After a lost claim: what |current| (the entry that beat us) lets us map;
   // a claim whose container is missing is taken over once |hold_end| passed.
+  // *our_epoch: the epoch of our U value when *use is ours.
   Status ResolveLost(const Fingerprint& fp, ContainerId ours, std::optional<SharedEntry> current,
-                     std::chrono::steady_clock::time_point hold_end, uint64_t epoch, ContainerId* use);
+                     std::chrono::steady_clock::time_point hold_end, uint64_t epoch, ContainerId* use,
+                     uint64_t* our_epoch);
   // One step of ResolveLost: *use set when decided; else |current| is what
   // the step found now (and the caller waits before the next).
   Status ResolveLostStep(const Fingerprint& fp, ContainerId ours, bool hold_over, uint64_t epoch,
-                         std::optional<SharedEntry>* current, ContainerId* use);
+                         std::optional<SharedEntry>* current, ContainerId* use, uint64_t* our_epoch);
   Status FlipOnBehalf(const Fingerprint& fp, const SharedEntry& entry);
 
   const ChunkClaimsOptions options_;

@@ -43,14 +43,14 @@ Status ChunkIndex::SharedTableExists(const ChunkIndexOptions& options, bool* exi
 
 Status ChunkIndex::ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, std::vector<ContainerId>* use) {
   if (!claims_) return Status::InvalidArgument("chunk index: claims need cluster scope");
-  uint64_t epoch = 0;
-  DEDUPV1_RETURN_IF_ERROR(claims_->Claim(chunks, use, &epoch));
+  std::vector<uint64_t> epochs;
+  DEDUPV1_RETURN_IF_ERROR(claims_->Claim(chunks, use, &epochs));
   for (size_t i = 0; i < chunks.size(); i++) {
     // Only now, with the claim decided, may other runs of this process find
     // our copy: one found between store and claim could be a copy whose
     // claim is then lost, mapped although the table names another.
     if ((*use)[i] == chunks[i].container) {
-      DEDUPV1_RETURN_IF_ERROR(PutNewEntry(chunks[i].fp, chunks[i].container, epoch));
+      DEDUPV1_RETURN_IF_ERROR(PutNewEntry(chunks[i].fp, chunks[i].container, epochs[i]));
     }
   }
   return Status::OK();
@@ -64,11 +64,16 @@ void ChunkIndex::SetGcEpoch(uint64_t epoch) {
 }
 
 bool ChunkIndex::StaleClaimLocked(const AuxEntry& e) const {
-  // GC marks an entry dead only once its epoch is two behind the current one
-  // (a flip never lowers a claim's epoch), and a run tagged with a later
-  // epoch than the mark must have read the mark: a claim of at least the
-  // current epoch - 1 cannot have been marked before this run's tag.
-  return claims_ != nullptr && !e.erased && e.claim_epoch + 1 < claims_->epoch();
+  // GC marks only C entries dead, and only once their epoch is two behind
+  // its round's (a flip never lowers a claim's epoch). A claim whose
+  // container is not committed is still U (nobody can flip it: the
+  // container does not exist yet), so it is trusted. Otherwise a claim at
+  // least the slot's epoch - 1 old: a mark of it needs a round epoch of at
+  // least claim + 2 >= the slot's epoch + 1, whose sighting every run tagged
+  // now precedes, so the leader waits until this run's references are
+  // counted (core/engine/cluster_gc.h). An older claim is read from the
+  // table, where a D mark is seen (and revived).
+  return claims_ != nullptr && !e.erased && e.entry.committed && e.claim_epoch + 1 < claims_->epoch();
 }
 
 Status ChunkIndex::AddUsageShared(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes) {

@@ -13,6 +13,18 @@ namespace {
 
 std::string Key(const Fingerprint& fp) { return std::string(reinterpret_cast<const char*>(fp.bytes), fp.size); }
 
+// Entry and every usage key (count and last event id) alike.
+bool SameRecord(const SharedRecord& a, const SharedRecord& b) {
+  if (a.entry != b.entry || a.usage.size() != b.usage.size()) return false;
+  for (auto x = a.usage.begin(), y = b.usage.begin(); x != a.usage.end(); ++x, ++y) {
+    if (x->first != y->first || x->second.count != y->second.count ||
+        x->second.last_event_id != y->second.last_event_id) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Pages per shard and round: a bound far above any shard's hints (the page
 // size times this), so a shard that keeps growing cannot hold a round.
 constexpr uint64_t kMaxPagesPerShard = 1 << 20;
@@ -33,6 +45,7 @@ class ClusterIndexGc::Round {
   std::vector<std::string> unsighted;  // D entries read this round without a sighting yet
   uint64_t young = 0;
   uint64_t dead_waiting = 0;
+  bool sighted_at_current = false;  // a D waits for an epoch above the current one
   std::chrono::steady_clock::time_point start;
   uint64_t hints = 0;  // hints looked at this round
   bool cut = false;    // ended by the budget or stop before the pass ended
@@ -123,6 +136,7 @@ Status ClusterIndexGc::RunLocked() {
     stats_.rounds_skipped++;
     return Status::OK();
   }
+  if (s.ok()) s = SendUnsent();
   if (s.ok()) s = ReadLiveSlots(&round);
   if (s.ok()) s = ReadEpochs(&round);
   bool pass_done = false;
@@ -276,7 +290,9 @@ Status ClusterIndexGc::MarkUnused(Round* round, const Fingerprint& fp, const Sha
   }
   round->delta.dead_marked++;
   round->dead_waiting++;
-  dead_[Key(fp)] = Dead{next, kUnsighted, pass_};
+  SharedRecord marked = record;
+  marked.entry = next;
+  dead_[Key(fp)] = Dead{marked, kUnsighted, pass_};
   round->unsighted.push_back(Key(fp));
   return Status::OK();
 }
@@ -297,12 +313,13 @@ Status ClusterIndexGc::ActOnDead(Round* round, const Fingerprint& fp, const Shar
   }
   round->dead_waiting++;
   auto it = dead_.find(key);
-  if (it == dead_.end() || !(it->second.entry == e) || it->second.sighting == kUnsighted) {
-    dead_[key] = Dead{e, kUnsighted, pass_};
+  if (it == dead_.end() || !SameRecord(it->second.record, record) || it->second.sighting == kUnsighted) {
+    dead_[key] = Dead{record, kUnsighted, pass_};
     round->unsighted.push_back(key);
     return Status::OK();
   }
   it->second.pass = pass_;
+  if (it->second.sighting >= round->epoch) round->sighted_at_current = true;  // needs a raise
   if (round->min_safe <= it->second.sighting) return Status::OK();  // a slot may hold an uncounted reference
   round->dead_waiting--;
   return Finalize(round, fp, record);
@@ -325,15 +342,28 @@ Status ClusterIndexGc::Finalize(Round* round, const Fingerprint& fp, const Share
     return Status::OK();
   }
   // Erased: no slot can reach the copy through the table any more, and none
-  // references it. An error here leaks the copy (the round fails, says so).
-  Status s = RadosDeadInbox(cluster_).Append(owner->second, {DeadChunk{e.container, fp}});
-  if (!s.ok()) return s.WithContext("GC: hand erased chunk " + fp.ToHex() + " to slot " + owner->second);
+  // references it. A failed append is sent again by the next round.
   round->delta.dead_finalized++;
+  const DeadChunk chunk{e.container, fp};
+  Status s = RadosDeadInbox(cluster_).Append(owner->second, {chunk});
+  if (!s.ok()) {
+    unsent_.emplace_back(owner->second, chunk);
+    return s.WithContext("GC: hand erased chunk " + fp.ToHex() + " to slot " + owner->second);
+  }
+  return Status::OK();
+}
+
+Status ClusterIndexGc::SendUnsent() {
+  RadosDeadInbox inbox(cluster_);
+  while (!unsent_.empty()) {
+    DEDUPV1_RETURN_IF_ERROR(inbox.Append(unsent_.back().first, {unsent_.back().second}));
+    unsent_.pop_back();
+  }
   return Status::OK();
 }
 
 Status ClusterIndexGc::EndRound(Round* round) {
-  if (round->unsighted.empty() && round->young == 0) return Status::OK();
+  if (round->unsighted.empty() && round->young == 0 && !round->sighted_at_current) return Status::OK();
   // Read after every entry of this round: each D read before it existed
   // while the epoch was at most this.
   uint64_t now = 0;
@@ -342,12 +372,21 @@ Status ClusterIndexGc::EndRound(Round* round) {
     auto it = dead_.find(key);
     if (it != dead_.end() && it->second.sighting == kUnsighted) it->second.sighting = now;
   }
+  // Each raise makes every slot checkpoint: at most one per interval (a
+  // later round raises for what waits).
+  const uint64_t interval_ms =
+      options_.min_raise_interval_ms > 0 ? options_.min_raise_interval_ms : options_.claim_hold_ms;
+  if (raised_ && std::chrono::steady_clock::now() - last_raise_ < std::chrono::milliseconds(interval_ms)) {
+    return Status::OK();
+  }
   DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
   bool bumped = false;
   DEDUPV1_RETURN_IF_ERROR(BumpGcEpoch(cluster_.get(), now, &bumped));
   if (bumped) {
     round->delta.epoch_bumps++;
     round->delta.epoch = now + 1;
+    raised_ = true;
+    last_raise_ = std::chrono::steady_clock::now();
   }
   return Status::OK();
 }

@@ -65,6 +65,7 @@
 #include "core/base/types.h"
 #include "core/engine/cluster_gc_stats.h"
 #include "core/rados/rados_cluster.h"
+#include "index/dead_inbox.h"
 #include "index/rados_shared_chunk_table.h"
 
 namespace dedupv1 {
@@ -90,6 +91,9 @@ struct ClusterGcOptions {
   std::function<bool()> stop;
   // Tests: called between reading a D entry's record and erasing it.
   std::function<void(const Fingerprint& fp)> before_finalize;
+  // The epoch is raised at most this often (0: the claim hold): each raise
+  // makes every slot checkpoint once (core/engine/gc_epoch_follower.h).
+  uint64_t min_raise_interval_ms = 0;
 };
 
 
@@ -118,11 +122,15 @@ class ClusterIndexGc {
     SharedEntry entry;  // the dead incarnation's claim as found missing
     std::chrono::steady_clock::time_point since;
   };
-  // A D entry as last read, and the epoch read after it (kUnsighted until
-  // the round that read it reads the epoch).
+  // A D entry with its usage keys as last read, and the epoch read after
+  // that (kUnsighted until the round that read it reads the epoch). Any
+  // difference later (a count came in, even one that left the sum at 0) is
+  // a new sighting: a run tagged after the old one may have taken the chunk
+  // from a block's mapping counted since (the block-index filter), without
+  // reading the D.
   static constexpr uint64_t kUnsighted = UINT64_MAX;
   struct Dead {
-    SharedEntry entry;
+    SharedRecord record;
     uint64_t sighting = kUnsighted;
     uint64_t pass = 0;
   };
@@ -159,6 +167,7 @@ class ClusterIndexGc {
   Status MarkUnused(Round* round, const Fingerprint& fp, const SharedRecord& record);
   Status ActOnDead(Round* round, const Fingerprint& fp, const SharedRecord& record, int64_t sum);
   Status Finalize(Round* round, const Fingerprint& fp, const SharedRecord& record);
+  Status SendUnsent();
   Status Act(Round* round, const SharedHint& hint);
   Status ActOnClaim(Round* round, const Fingerprint& fp, const SharedRecord& record);
   bool Old(std::chrono::steady_clock::time_point since, std::chrono::steady_clock::time_point now) const;
@@ -171,6 +180,11 @@ class ClusterIndexGc {
   std::map<std::string, Seen> seen_;        // by fingerprint bytes
   std::map<std::string, Pending> pending_;  // by fingerprint bytes
   std::map<std::string, Dead> dead_;        // by fingerprint bytes
+  // Chunks erased whose inbox append failed: sent again before the next
+  // round acts (a crash loses them: a leak, never a chunk in use).
+  std::vector<std::pair<std::string, DeadChunk>> unsent_;  // owner slot name, chunk
+  std::chrono::steady_clock::time_point last_raise_{};
+  bool raised_ = false;
   Cursor cursor_;
   uint64_t pass_ = 0;  // passes completed
   std::chrono::steady_clock::time_point last_round_{};

@@ -383,7 +383,7 @@ TEST_F(GatewayClusterGc, OverwrittenDataIsReclaimedThroughIndexGcAndTheOwnersInb
     EXPECT_LT(b->chunk_store()->stats().bytes_stored, 64u << 10);
 
     uint64_t finalized = 0, reclaimed = 0;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(150);
     for (int i = 0; i < 400 && std::chrono::steady_clock::now() < end; i++) {
       Status s = a->RunGc();
       ASSERT_TRUE(s.ok()) << s.ToString();

@@ -582,9 +582,20 @@ TEST_F(GatewayClusterIndexGc, UnusedEntryIsMarkedDeadAndErasedOnlyOnceEverySlotI
       gc.get(), [&] { return Record(fp).entry && Record(fp).entry->state == SharedEntry::State::kDead; },
       std::chrono::seconds(20));
   ASSERT_TRUE(marked) << "the unused entry was not marked dead in 20 s";
-  ClusterGcStats st = gc->stats();
-  EXPECT_EQ(st.dead_marked, 1u);
-  EXPECT_GE(st.epoch_bumps, 3u);  // two to age the flip (epoch 0), one after the mark
+  EXPECT_EQ(gc->stats().dead_marked, 1u);
+  // Nobody published: the entry waits (rounds over more than two holds,
+  // the epoch raised past its sighting meanwhile: at most one raise a hold).
+  for (int i = 0; i < 25; i++) {
+    ASSERT_TRUE(gc->RunRound().ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(Record(fp).entry);
+  EXPECT_EQ(gc->stats().dead_waiting, 1u);
+  EXPECT_FALSE(gc->stats().waiting_for.empty());
+  const ClusterGcStats st = gc->stats();
+  // Two raises to age the flip (epoch 0), one after the mark, then none:
+  // the sighting (epoch 2) needs only epoch 3.
+  EXPECT_EQ(st.epoch_bumps, 3u);
   uint64_t epoch = 0;
   ASSERT_TRUE(ReadGcEpoch(cluster_.get(), &epoch).ok());
   EXPECT_EQ(epoch, st.epoch_bumps);
@@ -592,15 +603,6 @@ TEST_F(GatewayClusterIndexGc, UnusedEntryIsMarkedDeadAndErasedOnlyOnceEverySlotI
   bool bumped = true;
   ASSERT_TRUE(BumpGcEpoch(cluster_.get(), epoch - 1, &bumped).ok());
   EXPECT_FALSE(bumped);
-
-  // Nobody published: the entry waits (a few rounds over more than a hold).
-  for (int i = 0; i < 15; i++) {
-    ASSERT_TRUE(gc->RunRound().ok());
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(Record(fp).entry);
-  EXPECT_EQ(gc->stats().dead_waiting, 1u);
-  EXPECT_FALSE(gc->stats().waiting_for.empty());
   // gw-a safe, but for an earlier incarnation; gw-b one epoch short.
   GatewayRecord a2;
   ASSERT_TRUE(registry_->BeginIncarnation("gw-a", true, &a2).ok());
@@ -641,8 +643,6 @@ TEST_F(GatewayClusterIndexGc, ReviveBeforeTheEraseWinsAndALateCountUnmarks) {
   const Fingerprint revived = Fp(901), counted = Fp(902);
   unused::UnusedEntry(b_table_.get(), revived, c);
   unused::UnusedEntry(b_table_.get(), counted, c);
-  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-a", a_.incarnation, kSafeEpochClosed).ok());
-  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-b", b_.incarnation, kSafeEpochClosed).ok());
   std::atomic<int> revives{0};
   ClusterGcOptions o;
   o.claim_hold_ms = kHoldMs;
@@ -668,11 +668,19 @@ TEST_F(GatewayClusterIndexGc, ReviveBeforeTheEraseWinsAndALateCountUnmarks) {
       },
       std::chrono::seconds(20));
   ASSERT_TRUE(both_marked);
+  // Both slots safe (closed) only now: nothing was erased before both marks.
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-a", a_.incarnation, kSafeEpochClosed).ok());
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-b", b_.incarnation, kSafeEpochClosed).ok());
   // A reference to |counted| is counted now (a run tagged before the mark).
   std::vector<SharedUsageOutcome> outcomes;
   ASSERT_TRUE(a_table_->AddUsageMany({SharedUsageDelta{counted, 1, 5}}, 0, &outcomes).ok());
   ASSERT_EQ(outcomes[0], SharedUsageOutcome::kApplied);
-  for (int i = 0; i < 3; i++) ASSERT_TRUE(gc.RunRound().ok());
+  // Rounds until the revive was tried (the sightings need a raise first).
+  for (int i = 0; i < 40 && revives.load() == 0; i++) {
+    ASSERT_TRUE(gc.RunRound().ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(gc.RunRound().ok());
   EXPECT_EQ(revives.load(), 1);
   const SharedRecord r = Record(revived);
   ASSERT_TRUE(r.entry);
@@ -702,6 +710,53 @@ TEST_F(GatewayClusterIndexGc, AFlipKeepsTheClaimsEpoch) {
   ASSERT_TRUE(a_table_->FlipMany({SharedFlip{fp, *r[0].current}}, 2, &r).ok());
   ASSERT_TRUE(r[0].won);
   EXPECT_EQ(Record(fp).entry->epoch, 6u);
+}
+
+// A count that comes in after the sighting, even one that leaves the sum at
+// 0 (a run moved the chunk from one block to another through the
+// block-index filter, and only the decrement was counted yet), is a new
+// sighting: the entry waits for safe epochs above the epoch read after it,
+// not the old one.
+TEST_F(GatewayClusterIndexGc, ACountAfterTheSightingSightsTheEntryAgain) {
+  const ContainerId c = GatewaySlotIdBase(b_.slot) + 6;
+  const Fingerprint fp = Fp(904);
+  unused::UnusedEntry(b_table_.get(), fp, c);
+  std::unique_ptr<ClusterIndexGc> gc = Gc(b_table_.get());
+  ASSERT_TRUE(RoundsUntil(
+      gc.get(), [&] { return Record(fp).entry && Record(fp).entry->state == SharedEntry::State::kDead; },
+      std::chrono::seconds(20)));
+  for (int i = 0; i < 25; i++) {  // the raise after the sighting
+    ASSERT_TRUE(gc->RunRound().ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  uint64_t epoch = 0;
+  ASSERT_TRUE(ReadGcEpoch(cluster_.get(), &epoch).ok());
+  // +1 and -1 counted by B after the sighting; both slots then say safe at
+  // the epoch above the old sighting. The decrement is tagged with the
+  // epoch of the first one, so its hint is the same value: only the usage
+  // key tells the leader that something was counted.
+  std::vector<SharedUsageOutcome> outcomes;
+  const std::string hint_before = Record(fp).hint;
+  ASSERT_TRUE(b_table_->AddUsageMany({SharedUsageDelta{fp, 1, 3}}, 0, &outcomes).ok());
+  ASSERT_TRUE(b_table_->AddUsageMany({SharedUsageDelta{fp, -1, 4}}, 0, &outcomes).ok());
+  ASSERT_EQ(Record(fp).hint, hint_before);
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-a", a_.incarnation, epoch).ok());
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-b", b_.incarnation, epoch).ok());
+  for (int i = 0; i < 25; i++) {  // beyond the hold the rewritten hint needs
+    ASSERT_TRUE(gc->RunRound().ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(Record(fp).entry) << "erased on a sighting older than the count";
+  EXPECT_EQ(Record(fp).entry->state, SharedEntry::State::kDead);
+  EXPECT_EQ(gc->stats().dead_finalized, 0u);
+  // Safe above the new sighting: erased.
+  uint64_t now = 0;
+  ASSERT_TRUE(ReadGcEpoch(cluster_.get(), &now).ok());
+  ASSERT_GT(now, epoch) << "no raise for the new sighting";
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-a", a_.incarnation, now).ok());
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-b", b_.incarnation, now).ok());
+  ASSERT_TRUE(RoundsUntil(gc.get(), [&] { return !Record(fp).entry; }, std::chrono::seconds(10)));
+  EXPECT_EQ(gc->stats().dead_finalized, 1u);
 }
 
 }  // namespace

@@ -1072,10 +1072,10 @@ Status DedupSystem::RunGc() {
   // Cluster scope: the index round first (skipped unless this slot leads).
   if (cluster_gc_) {
     DEDUPV1_RETURN_IF_ERROR(cluster_gc_->RunRound());
-    // This slot follows a raised epoch at once (the others within a poll).
-    Status f = gc_epochs_->Advance();
-    NoteFollow(f);
-    DEDUPV1_RETURN_IF_ERROR(f);
+    // This slot follows a raised epoch at once (the others within a poll),
+    // unless replay is paused (no checkpoints then). A failure only delays
+    // the index GC (its stats say why); the container round goes on.
+    if (!replay_paused_.load()) NoteFollow(gc_epochs_->Advance());
   }
   return gc_->Run();
 }

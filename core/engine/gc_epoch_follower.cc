@@ -5,17 +5,21 @@
 namespace dedupv1 {
 
 GcEpochFollower::GcEpochFollower(std::shared_ptr<RadosCluster> cluster, std::string slot, uint32_t incarnation,
-                                 Hooks hooks, std::chrono::milliseconds poll_interval)
+                                 Hooks hooks, std::chrono::milliseconds poll_interval,
+                                 std::chrono::milliseconds republish)
     : cluster_(std::move(cluster)),
       slot_(std::move(slot)),
       incarnation_(incarnation),
       hooks_(std::move(hooks)),
-      poll_interval_(poll_interval) {}
+      poll_interval_(poll_interval),
+      republish_(republish) {}
 
 Status GcEpochFollower::Open() {
   std::lock_guard<std::mutex> l(mu_);
-  DEDUPV1_RETURN_IF_ERROR(ReadGcEpoch(cluster_.get(), &epoch_));
-  hooks_.set_epoch(epoch_);
+  uint64_t epoch = 0;
+  DEDUPV1_RETURN_IF_ERROR(ReadGcEpoch(cluster_.get(), &epoch));
+  hooks_.set_epoch(epoch);
+  epoch_ = epoch;
   return Status::OK();
 }
 
@@ -35,7 +39,15 @@ Status GcEpochFollower::Advance() {
 Status GcEpochFollower::AdvanceLocked() {
   uint64_t epoch = 0;
   DEDUPV1_RETURN_IF_ERROR(ReadGcEpoch(cluster_.get(), &epoch));
-  if (has_published_ && epoch <= published_) return Status::OK();
+  const auto now = std::chrono::steady_clock::now();
+  if (has_published_ && epoch <= published_) {
+    // Still true (every later run is tagged at least this): said again now
+    // and then, in case the record was lost or damaged.
+    if (now - last_publish_ < republish_) return Status::OK();
+    DEDUPV1_RETURN_IF_ERROR(PublishSafeEpoch(cluster_.get(), slot_, incarnation_, published_));
+    last_publish_ = now;
+    return Status::OK();
+  }
   // The epoch never goes down; a smaller one read would be damage elsewhere,
   // and tagging runs with it would only make them trust less.
   if (epoch > epoch_) {
@@ -44,8 +56,9 @@ Status GcEpochFollower::AdvanceLocked() {
   }
   DEDUPV1_RETURN_IF_ERROR(hooks_.checkpoint());
   DEDUPV1_RETURN_IF_ERROR(PublishSafeEpoch(cluster_.get(), slot_, incarnation_, epoch_));
-  published_ = epoch_;
+  published_ = epoch_.load();
   has_published_ = true;
+  last_publish_ = now;
   return Status::OK();
 }
 
@@ -55,16 +68,6 @@ Status GcEpochFollower::PublishClosed() {
   published_ = kSafeEpochClosed;
   has_published_ = true;
   return Status::OK();
-}
-
-uint64_t GcEpochFollower::epoch() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return epoch_;
-}
-
-uint64_t GcEpochFollower::published() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return published_;
 }
 
 }  // namespace dedupv1

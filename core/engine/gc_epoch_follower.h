@@ -15,16 +15,25 @@
 //  4. publishes "safe at E" for its incarnation.
 // So a reference that is not yet counted when "safe at E" is read was made
 // by a run tagged E or later, which began after the slot read E: after the
-// leader's marks that preceded the raise to E.
+// leader's read of a D entry that it sighted below E. Such a run either read
+// the table (and saw the D: revived, or erased and stored anew), or took the
+// chunk from memory: an own claim (trusted within one epoch only,
+// ChunkIndex::SetGcEpoch) or a block's current mapping (the block-index
+// filter), whose count, if it came after the sighting, changed the usage
+// keys the leader compares (core/engine/cluster_gc.h).
+//
+// The safe epoch is published again every |republish| even if unchanged, so
+// a lost or damaged record does not hold GC back for good.
 //
 // Close publishes kSafeEpochClosed after the final checkpoint of a clean
 // close (nothing left to count, no run will start). A crashed or fenced
 // incarnation publishes nothing more: its slot blocks finalization until a
 // taker's incarnation (which counts the log it inherits) says it is safe.
 //
-// Thread-safe: calls are serialized.
+// Thread-safe: calls are serialized; epoch() and published() never wait.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -48,7 +57,8 @@ class GcEpochFollower {
 
   // |slot|, |incarnation|: this slot's, as its open registered them.
   GcEpochFollower(std::shared_ptr<RadosCluster> cluster, std::string slot, uint32_t incarnation, Hooks hooks,
-                  std::chrono::milliseconds poll_interval = std::chrono::milliseconds(1000));
+                  std::chrono::milliseconds poll_interval = std::chrono::milliseconds(1000),
+                  std::chrono::milliseconds republish = std::chrono::milliseconds(60000));
 
   // Before the first run: reads the epoch and sets it (no barrier needed:
   // nothing runs yet). Publishes nothing: what the log holds is counted
@@ -62,8 +72,8 @@ class GcEpochFollower {
   // After the final checkpoint of a clean close.
   Status PublishClosed();
 
-  uint64_t epoch() const;      // the tag of runs now
-  uint64_t published() const;  // the last safe epoch published (0: none)
+  uint64_t epoch() const { return epoch_; }          // the tag of runs now
+  uint64_t published() const { return published_; }  // the last safe epoch published (0: none)
 
  private:
   Status AdvanceLocked();
@@ -73,12 +83,15 @@ class GcEpochFollower {
   const uint32_t incarnation_;
   const Hooks hooks_;
   const std::chrono::milliseconds poll_interval_;
+  const std::chrono::milliseconds republish_;
 
-  mutable std::mutex mu_;
-  uint64_t epoch_ = 0;
-  uint64_t published_ = 0;
-  bool has_published_ = false;
-  std::chrono::steady_clock::time_point last_look_{};
+  std::mutex mu_;  // held across a whole step (barrier and checkpoint included)
+  // Written under mu_; read without it (stats must not wait for a checkpoint).
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<uint64_t> published_{0};
+  bool has_published_ = false;  // guarded by mu_
+  std::chrono::steady_clock::time_point last_look_{};     // guarded by mu_
+  std::chrono::steady_clock::time_point last_publish_{};  // guarded by mu_
 };
 
 }  // namespace dedupv1
