@@ -3,7 +3,9 @@
 # gateways on one private bluestore cluster (scripts/ceph-cluster), all in one
 # run so that the figures compare side by side:
 #   (a) rados bench of as many bytes as the largest round writes (4 MiB
-#       objects, 16 in flight): the cluster's write bandwidth, the ceiling
+#       objects, 16 in flight): the cluster's write bandwidth, the ceiling;
+#       once before the rounds and once after them (the machine is noisy:
+#       the rounds are compared with the mean of both)
 #   (b) rounds of N gateways (BENCH_GATEWAYS_ORDER, default 1,2,3,3,2,1: the
 #       order alternates because the machine is noisy): N dedupv1_bench
 #       engine processes, gateway slots gw-1 .. gw-N of ONE store (a fresh
@@ -103,15 +105,20 @@ trap cleanup EXIT
 bench_step "gateways: private bluestore cluster in $cluster (port base $port_base, $osd_bytes per OSD)"
 bench_ceph_start "$repo" "$cluster" "$port_base" "$osd_bytes"
 
-# (a) rados bench of as many bytes as the largest round writes (two generations per gateway).
+# (a) rados bench of as many bytes as the largest round writes (two generations per gateway),
+# into $1.
 objects=$(((2 * most * size + (4 << 20) - 1) / (4 << 20)))
-bench_step "gateways: rados bench -p dedupv1-data write -t 16, $objects objects of 4 MiB"
-rados -c "$conf" bench -p dedupv1-data 300 write -t 16 --max-objects "$objects" --no-cleanup \
-  --run-name dedupv1-gateways >"$raw/gateways-rados-bench.txt" 2>&1 ||
-  { cat "$raw/gateways-rados-bench.txt" >&2; bench_die "gateways: rados bench failed"; }
-rados -c "$conf" -p dedupv1-data cleanup --run-name dedupv1-gateways >/dev/null 2>&1 ||
-  bench_say "gateways: warning: rados cleanup failed"
-grep -E '^(Bandwidth|Average IOPS|Average Latency)' "$raw/gateways-rados-bench.txt" >&2
+rados_bench() {
+  bench_step "gateways: rados bench -p dedupv1-data write -t 16, $objects objects of 4 MiB (load $(bench_load))"
+  rados -c "$conf" bench -p dedupv1-data 300 write -t 16 --max-objects "$objects" --no-cleanup \
+    --run-name dedupv1-gateways >"$1" 2>&1 ||
+    { cat "$1" >&2; bench_die "gateways: rados bench failed"; }
+  rados -c "$conf" -p dedupv1-data cleanup --run-name dedupv1-gateways >/dev/null 2>&1 ||
+    bench_say "gateways: warning: rados cleanup failed"
+  grep -E '^(Bandwidth|Average IOPS|Average Latency)' "$1" >&2
+}
+rm -f "$raw/gateways-rados-bench-after.txt"
+rados_bench "$raw/gateways-rados-bench.txt"
 
 # Removes every object of namespace $1 in both pools (the round's store), so
 # that the rounds do not fill the cluster.
@@ -192,6 +199,8 @@ for n in "${counts[@]}"; do
   remove_store "$store"
   rm -rf "$work"/gw-*
 done
+
+rados_bench "$raw/gateways-rados-bench-after.txt"
 
 # (d) summary, simulator inputs, simulator.
 python3 "$here/gateways_summary.py" "$raw" "$summary" "$inputs" "$scope" "$seeds${redundancy:+ (generation 1 internal redundancy $redundancy)}" "$size_arg"

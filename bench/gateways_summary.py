@@ -204,13 +204,21 @@ def summarize(raw, scope, seeds, size, machine=""):
     """The summary text and the simulator inputs of the run in |raw|."""
     with open(os.path.join(raw, "gateways-rados-bench.txt")) as f:
         text = f.read()
-    bench = rados_bench_mb_s(text)
+    bench = before = rados_bench_mb_s(text)
+    after = None
+    after_path = os.path.join(raw, "gateways-rados-bench-after.txt")
+    if os.path.exists(after_path):  # a second run after the rounds: the mean of both
+        with open(after_path) as f:
+            after = rados_bench_mb_s(f.read())
+        if before and after:
+            bench = (before + after) / 2
     rounds = load_rounds(raw)
     out = [f"# dedupv1 through 1, 2, 3 gateways on one cluster (bench/gateways-bench.sh) {machine}".rstrip(),
            f"# scope {scope}; seeds {seeds}; {size} per generation per gateway; private bluestore cluster,",
            "# 3 OSDs on sparse files of one disk, size 3; every process on the same 2 cores", ""]
     out.append(f"rados bench 4 MiB -t 16, as many bytes as the largest round: "
-               + (f"{bench:.1f} MB/s" if bench else "no figure"))
+               + (f"{bench:.1f} MB/s" if bench else "no figure")
+               + (f" (mean of {before:.1f} before and {after:.1f} after the rounds)" if after and before else ""))
     out.append("")
     out.append("MB/s = 10^6 bytes/s incl. sync; total = all gateways' bytes over the window first start .. last end")
     out.append(f"{'round':>5} {'gw':>3} {'gen1 MB/s':>9} {'gen2 MB/s':>9} {'both MB/s':>9} {'vs bench':>8} "

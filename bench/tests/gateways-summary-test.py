@@ -118,6 +118,19 @@ class Summarize(unittest.TestCase):
         self.assertEqual(parsed["cluster_scope"], 0.0)
         self.assertNotIn("rtt_ms", parsed)  # no latencies in the reports
 
+    def test_rados_bench_after_the_rounds_is_averaged(self):
+        with tempfile.TemporaryDirectory() as raw:
+            open(os.path.join(raw, "gateways-rados-bench.txt"), "w").write("Bandwidth (MB/sec): 200\n")
+            open(os.path.join(raw, "gateways-rados-bench-after.txt"), "w").write("Bandwidth (MB/sec): 100\n")
+            one = engine(100 * MB, (0, 2), (2, 3), (10, 10, 0), (5000, 5000), (2.5e-1, 1.1e-1), (0.25, 0.95),
+                         ceiling=4000)
+            json.dump(one, open(os.path.join(raw, "gateways-r1-n1-gw1.json"), "w"))
+            text, inputs = gs.summarize(raw, "cluster", "distinct", "100M")
+        self.assertIn("157.3 MB/s (mean of 209.7 before and 104.9 after the rounds)", text)
+        parsed = dict(line.split("#")[0].split("=") for line in inputs.splitlines() if "=" in line)
+        parsed = {k.strip(): float(v) for k, v in parsed.items()}
+        self.assertAlmostEqual(parsed["rados_bench_mbps"], 157.286, places=2)
+
     def test_engine_faster_than_ceiling_left_out(self):
         # The engine at 1 ms per MB of known chunks, the ceiling at 2 ms per MB:
         # inconsistent (noise), so both engine figures stay at the model's defaults.
