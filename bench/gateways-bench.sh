@@ -46,6 +46,8 @@
 #                                   0.325); 0 with distinct seeds: no duplicate at all
 #                                   in generation 1, the issue's 0%-duplicates ingest
 #   BENCH_GATEWAYS_SHARDS=64        storage.rados.index-shards of the stores
+#   BENCH_GATEWAYS_SET=             more engine settings, KEY=VALUE separated by
+#                                   spaces (e.g. "dedup.threads=6"), passed as --set
 #   BENCH_GATEWAYS_PORT_BASE=20750  the cluster's ports (N..N+99)
 #   BENCH_GATEWAYS_OSD_BYTES=8G     bluestore file per OSD (sparse)
 #   BENCH_GATEWAYS_ROUND_TIMEOUT=900  seconds a round may take before its processes are killed
@@ -65,6 +67,11 @@ order="${BENCH_GATEWAYS_ORDER:-1,2,3,3,2,1}"
 scope="${BENCH_GATEWAYS_SCOPE:-gateway}"
 seeds="${BENCH_GATEWAYS_SEEDS:-distinct}"
 redundancy="${BENCH_GATEWAYS_REDUNDANCY:-}"
+extra_set=()
+for kv in ${BENCH_GATEWAYS_SET:-}; do
+  [[ "$kv" == *=* ]] || bench_die "gateways: BENCH_GATEWAYS_SET takes KEY=VALUE words, not '$kv'"
+  extra_set+=(--set "$kv")
+done
 shards="${BENCH_GATEWAYS_SHARDS:-64}"
 port_base="${BENCH_GATEWAYS_PORT_BASE:-20750}"
 osd_bytes="${BENCH_GATEWAYS_OSD_BYTES:-8G}"
@@ -182,7 +189,7 @@ for n in "${counts[@]}"; do
     "$bin/dedupv1_bench" engine --size "$size_arg" --json --no-reopen --seed "$seed" --start-at "$start_at" \
       --data-dir "$work/gw-$i" --set storage.backend=rados --set "storage.rados.conf=$conf" \
       --set "storage.rados.store=$store" --set "storage.rados.gateway=gw-$i" \
-      --set "storage.rados.index-shards=$shards" "${scope_set[@]}" "${redundancy_args[@]}" \
+      --set "storage.rados.index-shards=$shards" "${scope_set[@]}" "${redundancy_args[@]}" "${extra_set[@]}" \
       >"$raw/gateways-r$round-n$n-gw$i.json" 2>"$work/gw-$i.err" &
     pids+=($!)
   done
@@ -203,7 +210,7 @@ done
 rados_bench "$raw/gateways-rados-bench-after.txt"
 
 # (d) summary, simulator inputs, simulator.
-python3 "$here/gateways_summary.py" "$raw" "$summary" "$inputs" "$scope" "$seeds${redundancy:+ (generation 1 internal redundancy $redundancy)}" "$size_arg"
+python3 "$here/gateways_summary.py" "$raw" "$summary" "$inputs" "$scope" "$seeds${redundancy:+ (generation 1 internal redundancy $redundancy)}${BENCH_GATEWAYS_SET:+; settings $BENCH_GATEWAYS_SET}" "$size_arg"
 {
   echo
   echo "dedupv1_gateway_sim --inputs $(basename "$inputs") --gateways 1,2,3,10,30,100 --osds 3,30,300:"
