@@ -178,12 +178,14 @@ Status ChunkClaims::ResolveLostStep(const Fingerprint& fp, ContainerId ours, boo
   switch (e.state) {
     case SharedEntry::State::kCommitted:
       *use = e.container;
+      if (e.container == ours) *our_epoch = e.epoch;  // ours, flipped on our behalf
       return Status::OK();
     case SharedEntry::State::kDead:
       DEDUPV1_RETURN_IF_ERROR(table_->Revive(fp, e, epoch, &r));
       if (r.won) {
         revives_++;
         *use = e.container;
+        if (e.container == ours && r.current) *our_epoch = r.current->epoch;
       } else {
         *current = r.current;
       }

@@ -67,7 +67,9 @@ bool ChunkIndex::StaleClaimLocked(const AuxEntry& e) const {
   // GC marks only C entries dead, and only once their epoch is two behind
   // its round's (a flip never lowers a claim's epoch). A claim whose
   // container is not committed is still U (nobody can flip it: the
-  // container does not exist yet), so it is trusted. Otherwise a claim at
+  // container does not exist yet), so it is trusted (a checkpoint commits
+  // every open container before its slot publishes a safe epoch, so such an
+  // entry is committed by then and this rule applies). Otherwise a claim at
   // least the slot's epoch - 1 old: a mark of it needs a round epoch of at
   // least claim + 2 >= the slot's epoch + 1, whose sighting every run tagged
   // now precedes, so the leader waits until this run's references are

@@ -167,7 +167,7 @@ class ClusterIndexGc {
   Status MarkUnused(Round* round, const Fingerprint& fp, const SharedRecord& record);
   Status ActOnDead(Round* round, const Fingerprint& fp, const SharedRecord& record, int64_t sum);
   Status Finalize(Round* round, const Fingerprint& fp, const SharedRecord& record);
-  Status SendUnsent();
+  void SendUnsent();
   Status Act(Round* round, const SharedHint& hint);
   Status ActOnClaim(Round* round, const Fingerprint& fp, const SharedRecord& record);
   bool Old(std::chrono::steady_clock::time_point since, std::chrono::steady_clock::time_point now) const;

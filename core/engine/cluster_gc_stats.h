@@ -35,6 +35,7 @@ struct ClusterGcStats {
   uint64_t epoch_bumps = 0;     // GC epochs raised by this slot's rounds
   uint64_t epoch = 0;           // the epoch the last round read
   std::string waiting_for;      // last round: the slot whose safe epoch held finalization back, "" if none
+  uint64_t unsent = 0;          // now: erased chunks whose owner's inbox append failed (retried each round)
   // This slot's part (core/engine/gc_epoch_follower.h), filled by the engine:
   uint64_t slot_epoch = 0;        // the tag of this slot's runs
   uint64_t slot_safe_epoch = 0;   // last safe epoch this slot published

@@ -574,6 +574,8 @@ std::vector<MetricRow> GcRows() {
           .When([](C c) { return ClusterScope(c) && !c.gc().cluster_index.waiting_for.empty(); }),
       Row("gc", "cluster_index_young", U::kCount, [](C c) -> Json { return c.gc().cluster_index.young; })
           .When(ClusterScope),
+      Row("gc", "cluster_index_unsent", U::kCount, [](C c) -> Json { return c.gc().cluster_index.unsent; })
+          .When(ClusterScope),
       Row("gc", "cluster_index_epoch_bumps", U::kCount,
           [](C c) -> Json { return c.gc().cluster_index.epoch_bumps; })
           .When(ClusterScope),
