@@ -28,13 +28,16 @@
 //  - D: its "sighting" is an epoch read after the D entry was read (the
 //    round's last read); a round that made one raises the epoch from it.
 //    Once every registered slot published a safe epoch above the sighting
-//    (gc_epoch_follower.h), every reference made before the mark is counted
-//    and every run begun after it read the D and revived it (changing the
-//    entry): the entry is erased if entry and usage keys are still as read
-//    (usage 0), then (container, fingerprint) goes to the inbox of the slot
-//    owning the container (index/dead_inbox.h), whose container GC frees
-//    the bytes. Erase first: a crash in between leaks one chunk (never
-//    frees one in use). A D found in use again goes back to C. A sighting
+//    (gc_epoch_follower.h), every reference made by a run tagged at most
+//    the sighting is counted, and a run tagged later either read the D (and
+//    revived it, changing the entry) or took the chunk from a block's
+//    mapping whose count, coming after the sighting, changed the usage keys
+//    (a new sighting): the entry is erased if entry and usage keys are
+//    still exactly as sighted (usage 0), then (container, fingerprint) goes
+//    to the inbox of the slot owning the container (index/dead_inbox.h),
+//    whose container GC frees the bytes. Erase first: a crash in between
+//    leaks one chunk (never frees one in use); a failed append is retried
+//    by later rounds. A D found in use again goes back to C. A sighting
 //    uses no assumption about who marked the entry or when, so a stalled
 //    former leader's late mark is as safe as this round's.
 //  - No entry: a leftover hint goes.
