@@ -39,6 +39,29 @@ TEST(CrashRadosTest, KillNineKeepsEverySyncedWrite) {
   EXPECT_GE(done, std::min<uint64_t>(cycles, 3));
 }
 
+// The same cycles on a gateway slot of a cluster-scope store: claims, flips,
+// usage keys of the shared chunk index, and in every other child GC rounds
+// with index GC (stale claims, D marks, GC epochs, finalization) and
+// container GC, killed at random moments. After every reopen every synced
+// write reads back, and every referenced chunk's usage summed over its
+// usage keys equals a recount of the mappings: counted exactly once across
+// the crashes. DEDUPV1_CRASH_CLUSTER_CYCLES cycles (default 4).
+TEST(GatewayClusterCrash, KillNineKeepsEverySyncedWriteAndCountsOnce) {
+  const uint64_t cycles = test::EnvKnob("DEDUPV1_CRASH_CLUSTER_CYCLES", 4);
+  const uint64_t budget_s = test::EnvKnob("DEDUPV1_CRASH_RADOS_SECONDS", 240);
+  test::TempDir dir;
+  Options o = OnRados(KillNineOptions(dir.path()));
+  o.rados.gateway = "gw-crash";
+  o.chunk_index.cluster_scope = true;
+  o.chunk_index.rados_shards = 8;
+  o.chunk_index.claims.claim_hold_ms = 1000;  // index GC rounds act within a cycle
+  ASSERT_TRUE(o.DerivePathsFrom(o.data_dir).ok());
+  ASSERT_FALSE(HasFailure());
+  const uint64_t done = RunKillNineCycles(o, cycles, budget_s);
+  std::printf("kill -9 cycles on a cluster-scope slot: %llu\n", static_cast<unsigned long long>(done));
+  EXPECT_GE(done, std::min<uint64_t>(cycles, 3));
+}
+
 // Every durable byte is in the cluster: after the gateway's local directory
 // is gone, the same store opened on a new directory reads back every synced
 // write, and nothing was ever stored locally but runtime files.
