@@ -84,8 +84,34 @@ Status ReadClusterView(const std::shared_ptr<RadosCluster>& cluster, ClusterView
     }
     out.slots.push_back(std::move(slot));
   }
+  // The GC epochs: one read; a failure is said per slot, never fatal.
+  GcEpochState gc;
+  Status s = ReadGcEpochState(cluster.get(), &gc);
+  if (s.ok()) {
+    out.has_gc = gc.epoch > 0 || !gc.safe.empty();
+    out.gc_epoch = gc.epoch;
+    for (SlotView& slot : out.slots) {
+      auto it = gc.safe.find(slot.name);
+      slot.has_safe_epoch = it != gc.safe.end() && it->second.incarnation == slot.record.incarnation;
+      if (slot.has_safe_epoch) slot.safe_epoch = it->second.safe;
+    }
+    for (const std::string& d : gc.damaged) {
+      if (!out.slots.empty()) AddProblem(&out.slots.front(), "gc: " + d);
+    }
+  } else if (!out.slots.empty()) {
+    AddProblem(&out.slots.front(), "gc epochs: " + s.ToString());
+  }
   *view = std::move(out);
   return Status::OK();
+}
+
+std::vector<std::string> ClusterView::GcBehind() const {
+  std::vector<std::string> behind;
+  if (!has_gc) return behind;
+  for (const SlotView& s : slots) {
+    if (!s.has_safe_epoch || s.safe_epoch < gc_epoch) behind.push_back(s.name);
+  }
+  return behind;
 }
 
 uint64_t ClusterView::ClaimsPending() const {
@@ -122,6 +148,22 @@ std::string ShardsCell(const SlotView& s) {
   return std::to_string(s.heartbeat.shard_ops_total) + " ops, max/mean " + FormatRatio(s.heartbeat.ShardMaxOverMean());
 }
 
+// "gc epoch: E; safe: gw-a E, gw-b closed, gw-c -; GC waits for: gw-c".
+std::string FormatGcLine(const ClusterView& view) {
+  std::string out = "gc epoch: " + std::to_string(view.gc_epoch) + "; safe:";
+  for (const SlotView& s : view.slots) {
+    out += " " + s.name + " " +
+           (!s.has_safe_epoch ? std::string("-")
+                              : s.safe_epoch == kSafeEpochClosed ? std::string("closed") : std::to_string(s.safe_epoch));
+    if (&s != &view.slots.back()) out += ",";
+  }
+  const std::vector<std::string> behind = view.GcBehind();
+  out += "; GC waits for: ";
+  if (behind.empty()) out += "nobody";
+  for (size_t i = 0; i < behind.size(); i++) out += (i == 0 ? "" : ", ") + behind[i];
+  return out + "\n";
+}
+
 }  // namespace
 
 std::string FormatClusterView(const ClusterView& view) {
@@ -149,6 +191,7 @@ std::string FormatClusterView(const ClusterView& view) {
   }
   out += "claims pending: " + std::to_string(view.ClaimsPending()) + " (all gateways); shard load max/mean: " +
          FormatRatio(view.ShardMaxOverMean()) + " (busiest gateway's chunk index operations)\n";
+  if (view.has_gc) out += FormatGcLine(view);
   bool any_volume = false;
   for (const SlotView& s : view.slots) {
     for (const VolumeRecord& v : s.volumes) {

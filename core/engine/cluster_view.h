@@ -23,6 +23,7 @@
 #include "core/engine/volume_table.h"
 #include "core/rados/gateway_heartbeat.h"
 #include "core/rados/gateway_registry.h"
+#include "core/rados/gc_epochs.h"
 #include "core/rados/rados_cluster.h"
 #include "core/rados/rados_fence.h"
 
@@ -36,6 +37,10 @@ struct SlotView {
   GatewayHeartbeat heartbeat;
   std::vector<VolumeRecord> volumes;     // the slot's volume table (empty: none yet)
   std::string problem;                   // what could not be read, "" if all was
+  // Cluster scope: the safe GC epoch this slot's current incarnation
+  // published (core/rados/gc_epochs.h; kSafeEpochClosed: closed cleanly).
+  bool has_safe_epoch = false;
+  uint64_t safe_epoch = 0;
 
   bool lock_held() const { return !holders.empty(); }
   // One word for the table: "serving" (lock held), "fenced" (its heartbeat
@@ -48,6 +53,16 @@ struct SlotView {
 struct ClusterView {
   std::string store;  // RADOS namespace (storage.rados.store)
   std::vector<SlotView> slots;  // in name order
+  // Cluster scope's GC epochs (core/rados/gc_epochs.h); has_gc false while
+  // no epoch was raised and no slot published one (gateway scope).
+  bool has_gc = false;
+  uint64_t gc_epoch = 0;
+
+  // Slots whose current incarnation has not said it is safe at the current
+  // GC epoch: the index GC cannot erase dead entries sighted at it until
+  // they do ("GC waits for slot NAME"). A dead, not taken over slot stays
+  // here until it is taken over.
+  std::vector<std::string> GcBehind() const;
 
   // From the heartbeats that carry load figures (cluster scope): the sum of
   // the gateways' pending claims, and the highest shard max/mean of any

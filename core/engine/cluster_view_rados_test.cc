@@ -105,5 +105,39 @@ TEST_F(GatewayClusterViewTest, ADamagedHeartbeatIsAProblemOfItsSlotOnly) {
   EXPECT_NE(FormatClusterView(view).find("problem: gw-a"), std::string::npos);
 }
 
+// Cluster scope's GC epochs in the view: the epoch, each slot's safe epoch
+// for its current incarnation only, and the slots GC waits for.
+TEST_F(GatewayClusterViewTest, ShowsTheGcEpochAndWhichSlotsGcWaitsFor) {
+  GatewayRegistry reg(cluster_);
+  GatewayRecord a, b, c;
+  ASSERT_TRUE(reg.Register("gw-a", &a).ok());
+  ASSERT_TRUE(reg.Register("gw-b", &b).ok());
+  ASSERT_TRUE(reg.Register("gw-c", &c).ok());
+  ClusterView view;
+  ASSERT_TRUE(ReadClusterView(cluster_, &view).ok());
+  EXPECT_FALSE(view.has_gc) << "no epoch raised, no slot published: no GC line";
+  EXPECT_EQ(FormatClusterView(view).find("gc epoch"), std::string::npos);
+  ASSERT_TRUE(reg.BeginIncarnation("gw-a", false, &a).ok());
+  ASSERT_TRUE(reg.BeginIncarnation("gw-c", false, &c).ok());
+  for (uint64_t e = 0; e < 2; e++) {
+    bool bumped = false;
+    ASSERT_TRUE(BumpGcEpoch(cluster_.get(), e, &bumped).ok());
+    ASSERT_TRUE(bumped);
+  }
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-a", a.incarnation, 2).ok());
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-b", b.incarnation, kSafeEpochClosed).ok());
+  ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-c", c.incarnation - 1, 2).ok());  // an earlier incarnation's
+  ASSERT_TRUE(ReadClusterView(cluster_, &view).ok());
+  EXPECT_TRUE(view.has_gc);
+  EXPECT_EQ(view.gc_epoch, 2u);
+  EXPECT_TRUE(Find(view, "gw-a")->has_safe_epoch);
+  EXPECT_EQ(Find(view, "gw-a")->safe_epoch, 2u);
+  EXPECT_EQ(Find(view, "gw-b")->safe_epoch, kSafeEpochClosed);
+  EXPECT_FALSE(Find(view, "gw-c")->has_safe_epoch);
+  EXPECT_EQ(view.GcBehind(), std::vector<std::string>({"gw-c"}));
+  const std::string t = FormatClusterView(view);
+  EXPECT_NE(t.find("gc epoch: 2; safe: gw-a 2, gw-b closed, gw-c -; GC waits for: gw-c"), std::string::npos) << t;
+}
+
 }  // namespace
 }  // namespace dedupv1

@@ -41,6 +41,10 @@ nlohmann::ordered_json SlotJson(const SlotView& s) {
     j["volumes"].push_back({{"name", v.name}, {"id", v.id}, {"size_bytes", v.size}, {"uid", Id128ToHex(v.uid)}});
   }
   j["problem"] = s.problem;
+  if (s.has_safe_epoch) {
+    if (s.safe_epoch == kSafeEpochClosed) j["safe_epoch"] = "closed";
+    else j["safe_epoch"] = s.safe_epoch;
+  }
   return j;
 }
 
@@ -61,6 +65,10 @@ nlohmann::ordered_json ClusterViewJson(const ClusterView& view) {
   doc["takeovers"] = takeovers;
   doc["claims_pending"] = view.ClaimsPending();
   doc["shard_max_over_mean"] = view.ShardMaxOverMean();
+  if (view.has_gc) {
+    doc["gc_epoch"] = view.gc_epoch;
+    doc["gc_waits_for"] = view.GcBehind();
+  }
   return doc;
 }
 

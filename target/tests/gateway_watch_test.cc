@@ -194,6 +194,22 @@ TEST(ClusterJsonTest, LoadFiguresPerGatewayAndForTheCluster) {
   EXPECT_DOUBLE_EQ(j["shard_max_over_mean"].get<double>(), 1.2);
 }
 
+TEST(ClusterJsonTest, GcEpochSafeEpochsAndWhomGcWaitsFor) {
+  ClusterView view = ViewWithLoad();
+  EXPECT_FALSE(ClusterViewJson(view).contains("gc_epoch")) << "no GC epochs: no keys";
+  view.has_gc = true;
+  view.gc_epoch = 4;
+  view.slots[0].has_safe_epoch = true;
+  view.slots[0].safe_epoch = kSafeEpochClosed;
+  const auto j = ClusterViewJson(view);
+  EXPECT_EQ(j["gc_epoch"], 4);
+  EXPECT_EQ(j["gateways"][0]["safe_epoch"], "closed");
+  EXPECT_FALSE(j["gateways"][1].contains("safe_epoch"));
+  // Every other slot has said nothing: GC waits for each of them.
+  ASSERT_EQ(j["gc_waits_for"].size(), view.slots.size() - 1);
+  for (size_t i = 1; i < view.slots.size(); i++) EXPECT_EQ(j["gc_waits_for"][i - 1], view.slots[i].name);
+}
+
 TEST(ClusterViewFormatTest, TableShowsClaimsPendingAndShardLoad) {
   const std::string t = FormatClusterView(ViewWithLoad());
   EXPECT_NE(t.find("CLAIMS"), std::string::npos) << t;
