@@ -24,7 +24,11 @@ Status GcEpochFollower::Open() {
 }
 
 Status GcEpochFollower::Follow() {
-  std::lock_guard<std::mutex> l(mu_);
+  // The checkpoint thread's look: skipped while another step (RunGc's
+  // Advance) holds the follower, so the thread does not wait out that
+  // step's barrier and checkpoint.
+  std::unique_lock<std::mutex> l(mu_, std::try_to_lock);
+  if (!l.owns_lock()) return Status::OK();
   const auto now = std::chrono::steady_clock::now();
   if (has_published_ && now - last_look_ < poll_interval_) return Status::OK();
   last_look_ = now;
