@@ -115,6 +115,17 @@ class GatewayClusterIndexGc : public ::testing::Test {
   std::set<ContainerId> existing_;
 };
 
+// |n| rounds, 100 ms apart; false (and a test failure) at the first error.
+bool Rounds(ClusterIndexGc* gc, int n) {
+  for (int i = 0; i < n; i++) {
+    Status s = gc->RunRound();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (!s.ok()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return true;
+}
+
 // Rounds every 100 ms until |done| or |limit|; the rounds' errors fail.
 template <class Done>
 bool RoundsUntil(ClusterIndexGc* gc, Done done, std::chrono::milliseconds limit) {
@@ -585,10 +596,7 @@ TEST_F(GatewayClusterIndexGc, UnusedEntryIsMarkedDeadAndErasedOnlyOnceEverySlotI
   EXPECT_EQ(gc->stats().dead_marked, 1u);
   // Nobody published: the entry waits (rounds over more than two holds,
   // the epoch raised past its sighting meanwhile: at most one raise a hold).
-  for (int i = 0; i < 25; i++) {
-    ASSERT_TRUE(gc->RunRound().ok());
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  ASSERT_TRUE(Rounds(gc.get(), 25));
   ASSERT_TRUE(Record(fp).entry);
   EXPECT_EQ(gc->stats().dead_waiting, 1u);
   EXPECT_FALSE(gc->stats().waiting_for.empty());
@@ -725,10 +733,7 @@ TEST_F(GatewayClusterIndexGc, ACountAfterTheSightingSightsTheEntryAgain) {
   ASSERT_TRUE(RoundsUntil(
       gc.get(), [&] { return Record(fp).entry && Record(fp).entry->state == SharedEntry::State::kDead; },
       std::chrono::seconds(20)));
-  for (int i = 0; i < 25; i++) {  // the raise after the sighting
-    ASSERT_TRUE(gc->RunRound().ok());
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  ASSERT_TRUE(Rounds(gc.get(), 25));  // the raise after the sighting
   uint64_t epoch = 0;
   ASSERT_TRUE(ReadGcEpoch(cluster_.get(), &epoch).ok());
   // +1 and -1 counted by B after the sighting; both slots then say safe at
@@ -742,10 +747,7 @@ TEST_F(GatewayClusterIndexGc, ACountAfterTheSightingSightsTheEntryAgain) {
   ASSERT_EQ(Record(fp).hint, hint_before);
   ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-a", a_.incarnation, epoch).ok());
   ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-b", b_.incarnation, epoch).ok());
-  for (int i = 0; i < 25; i++) {  // beyond the hold the rewritten hint needs
-    ASSERT_TRUE(gc->RunRound().ok());
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  ASSERT_TRUE(Rounds(gc.get(), 25));  // beyond the hold the rewritten hint needs
   ASSERT_TRUE(Record(fp).entry) << "erased on a sighting older than the count";
   EXPECT_EQ(Record(fp).entry->state, SharedEntry::State::kDead);
   EXPECT_EQ(gc->stats().dead_finalized, 0u);
