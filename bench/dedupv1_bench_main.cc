@@ -59,6 +59,7 @@
 #include "core/base/config.h"
 #include "core/engine/dedup_system.h"
 #include "core/rados/rados_cluster.h"
+#include "index/chunk_index.h"
 
 namespace dedupv1 {
 namespace {
@@ -192,6 +193,10 @@ struct EngineResult {
   uint64_t reopen_ops = 0, gen3_ops = 0;
   // The operations of a phase per kind ({"write": N, ...}; kinds that occurred).
   std::string gen1_kinds = "{}", gen2_kinds = "{}", close_kinds = "{}", reopen_kinds = "{}";
+  // Cluster scope: the shared chunk index's operations and keys per protocol
+  // step ({"claim": [ops, keys], ...}; steps that occurred).
+  // (Close's are not: the table closes with the engine.)
+  std::string gen1_steps = "{}", gen2_steps = "{}";
   // Mean latency per kind over generations 1 and 2 (with their syncs).
   std::string ingest_latency = "{}";
   // CPU seconds of the process during each generation (with its sync).
@@ -214,6 +219,24 @@ std::string KindsJson(const RadosStats& a, const RadosStats& b) {
     if (n == 0) continue;
     if (out.size() > 1) out += ", ";
     out += "\"" + std::string(RadosOpKindName(static_cast<RadosOpKind>(k))) + "\": " + std::to_string(n);
+  }
+  return out + "}";
+}
+
+// The shared chunk index's counts per step (all zero unless cluster scope).
+SharedTableStepCounts StepSnapshot(DedupSystem* sys) {
+  return sys->chunk_index() ? sys->chunk_index()->stats().claims.table_steps : SharedTableStepCounts();
+}
+
+// The steps between |a| and |b| as a JSON object of [ops, keys] per step that occurred.
+std::string StepsJson(const SharedTableStepCounts& a, const SharedTableStepCounts& b) {
+  std::string out = "{";
+  for (size_t k = 0; k < a.ops.size(); k++) {
+    const uint64_t n = b.ops[k] - a.ops[k];
+    if (n == 0) continue;
+    if (out.size() > 1) out += ", ";
+    out += "\"" + std::string(SharedTableStepName(static_cast<SharedTableStep>(k))) + "\": [" + std::to_string(n) +
+           ", " + std::to_string(b.keys[k] - a.keys[k]) + "]";
   }
   return out + "}";
 }
@@ -262,6 +285,7 @@ Status WriteGenerations(DedupSystem* sys, const bench::Generation& g1, const ben
   auto& st = sys->stats();
   r->rados = sys->rados() != nullptr;
   const RadosStats opened = RadosSnapshot(sys);
+  const SharedTableStepCounts steps0 = StepSnapshot(sys);
   r->open_ops = opened.TotalOps();
   r->gen1_start = EpochSeconds();
   const double cpu0 = CpuSeconds();
@@ -272,6 +296,8 @@ Status WriteGenerations(DedupSystem* sys, const bench::Generation& g1, const ben
   const RadosStats after1 = RadosSnapshot(sys);
   r->gen1_ops = after1.TotalOps() - r->open_ops;
   r->gen1_kinds = KindsJson(opened, after1);
+  const SharedTableStepCounts steps1 = StepSnapshot(sys);
+  r->gen1_steps = StepsJson(steps0, steps1);
   r->stored1 = sys->chunk_store()->stats().bytes_stored;
   r->chunks1 = st.chunks.load();
   r->gen2_start = EpochSeconds();
@@ -282,6 +308,8 @@ Status WriteGenerations(DedupSystem* sys, const bench::Generation& g1, const ben
   r->ingest_latency = LatencyJson(opened, after2);
   r->gen2_ops = after2.TotalOps() - after1.TotalOps();
   r->gen2_kinds = KindsJson(after1, after2);
+  const SharedTableStepCounts steps2 = StepSnapshot(sys);
+  r->gen2_steps = StepsJson(steps1, steps2);
   r->stored2 = sys->chunk_store()->stats().bytes_stored - r->stored1;
   r->chunks2 = st.chunks.load() - r->chunks1;
   if (!json) {
@@ -337,12 +365,14 @@ void PrintRadosJson(const EngineResult& r, uint64_t written) {
       "\"rados_ops_per_gib\": %.1f, \"chunks_per_rados_op\": %.1f, \"rados_ops_per_100_chunks\": %.3f, "
       "\"reopen_seconds\": %.2f, \"reopen_rados_ops\": %llu, \"gen3_after_reopen_mb_s\": %.1f, "
       "\"gen3_rados_ops\": %llu, \"rados_ops_by_kind\": {\"gen1\": %s, \"gen2\": %s, \"close\": %s, \"reopen\": %s}, "
-      "\"rados_latency_us_by_kind\": %s",
+      "\"rados_latency_us_by_kind\": %s, "
+      "\"index_ops_by_step\": {\"gen1\": %s, \"gen2\": %s}",
       (unsigned long long)r.open_ops, (unsigned long long)r.gen1_ops, (unsigned long long)r.gen2_ops,
       (unsigned long long)r.close_ops, r.IngestOps() / (written / double(1ULL << 30)),
       double(r.chunks1 + r.chunks2) / ops, 100.0 * r.IngestOps() / std::max<uint64_t>(1, r.chunks1 + r.chunks2),
       r.reopen_seconds, (unsigned long long)r.reopen_ops, r.gen3_mbs, (unsigned long long)r.gen3_ops, r.gen1_kinds.c_str(), r.gen2_kinds.c_str(),
-      r.close_kinds.c_str(), r.reopen_kinds.c_str(), r.ingest_latency.c_str());
+      r.close_kinds.c_str(), r.reopen_kinds.c_str(), r.ingest_latency.c_str(), r.gen1_steps.c_str(),
+      r.gen2_steps.c_str());
 }
 
 void PrintEngineJson(const bench::Generation& g1, const bench::Generation& g2, const EngineResult& r,

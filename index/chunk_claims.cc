@@ -271,6 +271,7 @@ ChunkClaimsStats ChunkClaims::stats() const {
     s.claims_pending = pending_.size();
   }
   s.shard_load = table_->shard_load();
+  s.table_steps = table_->step_counts();
   s.revives = revives_;
   s.foreign_hits = foreign_hits_;
   s.usage_of_missing_entry = usage_of_missing_entry_;

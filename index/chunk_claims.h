@@ -85,6 +85,7 @@ struct ChunkClaimsStats {
   // sent for them (won or lost). A gauge for the cluster view.
   uint64_t claims_pending = 0;
   ShardLoadSummary shard_load;  // operations per shard of the shared table since open
+  SharedTableStepCounts table_steps;  // operations and keys per protocol step since open
 };
 
 class ChunkClaims {

@@ -90,6 +90,7 @@ Status ChunkIndex::Open(const ChunkIndexOptions& options, Env* env,
   else DEDUPV1_RETURN_IF_ERROR(OpenTable(options, env, &table));
   out->reset(new ChunkIndex(options, std::move(table), std::move(is_committed)));
   (*out)->claims_ = std::move(claims);
+  if ((*out)->claims_) (*out)->skip_ = std::make_unique<LookupSkipPolicy>(options.skip_lookups_below);
   return Status::OK();
 }
 
@@ -113,6 +114,12 @@ Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* f
     if (p != prefetch_.end()) {
       const Prefetched got = p->second;
       prefetch_.erase(p);
+      if (got.skipped) {
+        if (skipped_.size() >= kMaxPrefetched) skipped_.clear();  // runs that never claimed
+        skipped_.insert(fp);
+        misses_++;
+        return Status::NotFound("chunk " + fp.ToHex() + " taken as new without a lookup");
+      }
       if (got.generation == table_generation_) {
         if (!got.found) {
           misses_++;
@@ -134,6 +141,7 @@ Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* f
   } else if (s.IsNotFound()) {
     misses_++;
   }
+  if (skip_ && (s.ok() || s.IsNotFound())) skip_->CountLookups(1, s.ok() ? 1 : 0);
   return s;
 }
 
@@ -167,6 +175,7 @@ Status ChunkIndex::LookupMany(const std::vector<Fingerprint>& fps, std::vector<C
   std::vector<ChunkIndexEntry> got;
   std::vector<bool> got_found;
   DEDUPV1_RETURN_IF_ERROR(table_->GetMany(rest_fps, &got, &got_found));
+  if (skip_) skip_->CountLookups(rest.size(), std::count(got_found.begin(), got_found.end(), true));
   for (size_t j = 0; j < rest.size(); j++) {
     if (!got_found[j]) {
       misses_++;
@@ -191,6 +200,18 @@ void ChunkIndex::Prefetch(const std::vector<Fingerprint>& fps) {
       if (aux_.count(fp) == 0 && prefetch_.count(fp) == 0) rest.push_back(fp);
     }
     if (rest.empty()) return;
+    if (skip_ && skip_->Skip()) {
+      // Cluster scope, where lately nearly every table answer was "none":
+      // the run's unknown chunks are claimed without a lookup.
+      if (prefetch_.size() + rest.size() > kMaxPrefetched) return;
+      for (const Fingerprint& fp : rest) {
+        Prefetched& p = prefetch_[fp];
+        p.found = false;
+        p.skipped = true;
+      }
+      lookups_skipped_ += rest.size();
+      return;
+    }
     // Without history every offered fingerprint is assumed to need the table.
     const double share = offered_ < 1 ? 1.0 : std::min(1.0, table_reads_ / offered_);
     offered_ += static_cast<double>(rest.size());
@@ -203,6 +224,7 @@ void ChunkIndex::Prefetch(const std::vector<Fingerprint>& fps) {
   std::vector<ChunkIndexEntry> got;
   std::vector<bool> got_found;
   if (!table_->GetMany(rest, &got, &got_found).ok()) return;
+  if (skip_) skip_->CountLookups(rest.size(), std::count(got_found.begin(), got_found.end(), true));
   std::lock_guard<std::mutex> l(mu_);
   if (prefetch_.size() + rest.size() > kMaxPrefetched) return;
   for (size_t i = 0; i < rest.size(); i++) {
@@ -772,6 +794,11 @@ ChunkIndexStats ChunkIndex::stats() const {
   st.aux_hits = aux_hits_.load();
   st.disk_hits = disk_hits_.load();
   st.misses = misses_.load();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    st.lookups_skipped = lookups_skipped_;
+    st.skipped_that_existed = skipped_that_existed_;
+  }
   if (claims_) st.claims = claims_->stats();
   return st;
 }

@@ -35,6 +35,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/base/env.h"
@@ -46,6 +47,7 @@
 #include "index/chunk_index_entry.h"
 #include "index/chunk_table.h"
 #include "index/disk_hash_table.h"
+#include "index/lookup_skip_policy.h"
 
 namespace dedupv1 {
 
@@ -66,6 +68,10 @@ struct ChunkIndexOptions {
   uint16_t slot = 0;
   uint32_t slot_incarnation = 0;
   ChunkClaimsOptions claims;  // claim hold, container probe
+  // Cluster scope: below this share of table answers that found the chunk,
+  // runs claim their unknown chunks without looking them up
+  // (storage.rados.skip-lookups-below, index/lookup_skip_policy.h; 0: never).
+  double skip_lookups_below = 0.01;
 };
 
 struct ChunkIndexStats {
@@ -81,6 +87,11 @@ struct ChunkIndexStats {
   uint64_t aux_hits = 0;
   uint64_t disk_hits = 0;
   uint64_t misses = 0;
+  // Cluster scope: lookups answered "new" without reading the table
+  // (index/lookup_skip_policy.h), and how many of those chunks then turned
+  // out to exist (their claims were lost: a copy wasted, no dedup lost).
+  uint64_t lookups_skipped = 0;
+  uint64_t skipped_that_existed = 0;
   uint64_t written_back = 0;
   uint64_t write_back_batches = 0;
   uint64_t write_back_errors = 0;
@@ -335,6 +346,7 @@ class ChunkIndex {
   const std::unique_ptr<ChunkTable> table_;
   const std::function<bool(ContainerId)> is_committed_;
   std::shared_ptr<ChunkClaims> claims_;  // cluster scope only; set by Open
+  std::unique_ptr<LookupSkipPolicy> skip_;  // cluster scope only; set by Open
   const size_t write_back_batch_;  // after table_: computed from its geometry
 
   std::mutex close_mu_;  // serializes Close
@@ -370,6 +382,9 @@ class ChunkIndex {
     ChunkIndexEntry entry;
     bool found = false;
     uint64_t generation = 0;
+    // Not read: the skip policy took the chunk as new. Valid in any
+    // generation (a wrong guess only loses the claim, never maps a copy).
+    bool skipped = false;
   };
   // Bumped by every write-back round when it updates the auxiliary index
   // after its table write. A prefetched answer was read before Lookup looks
@@ -379,6 +394,12 @@ class ChunkIndex {
   // the auxiliary index.
   uint64_t table_generation_ = 0;
   std::unordered_map<Fingerprint, Prefetched, FingerprintHasher> prefetch_;
+  // Fingerprints a Lookup answered "new" without the table (Prefetched::
+  // skipped), until ClaimNew learns whether they existed (the skip policy's
+  // evidence). Bounded like prefetch_.
+  std::unordered_set<Fingerprint, FingerprintHasher> skipped_;
+  uint64_t lookups_skipped_ = 0;
+  uint64_t skipped_that_existed_ = 0;
   static constexpr size_t kMaxPrefetched = 1 << 20;  // bounds prefetch_ (runs that never finish)
   // Fingerprints offered to Prefetch that the auxiliary index did not hold,
   // and Lookups that missed the auxiliary index (answered by the table or a

@@ -45,6 +45,19 @@ Status ChunkIndex::ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, st
   if (!claims_) return Status::InvalidArgument("chunk index: claims need cluster scope");
   std::vector<uint64_t> epochs;
   DEDUPV1_RETURN_IF_ERROR(claims_->Claim(chunks, use, &epochs));
+  {
+    // The skip policy's evidence: of the chunks taken as new without a
+    // lookup, how many existed (their claims were lost).
+    std::lock_guard<std::mutex> l(mu_);
+    uint64_t claimed = 0, existed = 0;
+    for (size_t i = 0; i < chunks.size(); i++) {
+      if (skipped_.erase(chunks[i].fp) == 0) continue;
+      claimed++;
+      if ((*use)[i] != chunks[i].container) existed++;
+    }
+    skipped_that_existed_ += existed;
+    if (claimed > 0) skip_->CountSkippedClaims(claimed, existed);
+  }
   for (size_t i = 0; i < chunks.size(); i++) {
     // Only now, with the claim decided, may other runs of this process find
     // our copy: one found between store and claim could be a copy whose

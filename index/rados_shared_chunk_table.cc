@@ -107,17 +107,20 @@ class RadosSharedChunkTable::ShardOps {
  public:
   using Judge = std::function<Status(int r)>;
 
-  ShardOps(RadosCluster* cluster, size_t window, ShardLoad* load) : cluster_(cluster), window_(window), load_(load) {}
+  ShardOps(RadosCluster* cluster, size_t window, ShardLoad* load, SharedTableSteps* steps, SharedTableStep step)
+      : cluster_(cluster), window_(window), load_(load), steps_(steps), step_(step) {}
   ~ShardOps() { Finish(); }
 
-  void Read(const std::string& oid, librados::ObjectReadOperation* op, Judge judge) {
+  void Read(const std::string& oid, librados::ObjectReadOperation* op, size_t keys, Judge judge) {
     load_->CountObject(oid);
+    steps_->Count(step_, keys);
     Send(RadosOpKind::kOmapRead, std::move(judge), [&](librados::AioCompletion* c) {
       return cluster_->index().aio_operate(oid, c, op, nullptr);
     });
   }
-  void Write(const std::string& oid, librados::ObjectWriteOperation* op, Judge judge) {
+  void Write(const std::string& oid, librados::ObjectWriteOperation* op, size_t keys, Judge judge) {
     load_->CountObject(oid);
+    steps_->Count(step_, keys);
     Send(RadosOpKind::kOmapWrite, std::move(judge),
          [&](librados::AioCompletion* c) { return cluster_->index().aio_operate(oid, c, op); });
   }
@@ -162,6 +165,8 @@ class RadosSharedChunkTable::ShardOps {
   RadosCluster* const cluster_;
   const size_t window_;
   ShardLoad* const load_;
+  SharedTableSteps* const steps_;
+  const SharedTableStep step_;
   std::deque<Sent> queue_;
   Status first_;
 };
@@ -366,13 +371,13 @@ Status RadosSharedChunkTable::LookupMany(const std::vector<Fingerprint>& fps,
   };
   std::map<uint32_t, Shard> shards;
   for (size_t i = 0; i < fps.size(); i++) shards[RadosChunkTable::ShardOf(fps[i], shard_bits_)].items.push_back(i);
-  ShardOps ops(cluster_.get(), options_.max_in_flight, &load_);
+  ShardOps ops(cluster_.get(), options_.max_in_flight, &load_, &steps_, SharedTableStep::kLookup);
   for (auto& [shard, s] : shards) {
     std::set<std::string> keys;
     for (size_t i : s.items) keys.insert(EntryKey(fps[i]));
     s.op.omap_get_vals_by_keys(keys, &s.vals, &s.rval);
     const std::string oid = ShardOidOf(shard);
-    ops.Read(oid, &s.op, [this, &s, &fps, entries, oid](int r) {
+    ops.Read(oid, &s.op, keys.size(), [this, &s, &fps, entries, oid](int r) {
       if (r == -ENOENT) return Status::OK();  // no claim ever reached this shard
       if (r >= 0) r = s.rval;
       if (r < 0) return OpError(r, "lookup of " + std::to_string(s.items.size()) + " keys", oid);
@@ -390,7 +395,8 @@ Status RadosSharedChunkTable::LookupMany(const std::vector<Fingerprint>& fps,
   return ops.Finish();
 }
 
-Status RadosSharedChunkTable::CasMany(std::vector<CasItem>* items, std::vector<SharedCasResult>* results) {
+Status RadosSharedChunkTable::CasMany(SharedTableStep step, std::vector<CasItem>* items,
+                                     std::vector<SharedCasResult>* results) {
   results->assign(items->size(), SharedCasResult());
   for (int round = 0; round < kMaxRounds; round++) {
     // Each round may take up to the op timeout, longer than a lease: a
@@ -412,7 +418,7 @@ Status RadosSharedChunkTable::CasMany(std::vector<CasItem>* items, std::vector<S
     }
     if (shards.empty()) return Status::OK();
     // 1. One compare-and-set per shard over all its undecided keys.
-    ShardOps writes(cluster_.get(), options_.max_in_flight, &load_);
+    ShardOps writes(cluster_.get(), options_.max_in_flight, &load_, &steps_, step);
     for (auto& [shard, s] : shards) {
       s.oid = ShardOidOf(shard);
       std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
@@ -426,7 +432,7 @@ Status RadosSharedChunkTable::CasMany(std::vector<CasItem>* items, std::vector<S
       s.write.create(false);
       s.write.omap_cmp(cmp, &s.cmp_rval);
       s.write.omap_set(sets);
-      writes.Write(s.oid, &s.write, [this, &s, items, results](int r) {
+      writes.Write(s.oid, &s.write, sets.size(), [this, &s, items, results](int r) {
         if (r == -ECANCELED) {  // some key changed: nothing applied (design 0)
           s.cancelled = true;
           return Status::OK();
@@ -442,13 +448,13 @@ Status RadosSharedChunkTable::CasMany(std::vector<CasItem>* items, std::vector<S
     }
     DEDUPV1_RETURN_IF_ERROR(writes.Finish());
     // 2. The cancelled shards' keys read again: who beat whom.
-    ShardOps reads(cluster_.get(), options_.max_in_flight, &load_);
+    ShardOps reads(cluster_.get(), options_.max_in_flight, &load_, &steps_, step);
     for (auto& [shard, s] : shards) {
       if (!s.cancelled) continue;
       std::set<std::string> keys;
       for (size_t i : s.items) keys.insert(EntryKey((*items)[i].fp));
       s.read.omap_get_vals_by_keys(keys, &s.vals, &s.read_rval);
-      reads.Read(s.oid, &s.read, [this, &s, items, results](int r) {
+      reads.Read(s.oid, &s.read, keys.size(), [this, &s, items, results](int r) {
         if (r >= 0) r = s.read_rval;
         if (r < 0 && r != -ENOENT) return OpError(r, "re-read after a lost race", s.oid);
         for (size_t i : s.items) {
@@ -496,7 +502,7 @@ Status RadosSharedChunkTable::ClaimMany(const std::vector<SharedClaim>& claims, 
     items[i].hint = HintValue(kWhyClaimed, epoch);
     items[i].ours_in_any_epoch = true;
   }
-  return CasMany(&items, results);
+  return CasMany(SharedTableStep::kClaim, &items, results);
 }
 
 Status RadosSharedChunkTable::FlipMany(const std::vector<SharedFlip>& flips, uint64_t epoch,
@@ -518,7 +524,7 @@ Status RadosSharedChunkTable::FlipMany(const std::vector<SharedFlip>& flips, uin
     items[i].next.epoch = std::max(epoch, flips[i].claimed.epoch);
     items[i].ours_in_any_epoch = true;
   }
-  return CasMany(&items, results);
+  return CasMany(SharedTableStep::kFlip, &items, results);
 }
 
 Status RadosSharedChunkTable::CasOne(const Fingerprint& fp, const std::string& expected, const SharedEntry& next,
@@ -530,7 +536,7 @@ Status RadosSharedChunkTable::CasOne(const Fingerprint& fp, const std::string& e
   items[0].next = next;
   if (next.state == SharedEntry::State::kUncommitted) items[0].hint = HintValue(kWhyClaimed, next.epoch);
   std::vector<SharedCasResult> results;
-  DEDUPV1_RETURN_IF_ERROR(CasMany(&items, &results));
+  DEDUPV1_RETURN_IF_ERROR(CasMany(SharedTableStep::kOtherCas, &items, &results));
   *result = results[0];
   return Status::OK();
 }
@@ -586,6 +592,7 @@ Status RadosSharedChunkTable::GuardedWrite(const Fingerprint& fp, librados::Obje
   *done = false;
   const std::string oid = ShardOid(fp);
   load_.CountObject(oid);
+  steps_.Count(SharedTableStep::kGc, 1);
   RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
   int r = cluster_->index().operate(oid, op);
   timer.Done(r == -ECANCELED ? 0 : r, 0);
@@ -648,6 +655,7 @@ Status RadosSharedChunkTable::ReadHints(uint32_t shard, const std::string& after
   if (max == 0) return Status::InvalidArgument("shared chunk index: hint page of 0 keys");
   const std::string oid = ShardOidOf(shard);
   load_.CountObject(oid);
+  steps_.Count(SharedTableStep::kGc, max);
   librados::ObjectReadOperation op;
   std::map<std::string, librados::bufferlist> vals;
   int rval = 0;
@@ -738,7 +746,7 @@ Status RadosSharedChunkTable::UsageRound(const std::vector<SharedUsageDelta>& de
     if (!w.done) shards[RadosChunkTable::ShardOf(w.fp, shard_bits_)].work.push_back(&w);
   }
   // 1. Per shard: the entries and this slot's usage keys of its fingerprints.
-  ShardOps reads(cluster_.get(), options_.max_in_flight, &load_);
+  ShardOps reads(cluster_.get(), options_.max_in_flight, &load_, &steps_, SharedTableStep::kUsageRead);
   for (auto& [shard, s] : shards) {
     s.oid = ShardOidOf(shard);
     std::set<std::string> keys;
@@ -747,7 +755,7 @@ Status RadosSharedChunkTable::UsageRound(const std::vector<SharedUsageDelta>& de
       keys.insert(UsageKey(w->fp, options_.slot));
     }
     s.read.omap_get_vals_by_keys(keys, &s.vals, &s.read_rval);
-    reads.Read(s.oid, &s.read, [this, &s](int r) {
+    reads.Read(s.oid, &s.read, keys.size(), [this, &s](int r) {
       if (r == -ENOENT) return Status::OK();  // no entries: every usage is of a missing entry
       if (r >= 0) r = s.read_rval;
       return r < 0 ? OpError(r, "read before a usage update", s.oid) : Status::OK();
@@ -756,7 +764,7 @@ Status RadosSharedChunkTable::UsageRound(const std::vector<SharedUsageDelta>& de
   DEDUPV1_RETURN_IF_ERROR(reads.Finish());
   // 2. Per shard one write of the counts that change, each compared with the
   // value read, each asserting its entry exists.
-  ShardOps writes(cluster_.get(), options_.max_in_flight, &load_);
+  ShardOps writes(cluster_.get(), options_.max_in_flight, &load_, &steps_, SharedTableStep::kUsageWrite);
   for (auto& [shard, s] : shards) {
     std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
     std::map<std::string, librados::bufferlist> sets;
@@ -800,7 +808,7 @@ Status RadosSharedChunkTable::UsageRound(const std::vector<SharedUsageDelta>& de
     s.write.create(false);
     s.write.omap_cmp(cmp, &s.cmp_rval);
     s.write.omap_set(sets);
-    writes.Write(s.oid, &s.write, [this, &s](int r) {
+    writes.Write(s.oid, &s.write, sets.size(), [this, &s](int r) {
       if (r == -ECANCELED) return Status::OK();  // an entry went or a count changed: the next round reads again
       if (r >= 0) r = s.cmp_rval;
       if (r < 0) return OpError(r, "usage update of " + std::to_string(s.writing.size()) + " keys", s.oid);
@@ -826,34 +834,165 @@ Status RadosSharedChunkTable::ReadRecord(const Fingerprint& fp, SharedRecord* re
     if (page == 0) op.omap_get_vals_by_keys({EntryKey(fp), HintKey(fp)}, &fixed, &fixed_rval);
     op.omap_get_vals2(after, prefix, kUsagePage, &usage, &more, &usage_rval);
     load_.CountObject(oid);
+    steps_.Count(SharedTableStep::kGc, 2);
     RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapRead);
     int r = cluster_->index().operate(oid, &op, nullptr);
     timer.Done(r == -ENOENT ? 0 : r, 0);
     if (r == -ENOENT) return Status::OK();
     if (r >= 0) r = fixed_rval < 0 ? fixed_rval : usage_rval;
     if (r < 0) return OpError(r, "read of " + KeyName(EntryKey(fp)) + " and its usage", oid);
-    for (auto& [key, bl] : fixed) {
-      if (key[0] == kEntryType) {
-        SharedEntry e;
-        DEDUPV1_RETURN_IF_ERROR(DecodeEntry(oid, key, bl.to_str(), &e));
-        record->entry = e;
-      } else {
-        DEDUPV1_RETURN_IF_ERROR(CheckHint(oid, key, bl.to_str()));
-        record->hinted = true;
-        record->hint = bl.to_str();
-      }
-    }
-    for (auto& [key, bl] : usage) {
-      if (key.size() != prefix.size() + 2) return Corruption(oid, key, "usage key of " + std::to_string(key.size()) + " bytes");
-      SharedSlotUsage u;
-      DEDUPV1_RETURN_IF_ERROR(DecodeUsage(oid, key, bl.to_str(), &u));
-      const auto* s = reinterpret_cast<const uint8_t*>(key.data()) + prefix.size();
-      record->usage[static_cast<uint16_t>((s[0] << 8) | s[1])] = u;
-      after = key;
-    }
+    DEDUPV1_RETURN_IF_ERROR(DecodeRecord(oid, fp, fixed, usage, record, &after));
     if (!more || usage.empty()) return Status::OK();
   }
   return Corruption(oid, prefix, "more usage keys than slots");
+}
+
+Status RadosSharedChunkTable::DecodeRecord(const std::string& oid, const Fingerprint& fp,
+                                           const std::map<std::string, librados::bufferlist>& fixed,
+                                           const std::map<std::string, librados::bufferlist>& usage,
+                                           SharedRecord* record, std::string* last_usage_key) const {
+  const std::string ekey = EntryKey(fp), zkey = HintKey(fp), prefix = kUsageType + FpBytes(fp);
+  for (const auto& [key, bl] : fixed) {
+    if (key == ekey) {
+      SharedEntry e;
+      DEDUPV1_RETURN_IF_ERROR(DecodeEntry(oid, key, bl.to_str(), &e));
+      record->entry = e;
+    } else if (key == zkey) {
+      DEDUPV1_RETURN_IF_ERROR(CheckHint(oid, key, bl.to_str()));
+      record->hinted = true;
+      record->hint = bl.to_str();
+    }
+  }
+  for (const auto& [key, bl] : usage) {
+    if (key.size() != prefix.size() + 2) return Corruption(oid, key, "usage key of " + std::to_string(key.size()) + " bytes");
+    SharedSlotUsage u;
+    DEDUPV1_RETURN_IF_ERROR(DecodeUsage(oid, key, bl.to_str(), &u));
+    const auto* p = reinterpret_cast<const uint8_t*>(key.data()) + prefix.size();
+    record->usage[static_cast<uint16_t>((p[0] << 8) | p[1])] = u;
+    *last_usage_key = key;
+  }
+  return Status::OK();
+}
+
+Status RadosSharedChunkTable::ReadRecords(const std::vector<Fingerprint>& fps, std::vector<SharedRecord>* records,
+                                          std::vector<Status>* statuses) {
+  DEDUPV1_RETURN_IF_ERROR(CheckFps(fps, false));
+  records->assign(fps.size(), SharedRecord());
+  statuses->assign(fps.size(), Status::OK());
+  struct One {
+    std::map<std::string, librados::bufferlist> usage;
+    bool more = false;
+    int rval = 0;
+  };
+  struct Shard {
+    std::string oid;
+    std::vector<size_t> items;
+    librados::ObjectReadOperation op;
+    std::map<std::string, librados::bufferlist> fixed;
+    int fixed_rval = 0;
+    std::vector<One> ones;
+  };
+  std::map<uint32_t, Shard> shards;
+  for (size_t i = 0; i < fps.size(); i++) shards[RadosChunkTable::ShardOf(fps[i], shard_bits_)].items.push_back(i);
+  std::vector<size_t> paged;  // more usage keys than one page: read alone
+  ShardOps ops(cluster_.get(), options_.max_in_flight, &load_, &steps_, SharedTableStep::kGc);
+  for (auto& [shard, s] : shards) {
+    s.oid = ShardOidOf(shard);
+    std::set<std::string> keys;
+    for (size_t i : s.items) {
+      keys.insert(EntryKey(fps[i]));
+      keys.insert(HintKey(fps[i]));
+    }
+    s.op.omap_get_vals_by_keys(keys, &s.fixed, &s.fixed_rval);
+    s.ones.resize(s.items.size());  // never resized again: the op writes into them
+    for (size_t j = 0; j < s.items.size(); j++) {
+      One& one = s.ones[j];
+      s.op.omap_get_vals2("", kUsageType + FpBytes(fps[s.items[j]]), kUsagePage, &one.usage, &one.more, &one.rval);
+    }
+    ops.Read(s.oid, &s.op, keys.size() + s.items.size(), [this, &s, &fps, records, statuses, &paged](int r) {
+      if (r == -ENOENT) return Status::OK();  // no claim ever reached this shard: no records
+      if (r >= 0) r = s.fixed_rval;
+      for (const One& one : s.ones) {
+        if (r >= 0) r = one.rval;
+      }
+      if (r < 0) return OpError(r, "read of " + std::to_string(s.items.size()) + " records", s.oid);
+      for (size_t j = 0; j < s.items.size(); j++) {
+        const size_t i = s.items[j];
+        if (s.ones[j].more) {
+          paged.push_back(i);
+          continue;
+        }
+        std::string last;
+        (*statuses)[i] = DecodeRecord(s.oid, fps[i], s.fixed, s.ones[j].usage, &(*records)[i], &last);
+      }
+      return Status::OK();
+    });
+  }
+  DEDUPV1_RETURN_IF_ERROR(ops.Finish());
+  for (size_t i : paged) {
+    (*records)[i] = SharedRecord();
+    (*statuses)[i] = ReadRecord(fps[i], &(*records)[i]);
+    if (!(*statuses)[i].ok() && !(*statuses)[i].IsCorruption()) return (*statuses)[i];
+  }
+  return Status::OK();
+}
+
+Status RadosSharedChunkTable::DropHintsIfUnchanged(const std::vector<std::pair<Fingerprint, SharedRecord>>& seen,
+                                                   const std::vector<uint16_t>& slots, std::vector<bool>* done) {
+  done->assign(seen.size(), false);
+  std::vector<Fingerprint> fps;
+  for (const auto& [fp, record] : seen) {
+    if (record.hint.empty()) return Status::InvalidArgument("shared chunk index: no hint of " + fp.ToHex() + " to drop");
+    fps.push_back(fp);
+  }
+  DEDUPV1_RETURN_IF_ERROR(CheckWrite(fps, true));
+  struct Shard {
+    std::string oid;
+    std::vector<size_t> items;
+    librados::ObjectWriteOperation op;
+    int cmp_rval = 0;
+    bool cancelled = false;
+  };
+  std::map<uint32_t, Shard> shards;
+  for (size_t i = 0; i < seen.size(); i++) shards[RadosChunkTable::ShardOf(fps[i], shard_bits_)].items.push_back(i);
+  ShardOps ops(cluster_.get(), options_.max_in_flight, &load_, &steps_, SharedTableStep::kGc);
+  for (auto& [shard, s] : shards) {
+    s.oid = ShardOidOf(shard);
+    // Each item's comparisons are the single drop's; their keys are the
+    // item's own, so the union asks exactly what each would.
+    std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
+    std::set<std::string> rms;
+    for (size_t i : s.items) {
+      std::map<std::string, std::pair<librados::bufferlist, int>> one;
+      std::set<std::string> keys;
+      GuardOf(fps[i], seen[i].second, slots, &one, &keys);
+      cmp.insert(one.begin(), one.end());
+      rms.insert(HintKey(fps[i]));
+    }
+    s.op.create(false);
+    s.op.omap_cmp(cmp, &s.cmp_rval);
+    s.op.omap_rm_keys(rms);
+    ops.Write(s.oid, &s.op, rms.size(), [this, &s, done](int r) {
+      if (r == -ECANCELED) {  // one of them changed: each alone below
+        s.cancelled = true;
+        return Status::OK();
+      }
+      if (r >= 0) r = s.cmp_rval;
+      if (r < 0) return OpError(r, "guarded drop of " + std::to_string(s.items.size()) + " hints", s.oid);
+      for (size_t i : s.items) (*done)[i] = true;
+      return Status::OK();
+    });
+  }
+  DEDUPV1_RETURN_IF_ERROR(ops.Finish());
+  for (const auto& [shard, s] : shards) {
+    if (!s.cancelled) continue;
+    for (size_t i : s.items) {
+      bool one_done = false;
+      DEDUPV1_RETURN_IF_ERROR(DropHintIfUnchanged(fps[i], seen[i].second, slots, &one_done));
+      (*done)[i] = one_done;
+    }
+  }
+  return Status::OK();
 }
 
 Status RadosSharedChunkTable::UsageSum(const Fingerprint& fp, int64_t* sum,

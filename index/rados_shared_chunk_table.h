@@ -64,6 +64,7 @@
 #include "core/rados/rados_cluster.h"
 #include "core/rados/rados_options.h"
 #include "index/shard_load.h"
+#include "index/shared_table_steps.h"
 
 namespace dedupv1 {
 
@@ -185,6 +186,16 @@ class RadosSharedChunkTable {
   // decrement in between rewrites the hint or a usage key, so its hint stays.
   Status DropHintIfUnchanged(const Fingerprint& fp, const SharedRecord& seen, const std::vector<uint16_t>& slots,
                              bool* done);
+  // GC's batched forms (one operation per shard touched instead of one per
+  // fingerprint): ReadRecord of many fingerprints, with a status per record
+  // (Corruption names the damaged key of that record only); and
+  // DropHintIfUnchanged of many (record as read), |done| per item. A shard
+  // whose combined comparison fails (any of its items changed) is retried
+  // one item at a time, so an item's outcome never depends on another's.
+  Status ReadRecords(const std::vector<Fingerprint>& fps, std::vector<SharedRecord>* records,
+                     std::vector<Status>* statuses);
+  Status DropHintsIfUnchanged(const std::vector<std::pair<Fingerprint, SharedRecord>>& seen,
+                              const std::vector<uint16_t>& slots, std::vector<bool>* done);
   // A page of shard |shard|'s hints (0 <= shard < shards()) in key order,
   // after key |after| ("" = from the first), at most |max| in one read;
   // |last| is the key to continue after, |more| whether more may follow.
@@ -209,6 +220,8 @@ class RadosSharedChunkTable {
   // Operations sent per shard since this instance opened (the monitor's and
   // the heartbeat's shard load).
   ShardLoadSummary shard_load() const { return load_.Summary(); }
+  // Operations and keys sent per protocol step since this instance opened.
+  SharedTableStepCounts step_counts() const { return steps_.Snapshot(); }
   RadosCluster* cluster() const { return cluster_.get(); }
   // The shard object holding |fp| ("ci.<hex>").
   std::string ShardOid(const Fingerprint& fp) const;
@@ -232,7 +245,7 @@ class RadosSharedChunkTable {
   Status CheckWrite(const std::vector<Fingerprint>& fps, bool distinct) const;
   // Compare-and-sets of entries, batched per shard, in rounds until each is
   // decided (won or lost).
-  Status CasMany(std::vector<CasItem>* items, std::vector<SharedCasResult>* results);
+  Status CasMany(SharedTableStep step, std::vector<CasItem>* items, std::vector<SharedCasResult>* results);
   Status CasOne(const Fingerprint& fp, const std::string& expected, const SharedEntry& next, SharedCasResult* result);
   // The comparisons of a guarded GC change: entry, usage keys and hint as
   // |seen|, no usage key of |slots| that |seen| lacks. |keys| gets every key
@@ -248,6 +261,11 @@ class RadosSharedChunkTable {
                     std::vector<SharedUsageOutcome>* outcomes);
 
   std::string HintValue(char why, uint64_t epoch) const;
+  // Fills |record| from the values of one fingerprint's keys as read.
+  Status DecodeRecord(const std::string& oid, const Fingerprint& fp,
+                      const std::map<std::string, librados::bufferlist>& fixed,
+                      const std::map<std::string, librados::bufferlist>& usage, SharedRecord* record,
+                      std::string* last_usage_key) const;
   Status DecodeEntry(const std::string& oid, const std::string& key, const std::string& value,
                      SharedEntry* entry) const;
   Status DecodeUsage(const std::string& oid, const std::string& key, const std::string& value,
@@ -262,6 +280,7 @@ class RadosSharedChunkTable {
   const uint32_t shards_;
   const int shard_bits_;
   ShardLoad load_;
+  SharedTableSteps steps_;
 };
 
 }  // namespace dedupv1

@@ -465,6 +465,70 @@ TEST_F(GatewaySharedTable, GuardedMarkAndEraseFailOnAnyChangeInBetween) {
   EXPECT_EQ(SharedUsageOutcome::kUsageOfMissingEntry, out[0]);
 }
 
+// GC's batched forms: ReadRecords answers what ReadRecord does per
+// fingerprint (records of fingerprints with no entry, over several shards,
+// in one read per shard), and DropHintsIfUnchanged drops each hint whose
+// record is unchanged even when another of its shard changed in between.
+TEST_F(GatewaySharedTable, BatchedRecordReadsAndHintDropsActPerFingerprint) {
+  ASSERT_NO_FATAL_FAILURE(OpenBoth());
+  const std::vector<Fingerprint> fps = MakeFps(12, 24);
+  std::vector<SharedCasResult> res;
+  ASSERT_TRUE(a_->ClaimMany(Claims(fps, 100), 1, &res).ok());
+  std::vector<SharedFlip> flips;
+  for (size_t i = 0; i < fps.size(); i++) flips.push_back({fps[i], *res[i].current});
+  ASSERT_TRUE(a_->FlipMany(flips, 1, &res).ok());
+  std::vector<SharedUsageOutcome> out;
+  std::vector<SharedUsageDelta> deltas;
+  for (size_t i = 0; i < fps.size(); i++) deltas.push_back({fps[i], 1, 1});
+  ASSERT_TRUE(a_->AddUsageMany(deltas, 1, &out).ok());
+  ASSERT_TRUE(b_->AddUsageMany({{fps[0], 2, 1}}, 1, &out).ok());
+  std::vector<Fingerprint> asked = fps;
+  asked.push_back(MakeFp(13, 0));  // never claimed
+  std::vector<SharedRecord> records;
+  std::vector<Status> statuses;
+  const SharedTableStepCounts before = b_->step_counts();
+  ASSERT_TRUE(b_->ReadRecords(asked, &records, &statuses).ok());
+  const uint64_t reads = b_->step_counts().ops[static_cast<size_t>(SharedTableStep::kGc)] -
+                         before.ops[static_cast<size_t>(SharedTableStep::kGc)];
+  EXPECT_LE(reads, uint64_t{kShards}) << "one read per shard touched";
+  ASSERT_EQ(asked.size(), records.size());
+  for (size_t i = 0; i < asked.size(); i++) {
+    ASSERT_TRUE(statuses[i].ok()) << statuses[i].ToString();
+    SharedRecord one;
+    ASSERT_TRUE(b_->ReadRecord(asked[i], &one).ok());
+    EXPECT_EQ(one.entry, records[i].entry) << i;
+    EXPECT_EQ(one.hint, records[i].hint) << i;
+    EXPECT_EQ(one.hinted, records[i].hinted) << i;
+    ASSERT_EQ(one.usage.size(), records[i].usage.size()) << i;
+    for (const auto& [slot, u] : one.usage) {
+      EXPECT_EQ(u.count, records[i].usage[slot].count) << i;
+      EXPECT_EQ(u.last_event_id, records[i].usage[slot].last_event_id) << i;
+    }
+  }
+  EXPECT_FALSE(records.back().entry.has_value());
+  EXPECT_EQ(3, records[0].usage[kSlotA].count + records[0].usage[kSlotB].count);
+  // Two fingerprints change after the read: their hints stay, every other
+  // goes (24 fingerprints over 16 shards: some share a shard with them).
+  size_t shard_mates = 0;
+  for (const Fingerprint& fp : fps) shard_mates += a_->ShardOid(fp) == a_->ShardOid(fps[3]) ? 1 : 0;
+  ASSERT_GT(shard_mates, 1u) << "the cancelled shard's other hints must be dropped one by one";
+  ASSERT_TRUE(a_->AddUsageMany({{fps[3], 1, 2}}, 1, &out).ok());
+  ASSERT_TRUE(b_->AddUsageMany({{fps[5], 1, 2}}, 1, &out).ok());  // B's first key of fps[5]: "none" compared
+  std::vector<std::pair<Fingerprint, SharedRecord>> drops;
+  for (size_t i = 0; i < fps.size(); i++) drops.emplace_back(fps[i], records[i]);
+  std::vector<bool> done;
+  const std::vector<uint16_t> slots = {kSlotA, kSlotB};
+  ASSERT_TRUE(b_->DropHintsIfUnchanged(drops, slots, &done).ok());
+  for (size_t i = 0; i < fps.size(); i++) {
+    SharedRecord now;
+    ASSERT_TRUE(b_->ReadRecord(fps[i], &now).ok());
+    const bool kept = i == 3 || i == 5;
+    EXPECT_EQ(!kept, done[i]) << i;
+    EXPECT_EQ(kept, now.hinted) << i;
+    EXPECT_TRUE(now.entry.has_value()) << i;
+  }
+}
+
 TEST_F(GatewaySharedTable, DamagedValueIsCorruptionNamingPoolObjectAndKey) {
   ASSERT_NO_FATAL_FAILURE(OpenBoth());
   const Fingerprint fp = MakeFp(5, 0), used = MakeFp(5, 1);

@@ -200,6 +200,75 @@ TEST_F(GatewayClusterDedup, ConcurrentSameNewDataKeepsOneIndexedCopy) {
   ASSERT_TRUE(b->Close().ok());
 }
 
+// index/lookup_skip_policy.h: after a stretch of new data, B claims its
+// unknown chunks without looking them up. Meeting a backup A stored, the
+// claims are lost and B maps A's copies (no dedup lost, its own copies
+// wasted only until the policy looks up again, within about a run), and
+// everything reads back, also after a reopen.
+TEST_F(GatewayClusterDedup, ClaimsWithoutLookupStillMapTheExistingCopies) {
+  constexpr uint64_t kNewMiB = 40, kBackupMiB = 12;
+  test::TempDir dir_a, dir_b;
+  const Options a_opts = ClusterOptions(dir_a.path(), rados_, "gw-a", 16 * kMiB);
+  const Options b_opts = ClusterOptions(dir_b.path(), rados_, "gw-b", 56 * kMiB);
+  ASSERT_FALSE(HasFailure());
+  std::unique_ptr<DedupSystem> a = OpenStoreOrFail(a_opts), b = OpenStoreOrFail(b_opts);
+  ASSERT_TRUE(a && b);
+  Status s = WriteBackup(a.get(), "vol-gw-a", 7, kBackupMiB);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // B: new data only (its lookups all miss), then A's backup behind it.
+  Volume* v = test::Vol(b.get(), "vol-gw-b");
+  ASSERT_NE(v, nullptr);
+  for (uint64_t i = 0; i < kNewMiB; i++) {
+    const std::vector<uint8_t> d = test::RandomBytes(kMiB, 900000 + i);
+    ASSERT_TRUE(v->Write(i * kMiB, kMiB, d.data(), false).ok());
+  }
+  ASSERT_TRUE(v->Sync().ok());
+  const ChunkIndexStats after_new = b->chunk_index()->stats();
+  EXPECT_GT(after_new.lookups_skipped, 0u) << kNewMiB << " MiB of new data did not make B skip lookups";
+  std::printf("B after %llu MiB of new data: %llu lookups, %llu read from the table, %llu skipped\n",
+              (unsigned long long)kNewMiB, (unsigned long long)after_new.lookups,
+              (unsigned long long)(after_new.disk_hits + after_new.misses - after_new.lookups_skipped),
+              (unsigned long long)after_new.lookups_skipped);
+  for (uint64_t i = 0; i < kBackupMiB; i++) {
+    const std::vector<uint8_t> d = Piece(7, i);
+    ASSERT_TRUE(v->Write((kNewMiB + i) * kMiB, kMiB, d.data(), false).ok());
+  }
+  ASSERT_TRUE(v->Sync().ok());
+  const ChunkIndexStats st = b->chunk_index()->stats();
+  EXPECT_GT(st.skipped_that_existed, 0u) << "B did not meet A's chunks while skipping";
+  EXPECT_GT(st.disk_hits, after_new.disk_hits) << "B never looked up again";
+  std::printf("B skipped %llu lookups, %llu of those chunks existed (%llu bytes wasted); table hits after %llu\n",
+              (unsigned long long)st.lookups_skipped, (unsigned long long)st.skipped_that_existed,
+              (unsigned long long)st.claims.bytes_wasted, (unsigned long long)(st.disk_hits - after_new.disk_hits));
+  EXPECT_LT(st.claims.bytes_wasted, kBackupMiB * kMiB / 2);
+  // Every chunk of A's backup in B's volume names A's copy.
+  References a_refs, b_refs;
+  AddReferences(a.get(), "vol-gw-a", &a_refs);
+  AddReferences(b.get(), "vol-gw-b", &b_refs);
+  size_t checked = 0;
+  for (const auto& [fp, cs] : a_refs.containers) {
+    auto it = b_refs.containers.find(fp);
+    if (it == b_refs.containers.end()) continue;  // a chunk cut differently at the piece borders
+    checked++;
+    EXPECT_EQ(it->second, cs) << fp.ToHex() << " has a copy of B's own";
+  }
+  EXPECT_GT(checked, a_refs.containers.size() * 9 / 10);
+  for (uint64_t i = 0; i < kBackupMiB; i++) {
+    EXPECT_TRUE(test::ReadsBack(v, (kNewMiB + i) * kMiB, Piece(7, i))) << "MiB " << i;
+  }
+  ASSERT_TRUE(b->Close().ok());
+  b.reset();
+  b = OpenStoreOrFail(b_opts);
+  ASSERT_TRUE(b);
+  v = test::Vol(b.get(), "vol-gw-b");
+  ASSERT_NE(v, nullptr);
+  for (uint64_t i = 0; i < kBackupMiB; i++) {
+    EXPECT_TRUE(test::ReadsBack(v, (kNewMiB + i) * kMiB, Piece(7, i))) << "MiB " << i << " after reopen";
+  }
+  ASSERT_TRUE(b->Close().ok());
+  ASSERT_TRUE(a->Close().ok());
+}
+
 TEST_F(GatewayClusterDedup, ScopeIsFixedAtCreation) {
   test::TempDir dir_a, dir_b;
   {

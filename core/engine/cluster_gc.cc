@@ -199,14 +199,13 @@ Status ClusterIndexGc::Page(Round* round, bool* pass_done) {
       std::string last;
       DEDUPV1_RETURN_IF_ERROR(table_->ReadHints(cursor_.shard, cursor_.after, max, &hints, &last, &more, &damaged));
       for (const std::string& d : damaged) CountDamage(round, Status::Corruption(d));
-      for (const SharedHint& hint : hints) {
-        // Stopped mid-page: the cursor stays before the page, which the next
-        // round reads again (acting twice on a hint is harmless).
-        if (Stopping()) {
-          round->cut = true;
-          return Status::OK();
-        }
-        DEDUPV1_RETURN_IF_ERROR(Act(round, hint));
+      // Stopped mid-page: the cursor stays before the page, which the next
+      // round reads again (acting twice on a hint is harmless).
+      bool stopped = false;
+      DEDUPV1_RETURN_IF_ERROR(ActOnPage(round, hints, &stopped));
+      if (stopped) {
+        round->cut = true;
+        return Status::OK();
       }
       round->hints += hints.size() + damaged.size();
       cursor_.after = last;
@@ -224,51 +223,85 @@ void ClusterIndexGc::EndPass() {
   pass_++;
 }
 
-Status ClusterIndexGc::Act(Round* round, const SharedHint& hint) {
-  round->delta.hints_seen++;
-  Status s = ActOnHint(round, hint);
-  if (s.IsCorruption()) {  // nothing was changed: skip it, later hints go on
-    CountDamage(round, s);
+Status ClusterIndexGc::ActOnPage(Round* round, const std::vector<SharedHint>& hints, bool* stopped) {
+  *stopped = false;
+  // 1. The hints old enough to act on (memory only).
+  std::vector<Fingerprint> due;
+  for (const SharedHint& hint : hints) {
+    round->delta.hints_seen++;
+    if (Due(round, hint)) due.push_back(hint.fp);
+  }
+  if (due.empty()) return Status::OK();
+  if (Stopping()) {
+    *stopped = true;
     return Status::OK();
   }
-  return s;
+  // 2. Their records: one read per shard (a page is one shard's).
+  std::vector<SharedRecord> records;
+  std::vector<Status> statuses;
+  DEDUPV1_RETURN_IF_ERROR(table_->ReadRecords(due, &records, &statuses));
+  // 3. Each acted on; the most common act, dropping the hint of a chunk in
+  // use, is batched into one guarded write per shard after the others.
+  std::vector<std::pair<Fingerprint, SharedRecord>> drops;
+  for (size_t i = 0; i < due.size(); i++) {
+    if (Stopping()) {
+      *stopped = true;
+      break;
+    }
+    bool drop = false;
+    Status s = statuses[i];
+    if (s.ok()) s = ActOnRecord(round, due[i], records[i], &drop);
+    if (s.IsCorruption()) {  // nothing was changed: skip it, later hints go on
+      CountDamage(round, s);
+      continue;
+    }
+    DEDUPV1_RETURN_IF_ERROR(s);
+    if (drop) drops.emplace_back(due[i], records[i]);
+  }
+  if (drops.empty()) return Status::OK();
+  DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
+  std::vector<bool> done;
+  DEDUPV1_RETURN_IF_ERROR(table_->DropHintsIfUnchanged(drops, round->slots, &done));
+  for (size_t i = 0; i < drops.size(); i++) {
+    (done[i] ? round->delta.hints_dropped : round->delta.races)++;
+    dead_.erase(Key(drops[i].first));
+  }
+  return Status::OK();
 }
 
-Status ClusterIndexGc::ActOnHint(Round* round, const SharedHint& hint) {
+bool ClusterIndexGc::Due(Round* round, const SharedHint& hint) {
   const std::string key = Key(hint.fp);
   auto it = seen_.find(key);
   if (it == seen_.end() || it->second.hint != hint.value) {
     if (it == seen_.end() && seen_.size() >= options_.max_remembered) {
       round->delta.remember_full++;  // seen again in a later pass
-      return Status::OK();
+      return false;
     }
     seen_[key] = Seen{hint.value, std::chrono::steady_clock::now(), pass_};
-    return Status::OK();  // first seen now: not older than the hold
+    return false;  // first seen now: not older than the hold
   }
   it->second.pass = pass_;
-  if (!Old(it->second.since, std::chrono::steady_clock::now())) return Status::OK();
-  SharedRecord record;
-  DEDUPV1_RETURN_IF_ERROR(table_->ReadRecord(hint.fp, &record));
+  return Old(it->second.since, std::chrono::steady_clock::now());
+}
+
+Status ClusterIndexGc::ActOnRecord(Round* round, const Fingerprint& fp, const SharedRecord& record, bool* drop) {
+  *drop = false;
   if (!record.hinted) return Status::OK();  // gone meanwhile
-  bool done = false;
   if (record.entry && record.entry->state == SharedEntry::State::kUncommitted) {
-    return ActOnClaim(round, hint.fp, record);
+    return ActOnClaim(round, fp, record);
   }
   int64_t sum = 0;
   for (const auto& [slot, usage] : record.usage) sum += usage.count;
   if (!record.entry || (record.entry->state == SharedEntry::State::kCommitted && sum > 0)) {
-    DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
-    DEDUPV1_RETURN_IF_ERROR(table_->DropHintIfUnchanged(hint.fp, record, round->slots, &done));
-    (done ? round->delta.hints_dropped : round->delta.races)++;
-    dead_.erase(key);
+    *drop = true;  // in use, or a leftover hint: the hint goes (ActOnPage)
     return Status::OK();
   }
   if (sum < 0) {  // damage for the checker to name; never a reason to erase
-    return Status::Corruption("GC: usage sum " + std::to_string(sum) + " of " + hint.fp.ToHex() + " in " +
-                              table_->ShardOid(hint.fp) + " is negative");
+    return Status::Corruption("GC: usage sum " + std::to_string(sum) + " of " + fp.ToHex() + " in " +
+                              table_->ShardOid(fp) + " is negative");
   }
-  if (record.entry->state == SharedEntry::State::kCommitted) return MarkUnused(round, hint.fp, record);
-  return ActOnDead(round, hint.fp, record, sum);
+  if (record.entry->state == SharedEntry::State::kCommitted) return MarkUnused(round, fp, record);
+  return ActOnDead(round, fp, record, sum);
 }
 
 Status ClusterIndexGc::MarkUnused(Round* round, const Fingerprint& fp, const SharedRecord& record) {

@@ -153,7 +153,16 @@ class ClusterIndexGc {
   void EndPass();
   bool Stopping() const { return options_.stop && options_.stop(); }
   void CountDamage(Round* round, const Status& s);
-  Status ActOnHint(Round* round, const SharedHint& hint);
+  // Acts on the hints of one page (paged in key order from one shard): the
+  // records of those old enough read in one batch, hint drops batched;
+  // |stopped| when stop() said so before the page was done.
+  Status ActOnPage(Round* round, const std::vector<SharedHint>& hints, bool* stopped);
+  // Whether |hint| was seen, unchanged, longer than the claim hold ago
+  // (remembers it when first seen).
+  bool Due(Round* round, const SharedHint& hint);
+  // What the hint's record asks for; |drop|: the hint should go (the chunk
+  // is in use, or has no entry), which the caller batches.
+  Status ActOnRecord(Round* round, const Fingerprint& fp, const SharedRecord& record, bool* drop);
   // Incarnations whose claims may still flip: per slot number the current
   // incarnation, unless its heartbeat says it stopped or was fenced; and
   // every registered slot number.
@@ -171,7 +180,6 @@ class ClusterIndexGc {
   Status ActOnDead(Round* round, const Fingerprint& fp, const SharedRecord& record, int64_t sum);
   Status Finalize(Round* round, const Fingerprint& fp, const SharedRecord& record);
   void SendUnsent();
-  Status Act(Round* round, const SharedHint& hint);
   Status ActOnClaim(Round* round, const Fingerprint& fp, const SharedRecord& record);
   bool Old(std::chrono::steady_clock::time_point since, std::chrono::steady_clock::time_point now) const;
 

@@ -237,6 +237,15 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          o->chunk_index.claims.claim_hold_ms = ms;
          return Status::OK();
        }},
+      {"storage.rados.skip-lookups-below", [](const std::string& v, Options* o) {
+         double share;
+         DEDUPV1_RETURN_IF_ERROR(ParseDouble(v, &share));
+         if (!(share >= 0 && share <= 0.5)) {
+           return Status::InvalidArgument("storage.rados.skip-lookups-below must be a share from 0 (never skip) to 0.5, got " + v);
+         }
+         o->chunk_index.skip_lookups_below = share;
+         return Status::OK();
+       }},
       {"storage.rados.lock-lease", [](const std::string& v, Options* o) {
          uint64_t ms;
          DEDUPV1_RETURN_IF_ERROR(ParseDurationMs(v, &ms));
@@ -454,6 +463,7 @@ std::string Options::SettingsToString() const {
     << "storage.rados.index-shards = " << chunk_index.rados_shards << "\n"
     << "storage.rados.dedup-scope = " << (chunk_index.cluster_scope ? "cluster" : "gateway") << "\n"
     << "storage.rados.claim-hold = " << chunk_index.claims.claim_hold_ms << "ms\n"
+    << "storage.rados.skip-lookups-below = " << chunk_index.skip_lookups_below << "\n"
     << "block-size = " << block_size << "\n"
     << "fingerprint = " << FingerprintTypeName(fingerprint) << "\n"
     << "chunking = " << chunking.name << "\n"

@@ -282,6 +282,16 @@ std::vector<MetricRow> ChunkIndexRows() {
           .Page(14, "Refused inserts (full)"),
       Row("chunk_index", "last_error", U::kText, [](C c) -> Json { return c.chunk_index().last_error; })
           .Page(15, "Last error", R"js(v.last_error || "none")js"),
+      // Cluster scope (index/lookup_skip_policy.h): chunks claimed without a
+      // lookup, and how many of them existed (a copy wasted, no dedup lost).
+      Row("chunk_index", "lookups_skipped", U::kCount, [](C c) -> Json { return c.chunk_index().lookups_skipped; })
+          .Counter("dedupv1_chunk_index_lookups_skipped_total",
+                   "Chunks claimed in the shared chunk index without a lookup (cluster scope).")
+          .Page(16, "Lookups skipped, of those existing",
+                R"js(count(v.lookups_skipped) + ", " + count(v.skipped_that_existed))js"),
+      Row("chunk_index", "skipped_that_existed", U::kCount, [](C c) -> Json { return c.chunk_index().skipped_that_existed; })
+          .Counter("dedupv1_chunk_index_skipped_that_existed_total",
+                   "Chunks claimed without a lookup that existed: their claims were lost, the copy wasted."),
   };
 }
 
