@@ -82,6 +82,11 @@ const std::vector<InputSpec>& InputSpecs() {
       {"claims_per_new_chunk", &In::claims_per_new_chunk, "claims", "design-15 2.4: races rare (retries > 1)"},
       {"flips_per_new_chunk", &In::flips_per_new_chunk, "flips", "design-15 2.4: one flip per claimed chunk"},
       {"claim_keys", &In::claim_keys, "keys", "design-15 2.4: a claim sets e+fp and z+fp"},
+      {"lookup_share", &In::lookup_share, "share",
+       "design-15 2.4: 1 = every unknown chunk looked up; below while claims skip lookups (bench: gen 1 lookup keys "
+       "per chunk)"},
+      {"gc_hint_page", &In::gc_hint_page, "hints",
+       "core/engine/cluster_gc.h: hints per page (256); 0 = GC not modelled"},
       {"writeback_keys_per_shard", &In::writeback_keys_per_shard, "keys",
        "index/chunk_index.cc: write-back batch = 4 x batch_units (64 per shard), in [1024, 65536]"},
       {"key_skew", &In::key_skew, "max/mean",
@@ -137,7 +142,8 @@ Status ValidateGatewaySimInputs(const GatewaySimInputs& in) {
   for (const InputSpec& spec : InputSpecs()) {
     const std::string key = spec.key;
     if (key == "dup" || key == "dup_locality" || key == "shards" || key == "rounds_per_run" ||
-        key == "cluster_scope" || key == "other_ops_per_100_chunks" || key == "rtt_ms") {
+        key == "cluster_scope" || key == "other_ops_per_100_chunks" || key == "rtt_ms" || key == "lookup_share" ||
+        key == "gc_hint_page") {
       if (in.*spec.field < 0) return bad(spec.key, "must not be negative");
       continue;
     }
@@ -215,10 +221,19 @@ std::vector<IndexStep> GatewaySim::IndexSteps(uint32_t shards) const {
     // Design-15 2.4: every run reads its chunks' entries; its new chunks are
     // claimed in one round; claims flip to committed in write-back batches;
     // usage keys (per slot) are read and written at checkpoints.
-    steps.push_back({"lookup", false, false, 1, run_chunks, 1});
+    if (in_.lookup_share > 0) steps.push_back({"lookup", false, false, 1, run_chunks, in_.lookup_share});
     steps.push_back({"claim", true, true, in_.claim_keys, std::max(1.0, run_chunks * (1 - in_.dup)),
                      in_.claims_per_new_chunk});
     steps.push_back({"flip", true, true, 1, writeback, in_.flips_per_new_chunk});
+    if (in_.gc_hint_page > 0) {
+      // Design-15 2.6: each claim leaves a hint that the GC leader pages
+      // twice (seen, then due after the hold), then reads the record of and
+      // drops, a page (one shard's) per operation.
+      const double page = in_.gc_hint_page * shards;
+      steps.push_back({"gc hint pages", true, false, 1, page, 2});
+      steps.push_back({"gc records", true, false, 3, page, 1});
+      steps.push_back({"gc hint drops", true, true, 4, page, 1});
+    }
   }
   // Both scopes: the write-back reads the shard's keys, then writes (today's
   // Apply: usage counts and new entries); in gateway scope the bloom filter
@@ -382,10 +397,14 @@ std::string GatewaySimExplain() {
     per op plus a time per key (a line through the two measured omap rates),
     reads on the primary, writes on every replica. Capacity grows linearly with
     N from the 3-OSD measurement.
-  - Index traffic per chunk (cluster scope): a lookup of every chunk per run, a
-    claim of each new chunk per run (2 keys), a flip of each new chunk and a
-    read + write of its usage key in write-back batches. A batch of B keys over
-    S shards costs S (1 - (1 - 1/S)^B) ops (the shards it touches).
+  - Index traffic per chunk (cluster scope): a lookup per run of the share
+    lookup_share of runs (the rest claim without a lookup while the index
+    answers "none"), a claim of each new chunk per run (2 keys), a flip of
+    each new chunk and a read + write of its usage key in write-back batches,
+    and GC's work on each new chunk's hint: pages read twice, then its record
+    read and its hint dropped, one operation per page of gc_hint_page hints.
+    A batch of B keys over S shards costs S (1 - (1 - 1/S)^B) ops (the
+    shards it touches).
   - Shard hot spots: each shard lives on `replicas` OSDs placed pseudo-randomly
     (fixed seed, averaged over placements); the busiest OSD's index load over
     the mean (x key_skew, the measured max/mean keys per shard) bounds the
@@ -405,8 +424,8 @@ What it leaves out:
   - Claim races between gateways writing the same new data at once, waits on
     another gateway's uncommitted entry, takeovers and failover (only as
     claims_per_new_chunk > 1 if given).
-  - Garbage collection (index GC rounds, container GC, merges), restores and
-    other reads, scrubbing, recovery and rebalancing traffic, lease renewals.
+  - Garbage collection besides the hints of new chunks (decrements, marks,
+    erases, container GC and merges), restores and other reads, scrubbing, recovery and rebalancing traffic, lease renewals.
   - The checkpoint's usage counting as measured at 10 GiB (49.6 ops per 100
     chunks, one read per entry): assumed batched, as design-15 2.5 plans.
   - Networks other than the gateway's link: OSD public and cluster networks,

@@ -69,6 +69,15 @@ struct GatewaySimInputs {
   double claims_per_new_chunk = 1;  // > 1: lost claims retried
   double flips_per_new_chunk = 1;
   double claim_keys = 2;            // keys set by a claim (entry and GC hint)
+  // Share of a run's chunks read from the shared index before the claim:
+  // 1 = every unknown chunk; near 0 while claims skip lookups at 0%
+  // duplicates (index/lookup_skip_policy.h).
+  double lookup_share = 1;
+  // Cluster GC: the hints of one shard's page (this many) are paged twice
+  // (seen, then due after the claim hold), their records read in one
+  // operation and their drops written in one (design-15 2.6 "GC in
+  // batches"); 0 leaves GC out of the model.
+  double gc_hint_page = 256;
   double writeback_keys_per_shard = 256;  // ChunkIndex write-back batch = this x shards, clamped to [1024, 65536]
   double key_skew = 1.0;            // max/mean keys per shard (bench shard-balance)
   double placement_trials = 8;      // placements averaged for the hot factor

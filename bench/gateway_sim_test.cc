@@ -100,6 +100,7 @@ TEST(GatewaySimTest, ContainerEfficiencyIsTheClusterLoss) {
 
 TEST(GatewaySimTest, IndexOpsPerChunkFallWithBatchSize) {
   GatewaySimInputs in = HandInputs();
+  in.gc_hint_page = 0;  // ingest only
   in.run_bytes = 10000;  // one chunk per run: a lookup and a claim op per chunk
   GatewaySim one_per_run(in);
   // Write-back batches: 256 x 64 = 16384 keys touch (almost) all 64 shards.
@@ -114,6 +115,21 @@ TEST(GatewaySimTest, IndexOpsPerChunkFallWithBatchSize) {
   EXPECT_LT(GatewaySim(in).Cluster(3, 64).index_ops_per_chunk, sixty_four.Cluster(3, 64).index_ops_per_chunk);
   // More shards, the same batch: fewer keys per op, more ops.
   EXPECT_GT(GatewaySim(in).Cluster(3, 4096).index_ops_per_chunk, GatewaySim(in).Cluster(3, 64).index_ops_per_chunk);
+}
+
+TEST(GatewaySimTest, SkippedLookupsAndGcHintsInOpsPerChunk) {
+  GatewaySimInputs in = HandInputs();
+  in.gc_hint_page = 0;
+  in.run_bytes = 10000;  // one chunk per run: a lookup and a claim op per chunk
+  const double writeback = GatewaySim::ShardsTouched(16384, 64) / 16384;
+  in.lookup_share = 0.25;
+  EXPECT_NEAR(GatewaySim(in).Cluster(3, 64).index_ops_per_chunk, 1.25 + 3 * writeback, 1e-9);
+  in.lookup_share = 0;
+  EXPECT_NEAR(GatewaySim(in).Cluster(3, 64).index_ops_per_chunk, 1 + 3 * writeback, 1e-9);
+  // GC: per new chunk two page reads, a record read and a drop, 256 a page.
+  in.gc_hint_page = 256;
+  const double page = GatewaySim::ShardsTouched(256 * 64, 64) / (256 * 64);
+  EXPECT_NEAR(GatewaySim(in).Cluster(3, 64).index_ops_per_chunk, 1 + 3 * writeback + 4 * page, 1e-9);
 }
 
 TEST(GatewaySimTest, GatewayScopeSkipsLookupsAndClaims) {

@@ -150,6 +150,22 @@ def mean(xs):
     return sum(xs) / len(xs) if xs else None
 
 
+def index_steps_per_gib(rounds):
+    """[(step, ops per GiB, keys per op)] of generation 1 over the 1-gateway
+    runs that report index_ops_by_step (cluster scope); [] otherwise."""
+    ones = [runs[0] for _, n, runs in rounds if n == 1 and runs[0].get("index_ops_by_step", {}).get("gen1")]
+    if not ones:
+        return []
+    gib = sum(r["size"] for r in ones) / float(1 << 30)
+    totals = {}
+    for r in ones:
+        for name, (ops, keys) in r["index_ops_by_step"]["gen1"].items():
+            t = totals.setdefault(name, [0, 0])
+            t[0] += ops
+            t[1] += keys
+    return [(name, ops / gib, keys / ops if ops else 0.0) for name, (ops, keys) in totals.items()]
+
+
 def simulator_inputs(rounds, bench_mb_s, balance, scope):
     """{sim key: (value, source)} of what this run measured."""
     ones = [runs[0] for _, n, runs in rounds if n == 1]
@@ -189,6 +205,12 @@ def simulator_inputs(rounds, bench_mb_s, balance, scope):
         out["key_skew"] = (max(1.0, balance["max_over_mean"] / random_mm),
                            f"max/mean keys per shard {balance['max_over_mean']:.3f} over random keys' "
                            f"{random_mm:.3f}, {balance['shards']} shards, this run")
+    lookups = [r["index_ops_by_step"]["gen1"].get("lookup", [0, 0])[1] / r["gen1_chunks"] for r in ones
+               if r.get("index_ops_by_step", {}).get("gen1") and r.get("gen1_chunks")]
+    if scope == "cluster" and lookups:
+        share = min(1.0, mean(lookups))
+        out["lookup_share"] = (share, "1-gateway runs: keys looked up in the shared index per gen 1 chunk")
+        out["rounds_per_run"] = (1 + share, "1-gateway runs: the claim, plus the lookup of lookup_share of the runs")
     out["cluster_scope"] = (1.0 if scope == "cluster" else 0.0, f"storage.rados.dedup-scope = {scope}")
     return out
 
@@ -260,6 +282,12 @@ def summarize(raw, scope, seeds, size, machine=""):
                        f"(random keys: {random_max_over_mean(b['keys'], b['shards']):.3f})")
         if union:
             balance = shard_balance(union)
+    steps = index_steps_per_gib(rounds)
+    if steps:
+        out.append("")
+        out.append("shared chunk index operations per GiB of generation 1 by step, 1-gateway rounds "
+                   "(ops, keys per op):")
+        out.append("    " + ", ".join(f"{name} {ops:.0f} ({keys:.1f})" for name, ops, keys in steps))
     inputs = simulator_inputs(rounds, bench, balance, scope)
     return "\n".join(out) + "\n", format_inputs(inputs)
 

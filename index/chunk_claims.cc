@@ -23,7 +23,7 @@ constexpr int kMaxLostSteps = 2000;
 
 ChunkClaims::ChunkClaims(const ChunkClaimsOptions& options, std::unique_ptr<RadosSharedChunkTable> table,
                          uint32_t incarnation)
-    : options_(options), table_(std::move(table)), incarnation_(incarnation) {}
+    : options_(options), table_(std::move(table)), combiner_(table_.get()), incarnation_(incarnation) {}
 
 Status ChunkClaims::Open(const RadosSharedChunkTableOptions& table_options, const ChunkClaimsOptions& options,
                          std::unique_ptr<ChunkClaims>* out) {
@@ -107,7 +107,7 @@ Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<Conta
   claims.reserve(chunks.size());
   for (const NewChunk& c : chunks) claims.push_back(SharedClaim{c.fp, c.container});
   std::vector<SharedCasResult> results;
-  DEDUPV1_RETURN_IF_ERROR(table_->ClaimMany(claims, epoch, &results));
+  DEDUPV1_RETURN_IF_ERROR(combiner_.ClaimMany(claims, epoch, &results));
   claims_ += chunks.size();
   // Every lost claim of this round was met now: one hold for all of them
   // (resolved one after the other, a hold each would make a run that met N
@@ -259,6 +259,8 @@ Status ChunkClaims::AddUsage(const std::vector<SharedUsageDelta>& deltas, std::v
 ChunkClaimsStats ChunkClaims::stats() const {
   ChunkClaimsStats s;
   s.claims = claims_;
+  s.claim_rounds = combiner_.rounds();
+  s.claim_requests = combiner_.requests();
   s.claims_lost = claims_lost_;
   s.bytes_wasted = bytes_wasted_;
   s.claim_waits = claim_waits_;

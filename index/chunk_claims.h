@@ -57,6 +57,7 @@
 #include "core/base/fingerprint.h"
 #include "core/base/status.h"
 #include "core/base/types.h"
+#include "index/claim_combiner.h"
 #include "index/rados_shared_chunk_table.h"
 #include "index/shard_load.h"
 
@@ -71,6 +72,8 @@ struct ChunkClaimsOptions {
 
 struct ChunkClaimsStats {
   uint64_t claims = 0;          // claims sent
+  uint64_t claim_rounds = 0;    // ClaimMany rounds of Claim (ClaimCombiner): one write per shard each
+  uint64_t claim_requests = 0;  // Claim calls those rounds carried (> rounds: runs combined)
   uint64_t claims_lost = 0;     // our copy stayed unused (another slot's entry won)
   uint64_t bytes_wasted = 0;    // bytes of the copies of lost claims
   uint64_t claim_waits = 0;     // lost claims that waited for the winner's container
@@ -143,6 +146,7 @@ class ChunkClaims {
 
   const ChunkClaimsOptions options_;
   const std::unique_ptr<RadosSharedChunkTable> table_;
+  ClaimCombiner combiner_;  // Claim's rounds, combined across concurrent runs
   const uint32_t incarnation_;  // this slot's, recorded in its claims
 
   std::atomic<uint64_t> claims_{0}, claims_lost_{0}, bytes_wasted_{0}, claim_waits_{0}, takeovers_{0};

@@ -117,6 +117,7 @@ Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* f
       if (got.skipped) {
         if (skipped_.size() >= kMaxPrefetched) skipped_.clear();  // runs that never claimed
         skipped_.insert(fp);
+        lookups_skipped_++;
         misses_++;
         return Status::NotFound("chunk " + fp.ToHex() + " taken as new without a lookup");
       }
@@ -209,7 +210,6 @@ void ChunkIndex::Prefetch(const std::vector<Fingerprint>& fps) {
         p.found = false;
         p.skipped = true;
       }
-      lookups_skipped_ += rest.size();
       return;
     }
     // Without history every offered fingerprint is assumed to need the table.

@@ -18,9 +18,10 @@
 // skipping, from claims (lost / claimed). Lookups are skipped only after
 // kMinHistory answers and while that share stays below |threshold|; both
 // counts halve once the history is long, so the policy follows the
-// workload, and a run of duplicates raises the share above the threshold
-// within one run. Without history (a fresh gateway) every chunk is looked
-// up. Threshold 0 never skips.
+// workload: one run of existing chunks raises the share above the
+// threshold (the runs already past their Prefetch, at most one per dedup
+// thread, still claim without a lookup). Without history (a fresh gateway)
+// every chunk is looked up. Threshold 0 never skips.
 //
 // Thread-safe.
 #pragma once

@@ -938,8 +938,10 @@ Status RadosSharedChunkTable::ReadRecords(const std::vector<Fingerprint>& fps, s
 }
 
 Status RadosSharedChunkTable::DropHintsIfUnchanged(const std::vector<std::pair<Fingerprint, SharedRecord>>& seen,
-                                                   const std::vector<uint16_t>& slots, std::vector<bool>* done) {
+                                                   const std::vector<uint16_t>& slots, std::vector<bool>* done,
+                                                   std::vector<size_t>* cancelled) {
   done->assign(seen.size(), false);
+  cancelled->clear();
   std::vector<Fingerprint> fps;
   for (const auto& [fp, record] : seen) {
     if (record.hint.empty()) return Status::InvalidArgument("shared chunk index: no hint of " + fp.ToHex() + " to drop");
@@ -973,7 +975,7 @@ Status RadosSharedChunkTable::DropHintsIfUnchanged(const std::vector<std::pair<F
     s.op.omap_cmp(cmp, &s.cmp_rval);
     s.op.omap_rm_keys(rms);
     ops.Write(s.oid, &s.op, rms.size(), [this, &s, done](int r) {
-      if (r == -ECANCELED) {  // one of them changed: each alone below
+      if (r == -ECANCELED) {  // one of them changed: nothing applied, the caller decides
         s.cancelled = true;
         return Status::OK();
       }
@@ -985,12 +987,7 @@ Status RadosSharedChunkTable::DropHintsIfUnchanged(const std::vector<std::pair<F
   }
   DEDUPV1_RETURN_IF_ERROR(ops.Finish());
   for (const auto& [shard, s] : shards) {
-    if (!s.cancelled) continue;
-    for (size_t i : s.items) {
-      bool one_done = false;
-      DEDUPV1_RETURN_IF_ERROR(DropHintIfUnchanged(fps[i], seen[i].second, slots, &one_done));
-      (*done)[i] = one_done;
-    }
+    if (s.cancelled) cancelled->insert(cancelled->end(), s.items.begin(), s.items.end());
   }
   return Status::OK();
 }

@@ -189,13 +189,15 @@ class RadosSharedChunkTable {
   // GC's batched forms (one operation per shard touched instead of one per
   // fingerprint): ReadRecord of many fingerprints, with a status per record
   // (Corruption names the damaged key of that record only); and
-  // DropHintIfUnchanged of many (record as read), |done| per item. A shard
-  // whose combined comparison fails (any of its items changed) is retried
-  // one item at a time, so an item's outcome never depends on another's.
+  // DropHintIfUnchanged of many (record as read) with the union of their
+  // comparisons: |done| per item; a shard where any item changed applies
+  // nothing, and its items are listed in |cancelled| (indices into |seen|)
+  // for the caller to read again.
   Status ReadRecords(const std::vector<Fingerprint>& fps, std::vector<SharedRecord>* records,
                      std::vector<Status>* statuses);
   Status DropHintsIfUnchanged(const std::vector<std::pair<Fingerprint, SharedRecord>>& seen,
-                              const std::vector<uint16_t>& slots, std::vector<bool>* done);
+                              const std::vector<uint16_t>& slots, std::vector<bool>* done,
+                              std::vector<size_t>* cancelled);
   // A page of shard |shard|'s hints (0 <= shard < shards()) in key order,
   // after key |after| ("" = from the first), at most |max| in one read;
   // |last| is the key to continue after, |more| whether more may follow.
@@ -216,6 +218,7 @@ class RadosSharedChunkTable {
   Status ReadRecord(const Fingerprint& fp, SharedRecord* record);
 
   uint32_t shards() const { return shards_; }
+  size_t key_size() const { return options_.key_size; }
   uint16_t slot() const { return options_.slot; }
   // Operations sent per shard since this instance opened (the monitor's and
   // the heartbeat's shard load).

@@ -467,8 +467,8 @@ TEST_F(GatewaySharedTable, GuardedMarkAndEraseFailOnAnyChangeInBetween) {
 
 // GC's batched forms: ReadRecords answers what ReadRecord does per
 // fingerprint (records of fingerprints with no entry, over several shards,
-// in one read per shard), and DropHintsIfUnchanged drops each hint whose
-// record is unchanged even when another of its shard changed in between.
+// in one read per shard), and DropHintsIfUnchanged drops the hints of every
+// shard whose records are unchanged and names the items of the others.
 TEST_F(GatewaySharedTable, BatchedRecordReadsAndHintDropsActPerFingerprint) {
   ASSERT_NO_FATAL_FAILURE(OpenBoth());
   const std::vector<Fingerprint> fps = MakeFps(12, 24);
@@ -507,24 +507,30 @@ TEST_F(GatewaySharedTable, BatchedRecordReadsAndHintDropsActPerFingerprint) {
   }
   EXPECT_FALSE(records.back().entry.has_value());
   EXPECT_EQ(3, records[0].usage[kSlotA].count + records[0].usage[kSlotB].count);
-  // Two fingerprints change after the read: their hints stay, every other
-  // goes (24 fingerprints over 16 shards: some share a shard with them).
+  // Two fingerprints change after the read: their shards apply nothing and
+  // are listed as cancelled; every other hint goes.
   size_t shard_mates = 0;
   for (const Fingerprint& fp : fps) shard_mates += a_->ShardOid(fp) == a_->ShardOid(fps[3]) ? 1 : 0;
-  ASSERT_GT(shard_mates, 1u) << "the cancelled shard's other hints must be dropped one by one";
+  ASSERT_GT(shard_mates, 1u) << "a cancelled shard must hold another, unchanged hint";
   ASSERT_TRUE(a_->AddUsageMany({{fps[3], 1, 2}}, 1, &out).ok());
   ASSERT_TRUE(b_->AddUsageMany({{fps[5], 1, 2}}, 1, &out).ok());  // B's first key of fps[5]: "none" compared
   std::vector<std::pair<Fingerprint, SharedRecord>> drops;
   for (size_t i = 0; i < fps.size(); i++) drops.emplace_back(fps[i], records[i]);
   std::vector<bool> done;
+  std::vector<size_t> cancelled;
   const std::vector<uint16_t> slots = {kSlotA, kSlotB};
-  ASSERT_TRUE(b_->DropHintsIfUnchanged(drops, slots, &done).ok());
+  ASSERT_TRUE(b_->DropHintsIfUnchanged(drops, slots, &done, &cancelled).ok());
+  const std::set<size_t> in_cancelled(cancelled.begin(), cancelled.end());
+  EXPECT_EQ(1u, in_cancelled.count(3));
+  EXPECT_EQ(1u, in_cancelled.count(5));
+  EXPECT_GT(in_cancelled.size(), 2u) << "the changed fingerprints' shard mates are cancelled with them";
   for (size_t i = 0; i < fps.size(); i++) {
+    const bool same_shard = b_->ShardOid(fps[i]) == b_->ShardOid(fps[3]) || b_->ShardOid(fps[i]) == b_->ShardOid(fps[5]);
+    EXPECT_EQ(same_shard, in_cancelled.count(i) == 1) << i;
     SharedRecord now;
     ASSERT_TRUE(b_->ReadRecord(fps[i], &now).ok());
-    const bool kept = i == 3 || i == 5;
-    EXPECT_EQ(!kept, done[i]) << i;
-    EXPECT_EQ(kept, now.hinted) << i;
+    EXPECT_EQ(!same_shard, done[i]) << i;
+    EXPECT_EQ(same_shard, now.hinted) << i;
     EXPECT_TRUE(now.entry.has_value()) << i;
   }
 }

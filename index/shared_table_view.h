@@ -39,7 +39,12 @@ class SharedTableView : public ChunkTable {
   Status Apply(const std::vector<Op>& ops) override;
   uint64_t entry_count() const override { return 0; }
   uint64_t capacity() const override { return UINT64_MAX / 4; }
-  uint64_t batch_units() const override { return claims_->table()->shards(); }
+  // As the format-1 table (index/rados_chunk_table.h): a write-back batch of
+  // flips up to 4 x 256 keys per shard, so a backlog (a close, a sync after
+  // a burst) flips with ~1,000 keys per operation instead of 16 (one shard
+  // per unit made the batch 1,024 keys over 64 shards: 1,728 operations for
+  // the flips of 256 MiB of new data where 128 do).
+  uint64_t batch_units() const override { return uint64_t{claims_->table()->shards()} * 256; }
   std::string Where() const override;
   Status Verify(uint64_t* pages_checked, const Visitor& visit = nullptr) override;
   Status ForEachEntry(const Visitor& visit) override;

@@ -258,13 +258,43 @@ Status ClusterIndexGc::ActOnPage(Round* round, const std::vector<SharedHint>& hi
     DEDUPV1_RETURN_IF_ERROR(s);
     if (drop) drops.emplace_back(due[i], records[i]);
   }
-  if (drops.empty()) return Status::OK();
-  DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
-  std::vector<bool> done;
-  DEDUPV1_RETURN_IF_ERROR(table_->DropHintsIfUnchanged(drops, round->slots, &done));
-  for (size_t i = 0; i < drops.size(); i++) {
-    (done[i] ? round->delta.hints_dropped : round->delta.races)++;
-    dead_.erase(Key(drops[i].first));
+  if (*stopped || drops.empty()) return Status::OK();
+  return DropHints(round, std::move(drops));
+}
+
+Status ClusterIndexGc::DropHints(Round* round, std::vector<std::pair<Fingerprint, SharedRecord>> drops) {
+  // In use (or no entry): not a dead chunk any more, whatever the drop does.
+  for (const auto& d : drops) dead_.erase(Key(d.first));
+  // A shard where one record changed since the read applies none of its
+  // drops: its records are read again, the unchanged go once more, the
+  // changed wait for a later round (a race, as a single drop would be).
+  for (int attempt = 0; attempt < 2 && !drops.empty(); attempt++) {
+    DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
+    std::vector<bool> done;
+    std::vector<size_t> cancelled;
+    DEDUPV1_RETURN_IF_ERROR(table_->DropHintsIfUnchanged(drops, round->slots, &done, &cancelled));
+    for (size_t i = 0; i < drops.size(); i++) {
+      if (done[i]) round->delta.hints_dropped++;
+    }
+    if (cancelled.empty() || attempt == 1 || Stopping()) {
+      round->delta.races += cancelled.size();
+      return Status::OK();
+    }
+    std::vector<Fingerprint> fps;
+    for (size_t i : cancelled) fps.push_back(drops[i].first);
+    std::vector<SharedRecord> records;
+    std::vector<Status> statuses;
+    DEDUPV1_RETURN_IF_ERROR(table_->ReadRecords(fps, &records, &statuses));
+    std::vector<std::pair<Fingerprint, SharedRecord>> again;
+    for (size_t k = 0; k < cancelled.size(); k++) {
+      const SharedRecord& before = drops[cancelled[k]].second;
+      if (statuses[k].ok() && records[k].hinted && records[k].hint == before.hint && SameRecord(records[k], before)) {
+        again.emplace_back(fps[k], records[k]);
+      } else {
+        round->delta.races++;
+      }
+    }
+    drops = std::move(again);
   }
   return Status::OK();
 }

@@ -160,6 +160,9 @@ class ClusterIndexGc {
   // Whether |hint| was seen, unchanged, longer than the claim hold ago
   // (remembers it when first seen).
   bool Due(Round* round, const SharedHint& hint);
+  // Drops the hints of |drops| (records as read) in batched guarded writes,
+  // the lease checked before each.
+  Status DropHints(Round* round, std::vector<std::pair<Fingerprint, SharedRecord>> drops);
   // What the hint's record asks for; |drop|: the hint should go (the chunk
   // is in use, or has no entry), which the caller batches.
   Status ActOnRecord(Round* round, const Fingerprint& fp, const SharedRecord& record, bool* drop);

@@ -114,7 +114,7 @@ Options KillNineOptions(const std::string& dir) {
 namespace {
 
 struct Record {
-  char kind;  // 'W' write issued, 'A' acknowledged by a sync
+  char kind;  // 'O' the store is open, 'W' write issued, 'A' acknowledged by a sync
   uint32_t slot;
   uint64_t version;
 };
@@ -128,6 +128,7 @@ struct Record {
   auto send = [fd](const Record& r) {
     if (write(fd, &r, sizeof(r)) != sizeof(r)) _exit(12);
   };
+  send({'O', 0, 0});
   std::vector<std::thread> threads;
   if (seed % 2 == 1) {
     threads.emplace_back([&] {
@@ -185,11 +186,16 @@ void RunKillNineCyclesInto(const Options& o, uint64_t cycles, uint64_t budget_s,
     const pid_t pid =
         test::ForkWithPipe([&](int fd) { ChildMain(o, fd, (cycle + 1) * 1000000, cycle); }, &report_fd);
     ASSERT_GE(pid, 0);
+    // The kill lands while the store is open (every start after it is an
+    // unclean one), however long the open takes on a loaded machine.
+    Record opened{};
+    const bool open = read(report_fd, &opened, sizeof(opened)) == sizeof(opened) && opened.kind == 'O';
     std::this_thread::sleep_for(std::chrono::milliseconds(150 + rng() % 700));
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFSIGNALED(status)) << "child exited early with code " << WEXITSTATUS(status);
+    ASSERT_TRUE(open) << "cycle " << cycle << ": the child did not report its store open";
     Record r;
     while (read(report_fd, &r, sizeof(r)) == sizeof(r)) {
       if (r.kind == 'W') {

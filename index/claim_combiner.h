@@ -1,0 +1,64 @@
+// ClaimCombiner sends the claims of concurrent runs in one
+// RadosSharedChunkTable::ClaimMany (group commit, docs/design-15.md 2.4
+// "Claims combined across runs"): a run whose claims arrive while another
+// round is in flight waits for it, and the next round carries every claim
+// queued meanwhile, one operation per shard for all of them. An operation
+// costs about as much as 25 keys (design-15 2.4's fit), so with several
+// runs in flight this cuts the claim operations per GiB by about the number
+// of runs that meet; a run alone goes at once and waits for nothing.
+//
+// Invariants: a round carries claims of one GC epoch only (each claim's
+// epoch is the one its caller asked for) and every fingerprint at most once
+// (a request that repeats a fingerprint of the round waits for the next, so
+// it meets the first claim as the entry that beat it, as two separate calls
+// would); each caller gets exactly its own results, or the round's error (a
+// round that lost too many races, Busy, is sent again request by request;
+// a request the table refuses goes alone).
+// The queue is served oldest first, so every request is sent.
+//
+// Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "core/base/status.h"
+#include "index/rados_shared_chunk_table.h"
+
+namespace dedupv1 {
+
+class ClaimCombiner {
+ public:
+  explicit ClaimCombiner(RadosSharedChunkTable* table) : table_(table) {}
+
+  // As table->ClaimMany(claims, epoch, results), possibly in one round with
+  // other callers' claims.
+  Status ClaimMany(const std::vector<SharedClaim>& claims, uint64_t epoch, std::vector<SharedCasResult>* results);
+
+  // Rounds sent and requests they carried (requests / rounds = runs per
+  // claim operation).
+  uint64_t rounds() const;
+  uint64_t requests() const;
+
+ private:
+  struct Request {
+    const std::vector<SharedClaim>* claims;
+    uint64_t epoch;
+    std::vector<SharedCasResult>* results;
+    Status status;
+    bool done = false;
+  };
+
+  RadosSharedChunkTable* const table_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Request*> queue_;  // waiting for a round, oldest first
+  bool sending_ = false;        // a round is in flight
+  uint64_t rounds_ = 0;
+  uint64_t requests_ = 0;
+};
+
+}  // namespace dedupv1
