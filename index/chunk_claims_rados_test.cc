@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/rados/rados_env_testutil.h"
+#include "core/rados/rados_test_fixture.h"
 
 namespace dedupv1 {
 namespace {
@@ -28,17 +28,12 @@ std::vector<Fingerprint> MakeFps(uint64_t seed, size_t n) {
   return v;
 }
 
-class GatewayChunkClaims : public ::testing::Test {
+class GatewayChunkClaims : public test::RadosNamespaceTest {
  protected:
-  void SetUp() override {
-    Status s = test::TestRadosOptions(&rados_);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_TRUE(RadosCluster::Shared(rados_, &cluster_).ok());
-  }
   void TearDown() override {
     a_.reset();
     b_.reset();
-    if (cluster_) test::RemoveIndexObjects(cluster_.get());
+    RadosNamespaceTest::TearDown();
   }
   // Slot |slot|'s claims; no container exists (none was written).
   std::unique_ptr<ChunkClaims> MustOpen(uint16_t slot, const std::string& gateway, uint64_t hold_ms) {
@@ -60,8 +55,6 @@ class GatewayChunkClaims : public ::testing::Test {
     return c;
   }
 
-  RadosOptions rados_;
-  std::shared_ptr<RadosCluster> cluster_;
   std::unique_ptr<ChunkClaims> a_, b_;
 };
 

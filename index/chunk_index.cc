@@ -190,9 +190,42 @@ Status ChunkIndex::LookupMany(const std::vector<Fingerprint>& fps, std::vector<C
   return Status::OK();
 }
 
+bool ChunkIndex::ProbeRun(uint64_t generation, std::vector<Fingerprint>* rest) {
+  // The probe: the chunks whose fingerprints share the first one's top four
+  // bits, a sixteenth of the run in one shard object of 16 (shards are the
+  // first fingerprint bits), so one read.
+  std::vector<Fingerprint> probe, others;
+  const uint8_t top = (*rest)[0].bytes[0] >> 4;
+  for (const Fingerprint& fp : *rest) ((fp.bytes[0] >> 4) == top ? probe : others).push_back(fp);
+  std::vector<ChunkIndexEntry> got;
+  std::vector<bool> got_found;
+  if (!table_->GetMany(probe, &got, &got_found).ok()) return false;  // Lookup reads and reports
+  const auto hits = static_cast<uint64_t>(std::count(got_found.begin(), got_found.end(), true));
+  skip_->CountLookups(probe.size(), hits);
+  std::lock_guard<std::mutex> l(mu_);
+  if (prefetch_.size() + rest->size() > kMaxPrefetched) return false;
+  for (size_t i = 0; i < probe.size(); i++) {
+    Prefetched& p = prefetch_[probe[i]];
+    p.entry = got[i];
+    p.found = got_found[i];
+    p.generation = generation;
+  }
+  if (hits > 0) {  // the run meets stored data: the others are looked up too
+    *rest = std::move(others);
+    return !rest->empty();
+  }
+  for (const Fingerprint& fp : others) {
+    Prefetched& p = prefetch_[fp];
+    p.found = false;
+    p.skipped = true;
+  }
+  return false;
+}
+
 void ChunkIndex::Prefetch(const std::vector<Fingerprint>& fps) {
   if (!table_->batched()) return;
   uint64_t generation;
+  bool probe = true;  // cluster scope, skipping: only a probe of the run is read first
   std::vector<Fingerprint> rest;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -201,26 +234,19 @@ void ChunkIndex::Prefetch(const std::vector<Fingerprint>& fps) {
       if (aux_.count(fp) == 0 && prefetch_.count(fp) == 0) rest.push_back(fp);
     }
     if (rest.empty()) return;
-    if (skip_ && skip_->Skip()) {
-      // Cluster scope, where lately nearly every table answer was "none":
-      // the run's unknown chunks are claimed without a lookup.
-      if (prefetch_.size() + rest.size() > kMaxPrefetched) return;
-      for (const Fingerprint& fp : rest) {
-        Prefetched& p = prefetch_[fp];
-        p.found = false;
-        p.skipped = true;
+    if (!(skip_ && skip_->Skip())) {
+      // Without history every offered fingerprint is assumed to need the table.
+      const double share = offered_ < 1 ? 1.0 : std::min(1.0, table_reads_ / offered_);
+      offered_ += static_cast<double>(rest.size());
+      if (offered_ > kPrefetchHistory) {
+        offered_ /= 2;
+        table_reads_ /= 2;
       }
-      return;
+      if (share * static_cast<double>(rest.size()) < table_->GetManyCost(rest.size())) return;
+      probe = false;
     }
-    // Without history every offered fingerprint is assumed to need the table.
-    const double share = offered_ < 1 ? 1.0 : std::min(1.0, table_reads_ / offered_);
-    offered_ += static_cast<double>(rest.size());
-    if (offered_ > kPrefetchHistory) {
-      offered_ /= 2;
-      table_reads_ /= 2;
-    }
-    if (share * static_cast<double>(rest.size()) < table_->GetManyCost(rest.size())) return;
   }
+  if (probe && !ProbeRun(generation, &rest)) return;
   std::vector<ChunkIndexEntry> got;
   std::vector<bool> got_found;
   if (!table_->GetMany(rest, &got, &got_found).ok()) return;

@@ -156,6 +156,12 @@ class ChunkIndex {
   // next generation the container cache answers most of a run after the first
   // table hit per container, and a prefetch of the whole run would cost far
   // more operations than those few lookups.
+  //
+  // Cluster scope, while the skip policy says lookups find nothing
+  // (index/lookup_skip_policy.h): only a probe of the run is read (a
+  // sixteenth, one shard object of 16); if none of it exists, the rest is
+  // answered "new" without a read (Prefetched::skipped) and claimed at once;
+  // if any does, the rest is read as usual.
   void Prefetch(const std::vector<Fingerprint>& fps);
   // Forgets the prefetched answers for |fps| that Lookup did not use.
   void DropPrefetch(const std::vector<Fingerprint>& fps);
@@ -330,6 +336,10 @@ class ChunkIndex {
   // Entries the write-back thread can move now (committed, not stuck; only
   // committed entries are ever stuck).
   uint64_t DrainableLocked() const { return aux_.size() - aux_uncommitted_ - stuck_; }
+  // Prefetch's probe of |rest| (not empty) while skipping: records the
+  // probe's answers (read at |generation|) and either marks the others
+  // skipped (false: done) or leaves them in |rest| to be read (true).
+  bool ProbeRun(uint64_t generation, std::vector<Fingerprint>* rest);
   void EnqueueLocked(const Fingerprint& fp, AuxEntry* e);
   void EraseLocked(AuxMap::iterator it);
 

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "core/base/types.h"
-#include "core/rados/rados_env_testutil.h"
+#include "core/rados/rados_test_fixture.h"
 
 namespace dedupv1 {
 namespace {
@@ -25,28 +25,24 @@ Fingerprint MakeFp(std::mt19937_64* rng) {
   return fp;
 }
 
-class GatewayClaimCombiner : public ::testing::Test {
+class GatewayClaimCombiner : public test::RadosNamespaceTest {
  protected:
   void SetUp() override {
-    Status s = test::TestRadosOptions(&rados_);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_TRUE(RadosCluster::Shared(rados_, &cluster_).ok());
+    ASSERT_NO_FATAL_FAILURE(RadosNamespaceTest::SetUp());
     RadosSharedChunkTableOptions o;
     o.rados = rados_;
     o.rados.gateway = "gw-a";
     o.shards = 16;
     o.slot = kSlot;
     o.incarnation = 1;
-    s = RadosSharedChunkTable::Open(o, &table_);
+    Status s = RadosSharedChunkTable::Open(o, &table_);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
   void TearDown() override {
     table_.reset();
-    if (cluster_) test::RemoveIndexObjects(cluster_.get());
+    RadosNamespaceTest::TearDown();
   }
 
-  RadosOptions rados_;
-  std::shared_ptr<RadosCluster> cluster_;
   std::unique_ptr<RadosSharedChunkTable> table_;
 };
 

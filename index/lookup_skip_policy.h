@@ -1,7 +1,9 @@
 // LookupSkipPolicy decides, in cluster scope, whether a run's chunks that
 // the auxiliary index does not hold are looked up in the shared chunk index
-// at all, or taken as new and claimed at once (docs/design-15.md 2.4,
-// "Claim without lookup").
+// in full, or only a probe of them (a sixteenth, one shard object of 16;
+// ChunkIndex::Prefetch) with the rest taken as new and claimed at once if
+// the probe finds nothing (docs/design-15.md 2.4, "Claims without a
+// lookup").
 //
 // Why that is safe: a claim is a compare-and-set on an absent entry, so a
 // claim of a chunk that exists is lost and answers with the entry that beat
@@ -18,10 +20,10 @@
 // skipping, from claims (lost / claimed). Lookups are skipped only after
 // kMinHistory answers and while that share stays below |threshold|; both
 // counts halve once the history is long, so the policy follows the
-// workload: one run of existing chunks raises the share above the
-// threshold (the runs already past their Prefetch, at most one per dedup
-// thread, still claim without a lookup). Without history (a fresh gateway)
-// every chunk is looked up. Threshold 0 never skips.
+// workload, and a probe that finds a chunk has its run looked up in full,
+// so a gateway meeting data another stored finds it from that run on.
+// Without history (a fresh gateway) every chunk is looked up. Threshold 0
+// never skips.
 //
 // Thread-safe.
 #pragma once

@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/rados/rados_env_testutil.h"
+#include "core/rados/rados_test_fixture.h"
 #include "core/rados/rados_fence.h"
 #include "index/rados_chunk_table.h"
 
@@ -48,17 +48,12 @@ std::vector<SharedClaim> Claims(const std::vector<Fingerprint>& fps, uint64_t co
 
 uint64_t Ops(RadosCluster* c, RadosOpKind kind) { return c->stats().kinds[static_cast<int>(kind)].ops; }
 
-class GatewaySharedTable : public ::testing::Test {
+class GatewaySharedTable : public test::RadosNamespaceTest {
  protected:
-  void SetUp() override {
-    Status s = test::TestRadosOptions(&rados_);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_TRUE(RadosCluster::Shared(rados_, &cluster_).ok());
-  }
   void TearDown() override {
     a_.reset();
     b_.reset();
-    if (cluster_) test::RemoveIndexObjects(cluster_.get());
+    RadosNamespaceTest::TearDown();
   }
 
   RadosSharedChunkTableOptions Options(uint16_t slot, const std::string& gateway) {
@@ -99,8 +94,6 @@ class GatewaySharedTable : public ::testing::Test {
     return got.size() == 1 && got[0] ? *got[0] : SharedEntry();
   }
 
-  RadosOptions rados_;
-  std::shared_ptr<RadosCluster> cluster_;
   std::unique_ptr<RadosSharedChunkTable> a_, b_;
 };
 

@@ -200,11 +200,11 @@ TEST_F(GatewayClusterDedup, ConcurrentSameNewDataKeepsOneIndexedCopy) {
   ASSERT_TRUE(b->Close().ok());
 }
 
-// index/lookup_skip_policy.h: after a stretch of new data, B claims its
-// unknown chunks without looking them up. Meeting a backup A stored, the
-// claims are lost and B maps A's copies (no dedup lost, its own copies
-// wasted only until the policy looks up again, within about a run), and
-// everything reads back, also after a reopen.
+// index/lookup_skip_policy.h: after a stretch of new data, B reads only a
+// probe of each run and claims the rest without looking it up. Meeting a
+// backup A stored, the probe finds A's chunks and the run is looked up in
+// full: B maps A's copies and stores (almost) nothing twice; everything
+// reads back, also after a reopen.
 TEST_F(GatewayClusterDedup, ClaimsWithoutLookupStillMapTheExistingCopies) {
   constexpr uint64_t kNewMiB = 40, kBackupMiB = 12;
   test::TempDir dir_a, dir_b;
@@ -233,12 +233,13 @@ TEST_F(GatewayClusterDedup, ClaimsWithoutLookupStillMapTheExistingCopies) {
   }
   ASSERT_TRUE(v->Sync().ok());
   const ChunkIndexStats st = b->chunk_index()->stats();
-  EXPECT_GT(st.skipped_that_existed, 0u) << "B did not meet A's chunks while skipping";
+  // The first run into A's backup finds A's chunks in its probe and is
+  // looked up in full: (almost) nothing is stored twice.
   EXPECT_GT(st.disk_hits, after_new.disk_hits) << "B never looked up again";
   std::printf("B skipped %llu lookups, %llu of those chunks existed (%llu bytes wasted); table hits after %llu\n",
               (unsigned long long)st.lookups_skipped, (unsigned long long)st.skipped_that_existed,
               (unsigned long long)st.claims.bytes_wasted, (unsigned long long)(st.disk_hits - after_new.disk_hits));
-  EXPECT_LT(st.claims.bytes_wasted, kBackupMiB * kMiB / 2);
+  EXPECT_LT(st.claims.bytes_wasted, kBackupMiB * kMiB / 20);
   // Every chunk of A's backup in B's volume names A's copy.
   References a_refs, b_refs;
   AddReferences(a.get(), "vol-gw-a", &a_refs);

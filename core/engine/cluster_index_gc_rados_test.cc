@@ -24,7 +24,7 @@
 #include "core/rados/gateway_registry.h"
 #include "core/rados/gc_epochs.h"
 #include "core/rados/gc_leader_lease.h"
-#include "core/rados/rados_env_testutil.h"
+#include "core/rados/rados_test_fixture.h"
 #include "index/dead_inbox.h"
 #include "index/rados_shared_chunk_table.h"
 
@@ -38,12 +38,11 @@ Fingerprint Fp(uint64_t seed) {
   return Fingerprint(b.data(), b.size());
 }
 
-class GatewayClusterIndexGc : public ::testing::Test {
+class GatewayClusterIndexGc : public test::RadosNamespaceTest {
  protected:
+  GatewayClusterIndexGc() : RadosNamespaceTest(64 << 10, /*lock_duration_s=*/5) {}
   void SetUp() override {
-    Status s = test::TestRadosOptions(&rados_, 64 << 10, /*lock_duration_s=*/5);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_TRUE(RadosCluster::Shared(rados_, &cluster_).ok());
+    ASSERT_NO_FATAL_FAILURE(RadosNamespaceTest::SetUp());
     registry_ = std::make_unique<GatewayRegistry>(cluster_);
     ASSERT_TRUE(registry_->Register("gw-a", &a_).ok());
     ASSERT_TRUE(registry_->Register("gw-b", &b_).ok());
@@ -52,10 +51,6 @@ class GatewayClusterIndexGc : public ::testing::Test {
     a_table_ = OpenTable(a_);
     b_table_ = OpenTable(b_);
   }
-  void TearDown() override {
-    if (cluster_) test::RemoveIndexObjects(cluster_.get());
-  }
-
   std::unique_ptr<RadosSharedChunkTable> OpenTable(const GatewayRecord& r) {
     RadosSharedChunkTableOptions o;
     o.rados = rados_;
@@ -107,8 +102,6 @@ class GatewayClusterIndexGc : public ::testing::Test {
                                          << (y.entry ? y.entry->ToString() : "none");
   }
 
-  RadosOptions rados_;
-  std::shared_ptr<RadosCluster> cluster_;
   std::unique_ptr<GatewayRegistry> registry_;
   GatewayRecord a_, b_;
   std::unique_ptr<RadosSharedChunkTable> a_table_, b_table_;

@@ -12,6 +12,7 @@
 #include "core/engine/dedup_system.h"
 #include "core/engine/system_testutil.h"
 #include "core/rados/rados_env_testutil.h"
+#include "core/rados/rados_test_fixture.h"
 
 namespace dedupv1 {
 namespace test {
@@ -41,18 +42,10 @@ inline std::unique_ptr<DedupSystem> OpenStoreOrFail(const Options& o) {
   return sys;
 }
 
-class ClusterStoreTest : public ::testing::Test {
+// 4 MiB stripes and a 5 s lease, as the engines of these tests use.
+class ClusterStoreTest : public RadosNamespaceTest {
  protected:
-  void SetUp() override {
-    Status s = TestRadosOptions(&rados_, 4 << 20, /*lock_duration_s=*/5);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_TRUE(RadosCluster::Shared(rados_, &cluster_).ok());
-  }
-  void TearDown() override {
-    if (!cluster_) return;
-    RemoveIndexObjects(cluster_.get());
-    for (const std::string& name : DataObjects()) cluster_->data().remove(name);
-  }
+  ClusterStoreTest() : RadosNamespaceTest(4 << 20, /*lock_duration_s=*/5) {}
 
   // Every object of the namespace in the data pool.
   std::vector<std::string> DataObjects() {
@@ -62,9 +55,6 @@ class ClusterStoreTest : public ::testing::Test {
     }
     return names;
   }
-
-  RadosOptions rados_;
-  std::shared_ptr<RadosCluster> cluster_;
 };
 
 }  // namespace test

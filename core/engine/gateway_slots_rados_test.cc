@@ -12,7 +12,7 @@
 #include "core/engine/store_env.h"
 #include "core/engine/system_testutil.h"
 #include "core/rados/gateway_registry.h"
-#include "core/rados/rados_env_testutil.h"
+#include "core/rados/rados_test_fixture.h"
 
 namespace dedupv1 {
 namespace {
@@ -43,26 +43,9 @@ std::unique_ptr<DedupSystem> OpenOrFail(const Options& o) {
   return sys;
 }
 
-class GatewaySlotsTest : public ::testing::Test {
+class GatewaySlotsTest : public test::RadosNamespaceTest {
  protected:
-  void SetUp() override {
-    Status s = test::TestRadosOptions(&rados_, 4 << 20, /*lock_duration_s=*/5);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_TRUE(RadosCluster::Shared(rados_, &cluster_).ok());
-  }
-  void TearDown() override {
-    if (!cluster_) return;
-    test::RemoveIndexObjects(cluster_.get());
-    RemoveDataObjects(cluster_.get());
-  }
-  // The containers too: other suites' namespaces may be named like this one.
-  static void RemoveDataObjects(RadosCluster* cluster) {
-    std::vector<std::string> names;
-    for (auto it = cluster->data().nobjects_begin(); it != cluster->data().nobjects_end(); ++it) {
-      names.push_back(it->get_oid());
-    }
-    for (const std::string& name : names) cluster->data().remove(name);
-  }
+  GatewaySlotsTest() : RadosNamespaceTest(4 << 20, /*lock_duration_s=*/5) {}
 
   // Writes 8 MiB of data of its own to gateway |g|'s volume, half of it
   // twice (dedup inside the slot), and syncs.
@@ -92,8 +75,6 @@ class GatewaySlotsTest : public ::testing::Test {
     return ids;
   }
 
-  RadosOptions rados_;
-  std::shared_ptr<RadosCluster> cluster_;
 };
 
 TEST_F(GatewaySlotsTest, TwoGatewaysShareOneStore) {

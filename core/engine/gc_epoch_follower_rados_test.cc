@@ -16,21 +16,14 @@
 #include "core/engine/gc_epoch_follower.h"
 #include "core/rados/gc_epochs.h"
 #include "core/rados/gc_leader_lease.h"
-#include "core/rados/rados_env_testutil.h"
+#include "core/rados/rados_test_fixture.h"
 
 namespace dedupv1 {
 namespace {
 
-class GatewayGcEpochs : public ::testing::Test {
+class GatewayGcEpochs : public test::RadosNamespaceTest {
  protected:
-  void SetUp() override {
-    Status s = test::TestRadosOptions(&rados_, 64 << 10, /*lock_duration_s=*/5);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_TRUE(RadosCluster::Shared(rados_, &cluster_).ok());
-  }
-  void TearDown() override {
-    if (cluster_) test::RemoveIndexObjects(cluster_.get());
-  }
+  GatewayGcEpochs() : RadosNamespaceTest(64 << 10, /*lock_duration_s=*/5) {}
 
   std::unique_ptr<GcEpochFollower> Follower(std::chrono::milliseconds republish = std::chrono::seconds(60)) {
     GcEpochFollower::Hooks hooks;
@@ -58,8 +51,6 @@ class GatewayGcEpochs : public ::testing::Test {
     ASSERT_TRUE(bumped);
   }
 
-  RadosOptions rados_;
-  std::shared_ptr<RadosCluster> cluster_;
   std::vector<std::string> calls_;
   Status checkpoint_result_;
 };
