@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/rados/rados_env_testutil.h"
+#include "core/rados/rados_test_fixture.h"
 
 namespace dedupv1 {
 namespace {
@@ -21,15 +21,11 @@ DeadChunk Chunk(ContainerId container, uint64_t i, size_t fp_size = 20) {
   return c;
 }
 
-class GatewayDeadInbox : public ::testing::Test {
+class GatewayDeadInbox : public test::RadosNamespaceTest {
  protected:
   void SetUp() override {
-    Status s = test::ConnectTestRados(&cluster_);
-    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_NO_FATAL_FAILURE(RadosNamespaceTest::SetUp());
     inbox_ = std::make_unique<RadosDeadInbox>(cluster_);
-  }
-  void TearDown() override {
-    if (cluster_) test::RemoveIndexObjects(cluster_.get());
   }
 
   // Every chunk of |slot|'s inbox, paged by |page|.
@@ -48,7 +44,6 @@ class GatewayDeadInbox : public ::testing::Test {
     return all;
   }
 
-  std::shared_ptr<RadosCluster> cluster_;
   std::unique_ptr<RadosDeadInbox> inbox_;
 };
 

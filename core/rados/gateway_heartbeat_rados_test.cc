@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/rados/rados_env_testutil.h"
+#include "core/rados/rados_test_fixture.h"
 
 namespace dedupv1 {
 namespace {
@@ -30,17 +30,7 @@ GatewayHeartbeat Sample(uint32_t incarnation) {
   return hb;
 }
 
-class GatewayHeartbeatTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    Status s = test::ConnectTestRados(&cluster_);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  void TearDown() override {
-    if (cluster_) test::RemoveIndexObjects(cluster_.get());
-  }
-  std::shared_ptr<RadosCluster> cluster_;
-};
+class GatewayHeartbeatTest : public test::RadosNamespaceTest {};
 
 TEST_F(GatewayHeartbeatTest, EncodingRoundTripsAndDetectsDamage) {
   const GatewayHeartbeat hb = Sample(3);

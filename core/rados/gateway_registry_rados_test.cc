@@ -13,25 +13,17 @@
 
 #include <gtest/gtest.h>
 
-#include "core/rados/rados_env_testutil.h"
+#include "core/rados/rados_test_fixture.h"
 
 namespace dedupv1 {
 namespace {
 
-class GatewayRegistryTest : public ::testing::Test {
+class GatewayRegistryTest : public test::RadosNamespaceTest {
  protected:
-  void SetUp() override {
-    Status s = test::TestRadosOptions(&options_);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_TRUE(RadosCluster::Shared(options_, &cluster_).ok());
-  }
-  void TearDown() override {
-    if (cluster_) test::RemoveIndexObjects(cluster_.get());
-  }
   // A second, independent connection to the same namespace (a different
   // gateway name makes a different connection key).
   std::shared_ptr<RadosCluster> OtherConnection(const std::string& tag) {
-    RadosOptions o = options_;
+    RadosOptions o = rados_;
     o.gateway = tag;
     std::shared_ptr<RadosCluster> c;
     Status s = RadosCluster::Shared(o, &c);
@@ -39,8 +31,6 @@ class GatewayRegistryTest : public ::testing::Test {
     return c;
   }
 
-  RadosOptions options_;
-  std::shared_ptr<RadosCluster> cluster_;
 };
 
 TEST_F(GatewayRegistryTest, RegisterKeepsNumbersAndListsAll) {
@@ -181,7 +171,7 @@ TEST_F(GatewayRegistryTest, DamagedRecordIsCorruptionNamingObjectAndKey) {
   for (const std::string key : {"gw-a", "gw-short"}) {
     Status s = reg.Lookup(key, &r);
     EXPECT_TRUE(s.IsCorruption()) << key << ": " << s.ToString();
-    EXPECT_NE(s.message().find(options_.store + "/gateways"), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find(rados_.store + "/gateways"), std::string::npos) << s.ToString();
     EXPECT_NE(s.message().find("key " + key), std::string::npos) << s.ToString();
   }
   std::map<std::string, GatewayRecord> all;
