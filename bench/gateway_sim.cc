@@ -425,7 +425,8 @@ What it leaves out:
     another gateway's uncommitted entry, takeovers and failover (only as
     claims_per_new_chunk > 1 if given).
   - Garbage collection besides the hints of new chunks (decrements, marks,
-    erases, container GC and merges), restores and other reads, scrubbing, recovery and rebalancing traffic, lease renewals.
+    erases, container GC and merges), restores and other reads, scrubbing,
+    recovery and rebalancing traffic, lease renewals.
   - The checkpoint's usage counting as measured at 10 GiB (49.6 ops per 100
     chunks, one read per entry): assumed batched, as design-15 2.5 plans.
   - Networks other than the gateway's link: OSD public and cluster networks,

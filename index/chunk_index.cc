@@ -204,12 +204,7 @@ bool ChunkIndex::ProbeRun(uint64_t generation, std::vector<Fingerprint>* rest) {
   skip_->CountLookups(probe.size(), hits);
   std::lock_guard<std::mutex> l(mu_);
   if (prefetch_.size() + rest->size() > kMaxPrefetched) return false;
-  for (size_t i = 0; i < probe.size(); i++) {
-    Prefetched& p = prefetch_[probe[i]];
-    p.entry = got[i];
-    p.found = got_found[i];
-    p.generation = generation;
-  }
+  KeepPrefetchedLocked(probe, got, got_found, generation);
   if (hits > 0) {  // the run meets stored data: the others are looked up too
     *rest = std::move(others);
     return !rest->empty();
@@ -253,10 +248,15 @@ void ChunkIndex::Prefetch(const std::vector<Fingerprint>& fps) {
   if (skip_) skip_->CountLookups(rest.size(), std::count(got_found.begin(), got_found.end(), true));
   std::lock_guard<std::mutex> l(mu_);
   if (prefetch_.size() + rest.size() > kMaxPrefetched) return;
-  for (size_t i = 0; i < rest.size(); i++) {
-    Prefetched& p = prefetch_[rest[i]];
+  KeepPrefetchedLocked(rest, got, got_found, generation);
+}
+
+void ChunkIndex::KeepPrefetchedLocked(const std::vector<Fingerprint>& fps, const std::vector<ChunkIndexEntry>& got,
+                                      const std::vector<bool>& found, uint64_t generation) {
+  for (size_t i = 0; i < fps.size(); i++) {
+    Prefetched& p = prefetch_[fps[i]];
     p.entry = got[i];
-    p.found = got_found[i];
+    p.found = found[i];
     p.generation = generation;
   }
 }

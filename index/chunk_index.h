@@ -340,6 +340,9 @@ class ChunkIndex {
   // probe's answers (read at |generation|) and either marks the others
   // skipped (false: done) or leaves them in |rest| to be read (true).
   bool ProbeRun(uint64_t generation, std::vector<Fingerprint>* rest);
+  // Records table answers read at |generation| for Lookup (mu_ held).
+  void KeepPrefetchedLocked(const std::vector<Fingerprint>& fps, const std::vector<ChunkIndexEntry>& got,
+                            const std::vector<bool>& found, uint64_t generation);
   void EnqueueLocked(const Fingerprint& fp, AuxEntry* e);
   void EraseLocked(AuxMap::iterator it);
 

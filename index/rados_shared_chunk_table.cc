@@ -629,17 +629,11 @@ Status RadosSharedChunkTable::ReplaceIfUnchanged(const Fingerprint& fp, const Sh
 Status RadosSharedChunkTable::DropHintIfUnchanged(const Fingerprint& fp, const SharedRecord& seen,
                                                   const std::vector<uint16_t>& slots, bool* done) {
   *done = false;
-  DEDUPV1_RETURN_IF_ERROR(CheckWrite({fp}, false));
-  if (seen.hint.empty()) return Status::InvalidArgument("shared chunk index: no hint of " + fp.ToHex() + " to drop");
-  std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
-  std::set<std::string> keys;
-  GuardOf(fp, seen, slots, &cmp, &keys);
-  librados::ObjectWriteOperation op;
-  int cmp_rval = 0;
-  op.create(false);
-  op.omap_cmp(cmp, &cmp_rval);
-  op.omap_rm_keys({HintKey(fp)});
-  return GuardedWrite(fp, &op, &cmp_rval, "guarded hint drop of", done);
+  std::vector<bool> dropped;
+  std::vector<size_t> cancelled;  // the one item, if it changed
+  DEDUPV1_RETURN_IF_ERROR(DropHintsIfUnchanged({{fp, seen}}, slots, &dropped, &cancelled));
+  *done = dropped[0];
+  return Status::OK();
 }
 
 Status RadosSharedChunkTable::ReadHints(uint32_t shard, const std::string& after, uint64_t max,
@@ -974,13 +968,17 @@ Status RadosSharedChunkTable::DropHintsIfUnchanged(const std::vector<std::pair<F
     s.op.create(false);
     s.op.omap_cmp(cmp, &s.cmp_rval);
     s.op.omap_rm_keys(rms);
-    ops.Write(s.oid, &s.op, rms.size(), [this, &s, done](int r) {
+    ops.Write(s.oid, &s.op, rms.size(), [this, &s, &fps, done](int r) {
       if (r == -ECANCELED) {  // one of them changed: nothing applied, the caller decides
         s.cancelled = true;
         return Status::OK();
       }
       if (r >= 0) r = s.cmp_rval;
-      if (r < 0) return OpError(r, "guarded drop of " + std::to_string(s.items.size()) + " hints", s.oid);
+      if (r < 0) {
+        const std::string what = s.items.size() == 1 ? "guarded hint drop of " + KeyName(EntryKey(fps[s.items[0]]))
+                                                     : "guarded drop of " + std::to_string(s.items.size()) + " hints";
+        return OpError(r, what, s.oid);
+      }
       for (size_t i : s.items) (*done)[i] = true;
       return Status::OK();
     });
