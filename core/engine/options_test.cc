@@ -240,6 +240,13 @@ TEST(OptionsTest, DedupScope) {
                 {"storage.rados.dedup-scope", "storage.rados.gateway"});
   ExpectRefused("data-dir = /srv/dd\nstorage.rados.dedup-scope = cluster\n", {"storage.rados.dedup-scope"});
   ExpectRefused("data-dir = /srv/dd\nstorage.rados.dedup-scope = global\n", {"storage.rados.dedup-scope", "global"});
+  // The lookup skip threshold (index/lookup_skip_policy.h): a share, 0 = never skip.
+  EXPECT_DOUBLE_EQ(c.chunk_index.skip_lookups_below, 0.01);
+  ASSERT_TRUE(FromText("data-dir = /srv/dd\nstorage.rados.skip-lookups-below = 0\n", &c).ok());
+  EXPECT_DOUBLE_EQ(c.chunk_index.skip_lookups_below, 0.0);
+  ExpectRefused("data-dir = /srv/dd\nstorage.rados.skip-lookups-below = 0.7\n",
+                {"storage.rados.skip-lookups-below", "0.7"});
+  ExpectRefused("data-dir = /srv/dd\nstorage.rados.skip-lookups-below = often\n", {"storage.rados.skip-lookups-below"});
 }
 
 TEST(OptionsTest, EveryKeyAppearsInToString) {
