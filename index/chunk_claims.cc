@@ -22,15 +22,28 @@ constexpr int kMaxLostSteps = 2000;
 }  // namespace
 
 ChunkClaims::ChunkClaims(const ChunkClaimsOptions& options, std::unique_ptr<RadosSharedChunkTable> table,
-                         uint32_t incarnation)
-    : options_(options), table_(std::move(table)), combiner_(table_.get()), incarnation_(incarnation) {}
+                         std::unique_ptr<RadosClaimJournal> journal, uint32_t incarnation)
+    : options_(options),
+      table_(std::move(table)),
+      journal_(std::move(journal)),
+      combiner_(table_.get(), journal_.get()),
+      incarnation_(incarnation) {}
 
 Status ChunkClaims::Open(const RadosSharedChunkTableOptions& table_options, const ChunkClaimsOptions& options,
                          std::unique_ptr<ChunkClaims>* out) {
   if (!options.container_exists) return Status::InvalidArgument("chunk claims: no container probe given");
+  RadosSharedChunkTableOptions to = table_options;
+  to.claim_hints = options.journal_slot.empty();  // the journal replaces the per-claim hints
   std::unique_ptr<RadosSharedChunkTable> table;
-  DEDUPV1_RETURN_IF_ERROR(RadosSharedChunkTable::Open(table_options, &table));
-  out->reset(new ChunkClaims(options, std::move(table), table_options.incarnation));
+  DEDUPV1_RETURN_IF_ERROR(RadosSharedChunkTable::Open(to, &table));
+  std::unique_ptr<RadosClaimJournal> journal;
+  if (!options.journal_slot.empty()) {
+    std::shared_ptr<RadosCluster> cluster;
+    DEDUPV1_RETURN_IF_ERROR(RadosCluster::Shared(to.rados, &cluster));
+    journal = std::make_unique<RadosClaimJournal>(std::move(cluster), options.journal_slot, to.incarnation,
+                                                  table->steps());
+  }
+  out->reset(new ChunkClaims(options, std::move(table), std::move(journal), to.incarnation));
   return Status::OK();
 }
 
@@ -95,8 +108,9 @@ Status ChunkClaims::Resolve(const std::vector<Fingerprint>& fps, std::vector<Con
 }
 
 Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<ContainerId>* use,
-                          std::vector<uint64_t>* epochs) {
+                          std::vector<uint64_t>* epochs, ClaimTicket* ticket) {
   use->assign(chunks.size(), kNoContainer);
+  if (ticket != nullptr) *ticket = ClaimTicket{};
   const uint64_t epoch = epoch_;  // one value for every claim of the call
   std::vector<uint64_t> ours(chunks.size(), epoch);
   if (chunks.empty()) {
@@ -107,7 +121,13 @@ Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<Conta
   claims.reserve(chunks.size());
   for (const NewChunk& c : chunks) claims.push_back(SharedClaim{c.fp, c.container});
   std::vector<SharedCasResult> results;
-  DEDUPV1_RETURN_IF_ERROR(combiner_.ClaimMany(claims, epoch, &results));
+  std::string key;
+  Status s = combiner_.ClaimMany(claims, epoch, &results, &key);
+  if (ticket != nullptr && !key.empty()) {
+    ticket->key = key;
+    for (const NewChunk& c : chunks) ticket->fps.push_back(c.fp);
+  }
+  DEDUPV1_RETURN_IF_ERROR(s);
   claims_ += chunks.size();
   // Every lost claim of this round was met now: one hold for all of them
   // (resolved one after the other, a hold each would make a run that met N
@@ -256,6 +276,56 @@ Status ChunkClaims::AddUsage(const std::vector<SharedUsageDelta>& deltas, std::v
   return Status::OK();
 }
 
+void ChunkClaims::ReleaseClaims(ClaimTicket ticket, bool referenced) {
+  if (ticket.key.empty()) return;
+  std::lock_guard<std::mutex> l(released_mu_);
+  released_count_++;
+  if (referenced) ticket.fps.clear();  // only hinted records need them
+  released_.push_back(Released{released_count_, std::move(ticket), referenced});
+}
+
+uint64_t ChunkClaims::ClaimsReleased() const {
+  std::lock_guard<std::mutex> l(released_mu_);
+  return released_count_;
+}
+
+Status ChunkClaims::RetireClaims(uint64_t up_to) {
+  if (!journal_) return Status::OK();
+  // A bound on the keys of one removal (a checkpoint after a long stall).
+  constexpr size_t kMaxPerWrite = 1024;
+  for (;;) {
+    std::vector<Released> batch;
+    {
+      std::lock_guard<std::mutex> l(released_mu_);
+      while (!released_.empty() && released_.front().order <= up_to && batch.size() < kMaxPerWrite) {
+        batch.push_back(std::move(released_.front()));
+        released_.pop_front();
+      }
+    }
+    if (batch.empty()) return Status::OK();
+    std::vector<Fingerprint> hint;
+    std::vector<std::string> keys;
+    uint64_t hinted = 0;
+    for (const Released& r : batch) {
+      keys.push_back(r.ticket.key);
+      if (r.referenced) continue;
+      hinted++;
+      hint.insert(hint.end(), r.ticket.fps.begin(), r.ticket.fps.end());
+    }
+    // Hints first: a crash in between leaves the record (and the hints,
+    // which are harmless), never a chunk GC cannot find.
+    Status s = hint.empty() ? Status::OK() : table_->AddHints(hint, epoch_);
+    if (s.ok()) s = journal_->Remove(journal_->slot_name(), keys);
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> l(released_mu_);
+      for (auto it = batch.rbegin(); it != batch.rend(); ++it) released_.push_front(std::move(*it));
+      return s.WithContext("retire claim journal records");
+    }
+    journal_retired_ += batch.size();
+    journal_hinted_ += hinted;
+  }
+}
+
 ChunkClaimsStats ChunkClaims::stats() const {
   ChunkClaimsStats s;
   s.claims = claims_;
@@ -277,6 +347,12 @@ ChunkClaimsStats ChunkClaims::stats() const {
   s.revives = revives_;
   s.foreign_hits = foreign_hits_;
   s.usage_of_missing_entry = usage_of_missing_entry_;
+  s.journal_retired = journal_retired_;
+  s.journal_hinted = journal_hinted_;
+  {
+    std::lock_guard<std::mutex> l(released_mu_);
+    s.journal_waiting = released_.size();
+  }
   return s;
 }
 

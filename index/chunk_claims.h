@@ -29,6 +29,14 @@
 //    another copy.
 //  - Usage: per-slot keys of this slot's log (design 2.5), counted once per
 //    event id; a usage of a missing entry is counted, not an error.
+//  - Claim journal (with options.journal_slot, index/claim_journal.h): each
+//    Claim call's fingerprints are one record of this slot's journal,
+//    written before the claims; the claims carry no GC hint. The run hands
+//    its ticket back once (ReleaseClaims: referenced, or not); a checkpoint
+//    begun after that retires it (RetireClaims): a record whose run was not
+//    fully referenced gets hints for its fingerprints first, then the
+//    records go. So GC finds a chunk that may need it either by a hint or in
+//    a journal that outlived its incarnation.
 //
 // GC epochs (design-15 2.6, core/rados/gc_epochs.h): every claim, flip,
 // take-over and revive carries this slot's current epoch (SetEpoch), which
@@ -44,6 +52,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -58,6 +67,7 @@
 #include "core/base/status.h"
 #include "core/base/types.h"
 #include "index/claim_combiner.h"
+#include "index/claim_journal.h"
 #include "index/rados_shared_chunk_table.h"
 #include "index/shard_load.h"
 
@@ -68,6 +78,16 @@ struct ChunkClaimsOptions {
   // Whether container |id| (any slot's) exists in the data pool. Set by the
   // engine (ChunkStore::ContainerExists); index/ may not see chunkstore/.
   std::function<Status(ContainerId id, bool* exists)> container_exists;
+  // This slot's name (storage.rados.gateway): claims are journaled in
+  // gw.<name>.claims instead of hinted one by one. "": hints (no journal).
+  std::string journal_slot;
+};
+
+// What one Claim call journaled: its record's key ("" = none) and the
+// fingerprints it lists. Handed back with ChunkClaims::ReleaseClaims.
+struct ClaimTicket {
+  std::string key;
+  std::vector<Fingerprint> fps;
 };
 
 struct ChunkClaimsStats {
@@ -87,6 +107,12 @@ struct ChunkClaimsStats {
   // Our U entries not flipped yet: claims (and take-overs) won, minus flips
   // sent for them (won or lost). A gauge for the cluster view.
   uint64_t claims_pending = 0;
+  // Claim journal (index/claim_journal.h): records retired after a
+  // checkpoint; of those, records whose run was not fully referenced (their
+  // fingerprints got GC hints); records handed back and not yet retired.
+  uint64_t journal_retired = 0;
+  uint64_t journal_hinted = 0;
+  uint64_t journal_waiting = 0;
   ShardLoadSummary shard_load;  // operations per shard of the shared table since open
   SharedTableStepCounts table_steps;  // operations and keys per protocol step since open
 };
@@ -109,8 +135,23 @@ class ChunkClaims {
   // winner's. (*epochs)[i] (optional), where ours: the epoch our U value
   // holds (an earlier one if a repeated claim of the same copy found its
   // own earlier claim).
+  // With a journal, |ticket| (optional) gets the record written for this
+  // call, also when the call then fails (some claims may be applied); the
+  // caller hands it back with ReleaseClaims.
   Status Claim(const std::vector<NewChunk>& chunks, std::vector<ContainerId>* use,
-               std::vector<uint64_t>* epochs = nullptr);
+               std::vector<uint64_t>* epochs = nullptr, ClaimTicket* ticket = nullptr);
+
+  // A run hands its ticket back: |referenced| once every block mapping of
+  // the run is logged (each chunk it claimed is then counted by the next
+  // checkpoint); false on any other end (an error, a block rewritten
+  // meanwhile): its fingerprints get hints before the record goes.
+  void ReleaseClaims(ClaimTicket ticket, bool referenced);
+  // How many tickets were handed back so far: a checkpoint reads this before
+  // it reads the last applied event, and after it succeeded retires every
+  // ticket up to that count (RetireClaims). On an error the tickets stay for
+  // the next checkpoint.
+  uint64_t ClaimsReleased() const;
+  Status RetireClaims(uint64_t up_to);
 
   // Flips this slot's claims U{container} to C; lost flips are counted.
   Status Flip(const std::vector<std::pair<Fingerprint, ContainerId>>& claimed);
@@ -127,7 +168,8 @@ class ChunkClaims {
   RadosSharedChunkTable* table() const { return table_.get(); }
 
  private:
-  ChunkClaims(const ChunkClaimsOptions& options, std::unique_ptr<RadosSharedChunkTable> table, uint32_t incarnation);
+  ChunkClaims(const ChunkClaimsOptions& options, std::unique_ptr<RadosSharedChunkTable> table,
+              std::unique_ptr<RadosClaimJournal> journal, uint32_t incarnation);
 
   // The U value this slot's claim of |container| at |epoch| stored.
   SharedEntry OurClaim(ContainerId container, uint64_t epoch) const;
@@ -146,6 +188,7 @@ class ChunkClaims {
 
   const ChunkClaimsOptions options_;
   const std::unique_ptr<RadosSharedChunkTable> table_;
+  const std::unique_ptr<RadosClaimJournal> journal_;  // null without options.journal_slot
   ClaimCombiner combiner_;  // Claim's rounds, combined across concurrent runs
   const uint32_t incarnation_;  // this slot's, recorded in its claims
 
@@ -159,6 +202,18 @@ class ChunkClaims {
   // process never counted (a replayed log's) subtracts nothing.
   mutable std::mutex pending_mu_;
   std::map<std::pair<std::string, ContainerId>, uint64_t> pending_;
+
+  // Tickets handed back and not yet retired, in the order they came
+  // (ClaimsReleased counts them).
+  struct Released {
+    uint64_t order = 0;
+    ClaimTicket ticket;
+    bool referenced = false;
+  };
+  mutable std::mutex released_mu_;
+  std::deque<Released> released_;
+  uint64_t released_count_ = 0;  // guarded by released_mu_
+  std::atomic<uint64_t> journal_retired_{0}, journal_hinted_{0};
 };
 
 }  // namespace dedupv1

@@ -265,7 +265,15 @@ class ChunkIndex {
   // Cluster scope: the shared table (this slot's writer instance), for the
   // index GC rounds (core/engine/cluster_gc.h); null otherwise.
   RadosSharedChunkTable* shared_table() const { return claims_ ? claims_->table() : nullptr; }
-  Status ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, std::vector<ContainerId>* use);
+  // |ticket| (optional): the claim journal's record of the call
+  // (ChunkClaims::Claim), to hand back with ReleaseClaims.
+  Status ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, std::vector<ContainerId>* use,
+                  ClaimTicket* ticket = nullptr);
+  // Cluster scope, the claim journal (ChunkClaims::ReleaseClaims,
+  // ClaimsReleased, RetireClaims); no-ops otherwise.
+  void ReleaseClaims(ClaimTicket ticket, bool referenced);
+  uint64_t ClaimsReleased() const;
+  Status RetireClaims(uint64_t up_to);
   // Cluster scope: this slot's GC epoch from now on (ChunkClaims::SetEpoch;
   // the engine calls it holding the GC barrier exclusively). Forgets
   // prefetched answers, which were read under the previous epoch. An own

@@ -41,10 +41,11 @@ Status ChunkIndex::SharedTableExists(const ChunkIndexOptions& options, bool* exi
                                     exists);
 }
 
-Status ChunkIndex::ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, std::vector<ContainerId>* use) {
+Status ChunkIndex::ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, std::vector<ContainerId>* use,
+                            ClaimTicket* ticket) {
   if (!claims_) return Status::InvalidArgument("chunk index: claims need cluster scope");
   std::vector<uint64_t> epochs;
-  DEDUPV1_RETURN_IF_ERROR(claims_->Claim(chunks, use, &epochs));
+  DEDUPV1_RETURN_IF_ERROR(claims_->Claim(chunks, use, &epochs, ticket));
   {
     // The skip policy's evidence: of the chunks taken as new without a
     // lookup, how many existed (their claims were lost).
@@ -68,6 +69,14 @@ Status ChunkIndex::ClaimNew(const std::vector<ChunkClaims::NewChunk>& chunks, st
   }
   return Status::OK();
 }
+
+void ChunkIndex::ReleaseClaims(ClaimTicket ticket, bool referenced) {
+  if (claims_) claims_->ReleaseClaims(std::move(ticket), referenced);
+}
+
+uint64_t ChunkIndex::ClaimsReleased() const { return claims_ ? claims_->ClaimsReleased() : 0; }
+
+Status ChunkIndex::RetireClaims(uint64_t up_to) { return claims_ ? claims_->RetireClaims(up_to) : Status::OK(); }
 
 void ChunkIndex::SetGcEpoch(uint64_t epoch) {
   if (!claims_) return;

@@ -5,20 +5,22 @@
 namespace dedupv1 {
 
 Status ClaimCombiner::ClaimMany(const std::vector<SharedClaim>& claims, uint64_t epoch,
-                                std::vector<SharedCasResult>* results) {
+                                std::vector<SharedCasResult>* results, std::string* journal_key) {
+  if (journal_key != nullptr) journal_key->clear();
   if (claims.empty()) {
     results->clear();
     return Status::OK();
   }
   {
     // A request the table refuses (a fingerprint twice, or of another size)
-    // goes alone, so its error is its own.
+    // goes alone, so its error is its own (the table refuses it before
+    // writing anything, so it needs no journal record).
     std::unordered_set<Fingerprint, FingerprintHasher> fps;
     for (const SharedClaim& c : claims) {
       if (c.fp.size != table_->key_size() || !fps.insert(c.fp).second) return table_->ClaimMany(claims, epoch, results);
     }
   }
-  Request me{&claims, epoch, results, Status::OK(), false};
+  Request me{&claims, epoch, results, journal_key, Status::OK(), false};
   std::unique_lock<std::mutex> l(mu_);
   queue_.push_back(&me);
   while (!me.done) {
@@ -50,7 +52,18 @@ Status ClaimCombiner::ClaimMany(const std::vector<SharedClaim>& claims, uint64_t
     sending_ = true;
     l.unlock();
     std::vector<SharedCasResult> got;
-    Status s = table_->ClaimMany(all, round_epoch, &got);
+    // Every record of the round before any of its claims (one write).
+    std::vector<std::string> keys;
+    Status s;
+    if (journal_ != nullptr) {
+      std::vector<std::vector<Fingerprint>> records;
+      for (Request* r : round) {
+        records.emplace_back();
+        for (const SharedClaim& c : *r->claims) records.back().push_back(c.fp);
+      }
+      s = journal_->Append(records, &keys);
+    }
+    if (s.ok()) s = table_->ClaimMany(all, round_epoch, &got);
     if (s.IsBusy() && round.size() > 1) {
       // Lost too many races (two gateways storing the same data at once):
       // each request once more alone, so one's contention is not the
@@ -60,8 +73,10 @@ Status ClaimCombiner::ClaimMany(const std::vector<SharedClaim>& claims, uint64_t
     }
     l.lock();
     size_t k = 0;
-    for (Request* r : round) {
+    for (size_t j = 0; j < round.size(); j++) {
+      Request* r = round[j];
       const size_t n = r->claims->size();
+      if (r->journal_key != nullptr && j < keys.size()) *r->journal_key = keys[j];
       if (s.ok()) {
         r->status = s;
         r->results->assign(got.begin() + k, got.begin() + k + n);

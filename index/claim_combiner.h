@@ -16,6 +16,11 @@
 // a request the table refuses goes alone).
 // The queue is served oldest first, so every request is sent.
 //
+// With a claim journal (index/claim_journal.h) each request's fingerprints
+// become one record, and every record of a round is appended in one write
+// before the round's claims; a failed append fails the round with nothing
+// claimed.
+//
 // Thread-safe.
 #pragma once
 
@@ -23,20 +28,26 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "core/base/status.h"
+#include "index/claim_journal.h"
 #include "index/rados_shared_chunk_table.h"
 
 namespace dedupv1 {
 
 class ClaimCombiner {
  public:
-  explicit ClaimCombiner(RadosSharedChunkTable* table) : table_(table) {}
+  // |journal| (optional): where each request is recorded before its claims.
+  explicit ClaimCombiner(RadosSharedChunkTable* table, RadosClaimJournal* journal = nullptr)
+      : table_(table), journal_(journal) {}
 
   // As table->ClaimMany(claims, epoch, results), possibly in one round with
-  // other callers' claims.
-  Status ClaimMany(const std::vector<SharedClaim>& claims, uint64_t epoch, std::vector<SharedCasResult>* results);
+  // other callers' claims. With a journal, |journal_key| (optional) gets the
+  // key of this request's record once it was written ("" if none was).
+  Status ClaimMany(const std::vector<SharedClaim>& claims, uint64_t epoch, std::vector<SharedCasResult>* results,
+                   std::string* journal_key = nullptr);
 
   // Rounds sent and requests they carried (requests / rounds = runs per
   // claim operation).
@@ -48,11 +59,13 @@ class ClaimCombiner {
     const std::vector<SharedClaim>* claims;
     uint64_t epoch;
     std::vector<SharedCasResult>* results;
+    std::string* journal_key;
     Status status;
     bool done = false;
   };
 
   RadosSharedChunkTable* const table_;
+  RadosClaimJournal* const journal_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Request*> queue_;  // waiting for a round, oldest first

@@ -499,7 +499,7 @@ Status RadosSharedChunkTable::ClaimMany(const std::vector<SharedClaim>& claims, 
     items[i].fp = claims[i].fp;
     items[i].next = SharedEntry{SharedEntry::State::kUncommitted, claims[i].container, options_.slot,
                                 options_.incarnation, epoch};
-    items[i].hint = HintValue(kWhyClaimed, epoch);
+    if (options_.claim_hints) items[i].hint = HintValue(kWhyClaimed, epoch);
     items[i].ours_in_any_epoch = true;
   }
   return CasMany(SharedTableStep::kClaim, &items, results);
@@ -634,6 +634,30 @@ Status RadosSharedChunkTable::DropHintIfUnchanged(const Fingerprint& fp, const S
   DEDUPV1_RETURN_IF_ERROR(DropHintsIfUnchanged({{fp, seen}}, slots, &dropped, &cancelled));
   *done = dropped[0];
   return Status::OK();
+}
+
+Status RadosSharedChunkTable::AddHints(const std::vector<Fingerprint>& fps, uint64_t epoch) {
+  DEDUPV1_RETURN_IF_ERROR(CheckWrite(fps, false));
+  struct Shard {
+    std::map<std::string, librados::bufferlist> sets;
+    librados::ObjectWriteOperation op;
+  };
+  std::map<uint32_t, Shard> shards;
+  for (const Fingerprint& fp : fps) {
+    const std::string key = HintKey(fp);
+    shards[RadosChunkTable::ShardOf(fp, shard_bits_)].sets[key] = Bytes(Sealed(key, HintValue(kWhyClaimed, epoch)));
+  }
+  ShardOps ops(cluster_.get(), options_.max_in_flight, &load_, &steps_, SharedTableStep::kGc);
+  for (auto& [shard, s] : shards) {
+    const std::string oid = ShardOidOf(shard);
+    s.op.create(false);  // a claim that never reached its shard: the hint finds no entry and goes
+    s.op.omap_set(s.sets);
+    ops.Write(oid, &s.op, s.sets.size(), [this, &s, oid](int r) {
+      if (r < 0) return OpError(r, "write of " + std::to_string(s.sets.size()) + " GC hints", oid);
+      return Status::OK();
+    });
+  }
+  return ops.Finish();
 }
 
 Status RadosSharedChunkTable::ReadHints(uint32_t shard, const std::string& after, uint64_t max,

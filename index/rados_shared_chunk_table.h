@@ -75,6 +75,9 @@ struct RadosSharedChunkTableOptions {
   size_t max_in_flight = 64;  // asynchronous operations at once
   uint16_t slot = 0;          // this gateway's slot number (GatewayRegistry); 0 = read-only instance
   uint32_t incarnation = 0;   // this gateway's incarnation of the slot, recorded in its claims
+  // Whether ClaimMany writes a "claimed" hint next to each entry. False when
+  // the claimer keeps a claim journal instead (index/claim_journal.h).
+  bool claim_hints = true;
 };
 
 struct SharedEntry {
@@ -153,7 +156,7 @@ class RadosSharedChunkTable {
   Status LookupMany(const std::vector<Fingerprint>& fps, std::vector<std::optional<SharedEntry>>* entries);
 
   // Claims each fingerprint for this slot: U{container, slot, incarnation,
-  // epoch} and a "claimed" hint, if it has no entry. Per claim: won, or lost
+  // epoch} (and a "claimed" hint, with options.claim_hints), if it has no entry. Per claim: won, or lost
   // with the entry that was there. A fingerprint may appear once per call.
   Status ClaimMany(const std::vector<SharedClaim>& claims, uint64_t epoch, std::vector<SharedCasResult>* results);
 
@@ -198,6 +201,11 @@ class RadosSharedChunkTable {
   Status DropHintsIfUnchanged(const std::vector<std::pair<Fingerprint, SharedRecord>>& seen,
                               const std::vector<uint16_t>& slots, std::vector<bool>* done,
                               std::vector<size_t>* cancelled);
+  // Sets a "claimed" hint for each fingerprint (one unguarded write per
+  // shard touched; an existing hint is overwritten): GC's way to look at the
+  // chunks of a claim journal's record (index/claim_journal.h). A hint only
+  // makes GC read the record, so no comparison is needed.
+  Status AddHints(const std::vector<Fingerprint>& fps, uint64_t epoch);
   // A page of shard |shard|'s hints (0 <= shard < shards()) in key order,
   // after key |after| ("" = from the first), at most |max| in one read;
   // |last| is the key to continue after, |more| whether more may follow.
@@ -225,6 +233,9 @@ class RadosSharedChunkTable {
   ShardLoadSummary shard_load() const { return load_.Summary(); }
   // Operations and keys sent per protocol step since this instance opened.
   SharedTableStepCounts step_counts() const { return steps_.Snapshot(); }
+  // Where this slot's claim journal counts its operations (kJournal), so
+  // step_counts() covers them too.
+  SharedTableSteps* steps() { return &steps_; }
   RadosCluster* cluster() const { return cluster_.get(); }
   // The shard object holding |fp| ("ci.<hex>").
   std::string ShardOid(const Fingerprint& fp) const;

@@ -23,6 +23,7 @@ enum class SharedTableStep : int {
   kUsageRead,   // the read before a usage write
   kUsageWrite,  // usage counts of this slot
   kGc,          // GC: records, hints, guarded replaces and erases
+  kJournal,     // the claim journal (index/claim_journal.h): appends, removals, GC's reads
   kCount,
 };
 
@@ -64,6 +65,7 @@ inline const char* SharedTableStepName(SharedTableStep step) {
     case SharedTableStep::kUsageRead: return "usage_read";
     case SharedTableStep::kUsageWrite: return "usage_write";
     case SharedTableStep::kGc: return "gc";
+    case SharedTableStep::kJournal: return "journal";
     case SharedTableStep::kCount: break;
   }
   return "?";

@@ -7,8 +7,14 @@
 
 namespace dedupv1 {
 
+void RunClaims::Release(bool referenced) {
+  if (released_ || index_ == nullptr) return;
+  released_ = true;
+  index_->ReleaseClaims(std::move(ticket_), referenced);
+}
+
 Status ClaimNewChunks(ChunkIndex* index, ChunkStore* store, const std::vector<size_t>& stored,
-                      std::vector<ChunkRequest>* chunks) {
+                      std::vector<ChunkRequest>* chunks, ClaimTicket* ticket) {
   if (stored.empty()) return Status::OK();
   // One claim per fingerprint: a fingerprint stored twice in one run (the
   // second store raced with the first's auxiliary entry) is claimed with its
@@ -21,7 +27,7 @@ Status ClaimNewChunks(ChunkIndex* index, ChunkStore* store, const std::vector<si
     claims.push_back(ChunkClaims::NewChunk{c.fp, c.container, c.size});
   }
   std::vector<ContainerId> use;
-  DEDUPV1_RETURN_IF_ERROR(index->ClaimNew(claims, &use));
+  DEDUPV1_RETURN_IF_ERROR(index->ClaimNew(claims, &use, ticket));
   // Every chunk of the run naming a fingerprint's stored copy that is not
   // the one to use (the claim was lost, or a second copy) maps the one to use,
   // and that copy is dead (the header says why no one can ever map it).

@@ -31,6 +31,7 @@
 
 #include "core/base/status.h"
 #include "filters/filter.h"
+#include "index/chunk_claims.h"
 
 namespace dedupv1 {
 
@@ -40,8 +41,30 @@ class ChunkStore;
 // |stored|: indices into |chunks| of the chunks this run stored (their
 // container is this slot's). Rewrites the container of every chunk of the
 // run that names our copy of a lost claim and marks those copies dead in
-// |store|.
+// |store|. |ticket| gets the claim journal's record of the claims (also on
+// an error after it was written).
 Status ClaimNewChunks(ChunkIndex* index, ChunkStore* store, const std::vector<size_t>& stored,
-                      std::vector<ChunkRequest>* chunks);
+                      std::vector<ChunkRequest>* chunks, ClaimTicket* ticket);
+
+// A run's claim journal ticket (index/chunk_claims.h), handed back to the
+// chunk index exactly once: Release(true) after every block mapping of the
+// run is logged; any other end of the run (an error, or the destructor
+// without a Release) hands it back as not referenced, so its fingerprints
+// get GC hints before the record goes. Without an index it does nothing.
+class RunClaims {
+ public:
+  explicit RunClaims(ChunkIndex* index) : index_(index) {}
+  ~RunClaims() { Release(false); }
+  RunClaims(const RunClaims&) = delete;
+  RunClaims& operator=(const RunClaims&) = delete;
+
+  ClaimTicket* ticket() { return &ticket_; }
+  void Release(bool referenced);
+
+ private:
+  ChunkIndex* const index_;
+  ClaimTicket ticket_;
+  bool released_ = false;
+};
 
 }  // namespace dedupv1

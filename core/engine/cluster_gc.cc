@@ -7,6 +7,7 @@
 #include "core/rados/gateway_registry.h"
 #include "core/rados/gc_epochs.h"
 #include "core/rados/gc_leader_lease.h"
+#include "index/claim_journal.h"
 #include "index/dead_inbox.h"
 
 namespace dedupv1 {
@@ -29,6 +30,10 @@ bool SameRecord(const SharedRecord& a, const SharedRecord& b) {
 // Pages per shard and round: a bound far above any shard's hints (the page
 // size times this), so a shard that keeps growing cannot hold a round.
 constexpr uint64_t kMaxPagesPerShard = 1 << 20;
+// Claim journal records per read, and pages per slot and round (the rest
+// waits for the next round).
+constexpr size_t kJournalPage = 64;
+constexpr int kMaxJournalPages = 64;
 
 }  // namespace
 
@@ -120,6 +125,47 @@ Status ClusterIndexGc::ReadEpochs(Round* round) {
   return Status::OK();
 }
 
+Status ClusterIndexGc::HintEndedJournals(Round* round) {
+  RadosClaimJournal journals(cluster_, "", 0, table_->steps());
+  for (const auto& [slot, name] : round->names) {
+    const uint32_t current = round->incarnations[name];
+    const bool current_ended = round->live.count(slot) == 0;
+    std::string after;
+    for (int page = 0; page < kMaxJournalPages; page++) {
+      if (Stopping()) return Status::OK();
+      std::vector<ClaimJournalRecord> records;
+      std::vector<std::string> damaged;
+      std::string last;
+      DEDUPV1_RETURN_IF_ERROR(journals.ReadPage(name, after, kJournalPage, &records, &last, &damaged));
+      for (const std::string& key : damaged) {
+        CountDamage(round, Status::Corruption("claim journal " + journals.Where(name) + ": damaged record " +
+                                              (key.size() <= 32 ? key : key.substr(0, 32) + "...")));
+      }
+      std::vector<Fingerprint> fps;
+      std::vector<std::string> keys;
+      for (const ClaimJournalRecord& r : records) {
+        // The live incarnation retires its own; one later than the
+        // registry said at the round's start is live too.
+        const bool ended = r.incarnation < current || (r.incarnation == current && current_ended);
+        if (!ended) continue;
+        fps.insert(fps.end(), r.fps.begin(), r.fps.end());
+        keys.push_back(r.key);
+      }
+      if (!keys.empty()) {
+        // Hints first: a crash in between leaves the records, which the
+        // next round turns into hints again (harmless).
+        DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
+        if (!fps.empty()) DEDUPV1_RETURN_IF_ERROR(table_->AddHints(fps, round->epoch));
+        DEDUPV1_RETURN_IF_ERROR(journals.Remove(name, keys));
+        round->delta.journal_records += keys.size();
+      }
+      if (records.size() + damaged.size() < kJournalPage) break;
+      after = last;
+    }
+  }
+  return Status::OK();
+}
+
 void ClusterIndexGc::CountDamage(Round* round, const Status& s) {
   round->delta.damaged_skipped++;
   round->delta.last_damage = s.ToString();
@@ -140,6 +186,7 @@ Status ClusterIndexGc::RunLocked() {
   if (s.ok()) SendUnsent();  // best effort: a failing inbox must not stop GC
   if (s.ok()) s = ReadLiveSlots(&round);
   if (s.ok()) s = ReadEpochs(&round);
+  if (s.ok()) s = HintEndedJournals(&round);
   bool pass_done = false;
   if (s.ok()) s = Page(&round, &pass_done);
   if (s.ok()) s = EndRound(&round);
@@ -154,6 +201,7 @@ Status ClusterIndexGc::RunLocked() {
   stats_.stale_claims_flipped += round.delta.stale_claims_flipped;
   stats_.stale_claims_erased += round.delta.stale_claims_erased;
   stats_.hints_dropped += round.delta.hints_dropped;
+  stats_.journal_records += round.delta.journal_records;
   stats_.races += round.delta.races;
   stats_.claims_not_held += round.delta.claims_not_held;
   stats_.damaged_skipped += round.delta.damaged_skipped;

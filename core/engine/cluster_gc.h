@@ -41,6 +41,13 @@
 //    uses no assumption about who marked the entry or when, so a stalled
 //    former leader's late mark is as safe as this round's.
 //  - No entry: a leftover hint goes.
+// Before the hints, a round reads every registered slot's claim journal
+// (index/claim_journal.h): the records of incarnations that can no longer
+// flip or count (an earlier incarnation than the registry's, or the
+// registry's whose heartbeat says stopped or fenced) become "claimed" hints
+// for their fingerprints, then go. (Claims carry no hint of their own; the
+// live incarnation retires its records after the checkpoints that flip and
+// count them.) A damaged record is skipped and counted.
 // A round is bounded (ClusterGcOptions round budgets, stop): it ends between
 // pages and the next round resumes at the same shard and key; sightings of
 // hints that went are forgotten once a whole pass ends.
@@ -175,6 +182,8 @@ class ClusterIndexGc {
   // without a record of its current incarnation counts as 0), and which
   // slot that is.
   Status ReadEpochs(Round* round);
+  // Claim journals of ended incarnations into hints (see the header).
+  Status HintEndedJournals(Round* round);
   // After the pages: sightings of this round's D entries, and the epoch
   // raised if they or young entries need it.
   Status EndRound(Round* round);

@@ -25,6 +25,8 @@
 #include "core/rados/gc_epochs.h"
 #include "core/rados/gc_leader_lease.h"
 #include "core/rados/rados_test_fixture.h"
+#include "index/chunk_claims.h"
+#include "index/claim_journal.h"
 #include "index/dead_inbox.h"
 #include "index/rados_shared_chunk_table.h"
 
@@ -385,6 +387,7 @@ TEST_F(GatewayClusterIndexGc, EngineRunGcErasesClaimOfAClosedIncarnation) {
   Status s = DedupSystem::OpenStore(options(dir_a.path(), "gw-a"), Env::Default(), &a);
   ASSERT_TRUE(s.ok()) << s.ToString();
   const ContainerId never_written = GatewaySlotIdBase(a->gateway_record().slot) + 1000;
+  const uint32_t first_incarnation = a->gateway_record().incarnation;
   std::vector<SharedCasResult> won;
   ASSERT_TRUE(a->chunk_index()->shared_table()->ClaimMany({SharedClaim{fp, never_written}}, 0, &won).ok());
   ASSERT_TRUE(won[0].won);
@@ -397,6 +400,13 @@ TEST_F(GatewayClusterIndexGc, EngineRunGcErasesClaimOfAClosedIncarnation) {
   ASSERT_TRUE(v->Sync().ok());
   ASSERT_TRUE(a->Close().ok());
   a.reset();
+  // The claim as a run that never handed its record back leaves it: in the
+  // journal of that incarnation (index/claim_journal.h), the claim itself
+  // without a hint. (Written after the close: the engine's own records of
+  // that incarnation use the same keys, and its close retired them.)
+  RadosClaimJournal journal(cluster_, "gw-a", first_incarnation);
+  std::vector<std::string> keys;
+  ASSERT_TRUE(journal.Append({{fp}}, &keys).ok());
   s = DedupSystem::OpenStore(options(dir_a.path(), "gw-a"), Env::Default(), &a);
   ASSERT_TRUE(s.ok()) << s.ToString();
   s = DedupSystem::OpenStore(options(dir_b.path(), "gw-b"), Env::Default(), &b);
@@ -421,6 +431,15 @@ TEST_F(GatewayClusterIndexGc, EngineRunGcErasesClaimOfAClosedIncarnation) {
   const ClusterGcStats st = b->gc_stats().cluster_index;
   EXPECT_EQ(st.stale_claims_erased, 1u);
   EXPECT_GE(st.rounds, 3u);
+  // The closed incarnation's record became the hint; A's runs of 1 MiB
+  // were retired by its close's checkpoint.
+  EXPECT_EQ(st.journal_records, 1u);
+  RadosClaimJournal reader(cluster_, "", 0);
+  std::vector<ClaimJournalRecord> left;
+  std::vector<std::string> damaged;
+  std::string last;
+  ASSERT_TRUE(reader.ReadPage("gw-a", "", 100, &left, &last, &damaged).ok());
+  EXPECT_TRUE(left.empty());
   ASSERT_TRUE(a->Close().ok());
   ASSERT_TRUE(b->Close().ok());
 }
@@ -792,6 +811,99 @@ TEST_F(GatewayClusterIndexGc, ACountAfterTheSightingSightsTheEntryAgain) {
   ASSERT_TRUE(PublishSafeEpoch(cluster_.get(), "gw-b", b_.incarnation, now).ok());
   ASSERT_TRUE(RoundsUntil(gc.get(), [&] { return !Record(fp).entry; }, std::chrono::seconds(10)));
   EXPECT_EQ(gc->stats().dead_finalized, 1u);
+}
+
+// With the claim journal (index/claim_journal.h) claims carry no hint: a
+// run that dies between its claims and the checkpoint that would retire its
+// record leaves the record. GC leaves a live incarnation's records alone and
+// turns an ended one's into hints, and the hint rules collect the claims:
+// flipped where the container exists, erased after hold and recheck where
+// it never came.
+TEST_F(GatewayClusterIndexGc, ClaimsOfAnEndedIncarnationAreFoundThroughItsJournal) {
+  auto open_claims = [&](const GatewayRecord& r, const std::string& name) {
+    RadosSharedChunkTableOptions t;
+    t.rados = rados_;
+    t.shards = 8;
+    t.slot = r.slot;
+    t.incarnation = r.incarnation;
+    ChunkClaimsOptions o;
+    o.claim_hold_ms = kHoldMs;
+    o.journal_slot = name;
+    o.container_exists = [this](ContainerId id, bool* exists) {
+      std::lock_guard<std::mutex> l(mu_);
+      *exists = existing_.count(id) > 0;
+      return Status::OK();
+    };
+    std::unique_ptr<ChunkClaims> c;
+    Status s = ChunkClaims::Open(t, o, &c);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return c;
+  };
+  auto claim = [](ChunkClaims* c, const std::vector<Fingerprint>& fps, ContainerId container) {
+    std::vector<ChunkClaims::NewChunk> chunks;
+    for (const Fingerprint& fp : fps) chunks.push_back({fp, container, 8192});
+    std::vector<ContainerId> use;
+    ClaimTicket ticket;
+    Status s = c->Claim(chunks, &use, nullptr, &ticket);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_FALSE(ticket.key.empty());
+  };
+  auto journal_size = [&](const std::string& name) {
+    RadosClaimJournal reader(cluster_, "", 0);
+    std::vector<ClaimJournalRecord> records;
+    std::vector<std::string> damaged;
+    std::string last;
+    EXPECT_TRUE(reader.ReadPage(name, "", 100, &records, &last, &damaged).ok());
+    return records.size();
+  };
+  const ContainerId a_written = GatewaySlotIdBase(a_.slot) + 1, a_missing = GatewaySlotIdBase(a_.slot) + 2;
+  const ContainerId b_missing = GatewaySlotIdBase(b_.slot) + 1;
+  const std::vector<Fingerprint> written{Fp(101), Fp(102)}, missing{Fp(103), Fp(104)};
+  const Fingerprint live = Fp(105);
+  std::unique_ptr<ChunkClaims> a = open_claims(a_, "gw-a"), b = open_claims(b_, "gw-b");
+  ASSERT_TRUE(a && b);
+  claim(a.get(), written, a_written);
+  claim(a.get(), missing, a_missing);
+  Exists(a_written);
+  claim(b.get(), {live}, b_missing);  // B lives on, its container not written yet
+  a.reset();                          // A dies: its records are never handed back
+  ASSERT_FALSE(Record(missing[0]).hinted);
+  ASSERT_EQ(journal_size("gw-a"), 2u);
+
+  std::unique_ptr<ClusterIndexGc> gc = Gc(b_table_.get());
+  // While A's incarnation is live its records stay, and so do its claims.
+  ASSERT_TRUE(Rounds(gc.get(), 3));
+  EXPECT_EQ(journal_size("gw-a"), 2u);
+  EXPECT_EQ(gc->stats().journal_records, 0u);
+  ASSERT_TRUE(Record(missing[0]).entry);
+  // A's slot is taken over (a new incarnation): the records become hints.
+  GatewayRecord a2;
+  ASSERT_TRUE(registry_->BeginIncarnation("gw-a", true, &a2).ok());
+  const bool collected = RoundsUntil(
+      gc.get(),
+      [&] {
+        const ClusterGcStats st = gc->stats();
+        return st.stale_claims_erased == missing.size() && st.stale_claims_flipped == written.size();
+      },
+      std::chrono::seconds(30));
+  const ClusterGcStats st = gc->stats();
+  ASSERT_TRUE(collected) << "erased " << st.stale_claims_erased << ", flipped " << st.stale_claims_flipped;
+  EXPECT_EQ(st.journal_records, 2u);
+  EXPECT_EQ(journal_size("gw-a"), 0u);
+  for (const Fingerprint& fp : missing) EXPECT_FALSE(Record(fp).entry);
+  for (const Fingerprint& fp : written) {
+    const SharedRecord r = Record(fp);
+    ASSERT_TRUE(r.entry);
+    EXPECT_NE(r.entry->state, SharedEntry::State::kUncommitted);
+    EXPECT_EQ(r.entry->container, a_written);
+  }
+  // B's record and claim are untouched.
+  EXPECT_EQ(journal_size("gw-b"), 1u);
+  const SharedRecord l = Record(live);
+  ASSERT_TRUE(l.entry);
+  EXPECT_EQ(l.entry->state, SharedEntry::State::kUncommitted);
+  EXPECT_FALSE(l.hinted);
+  b.reset();
 }
 
 }  // namespace

@@ -276,6 +276,7 @@ Status DedupSystem::OpenStores() {
     chunk_index_options.claims.container_exists = [store](ContainerId id, bool* exists) {
       return store->ContainerExists(id, exists);
     };
+    chunk_index_options.claims.journal_slot = options_.rados.gateway;
     store->AcceptForeignContainers();
   }
   s = ChunkIndex::Open(chunk_index_options, env_, is_committed, &chunk_index_);
@@ -772,9 +773,19 @@ Status DedupSystem::Checkpoint(ReplayMode mode) {
     }
   }
   std::lock_guard<std::mutex> cp(checkpoint_mu_);
+  // Cluster scope: the claim journal's tickets handed back so far belong to
+  // runs whose mappings are applied by now, so this checkpoint counts and
+  // flips their chunks; once it has, their records can go
+  // (index/claim_journal.h). Read before |applied|.
+  const uint64_t claims_released = chunk_index_->ClaimsReleased();
   // Every event up to here has been applied in memory.
   const uint64_t applied = pipeline_->LastAppliedEventId();
-  if (applied < log_->head_id()) return Status::OK();  // nothing to trim
+  if (applied < log_->head_id()) {
+    // Nothing to trim: every applied event was counted and its chunks
+    // flipped by the checkpoint that trimmed it.
+    RetireClaimRecords(claims_released);
+    return Status::OK();
+  }
   // The replay is recorded (kReplayStarted/kReplayStopped, records only). Not
   // under the mapping lock: an append may wait at the log's hard limit, which only
   // this checkpoint can lift. Above the soft limit they are left out, so a
@@ -794,6 +805,7 @@ Status DedupSystem::Checkpoint(ReplayMode mode) {
   // and the log trimmed (a crash in between counts them again, once).
   if (usage_) DEDUPV1_RETURN_IF_ERROR(usage_->CountUpTo(applied));
   DEDUPV1_RETURN_IF_ERROR(chunk_index_->Flush());
+  RetireClaimRecords(claims_released);
   DEDUPV1_RETURN_IF_ERROR(block_index_->Flush());
   // Every container up to the watermark is committed or lost and its chunks
   // are in the chunk index table; recovery re-imports only newer ones.
@@ -816,6 +828,13 @@ Status DedupSystem::Checkpoint(ReplayMode mode) {
     trim_to = stopped_id + 1;
   }
   return log_->Trim(trim_to);
+}
+
+void DedupSystem::RetireClaimRecords(uint64_t up_to) {
+  // A failure keeps the records for the next checkpoint (and, after a
+  // crash, for index GC): space and GC reads only, so the checkpoint goes on.
+  Status s = chunk_index_->RetireClaims(up_to);
+  if (!s.ok()) std::fprintf(stderr, "dedupv1: checkpoint: %s\n", s.ToString().c_str());
 }
 
 void DedupSystem::CheckpointLoop() {

@@ -200,6 +200,9 @@ class DedupSystem {
   // Checkpoint, logged as a replay of |mode| (kReplayStarted/kReplayStopped
   // around counting the events into usage counts and writing the indexes back).
   Status Checkpoint(ReplayMode mode);
+  // Cluster scope: retires the claim journal's tickets up to |up_to| after a
+  // checkpoint proved their chunks flipped and counted (errors logged).
+  void RetireClaimRecords(uint64_t up_to);
   // Appends a record-only event (no state depends on it): failures are ignored.
   void LogRecord(LogEventType type, const std::string& payload);
   // Waits while the log is nearly full (before any block lock is taken, so

@@ -98,8 +98,12 @@ Status WritePipeline::ProcessRun(uint32_t volume_id, WriteBuffer* buffer, WriteB
   std::vector<size_t> stored;
   DEDUPV1_RETURN_IF_ERROR(FilterAndStore(volume_id, &chunks, outcome, &stored));
   // 4b. Cluster scope: the new chunks are claimed in the shared chunk index;
-  //     lost claims map the winner's container.
-  if (claim_index_ != nullptr) DEDUPV1_RETURN_IF_ERROR(ClaimNewChunks(claim_index_, chunk_store_, stored, &chunks));
+  //     lost claims map the winner's container. The claims' journal record
+  //     is handed back when the run ends (claim_step.h).
+  RunClaims run_claims(claim_index_);
+  if (claim_index_ != nullptr) {
+    DEDUPV1_RETURN_IF_ERROR(ClaimNewChunks(claim_index_, chunk_store_, stored, &chunks, run_claims.ticket()));
+  }
   stats_->ns_filtering += NanosSince(phase);
   phase = std::chrono::steady_clock::now();
   stats_->runs++;
@@ -107,7 +111,9 @@ Status WritePipeline::ProcessRun(uint32_t volume_id, WriteBuffer* buffer, WriteB
   stats_->bytes_chunked += processed;
 
   // 5. The blocks' new mappings.
-  DEDUPV1_RETURN_IF_ERROR(InstallRunMappings(volume_id, buffer, *run, ends, chunks));
+  bool skipped = false;
+  DEDUPV1_RETURN_IF_ERROR(InstallRunMappings(volume_id, buffer, *run, ends, chunks, &skipped));
+  run_claims.Release(!skipped);
   stats_->ns_installing += NanosSince(phase);
   return Status::OK();
 }
@@ -188,7 +194,7 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, Chunks* chunks, RunOutc
 // bytes were copied keeps its dirty bytes and is redone later. Holds the GC
 // barrier shared (ProcessRun).
 Status WritePipeline::InstallRunMappings(uint32_t volume_id, WriteBuffer* buffer, const WriteBuffer::Run& run,
-                                         const std::vector<size_t>& ends, const Chunks& chunks) {
+                                         const std::vector<size_t>& ends, const Chunks& chunks, bool* skipped) {
   const size_t n = ends.size();
   const uint64_t processed = ends.back();
   size_t chunk_index = 0;
@@ -212,13 +218,13 @@ Status WritePipeline::InstallRunMappings(uint32_t volume_id, WriteBuffer* buffer
     }
     DEDUPV1_RETURN_IF_ERROR(InstallBlock(BlockId{volume_id, block}, buffer, run.seqs[bi],
                                          static_cast<uint32_t>(begin - block_start),
-                                         static_cast<uint32_t>(end - block_start), items));
+                                         static_cast<uint32_t>(end - block_start), items, skipped));
   }
   return Status::OK();
 }
 
 Status WritePipeline::InstallBlock(const BlockId& id, WriteBuffer* buffer, uint64_t seq, uint32_t in_begin,
-                                   uint32_t in_end, const std::vector<BlockMappingItem>& items) {
+                                   uint32_t in_end, const std::vector<BlockMappingItem>& items, bool* skipped) {
   std::unique_lock<std::shared_mutex> lock(block_locks_->For(id));
   // Only the copy we chunked may be replaced: check the sequence first,
   // then log and install the mapping, then clear the bytes (all under the
@@ -243,6 +249,7 @@ Status WritePipeline::InstallBlock(const BlockId& id, WriteBuffer* buffer, uint6
   DEDUPV1_RETURN_IF_ERROR(mapping.Overlay(in_begin, items));
   if (!buffer->Unchanged(id.block, seq)) {
     stats_->mappings_skipped++;
+    *skipped = true;
     return Status::OK();
   }
   DEDUPV1_RETURN_IF_ERROR(InstallMapping(id, had_old ? &old : nullptr, &mapping));

@@ -131,11 +131,13 @@ class WritePipeline {
   // |stored| receives the indices of the chunks stored new.
   Status FilterAndStore(uint32_t volume_id, Chunks* chunks, RunOutcome* outcome, std::vector<size_t>* stored);
   // Step 5: the new mapping of every block the processed bytes touch.
+  // |skipped| is set when a block was rewritten meanwhile and not mapped
+  // (its bytes are redone by a later run).
   Status InstallRunMappings(uint32_t volume_id, WriteBuffer* buffer, const WriteBuffer::Run& run,
-                            const std::vector<size_t>& ends, const Chunks& chunks);
+                            const std::vector<size_t>& ends, const Chunks& chunks, bool* skipped);
   // One block of step 5, under the block's lock.
   Status InstallBlock(const BlockId& id, WriteBuffer* buffer, uint64_t seq, uint32_t in_begin, uint32_t in_end,
-                      const std::vector<BlockMappingItem>& items);
+                      const std::vector<BlockMappingItem>& items, bool* skipped);
 
   const uint32_t block_size_;
   const FingerprintType fingerprint_;

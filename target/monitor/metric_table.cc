@@ -552,6 +552,9 @@ std::vector<MetricRow> GcRows() {
       Row("gc", "cluster_index_hints_dropped", U::kCount,
           [](C c) -> Json { return c.gc().cluster_index.hints_dropped; })
           .When(ClusterScope),
+      Row("gc", "cluster_index_journal_records", U::kCount,
+          [](C c) -> Json { return c.gc().cluster_index.journal_records; })
+          .When(ClusterScope),
       Row("gc", "cluster_index_races", U::kCount, [](C c) -> Json { return c.gc().cluster_index.races; })
           .When(ClusterScope),
       Row("gc", "cluster_index_failed_rounds", U::kCount,

@@ -200,7 +200,8 @@ flipped="$(gc_sum cluster_index_stale_claims_flipped)"
 reclaimed="$(gc_sum reclaimed_bytes)"
 bytes_after_gc="$(dd_container_bytes "$store")"
 echo "     cluster index GC (both monitors): rounds $(gc_sum cluster_index_rounds), stale claims erased $erased," \
-  "flipped $flipped, races $(gc_sum cluster_index_races), failed rounds $(gc_sum cluster_index_failed_rounds)"
+  "flipped $flipped, races $(gc_sum cluster_index_races), failed rounds $(gc_sum cluster_index_failed_rounds)," \
+  "claim journal records of ended incarnations hinted $(gc_sum cluster_index_journal_records)"
 echo "     container GC (both monitors): reclaimed $reclaimed bytes, containers deleted $(gc_sum containers_deleted)," \
   "merged $(gc_sum containers_merged); the store's containers $bytes_before_gc -> $bytes_after_gc bytes"
 check "the monitors count an erasure for each of the $missing_before_gc claims whose container is missing" \

@@ -1,0 +1,172 @@
+#include "index/claim_journal.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "core/base/coding.h"
+#include "core/rados/op_result.h"
+
+namespace dedupv1 {
+namespace {
+
+constexpr uint8_t kVersion = 1;
+constexpr size_t kKeyBytes = 8 + 1 + 16;  // "<incarnation>.<seq>"
+constexpr size_t kFixedBytes = 1 + 1 + 4;  // version, fingerprint size, count
+
+uint32_t SealOf(const std::string& key, const std::string& body) {
+  return Crc32c(body.data(), body.size(), Crc32c(key.data(), key.size()));
+}
+
+librados::bufferlist Bytes(const std::string& s) {
+  librados::bufferlist bl;
+  bl.append(s);
+  return bl;
+}
+
+// Lower-case hex digits only, as KeyOf writes them.
+bool ParseHex(const char* text, size_t n, uint64_t* value) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char c = text[i];
+    if (c >= '0' && c <= '9') v = v << 4 | static_cast<uint64_t>(c - '0');
+    else if (c >= 'a' && c <= 'f') v = v << 4 | static_cast<uint64_t>(c - 'a' + 10);
+    else return false;
+  }
+  *value = v;
+  return true;
+}
+
+bool ParseKey(const std::string& key, uint32_t* incarnation, uint64_t* seq) {
+  if (key.size() != kKeyBytes || key[8] != '.') return false;
+  uint64_t inc = 0;
+  if (!ParseHex(key.data(), 8, &inc) || !ParseHex(key.data() + 9, 16, seq)) return false;
+  *incarnation = static_cast<uint32_t>(inc);
+  return true;
+}
+
+bool DecodeValue(const std::string& key, const std::string& value, std::vector<Fingerprint>* fps) {
+  if (value.size() < kFixedBytes + 4) return false;
+  const std::string body = value.substr(0, value.size() - 4);
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(value.data());
+  if (DecodeFixed32(p + body.size()) != SealOf(key, body)) return false;
+  const size_t fp_size = p[1];
+  const uint32_t count = DecodeFixed32(p + 2);
+  if (p[0] != kVersion || fp_size == 0 || fp_size > Fingerprint::kMaxSize) return false;
+  if (body.size() != kFixedBytes + static_cast<uint64_t>(count) * fp_size) return false;
+  fps->clear();
+  fps->reserve(count);
+  for (uint32_t i = 0; i < count; i++) fps->emplace_back(p + kFixedBytes + i * fp_size, fp_size);
+  return true;
+}
+
+}  // namespace
+
+RadosClaimJournal::RadosClaimJournal(std::shared_ptr<RadosCluster> cluster, std::string slot_name,
+                                     uint32_t incarnation, SharedTableSteps* steps)
+    : cluster_(std::move(cluster)), slot_name_(std::move(slot_name)), incarnation_(incarnation), steps_(steps) {}
+
+std::string RadosClaimJournal::ObjectName(const std::string& slot_name) { return "gw." + slot_name + ".claims"; }
+
+std::string RadosClaimJournal::KeyOf(uint32_t incarnation, uint64_t seq) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%08x.%016llx", incarnation, static_cast<unsigned long long>(seq));
+  return buf;
+}
+
+std::string RadosClaimJournal::Where(const std::string& slot_name) const {
+  return cluster_->Where(cluster_->index_pool(), ObjectName(slot_name));
+}
+
+Status RadosClaimJournal::Append(const std::vector<std::vector<Fingerprint>>& records, std::vector<std::string>* keys) {
+  keys->clear();
+  if (records.empty()) return Status::OK();
+  DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
+  std::map<std::string, librados::bufferlist> kv;
+  for (const std::vector<Fingerprint>& fps : records) {
+    const std::string key = KeyOf(incarnation_, next_seq_.fetch_add(1));
+    std::string body;
+    body.push_back(static_cast<char>(kVersion));
+    const size_t fp_size = fps.empty() ? 1 : fps[0].size;  // an empty record still decodes
+    body.push_back(static_cast<char>(fp_size));
+    PutFixed32(&body, static_cast<uint32_t>(fps.size()));
+    for (const Fingerprint& fp : fps) {
+      if (fp.size != fp_size) {
+        return Status::InvalidArgument("claim journal: fingerprints of " + std::to_string(fp_size) + " and " +
+                                       std::to_string(fp.size) + " bytes in one record");
+      }
+      body.append(reinterpret_cast<const char*>(fp.bytes), fp.size);
+    }
+    PutFixed32(&body, SealOf(key, body));
+    kv[key] = Bytes(body);
+    keys->push_back(key);
+  }
+  const std::string oid = ObjectName(slot_name_);
+  librados::ObjectWriteOperation op;
+  op.create(false);
+  op.omap_set(kv);
+  Count(kv.size());
+  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
+  const int r = cluster_->index().operate(oid, &op);
+  timer.Done(r, 0);
+  if (r < 0) {
+    keys->clear();
+    return cluster_->ToStatus(r, "append of " + std::to_string(kv.size()) + " claim records", cluster_->index_pool(),
+                              oid);
+  }
+  return Status::OK();
+}
+
+Status RadosClaimJournal::ReadPage(const std::string& slot_name, const std::string& after_key, size_t max,
+                                   std::vector<ClaimJournalRecord>* records, std::string* last_key,
+                                   std::vector<std::string>* damaged) {
+  records->clear();
+  damaged->clear();
+  last_key->clear();
+  if (max == 0) return Status::OK();
+  const std::string oid = ObjectName(slot_name);
+  librados::ObjectReadOperation op;
+  std::map<std::string, librados::bufferlist> kv;
+  bool more = false;
+  int rval = 0;
+  op.omap_get_vals2(after_key, max, &kv, &more, &rval);
+  Count(0);
+  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapRead);
+  int r = cluster_->index().operate(oid, &op, nullptr);
+  timer.Done(r == -ENOENT ? 0 : r, 0);
+  if (r == -ENOENT) return Status::OK();  // nothing was ever journaled
+  r = CompoundResult(r, {rval});
+  if (r < 0) return cluster_->ToStatus(r, "read of claim records", cluster_->index_pool(), oid);
+  for (auto& [key, bl] : kv) {
+    *last_key = key;
+    ClaimJournalRecord rec;
+    rec.key = key;
+    if (!ParseKey(key, &rec.incarnation, &rec.seq) || !DecodeValue(key, bl.to_str(), &rec.fps)) {
+      damaged->push_back(key);
+      continue;
+    }
+    records->push_back(std::move(rec));
+  }
+  return Status::OK();
+}
+
+Status RadosClaimJournal::Remove(const std::string& slot_name, const std::vector<std::string>& keys) {
+  if (keys.empty()) return Status::OK();
+  DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
+  const std::string oid = ObjectName(slot_name);
+  librados::ObjectWriteOperation op;
+  op.omap_rm_keys(std::set<std::string>(keys.begin(), keys.end()));
+  Count(keys.size());
+  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
+  const int r = cluster_->index().operate(oid, &op);
+  timer.Done(r == -ENOENT ? 0 : r, 0);
+  if (r == -ENOENT) return Status::OK();  // no journal, so nothing to remove
+  if (r < 0) {
+    return cluster_->ToStatus(r, "removal of " + std::to_string(keys.size()) + " claim records",
+                              cluster_->index_pool(), oid);
+  }
+  return Status::OK();
+}
+
+}  // namespace dedupv1
