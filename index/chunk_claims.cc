@@ -123,9 +123,13 @@ Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<Conta
   std::vector<SharedCasResult> results;
   std::string key;
   Status s = combiner_.ClaimMany(claims, epoch, &results, &key);
-  if (ticket != nullptr && !key.empty()) {
-    ticket->key = key;
-    for (const NewChunk& c : chunks) ticket->fps.push_back(c.fp);
+  if (!key.empty()) {
+    ClaimTicket t{key, {}};
+    for (const NewChunk& c : chunks) t.fps.push_back(c.fp);
+    // A caller without a ticket cannot say that its chunks were referenced:
+    // handed back at once, as not referenced (hints at the next checkpoint).
+    if (ticket != nullptr) *ticket = std::move(t);
+    else ReleaseClaims(std::move(t), false);
   }
   DEDUPV1_RETURN_IF_ERROR(s);
   claims_ += chunks.size();
@@ -314,7 +318,7 @@ Status ChunkClaims::RetireClaims(uint64_t up_to) {
     }
     // Hints first: a crash in between leaves the record (and the hints,
     // which are harmless), never a chunk GC cannot find.
-    Status s = hint.empty() ? Status::OK() : table_->AddHints(hint, epoch_);
+    Status s = hint.empty() ? Status::OK() : table_->AddHints(hint, epoch_, SharedTableStep::kJournal);
     if (s.ok()) s = journal_->Remove(journal_->slot_name(), keys);
     if (!s.ok()) {
       std::lock_guard<std::mutex> l(released_mu_);

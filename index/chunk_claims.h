@@ -135,9 +135,10 @@ class ChunkClaims {
   // winner's. (*epochs)[i] (optional), where ours: the epoch our U value
   // holds (an earlier one if a repeated claim of the same copy found its
   // own earlier claim).
-  // With a journal, |ticket| (optional) gets the record written for this
-  // call, also when the call then fails (some claims may be applied); the
-  // caller hands it back with ReleaseClaims.
+  // With a journal, |ticket| gets the record written for this call, also
+  // when the call then fails (some claims may be applied); the caller hands
+  // it back with ReleaseClaims. Without |ticket| the record is handed back
+  // at once as not referenced (its chunks get hints).
   Status Claim(const std::vector<NewChunk>& chunks, std::vector<ContainerId>* use,
                std::vector<uint64_t>* epochs = nullptr, ClaimTicket* ticket = nullptr);
 

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <map>
+#include <random>
 #include <set>
 
 #include "core/base/coding.h"
@@ -38,12 +39,11 @@ bool ParseHex(const char* text, size_t n, uint64_t* value) {
   return true;
 }
 
-bool ParseKey(const std::string& key, uint32_t* incarnation, uint64_t* seq) {
-  if (key.size() != kKeyBytes || key[8] != '.') return false;
-  uint64_t inc = 0;
-  if (!ParseHex(key.data(), 8, &inc) || !ParseHex(key.data() + 9, 16, seq)) return false;
-  *incarnation = static_cast<uint32_t>(inc);
-  return true;
+// The first sequence of a writer: random in the high 31 bits, so sequences
+// of two writers of one incarnation do not meet (and never wrap).
+uint64_t FirstSeq() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd() & 0x7fffffff) << 32) | 1;
 }
 
 bool DecodeValue(const std::string& key, const std::string& value, std::vector<Fingerprint>* fps) {
@@ -65,7 +65,19 @@ bool DecodeValue(const std::string& key, const std::string& value, std::vector<F
 
 RadosClaimJournal::RadosClaimJournal(std::shared_ptr<RadosCluster> cluster, std::string slot_name,
                                      uint32_t incarnation, SharedTableSteps* steps)
-    : cluster_(std::move(cluster)), slot_name_(std::move(slot_name)), incarnation_(incarnation), steps_(steps) {}
+    : cluster_(std::move(cluster)),
+      slot_name_(std::move(slot_name)),
+      incarnation_(incarnation),
+      steps_(steps),
+      next_seq_(FirstSeq()) {}
+
+bool RadosClaimJournal::ParseKey(const std::string& key, uint32_t* incarnation, uint64_t* seq) {
+  if (key.size() != kKeyBytes || key[8] != '.') return false;
+  uint64_t inc = 0;
+  if (!ParseHex(key.data(), 8, &inc) || !ParseHex(key.data() + 9, 16, seq)) return false;
+  *incarnation = static_cast<uint32_t>(inc);
+  return true;
+}
 
 std::string RadosClaimJournal::ObjectName(const std::string& slot_name) { return "gw." + slot_name + ".claims"; }
 
@@ -93,6 +105,7 @@ Status RadosClaimJournal::Append(const std::vector<std::vector<Fingerprint>>& re
     PutFixed32(&body, static_cast<uint32_t>(fps.size()));
     for (const Fingerprint& fp : fps) {
       if (fp.size != fp_size) {
+        keys->clear();
         return Status::InvalidArgument("claim journal: fingerprints of " + std::to_string(fp_size) + " and " +
                                        std::to_string(fp.size) + " bytes in one record");
       }

@@ -15,12 +15,18 @@
 // Invariants:
 //  - A run's record is written before any of its claims (ChunkClaims'
 //    combiner appends every record of a round in one write, then claims).
-//  - The owner removes a record only after a checkpoint that began after
-//    the run's mappings were logged succeeded: every chunk of the run was
-//    then flipped (or its flip lost to a taker) and its first usage counted.
-//    A run that did not end with every block's mapping logged gets hints
-//    for its fingerprints before its record goes. A crash leaves records
-//    behind; none goes early.
+//  - The owner removes a record only after a checkpoint proved its chunks
+//    flipped and counted: the run handed its ticket back (after its
+//    mappings were logged and applied) before the checkpoint read the
+//    tickets and then the last applied event, and the checkpoint's usage
+//    count and chunk index flush succeeded (or, if it had nothing to trim,
+//    the earlier checkpoint that trimmed those events did both). A run that
+//    did not end with every block's mapping logged gets hints for its
+//    fingerprints before its record goes. A crash leaves records behind;
+//    none goes early.
+//  - Keys are unique per writer: one writer per (slot, incarnation) (the
+//    slot's lock), and a sequence that starts at a random high value, so
+//    even a second writer of the same incarnation would not overwrite.
 //  - GC reads only records of incarnations that are not the slot's live one
 //    (registry and heartbeat), writes hints for their fingerprints, then
 //    removes them. Hints are only "look here": an extra one costs a read.
@@ -66,6 +72,8 @@ class RadosClaimJournal {
   // "gw.<slot_name>.claims".
   static std::string ObjectName(const std::string& slot_name);
   static std::string KeyOf(uint32_t incarnation, uint64_t seq);
+  // The incarnation and sequence of a key KeyOf made; false for any other key.
+  static bool ParseKey(const std::string& key, uint32_t* incarnation, uint64_t* seq);
 
   // Appends one record per element of |records| to this slot's journal in
   // one write; (*keys)[i] is the key of records[i].
@@ -96,7 +104,7 @@ class RadosClaimJournal {
   const std::string slot_name_;
   const uint32_t incarnation_;
   SharedTableSteps* const steps_;
-  std::atomic<uint64_t> next_seq_{1};
+  std::atomic<uint64_t> next_seq_;
 };
 
 }  // namespace dedupv1

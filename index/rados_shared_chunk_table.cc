@@ -534,7 +534,11 @@ Status RadosSharedChunkTable::CasOne(const Fingerprint& fp, const std::string& e
   items[0].fp = fp;
   items[0].expected = expected;
   items[0].next = next;
-  if (next.state == SharedEntry::State::kUncommitted) items[0].hint = HintValue(kWhyClaimed, next.epoch);
+  // A take-over is a claim: hinted, unless the claimer journals its claims
+  // (it takes over only inside a journaled claim call, ChunkClaims::Claim).
+  if (next.state == SharedEntry::State::kUncommitted && options_.claim_hints) {
+    items[0].hint = HintValue(kWhyClaimed, next.epoch);
+  }
   std::vector<SharedCasResult> results;
   DEDUPV1_RETURN_IF_ERROR(CasMany(SharedTableStep::kOtherCas, &items, &results));
   *result = results[0];
@@ -636,7 +640,7 @@ Status RadosSharedChunkTable::DropHintIfUnchanged(const Fingerprint& fp, const S
   return Status::OK();
 }
 
-Status RadosSharedChunkTable::AddHints(const std::vector<Fingerprint>& fps, uint64_t epoch) {
+Status RadosSharedChunkTable::AddHints(const std::vector<Fingerprint>& fps, uint64_t epoch, SharedTableStep step) {
   DEDUPV1_RETURN_IF_ERROR(CheckWrite(fps, false));
   struct Shard {
     std::map<std::string, librados::bufferlist> sets;
@@ -647,7 +651,7 @@ Status RadosSharedChunkTable::AddHints(const std::vector<Fingerprint>& fps, uint
     const std::string key = HintKey(fp);
     shards[RadosChunkTable::ShardOf(fp, shard_bits_)].sets[key] = Bytes(Sealed(key, HintValue(kWhyClaimed, epoch)));
   }
-  ShardOps ops(cluster_.get(), options_.max_in_flight, &load_, &steps_, SharedTableStep::kGc);
+  ShardOps ops(cluster_.get(), options_.max_in_flight, &load_, &steps_, step);
   for (auto& [shard, s] : shards) {
     const std::string oid = ShardOidOf(shard);
     s.op.create(false);  // a claim that never reached its shard: the hint finds no entry and goes

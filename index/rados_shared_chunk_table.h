@@ -204,8 +204,9 @@ class RadosSharedChunkTable {
   // Sets a "claimed" hint for each fingerprint (one unguarded write per
   // shard touched; an existing hint is overwritten): GC's way to look at the
   // chunks of a claim journal's record (index/claim_journal.h). A hint only
-  // makes GC read the record, so no comparison is needed.
-  Status AddHints(const std::vector<Fingerprint>& fps, uint64_t epoch);
+  // makes GC read the record, so no comparison is needed. Counted under
+  // |step| (GC's, or the journal's when its owner retires records).
+  Status AddHints(const std::vector<Fingerprint>& fps, uint64_t epoch, SharedTableStep step = SharedTableStep::kGc);
   // A page of shard |shard|'s hints (0 <= shard < shards()) in key order,
   // after key |after| ("" = from the first), at most |max| in one read;
   // |last| is the key to continue after, |more| whether more may follow.

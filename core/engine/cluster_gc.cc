@@ -128,40 +128,65 @@ Status ClusterIndexGc::ReadEpochs(Round* round) {
 Status ClusterIndexGc::HintEndedJournals(Round* round) {
   RadosClaimJournal journals(cluster_, "", 0, table_->steps());
   for (const auto& [slot, name] : round->names) {
-    const uint32_t current = round->incarnations[name];
-    const bool current_ended = round->live.count(slot) == 0;
-    std::string after;
-    for (int page = 0; page < kMaxJournalPages; page++) {
-      if (Stopping()) return Status::OK();
-      std::vector<ClaimJournalRecord> records;
-      std::vector<std::string> damaged;
-      std::string last;
-      DEDUPV1_RETURN_IF_ERROR(journals.ReadPage(name, after, kJournalPage, &records, &last, &damaged));
-      for (const std::string& key : damaged) {
-        CountDamage(round, Status::Corruption("claim journal " + journals.Where(name) + ": damaged record " +
-                                              (key.size() <= 32 ? key : key.substr(0, 32) + "...")));
+    if (Stopping()) return Status::OK();
+    Status s = HintEndedJournal(round, &journals, slot, name);
+    if (s.ok()) continue;
+    // One slot's journal must not stop the rest of the round (hints, dead
+    // entries); a lost lease does.
+    DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
+    round->delta.journal_failures++;
+    std::fprintf(stderr, "dedupv1: cluster GC: %s\n", s.WithContext("claim journal of slot " + name).ToString().c_str());
+  }
+  return Status::OK();
+}
+
+Status ClusterIndexGc::HintEndedJournal(Round* round, RadosClaimJournal* journals, uint16_t slot,
+                                        const std::string& name) {
+  const uint32_t current = round->incarnations[name];
+  const bool current_ended = round->live.count(slot) == 0;
+  // Records of the live incarnation (its owner retires them) and of one
+  // later than the registry said at the round's start are left.
+  auto ended = [&](uint32_t incarnation) {
+    return incarnation < current || (incarnation == current && current_ended);
+  };
+  std::string after;
+  for (int page = 0; page < kMaxJournalPages; page++) {
+    std::vector<ClaimJournalRecord> records;
+    std::vector<std::string> damaged;
+    std::string last;
+    DEDUPV1_RETURN_IF_ERROR(journals->ReadPage(name, after, kJournalPage, &records, &last, &damaged));
+    std::vector<Fingerprint> fps;
+    std::vector<std::string> keys;
+    bool live_reached = false;  // keys sort by incarnation: the rest is live too
+    for (const ClaimJournalRecord& r : records) {
+      if (!ended(r.incarnation)) {
+        live_reached = true;
+        break;
       }
-      std::vector<Fingerprint> fps;
-      std::vector<std::string> keys;
-      for (const ClaimJournalRecord& r : records) {
-        // The live incarnation retires its own; one later than the
-        // registry said at the round's start is live too.
-        const bool ended = r.incarnation < current || (r.incarnation == current && current_ended);
-        if (!ended) continue;
-        fps.insert(fps.end(), r.fps.begin(), r.fps.end());
-        keys.push_back(r.key);
-      }
-      if (!keys.empty()) {
-        // Hints first: a crash in between leaves the records, which the
-        // next round turns into hints again (harmless).
-        DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
-        if (!fps.empty()) DEDUPV1_RETURN_IF_ERROR(table_->AddHints(fps, round->epoch));
-        DEDUPV1_RETURN_IF_ERROR(journals.Remove(name, keys));
-        round->delta.journal_records += keys.size();
-      }
-      if (records.size() + damaged.size() < kJournalPage) break;
-      after = last;
+      fps.insert(fps.end(), r.fps.begin(), r.fps.end());
+      keys.push_back(r.key);
     }
+    for (const std::string& key : damaged) {
+      // Its fingerprints are lost either way (a leak at worst). A live
+      // incarnation's record is its owner's to retire; any other goes, so
+      // it is counted once, not every round.
+      uint32_t incarnation = 0;
+      uint64_t seq = 0;
+      if (RadosClaimJournal::ParseKey(key, &incarnation, &seq) && !ended(incarnation)) continue;
+      CountDamage(round, Status::Corruption("claim journal " + journals->Where(name) + ": damaged record " +
+                                            (key.size() <= 32 ? key : key.substr(0, 32) + "...") + " removed"));
+      keys.push_back(key);
+    }
+    if (!keys.empty()) {
+      // Hints first: a crash in between leaves the records, which the
+      // next round turns into hints again (harmless).
+      DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
+      if (!fps.empty()) DEDUPV1_RETURN_IF_ERROR(table_->AddHints(fps, round->epoch));
+      DEDUPV1_RETURN_IF_ERROR(journals->Remove(name, keys));
+      round->delta.journal_records += keys.size();
+    }
+    if (live_reached || records.size() + damaged.size() < kJournalPage) break;
+    after = last;
   }
   return Status::OK();
 }
@@ -202,6 +227,7 @@ Status ClusterIndexGc::RunLocked() {
   stats_.stale_claims_erased += round.delta.stale_claims_erased;
   stats_.hints_dropped += round.delta.hints_dropped;
   stats_.journal_records += round.delta.journal_records;
+  stats_.journal_failures += round.delta.journal_failures;
   stats_.races += round.delta.races;
   stats_.claims_not_held += round.delta.claims_not_held;
   stats_.damaged_skipped += round.delta.damaged_skipped;

@@ -47,7 +47,10 @@
 // registry's whose heartbeat says stopped or fenced) become "claimed" hints
 // for their fingerprints, then go. (Claims carry no hint of their own; the
 // live incarnation retires its records after the checkpoints that flip and
-// count them.) A damaged record is skipped and counted.
+// count them.) A damaged record of an ended incarnation (or with a key that
+// is not a record's) is removed and counted as damage: its fingerprints are
+// lost, a leak at worst. A journal that cannot be read is counted
+// (journal_failures) and the round goes on.
 // A round is bounded (ClusterGcOptions round budgets, stop): it ends between
 // pages and the next round resumes at the same shard and key; sightings of
 // hints that went are forgotten once a whole pass ends.
@@ -75,6 +78,7 @@
 #include "core/base/types.h"
 #include "core/engine/cluster_gc_stats.h"
 #include "core/rados/rados_cluster.h"
+#include "index/claim_journal.h"
 #include "index/dead_inbox.h"
 #include "index/rados_shared_chunk_table.h"
 
@@ -182,8 +186,10 @@ class ClusterIndexGc {
   // without a record of its current incarnation counts as 0), and which
   // slot that is.
   Status ReadEpochs(Round* round);
-  // Claim journals of ended incarnations into hints (see the header).
+  // Claim journals of ended incarnations into hints (see the header); a
+  // slot whose journal fails is counted and logged, the round goes on.
   Status HintEndedJournals(Round* round);
+  Status HintEndedJournal(Round* round, RadosClaimJournal* journals, uint16_t slot, const std::string& name);
   // After the pages: sightings of this round's D entries, and the epoch
   // raised if they or young entries need it.
   Status EndRound(Round* round);

@@ -16,7 +16,8 @@ struct ClusterGcStats {
   uint64_t stale_claims_pending = 0;  // now: dead incarnations' claims waiting for their recheck
   uint64_t stale_claims_erased = 0;   // dead incarnations' claims erased after the recheck
   uint64_t hints_dropped = 0;         // of C entries in use (and leftover hints)
-  uint64_t journal_records = 0;       // claim journal records of ended incarnations turned into hints
+  uint64_t journal_records = 0;       // claim journal records of ended incarnations turned into hints (or damaged, removed)
+  uint64_t journal_failures = 0;      // slots whose claim journal could not be read or cleared in a round
   uint64_t races = 0;                 // compare-and-sets that met a change (looked at again next round)
   uint64_t claims_not_held = 0;       // U whose existing container lacks the chunk (not flipped)
   uint64_t damaged_skipped = 0;       // damaged hints, records or heartbeats skipped

@@ -402,8 +402,8 @@ TEST_F(GatewayClusterIndexGc, EngineRunGcErasesClaimOfAClosedIncarnation) {
   a.reset();
   // The claim as a run that never handed its record back leaves it: in the
   // journal of that incarnation (index/claim_journal.h), the claim itself
-  // without a hint. (Written after the close: the engine's own records of
-  // that incarnation use the same keys, and its close retired them.)
+  // without a hint. (Written after the close, which retired the engine's
+  // own records of that incarnation.)
   RadosClaimJournal journal(cluster_, "gw-a", first_incarnation);
   std::vector<std::string> keys;
   ASSERT_TRUE(journal.Append({{fp}}, &keys).ok());
@@ -866,14 +866,28 @@ TEST_F(GatewayClusterIndexGc, ClaimsOfAnEndedIncarnationAreFoundThroughItsJourna
   claim(a.get(), missing, a_missing);
   Exists(a_written);
   claim(b.get(), {live}, b_missing);  // B lives on, its container not written yet
-  a.reset();                          // A dies: its records are never handed back
+  // A crash between a flip (and its count) and the record's retirement: a
+  // chunk in use whose record is left.
+  const Fingerprint used = Fp(106);
+  claim(a.get(), {used}, a_written);
+  std::vector<SharedCasResult> flipped;
+  ASSERT_TRUE(a_table_->FlipMany({SharedFlip{used, *Record(used).entry}}, 0, &flipped).ok());
+  ASSERT_TRUE(flipped[0].won);
+  std::vector<SharedUsageOutcome> counted;
+  ASSERT_TRUE(a_table_->AddUsageMany({SharedUsageDelta{used, 1, 5}}, 0, &counted).ok());
+  // A crash between a record's append and its claims: a record of a
+  // fingerprint that has no entry.
+  const Fingerprint never = Fp(107);
+  std::vector<std::string> keys;
+  ASSERT_TRUE(RadosClaimJournal(cluster_, "gw-a", a_.incarnation).Append({{never}}, &keys).ok());
+  a.reset();  // A dies: its records are never handed back
   ASSERT_FALSE(Record(missing[0]).hinted);
-  ASSERT_EQ(journal_size("gw-a"), 2u);
+  ASSERT_EQ(journal_size("gw-a"), 4u);
 
   std::unique_ptr<ClusterIndexGc> gc = Gc(b_table_.get());
   // While A's incarnation is live its records stay, and so do its claims.
   ASSERT_TRUE(Rounds(gc.get(), 3));
-  EXPECT_EQ(journal_size("gw-a"), 2u);
+  EXPECT_EQ(journal_size("gw-a"), 4u);
   EXPECT_EQ(gc->stats().journal_records, 0u);
   ASSERT_TRUE(Record(missing[0]).entry);
   // A's slot is taken over (a new incarnation): the records become hints.
@@ -883,13 +897,26 @@ TEST_F(GatewayClusterIndexGc, ClaimsOfAnEndedIncarnationAreFoundThroughItsJourna
       gc.get(),
       [&] {
         const ClusterGcStats st = gc->stats();
-        return st.stale_claims_erased == missing.size() && st.stale_claims_flipped == written.size();
+        return st.stale_claims_erased == missing.size() && st.stale_claims_flipped == written.size() &&
+               !Record(used).hinted && !Record(never).hinted;
       },
       std::chrono::seconds(30));
   const ClusterGcStats st = gc->stats();
   ASSERT_TRUE(collected) << "erased " << st.stale_claims_erased << ", flipped " << st.stale_claims_flipped;
-  EXPECT_EQ(st.journal_records, 2u);
+  EXPECT_EQ(st.journal_records, 4u);
+  EXPECT_EQ(st.journal_failures, 0u);
   EXPECT_EQ(journal_size("gw-a"), 0u);
+  // The chunk in use lost only its hint; the record without a claim left
+  // nothing behind.
+  const SharedRecord u = Record(used);
+  ASSERT_TRUE(u.entry);
+  EXPECT_EQ(u.entry->state, SharedEntry::State::kCommitted);
+  ASSERT_EQ(u.usage.size(), 1u);
+  EXPECT_EQ(u.usage.begin()->second.count, 1);
+  const SharedRecord n = Record(never);
+  EXPECT_FALSE(n.entry);
+  EXPECT_FALSE(n.hinted);
+  EXPECT_GE(st.hints_dropped, 2u);
   for (const Fingerprint& fp : missing) EXPECT_FALSE(Record(fp).entry);
   for (const Fingerprint& fp : written) {
     const SharedRecord r = Record(fp);

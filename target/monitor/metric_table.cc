@@ -292,6 +292,20 @@ std::vector<MetricRow> ChunkIndexRows() {
       Row("chunk_index", "skipped_that_existed", U::kCount, [](C c) -> Json { return c.chunk_index().skipped_that_existed; })
           .Counter("dedupv1_chunk_index_skipped_that_existed_total",
                    "Chunks claimed without a lookup that existed: their claims were lost, the copy wasted."),
+      // Cluster scope (index/claim_journal.h): the claim journal's records
+      // retired by checkpoints, those whose run left hints, and those waiting.
+      Row("chunk_index", "claim_journal_retired", U::kCount,
+          [](C c) -> Json { return c.chunk_index().claims.journal_retired; })
+          .Counter("dedupv1_chunk_index_claim_journal_retired_total",
+                   "Claim journal records retired after a checkpoint flipped and counted their chunks."),
+      Row("chunk_index", "claim_journal_hinted", U::kCount,
+          [](C c) -> Json { return c.chunk_index().claims.journal_hinted; })
+          .Counter("dedupv1_chunk_index_claim_journal_hinted_total",
+                   "Claim journal records of runs not fully mapped, retired with GC hints for their chunks."),
+      Row("chunk_index", "claim_journal_waiting", U::kCount,
+          [](C c) -> Json { return c.chunk_index().claims.journal_waiting; })
+          .Gauge("dedupv1_chunk_index_claim_journal_waiting",
+                 "Claim journal records handed back and waiting for the next checkpoint."),
   };
 }
 
@@ -554,6 +568,9 @@ std::vector<MetricRow> GcRows() {
           .When(ClusterScope),
       Row("gc", "cluster_index_journal_records", U::kCount,
           [](C c) -> Json { return c.gc().cluster_index.journal_records; })
+          .When(ClusterScope),
+      Row("gc", "cluster_index_journal_failures", U::kCount,
+          [](C c) -> Json { return c.gc().cluster_index.journal_failures; })
           .When(ClusterScope),
       Row("gc", "cluster_index_races", U::kCount, [](C c) -> Json { return c.gc().cluster_index.races; })
           .When(ClusterScope),
