@@ -115,11 +115,17 @@ bench_ceph_start "$repo" "$cluster" "$port_base" "$osd_bytes"
 # (a) rados bench of as many bytes as the largest round writes (two generations per gateway),
 # into $1.
 objects=$(((2 * most * size + (4 << 20) - 1) / (4 << 20)))
+# The machine's CPU ticks (busy, idle+iowait) from /proc/stat, to say how
+# much of the shared cores rados bench itself used (the summary's CPU bound).
+cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat; }
 rados_bench() {
   bench_step "gateways: rados bench -p dedupv1-data write -t 16, $objects objects of 4 MiB (load $(bench_load))"
+  local before
+  before="$(cpu_ticks)"
   rados -c "$conf" bench -p dedupv1-data 300 write -t 16 --max-objects "$objects" --no-cleanup \
     --run-name dedupv1-gateways >"$1" 2>&1 ||
     { cat "$1" >&2; bench_die "gateways: rados bench failed"; }
+  echo "$before $(cpu_ticks) $(nproc)" >"$1.cpu"  # busy idle before, busy idle after, cores
   rados -c "$conf" -p dedupv1-data cleanup --run-name dedupv1-gateways >/dev/null 2>&1 ||
     bench_say "gateways: warning: rados cleanup failed"
   grep -E '^(Bandwidth|Average IOPS|Average Latency)' "$1" >&2

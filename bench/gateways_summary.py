@@ -211,8 +211,49 @@ def simulator_inputs(rounds, bench_mb_s, balance, scope):
         share = min(1.0, mean(lookups))
         out["lookup_share"] = (share, "1-gateway runs: keys looked up in the shared index per gen 1 chunk")
         out["rounds_per_run"] = (1 + share, "1-gateway runs: the claim, plus the lookup of lookup_share of the runs")
+    journaled = [r for r in ones if r.get("index_ops_by_step", {}).get("gen1", {}).get("journal")]
+    if scope == "cluster" and journaled:
+        # Claims journaled per run (index/claim_journal.h): the entry is the
+        # claim's only key, and GC meets no hint of a new chunk.
+        out["claim_keys"] = (1.0, "1-gateway runs journal their claims: the entry only, no GC hint")
+        out["gc_hint_page"] = (0.0, "1-gateway runs journal their claims: no GC hint per new chunk")
     out["cluster_scope"] = (1.0 if scope == "cluster" else 0.0, f"storage.rados.dedup-scope = {scope}")
     return out
+
+
+def rados_bench_cpu(raw):
+    """(busy share of the machine's cores, cores) while rados bench ran,
+    the mean over its runs' .cpu files (before and after the rounds); None
+    without them."""
+    shares, cores = [], 0
+    for name in ("gateways-rados-bench.txt.cpu", "gateways-rados-bench-after.txt.cpu"):
+        path = os.path.join(raw, name)
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            v = [float(x) for x in f.read().split()]
+        if len(v) != 5 or v[2] + v[3] <= v[0] + v[1]:
+            continue
+        shares.append((v[2] - v[0]) / ((v[2] + v[3]) - (v[0] + v[1])))
+        cores = int(v[4])
+    return (mean(shares), cores) if shares else None
+
+
+def cpu_bound_lines(raw, rounds, bench):
+    """What the shared cores alone allow: rados bench's CPU per MB against a
+    gateway's own CPU per MB of generation 1, both on the same cores."""
+    cpu = rados_bench_cpu(raw)
+    ones = [runs[0] for _, n, runs in rounds if n == 1 and runs[0].get("gen1_cpu_seconds")]
+    if not cpu or not bench or not ones:
+        return []
+    share, cores = cpu
+    osd_ms = share * cores / bench * 1000  # CPU ms per MB while rados bench stores it (OSDs and client)
+    gw_ms = mean(r["gen1_cpu_seconds"] / (r["size"] / 1e6) for r in ones) * 1000
+    bound = osd_ms / (osd_ms + gw_ms)
+    return ["", "the shared cores: rados bench kept %.0f%% of %d cores busy, %.2f ms of CPU per MB stored;" %
+            (100 * share, cores, osd_ms),
+            "    a gateway's own CPU per MB of generation 1 (1-gateway rounds): %.2f ms; on the same cores" % gw_ms,
+            "    generation 1 reaches at most %.2f of rados bench even if its index cost nothing" % bound]
 
 
 def format_inputs(inputs):
@@ -263,6 +304,7 @@ def summarize(raw, scope, seeds, size, machine=""):
         g1 = mean(a["gen1_mb_s"] for a in by_n[n])
         sc = f"{t / base:.2f}x" if base else "-"
         out.append(f"    {n} gateway(s): gen1 {g1:.1f}, both {t:.1f} MB/s ({sc}; {len(by_n[n])} round(s))")
+    out.extend(cpu_bound_lines(raw, rounds, bench))
     balance = None
     out.append("")
     out.append("chunk-table shards after the first round with the most gateways (keys per shard):")

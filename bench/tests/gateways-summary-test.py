@@ -131,6 +131,26 @@ class Summarize(unittest.TestCase):
         parsed = {k.strip(): float(v) for k, v in parsed.items()}
         self.assertAlmostEqual(parsed["rados_bench_mbps"], 157.286, places=2)
 
+    def test_cpu_bound_of_the_shared_cores(self):
+        # rados bench at 209.715 MB/s kept 1.5 of 2 cores busy (300 of 400
+        # ticks): 7.153 ms of CPU per MB. The gateway: 0.25 CPU s per 100 MB
+        # of generation 1 = 2.5 ms per MB. At most 7.153 / 9.653 = 0.741.
+        with tempfile.TemporaryDirectory() as raw:
+            open(os.path.join(raw, "gateways-rados-bench.txt"), "w").write("Bandwidth (MB/sec): 200\n")
+            open(os.path.join(raw, "gateways-rados-bench.txt.cpu"), "w").write("1000 500 1300 600 2\n")
+            one = engine(100 * MB, (0, 2), (2, 3), (10, 10, 0), (5000, 5000), (2.5e-1, 1.1e-1), (0.25, 0.95),
+                         ceiling=4000)
+            one["index_ops_by_step"] = {"gen1": {"claim": [10, 5000], "journal": [2, 2]}}
+            json.dump(one, open(os.path.join(raw, "gateways-r1-n1-gw1.json"), "w"))
+            text, inputs = gs.summarize(raw, "cluster", "distinct", "100M")
+        self.assertIn("rados bench kept 75% of 2 cores busy, 7.15 ms of CPU per MB stored", text)
+        self.assertIn("own CPU per MB of generation 1 (1-gateway rounds): 2.50 ms", text)
+        self.assertIn("at most 0.74 of rados bench", text)
+        parsed = dict(line.split("#")[0].split("=") for line in inputs.splitlines() if "=" in line)
+        parsed = {k.strip(): float(v) for k, v in parsed.items()}
+        self.assertEqual(parsed["claim_keys"], 1.0)  # journaled claims: the entry only
+        self.assertEqual(parsed["gc_hint_page"], 0.0)
+
     def test_engine_faster_than_ceiling_left_out(self):
         # The engine at 1 ms per MB of known chunks, the ceiling at 2 ms per MB:
         # inconsistent (noise), so both engine figures stay at the model's defaults.
