@@ -121,7 +121,13 @@ Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* f
         misses_++;
         return Status::NotFound("chunk " + fp.ToHex() + " taken as new without a lookup");
       }
-      if (got.generation == table_generation_) {
+      // A write-back since the read may have changed the table. In cluster
+      // scope a "none" stays usable all the same: the chunk is then stored
+      // and claimed, and a claim of a chunk that exists by then is lost and
+      // maps the winner's copy (as a skipped lookup does,
+      // index/lookup_skip_policy.h); reading it again one by one cost a
+      // round trip per chunk whenever a write-back ran during a run.
+      if (got.generation == table_generation_ || (claims_ && !got.found)) {
         if (!got.found) {
           misses_++;
           return Status::NotFound("chunk " + fp.ToHex() + " not in the chunk index");
