@@ -2,9 +2,9 @@
 // building blocks, each alone on one core (or a few threads where the engine
 // runs it concurrently):
 //
-//   Chunking/rabin                  Chunker::Split over 8 MiB of incompressible data
+//   Chunking/{rabin,fastcdc}        Chunker::Split over 8 MiB of incompressible data
 //   Fingerprint/{sha1,sha256}/8192  ComputeFingerprint over 8 KiB chunks
-//   ChunkAndHash/rabin_sha1         both, one core: the per-core ceiling
+//   ChunkAndHash/{rabin,fastcdc}_sha1  both, one core: the per-core ceiling
 //   Bloom/{add,hit,miss}            BloomSet sized as the engine's default (16M, 1%)
 //   IndexAux/hit                    ChunkIndex::Lookup answered by the auxiliary index
 //   IndexTable/warm                 ChunkIndex::Lookup from the hash table, pages cached
@@ -127,6 +127,7 @@ void BM_Chunking(benchmark::State& state, const char* kind) {
 }
 // (The static chunker is not measured: it computes offsets without reading the data.)
 BENCHMARK_CAPTURE(BM_Chunking, rabin, "rabin")->Name("Chunking/rabin");
+BENCHMARK_CAPTURE(BM_Chunking, fastcdc, "fastcdc")->Name("Chunking/fastcdc");
 
 void BM_Fingerprint(benchmark::State& state, FingerprintType type) {
   static const std::vector<uint8_t> data = RandomData(kStretch, 12);
@@ -144,12 +145,14 @@ void BM_Fingerprint(benchmark::State& state, FingerprintType type) {
 BENCHMARK_CAPTURE(BM_Fingerprint, sha1, FingerprintType::kSha1)->Name("Fingerprint/sha1")->Arg(kChunk);
 BENCHMARK_CAPTURE(BM_Fingerprint, sha256, FingerprintType::kSha256)->Name("Fingerprint/sha256")->Arg(kChunk);
 
-// Rabin chunking + SHA-1 of every chunk on one core: what one dedup worker
-// can do at most (dedupv1_bench's ceiling runs this on dedup.threads cores).
-void BM_ChunkAndHash(benchmark::State& state) {
+// Chunking + SHA-1 of every chunk on one core: what one dedup worker can do
+// at most (dedupv1_bench's ceiling runs this on dedup.threads cores).
+void BM_ChunkAndHash(benchmark::State& state, const char* kind) {
   static const std::vector<uint8_t> data = RandomData(kStretch, 13);
+  ChunkerOptions o;
+  o.name = kind;
   std::unique_ptr<Chunker> chunker;
-  Status s = Chunker::Create(ChunkerOptions(), &chunker);
+  Status s = Chunker::Create(o, &chunker);
   if (!s.ok()) Die("chunker", s);
   std::vector<size_t> ends;
   Fingerprint fp;
@@ -165,7 +168,8 @@ void BM_ChunkAndHash(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * data.size()));
 }
-BENCHMARK(BM_ChunkAndHash)->Name("ChunkAndHash/rabin_sha1");
+BENCHMARK_CAPTURE(BM_ChunkAndHash, rabin, "rabin")->Name("ChunkAndHash/rabin_sha1");
+BENCHMARK_CAPTURE(BM_ChunkAndHash, fastcdc, "fastcdc")->Name("ChunkAndHash/fastcdc_sha1");
 
 // --- bloom filter -----------------------------------------------------------------
 

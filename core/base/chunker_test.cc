@@ -9,6 +9,7 @@
 
 #include "core/base/fingerprint.h"
 #include "core/base/chunker_registry.h"
+#include "core/base/fastcdc_chunker.h"
 #include "core/base/rabin_chunker.h"
 #include "core/base/static_chunker.h"
 #include "core/base/testutil.h"
@@ -29,6 +30,12 @@ ChunkerOptions Rabin(size_t min, size_t avg, size_t max) {
   o.min_size = min;
   o.avg_size = avg;
   o.max_size = max;
+  return o;
+}
+
+ChunkerOptions FastCdc(size_t min, size_t avg, size_t max) {
+  ChunkerOptions o = Rabin(min, avg, max);
+  o.name = "fastcdc";
   return o;
 }
 
@@ -85,6 +92,39 @@ std::vector<size_t> ReferenceSplit(const ChunkerOptions& o, const std::vector<ui
   return ends;
 }
 
+// FastCDC's rule straight from its definition: the gear hash of the 64
+// bytes that end a chunk of L bytes, recomputed for every L, and the mask of
+// log2(avg) + 2 bits while L < avg, of log2(avg) - 2 bits from avg on.
+std::vector<size_t> ReferenceFastCdcSplit(const ChunkerOptions& o, const std::vector<uint8_t>& data, bool final) {
+  int bits = 0;
+  while ((size_t{1} << (bits + 1)) <= o.avg_size) bits++;
+  const uint64_t small = FastCdcChunker::Mask(bits + 2), large = FastCdcChunker::Mask(bits - 2);
+  std::vector<size_t> ends;
+  const size_t n = data.size();
+  size_t start = 0;
+  while (n - start >= o.min_size) {
+    size_t found = 0;
+    for (size_t len = o.min_size; len <= std::min(n - start, o.max_size); len++) {
+      uint64_t fp = 0;
+      for (size_t j = start + len - FastCdcChunker::kWindowSize; j < start + len; j++) {
+        fp += FastCdcChunker::Gear(data[j]) << (start + len - 1 - j);
+      }
+      if ((fp & (len < o.avg_size ? small : large)) == 0) {
+        found = start + len;
+        break;
+      }
+    }
+    if (found == 0) {
+      if (n - start < o.max_size) break;
+      found = start + o.max_size;
+    }
+    ends.push_back(found);
+    start = found;
+  }
+  if (final && n > start) ends.push_back(n);
+  return ends;
+}
+
 TEST(ChunkerTest, ValidatesOptions) {
   std::unique_ptr<Chunker> c;
   EXPECT_TRUE(Chunker::Create(ChunkerOptions(), &c).ok());
@@ -113,14 +153,22 @@ TEST(ChunkerTest, ValidatesOptions) {
   EXPECT_TRUE(Chunker::Create(Rabin(64, 64, 64), &c).ok());
   EXPECT_TRUE(Chunker::Create(Rabin(2048, 8192, 1 << 20), &c).ok());
 
+  // FastCDC: avg a power of two of at least 256 (masks of log2(avg) - 2
+  // bits), room for its 64-byte window before min.
+  expect_invalid(FastCdc(2048, 6000, 32768), "avg_size 6000");
+  expect_invalid(FastCdc(64, 128, 1024), "avg_size 128");
+  expect_invalid(FastCdc(32, 8192, 32768), "min_size 32");
+  EXPECT_TRUE(Chunker::Create(FastCdc(64, 256, 1024), &c).ok());
+
   // Chunkers are chosen by their registry name.
   ChunkerOptions unknown;
-  unknown.name = "fastcdc";
-  expect_invalid(unknown, "unknown kind fastcdc");
+  unknown.name = "gear";
+  expect_invalid(unknown, "unknown kind gear");
 }
 
 TEST(ChunkerTest, RegistryNamesBuildChunkersOfThatKind) {
-  ASSERT_EQ(ChunkerNames(), (std::vector<std::string>{RabinChunker::kName, StaticChunker::kName}));
+  ASSERT_EQ(ChunkerNames(),
+            (std::vector<std::string>{RabinChunker::kName, StaticChunker::kName, FastCdcChunker::kName}));
   for (const std::string& name : ChunkerNames()) {
     ChunkerOptions o;
     o.name = name;
@@ -128,7 +176,7 @@ TEST(ChunkerTest, RegistryNamesBuildChunkersOfThatKind) {
     ASSERT_TRUE(Chunker::Create(o, &c).ok()) << name;
     EXPECT_EQ(c->options().name, name);
   }
-  EXPECT_EQ(FindChunker("fastcdc"), nullptr);
+  EXPECT_EQ(FindChunker("gear"), nullptr);
 }
 
 TEST(ChunkerTest, WindowFingerprintMatchesPolynomialDefinition) {
@@ -176,6 +224,38 @@ void ExpectSizesWithinBounds(const Chunker& c, const std::vector<uint8_t>& data)
   }
 }
 
+TEST(ChunkerTest, FastCdcBoundariesMatchReferenceDefinition) {
+  std::vector<uint8_t> data = test::RandomBytes(300000, 21);
+  std::fill(data.begin() + 100000, data.begin() + 140000, 0);  // forced cuts at max
+  for (const ChunkerOptions& o : {FastCdc(2048, 8192, 32768), FastCdc(64, 256, 1024), FastCdc(4096, 4096, 8192)}) {
+    auto c = MakeChunker(o);
+    for (bool final : {false, true}) {
+      EXPECT_EQ(SplitAll(*c, data, final), ReferenceFastCdcSplit(o, data, final)) << "avg " << o.avg_size;
+    }
+  }
+}
+
+// Normalized chunking pulls sizes towards avg: on random data the mean is
+// near avg, and few chunks are much smaller or larger than Rabin's
+// geometric tail would make them.
+TEST(ChunkerTest, FastCdcSizesAreNormalized) {
+  auto c = MakeChunker(FastCdc(2048, 8192, 32768));
+  std::vector<uint8_t> data = test::RandomBytes(8 << 20, 22);
+  std::vector<size_t> ends = SplitAll(*c, data, false);
+  ASSERT_GT(ends.size(), 500u);
+  double mean = static_cast<double>(ends.back()) / ends.size();
+  EXPECT_GT(mean, 0.8 * 8192);
+  EXPECT_LT(mean, 1.4 * 8192);
+  size_t outside = 0;  // outside [avg / 2, 2 avg]
+  size_t prev = 0;
+  for (size_t e : ends) {
+    const size_t len = e - prev;
+    if (len < 4096 || len > 16384) outside++;
+    prev = e;
+  }
+  EXPECT_LT(outside * 100, ends.size() * 20) << outside << " of " << ends.size();
+}
+
 TEST(ChunkerTest, ChunkSizesWithinMinMax) {
   auto c = MakeChunker(ChunkerOptions());
   ExpectSizesWithinBounds(*c, test::RandomBytes(4 << 20, 1));
@@ -189,6 +269,10 @@ TEST(ChunkerTest, ChunkSizesWithinMinMax) {
   ExpectSizesWithinBounds(*c, text);
   auto big = MakeChunker(Rabin(4096, 16384, 65536));
   ExpectSizesWithinBounds(*big, test::RandomBytes(2 << 20, 2));
+  auto gear = MakeChunker(FastCdc(2048, 8192, 32768));
+  ExpectSizesWithinBounds(*gear, test::RandomBytes(4 << 20, 1));
+  ExpectSizesWithinBounds(*gear, zeros);
+  ExpectSizesWithinBounds(*gear, text);
 }
 
 TEST(ChunkerTest, Deterministic) {
@@ -234,7 +318,8 @@ std::vector<size_t> SplitStreaming(const Chunker& c, const std::vector<uint8_t>&
 TEST(ChunkerTest, StreamingEqualsOneShot) {
   std::vector<uint8_t> data = test::RandomBytes(2 << 20, 5);
   std::fill(data.begin() + 300000, data.begin() + 400000, 0);  // forced cuts too
-  for (const ChunkerOptions& o : {ChunkerOptions(), Rabin(64, 256, 1024), Static(4096), Static(5000)}) {
+  for (const ChunkerOptions& o : {ChunkerOptions(), Rabin(64, 256, 1024), Static(4096), Static(5000),
+                                  FastCdc(2048, 8192, 32768), FastCdc(64, 256, 1024)}) {
     auto c = MakeChunker(o);
     std::vector<size_t> whole = SplitAll(*c, data);
     for (uint64_t seed : {1, 2, 3}) {
@@ -276,16 +361,18 @@ std::vector<Fingerprint> ChunkFingerprints(const Chunker& c, const std::vector<u
 }
 
 TEST(ChunkerTest, BoundariesSurviveInsertion) {
-  auto c = MakeChunker(ChunkerOptions());
   std::vector<uint8_t> original = test::RandomBytes(4 << 20, 6);
   std::vector<uint8_t> shifted = original;
   shifted.insert(shifted.begin() + 1000, 0x5a);
-  std::vector<Fingerprint> before = ChunkFingerprints(*c, original);
-  std::vector<Fingerprint> after = ChunkFingerprints(*c, shifted);
-  std::unordered_set<Fingerprint, FingerprintHasher> after_set(after.begin(), after.end());
-  size_t found = 0;
-  for (const Fingerprint& fp : before) found += after_set.count(fp);
-  EXPECT_GE(found * 100, before.size() * 95) << found << " of " << before.size();
+  for (const ChunkerOptions& o : {ChunkerOptions(), FastCdc(2048, 8192, 32768)}) {
+    auto c = MakeChunker(o);
+    std::vector<Fingerprint> before = ChunkFingerprints(*c, original);
+    std::vector<Fingerprint> after = ChunkFingerprints(*c, shifted);
+    std::unordered_set<Fingerprint, FingerprintHasher> after_set(after.begin(), after.end());
+    size_t found = 0;
+    for (const Fingerprint& fp : before) found += after_set.count(fp);
+    EXPECT_GE(found * 100, before.size() * 95) << o.name << ": " << found << " of " << before.size();
+  }
   // The static chunker, by contrast, loses every chunk after the insert.
   auto s = MakeChunker(Static(8192));
   std::vector<Fingerprint> sb = ChunkFingerprints(*s, original);
@@ -344,18 +431,20 @@ TEST(ChunkerTest, StaticChunker) {
 }
 
 TEST(ChunkerTest, ConcurrentSplitsAgree) {
-  auto c = MakeChunker(ChunkerOptions());
-  std::vector<uint8_t> data = test::RandomBytes(1 << 20, 10);
-  const std::vector<size_t> expected = SplitAll(*c, data);
-  std::vector<std::vector<size_t>> results(4);
-  std::vector<std::thread> threads;
-  for (size_t t = 0; t < results.size(); t++) {
-    threads.emplace_back([&, t] {
-      for (int r = 0; r < 3; r++) results[t] = SplitAll(*c, data);
-    });
+  for (const ChunkerOptions& o : {ChunkerOptions(), FastCdc(2048, 8192, 32768)}) {
+    auto c = MakeChunker(o);
+    std::vector<uint8_t> data = test::RandomBytes(1 << 20, 10);
+    const std::vector<size_t> expected = SplitAll(*c, data);
+    std::vector<std::vector<size_t>> results(4);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < results.size(); t++) {
+      threads.emplace_back([&, t] {
+        for (int r = 0; r < 3; r++) results[t] = SplitAll(*c, data);
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (const auto& r : results) EXPECT_EQ(r, expected) << o.name;
   }
-  for (auto& th : threads) th.join();
-  for (const auto& r : results) EXPECT_EQ(r, expected);
 }
 
 }  // namespace

@@ -1,0 +1,96 @@
+#include "core/base/fastcdc_chunker.h"
+
+#include <algorithm>
+
+namespace dedupv1 {
+namespace {
+
+// SplitMix64 (Steele et al.): a fixed, well-mixed value per byte.
+constexpr uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+constexpr uint64_t kGearSeed = 0x6465647570763167ULL;  // "dedupv1g"
+
+constexpr std::array<uint64_t, 256> MakeGear() {
+  std::array<uint64_t, 256> g{};
+  for (size_t b = 0; b < 256; b++) g[b] = SplitMix64(kGearSeed + b);
+  return g;
+}
+
+constexpr std::array<uint64_t, 256> kGear = MakeGear();
+
+int Log2(size_t v) {
+  int k = 0;
+  while ((size_t{1} << (k + 1)) <= v) k++;
+  return k;
+}
+
+}  // namespace
+
+uint64_t FastCdcChunker::Gear(uint8_t byte) { return kGear[byte]; }
+
+uint64_t FastCdcChunker::Mask(int bits) {
+  // |bits| one-bits spread evenly from bit 63 down over the upper 48 bits.
+  uint64_t m = 0;
+  const int step = bits > 1 ? 47 / (bits - 1) : 0;
+  for (int j = 0; j < bits; j++) m |= uint64_t{1} << (63 - j * step);
+  return m;
+}
+
+FastCdcChunker::FastCdcChunker(const ChunkerOptions& options)
+    : options_(options),
+      mask_small_(Mask(Log2(options.avg_size) + 2)),
+      mask_large_(Mask(Log2(options.avg_size) - 2)) {}
+
+size_t FastCdcChunker::FindBoundary(const uint8_t* p, size_t len) const {
+  const size_t min = options_.min_size;
+  const size_t avg = options_.avg_size;
+  // A chunk of L bytes ends there if the hash after its last byte has no
+  // bit of the mask: the small-chunk mask while L < avg, then the other.
+  // The window fills with the 64 bytes before the first allowed boundary.
+  uint64_t fp = 0;
+  for (size_t i = min - kWindowSize; i < min; i++) fp = (fp << 1) + kGear[p[i]];
+  if ((fp & (min < avg ? mask_small_ : mask_large_)) == 0) return min;
+  // |i| is the next byte; a boundary after it is at L = i + 1.
+  size_t i = min;
+  const size_t small_end = std::min(len, std::max(min, avg - 1));  // L < avg
+  i = Scan(p, i, small_end, mask_small_, &fp);
+  if (i != 0) return i;
+  i = Scan(p, std::max(min, small_end), len, mask_large_, &fp);
+  return i;
+}
+
+size_t FastCdcChunker::Scan(const uint8_t* p, size_t i, size_t end, uint64_t mask, uint64_t* hash) {
+  uint64_t fp = *hash;
+  for (; i < end; i++) {
+    fp = (fp << 1) + kGear[p[i]];
+    if ((fp & mask) == 0) return i + 1;
+  }
+  *hash = fp;
+  return 0;
+}
+
+void FastCdcChunker::Split(const uint8_t* data, size_t n, bool final, std::vector<size_t>* ends) const {
+  const size_t min = options_.min_size;
+  const size_t max = options_.max_size;
+  size_t start = 0;
+  while (n - start >= min) {
+    const size_t available = n - start;
+    size_t len = FindBoundary(data + start, std::min(available, max));
+    if (len == 0) {
+      // No content boundary: force one at max_size, or leave the bytes as
+      // the unfinished tail (< max_size) until more data arrives.
+      if (available < max) break;
+      len = max;
+    }
+    start += len;
+    ends->push_back(start);
+  }
+  if (final && n > start) ends->push_back(n);
+}
+
+}  // namespace dedupv1
