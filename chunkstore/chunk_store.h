@@ -271,7 +271,8 @@ class ChunkStore {
   // ---- Commit threads (chunk_store_commit.cc) ----
   void WriterLoop();
   // Serializes and stores |c|, recording its summary; the Put result.
-  Status CommitContainer(const Container& c);
+  // |bytes|: the caller's buffer for the serialized container (reused).
+  Status CommitContainer(const Container& c, std::string* bytes);
   // Records the outcome of a commit attempt of |id| (the writer's
   // |lock| is held and may be released for the commit listener).
   void FinishCommitLocked(ContainerId id, const std::shared_ptr<const Container>& c, const Status& s, int64_t ms,

@@ -55,6 +55,7 @@ Status ChunkStore::StoreChunk(const Fingerprint& fp, const uint8_t* data, size_t
   ContainerId new_id;
   DEDUPV1_RETURN_IF_ERROR(ids_.Allocate(&new_id));
   auto fresh = std::make_shared<Container>(new_id, options_.container_size, options_.fp_type);
+  fresh->ReserveData();
   if (!fresh->AddStored(fp, stored, n, stored_as)) {
     // Cannot happen: the size was checked against an empty container above.
     return Status::InvalidArgument("chunk store: chunk of " + std::to_string(n) +

@@ -57,17 +57,19 @@ void ChunkStore::RequeueFailedLocked() {
   if (!failed.empty()) work_cv_.notify_all();
 }
 
-Status ChunkStore::CommitContainer(const Container& c) {
-  std::string bytes;
-  Status s = c.Serialize(&bytes);
+Status ChunkStore::CommitContainer(const Container& c, std::string* bytes) {
+  Status s = c.Serialize(bytes);
   // PutNew: a retry finds its own earlier attempt (same bytes, OK); a
   // container of another writer under this id is never replaced.
-  if (s.ok()) s = store_->PutNew(c.id(), bytes);
+  if (s.ok()) s = store_->PutNew(c.id(), *bytes);
   if (s.ok()) summaries_.Record(c.id(), SummarizeContainer(c));
   return s;
 }
 
 void ChunkStore::WriterLoop() {
+  // The serialized container, reused: a fresh 4 MiB string per container
+  // came from fresh pages (page faults and zeroing, ~2% of an ingest's CPU).
+  std::string bytes;
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
     work_cv_.wait(l, [this] { return !queue_.empty() || stop_threads_; });
@@ -82,7 +84,7 @@ void ChunkStore::WriterLoop() {
     l.unlock();
 
     const auto start = std::chrono::steady_clock::now();
-    const Status s = CommitContainer(*c);
+    const Status s = CommitContainer(*c, &bytes);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - start)
                         .count();

@@ -50,6 +50,9 @@ class Container {
   static size_t MaxChunkSize(size_t capacity, FingerprintType fp_type);
 
   Container(ContainerId id, size_t capacity, FingerprintType fp_type);
+  // For a container being filled: its data area allocated once at capacity,
+  // instead of a doubling series of copies into fresh pages.
+  void ReserveData() { data_.reserve(capacity_); }
 
   ContainerId id() const { return id_; }
   FingerprintType fp_type() const { return fp_type_; }

@@ -1,10 +1,11 @@
 // A Chunker splits a byte stream into chunks, the unit of deduplication.
-// Content-defined chunking (Rabin) places boundaries where the content says
-// so, so an insert near the start of a stream shifts only the chunks it
-// touches; static chunking cuts every N bytes and is offered for comparison.
+// Content-defined chunking (Rabin, the default; FastCDC, faster) places
+// boundaries where the content says so, so an insert near the start of a
+// stream shifts only the chunks it touches; static chunking cuts every N
+// bytes and is offered for comparison.
 //
 // Invariants: every chunk except a stream's final one is in [min_size,
-// max_size] bytes (Rabin) or exactly avg_size bytes (static). A Chunker holds
+// max_size] bytes (content-defined) or exactly avg_size bytes (static). A Chunker holds
 // no per-stream state: it is immutable after Create and thread-safe.
 #pragma once
 
@@ -19,11 +20,11 @@
 namespace dedupv1 {
 
 struct ChunkerOptions {
-  // A name in the chunker registry (core/base/chunker_registry.cc): "rabin" or "static".
+  // A name in the chunker registry (core/base/chunker_registry.cc): "rabin", "fastcdc" or "static".
   std::string name = "rabin";
-  size_t min_size = 2048;   // Rabin: no boundary before this many bytes
-  size_t avg_size = 8192;   // Rabin: must be a power of two; mask = avg_size - 1. Static: the chunk size.
-  size_t max_size = 32768;  // Rabin: boundary forced here
+  size_t min_size = 2048;   // content-defined: no boundary before this many bytes
+  size_t avg_size = 8192;   // content-defined: expected size, a power of two. Static: the chunk size.
+  size_t max_size = 32768;  // content-defined: boundary forced here
 };
 
 // Largest chunk any chunker produces; bounds per-stream buffers.
@@ -37,7 +38,8 @@ class Chunker {
   virtual ~Chunker() = default;
   // Validates |options| (InvalidArgument naming the bad value: a registered
   // name, min>0, min<=avg<=max, max <= 1 MiB, then the chunker's own rules:
-  // avg a power of two and min >= 64 for Rabin) and creates the chunker
+  // avg a power of two and min >= 64 for Rabin and FastCDC, avg >= 256 for
+  // FastCDC) and creates the chunker
   // named |options.name| (core/base/chunker_registry.h).
   static Status Create(const ChunkerOptions& options, std::unique_ptr<Chunker>* chunker);
   // Appends to |ends| the end offset (exclusive, relative to data) of every

@@ -224,9 +224,30 @@ void ExpectSizesWithinBounds(const Chunker& c, const std::vector<uint8_t>& data)
   }
 }
 
+// The masks and the gear table are part of every stored chunk's identity:
+// a change to either moves every boundary. Golden values hold them.
+TEST(ChunkerTest, FastCdcMasksAndGearAreFixed) {
+  EXPECT_EQ(FastCdcChunker::Mask(6), 0xaaa0000000000000ULL);
+  EXPECT_EQ(FastCdcChunker::Mask(11), 0xaaaaa80000000000ULL);
+  EXPECT_EQ(FastCdcChunker::Mask(15), 0xaaaaaaa800000000ULL);
+  for (int bits = 6; bits <= FastCdcChunker::kMaxMaskBits; bits++) {
+    EXPECT_EQ(__builtin_popcountll(FastCdcChunker::Mask(bits)), bits);
+    EXPECT_EQ(FastCdcChunker::Mask(bits - 4) & ~FastCdcChunker::Mask(bits), 0u) << "nested at " << bits;
+  }
+  // SplitMix64 of seed + byte, seed "dedupv1g" (checked with an independent
+  // SplitMix64 in Python), and the boundaries of one fixed input.
+  EXPECT_EQ(FastCdcChunker::Gear(0), 0xfc6715aaf659b6b3ULL);
+  EXPECT_EQ(FastCdcChunker::Gear(255), 0x764c968648a852a1ULL);
+  auto c = MakeChunker(FastCdc(2048, 8192, 32768));
+  const std::vector<size_t> ends = SplitAll(*c, test::RandomBytes(65536, 23), false);
+  EXPECT_EQ(ends, (std::vector<size_t>{19435, 27945, 36535, 47684, 50247, 58284}));
+}
+
 TEST(ChunkerTest, FastCdcBoundariesMatchReferenceDefinition) {
   std::vector<uint8_t> data = test::RandomBytes(300000, 21);
   std::fill(data.begin() + 100000, data.begin() + 140000, 0);  // forced cuts at max
+  // Low-entropy text: many candidate positions close together.
+  for (size_t i = 200000; i < 260000; i++) data[i] = static_cast<uint8_t>("abcabcabd"[i % 9]);
   for (const ChunkerOptions& o : {FastCdc(2048, 8192, 32768), FastCdc(64, 256, 1024), FastCdc(4096, 4096, 8192)}) {
     auto c = MakeChunker(o);
     for (bool final : {false, true}) {
@@ -273,6 +294,8 @@ TEST(ChunkerTest, ChunkSizesWithinMinMax) {
   ExpectSizesWithinBounds(*gear, test::RandomBytes(4 << 20, 1));
   ExpectSizesWithinBounds(*gear, zeros);
   ExpectSizesWithinBounds(*gear, text);
+  // The hash of zeros is a constant that hits no mask: forced cuts only.
+  EXPECT_EQ(SplitAll(*gear, zeros).size(), (1u << 20) / 32768);
 }
 
 TEST(ChunkerTest, Deterministic) {

@@ -34,10 +34,12 @@ int Log2(size_t v) {
 uint64_t FastCdcChunker::Gear(uint8_t byte) { return kGear[byte]; }
 
 uint64_t FastCdcChunker::Mask(int bits) {
-  // |bits| one-bits spread evenly from bit 63 down over the upper 48 bits.
+  // Every other bit from bit 63 down: the first |bits| of them, so a mask
+  // of fewer bits is a subset of one with more (the large-chunk mask of the
+  // small-chunk one). Bit k of the hash depends on the last k + 1 bytes; the
+  // lowest bit used (17, at 24 bits) still sees 18 of them.
   uint64_t m = 0;
-  const int step = bits > 1 ? 47 / (bits - 1) : 0;
-  for (int j = 0; j < bits; j++) m |= uint64_t{1} << (63 - j * step);
+  for (int j = 0; j < bits && j < kMaxMaskBits; j++) m |= uint64_t{1} << (63 - 2 * j);
   return m;
 }
 

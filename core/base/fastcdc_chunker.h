@@ -7,17 +7,22 @@
 // chunk; a chunk ends after byte i when (fp & mask) == 0. Before avg_size
 // bytes the mask has two bits more than log2(avg_size) (boundaries rarer),
 // from avg_size on two bits fewer (more likely): "normalized chunking, level
-// 2", which pulls chunk sizes towards avg_size. Mask bits are spread over the
-// hash's upper 48 bits, which depend on the most recent bytes.
+// 2", which pulls chunk sizes towards avg_size. Mask bits are every other bit
+// from bit 63 down (bit k of the hash depends on the last k + 1 bytes), and
+// the large-chunk mask is a subset of the small-chunk one.
 //
 // Invariants: after a left shift by 64 a byte no longer contributes, so the
 // hash at a position depends only on the 64 bytes ending there; hashing
-// starts 64 bytes before min_size (min_size >= 64), so a boundary depends
-// only on content, never on where the chunk began, and boundaries are stable
-// when data before them shifts. No boundary before min_size bytes; one is
-// forced at max_size. The gear table is a fixed pseudo-random function of the
-// byte (SplitMix64 from a fixed seed): changing it would move every boundary.
-// Immutable, thread-safe. Use Chunker::Create to build one.
+// starts 64 bytes before min_size (min_size >= 64), so the hash never depends
+// on where the chunk began. Which mask applies does (the chunk's length
+// against avg_size: the price of normalized chunking), but a position that
+// passes the small-chunk mask passes the large-chunk one too, so after an
+// edit boundaries resynchronize as with one mask once a chunk reaches
+// avg_size. No boundary before min_size bytes; one is forced at max_size.
+// The gear table is a fixed pseudo-random function of the byte (SplitMix64
+// from a fixed seed): changing it, or the masks, would move every boundary
+// (the golden values in chunker_test.cc hold them). Immutable, thread-safe.
+// Use Chunker::Create to build one.
 #pragma once
 
 #include <array>
@@ -34,6 +39,8 @@ class FastCdcChunker : public Chunker {
   static constexpr size_t kWindowSize = 64;  // bytes a hash value depends on
   static constexpr size_t kMinMinSize = 64;  // the window must fit before the first boundary
   static constexpr size_t kMinAvgSize = 256;  // masks of at least 6 bits
+  static constexpr int kMaxMaskBits = 24;     // every other bit of 63..17 (avg up to 4 MiB)
+  static_assert(kMinMinSize >= kWindowSize, "the window must fit before the first boundary");
 
   // |options| must already be validated (Chunker::Create does that).
   explicit FastCdcChunker(const ChunkerOptions& options);
