@@ -625,6 +625,12 @@ TEST_F(GatewaySharedTable, OpTimeoutIsIOErrorNamingPoolAndObject) {
   ASSERT_EQ(0, mon(R"({"prefix":"osd pool create","pool":")" + pool + R"(","pg_num":1,"pgp_num":1})"));
   RadosSharedChunkTableOptions o = Options(kSlotA, "gw-a");
   o.rados.index_pool = pool;
+  // The new pool's placement group may take longer than the short timeout
+  // to become active on a busy machine: the header is created first with a
+  // patient connection, then the table opens with the 3 s one.
+  o.rados.op_timeout_s = 60;
+  a_ = MustOpen(o);
+  a_.reset();
   o.rados.op_timeout_s = 3;
   a_ = MustOpen(o);
   const bool opened = a_ != nullptr;
