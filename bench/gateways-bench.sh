@@ -16,6 +16,9 @@
 #   (c) shard load balance on the run's real fingerprints: keys per
 #       chunk-table shard object (rados listomapvals per ci.*), max/mean,
 #       after the first round with the most gateways
+#   (a2) the cluster's omap rates (rados_tests GatewaySharedTable.
+#       MeasureKeysPerOp, if built): keys per second of compare-and-set
+#       writes at 16 and 256 keys per operation, for the simulator
 #   (d) bench/gateways_summary.py: the summary and an inputs file for
 #       dedupv1_gateway_sim with the costs measured here, then the simulator
 #       on it (--inputs)
@@ -132,6 +135,16 @@ rados_bench() {
 }
 rm -f "$raw/gateways-rados-bench-after.txt"
 rados_bench "$raw/gateways-rados-bench.txt"
+
+# The omap rates of this cluster for the simulator (compare-and-set writes
+# of 16 and 256 keys per operation, GatewaySharedTable.MeasureKeysPerOp),
+# when the test binary is there; else the simulator keeps its defaults.
+if [ -x "$bin/rados_tests" ]; then
+  bench_step "gateways: omap keys per second of this cluster (rados_tests MeasureKeysPerOp, load $(bench_load))"
+  DEDUPV1_TEST_CEPH_CONF="$conf" timeout 300 "$bin/rados_tests" --gtest_also_run_disabled_tests \
+    --gtest_filter=GatewaySharedTable.DISABLED_MeasureKeysPerOp >"$raw/gateways-omap-rates.txt" 2>&1 ||
+    bench_say "gateways: warning: the omap rate measurement failed (the simulator keeps its defaults)"
+fi
 
 # Removes every object of namespace $1 in both pools (the round's store), so
 # that the rounds do not fill the cluster.

@@ -166,7 +166,7 @@ def index_steps_per_gib(rounds):
     return [(name, ops / gib, keys / ops if ops else 0.0) for name, (ops, keys) in totals.items()]
 
 
-def simulator_inputs(rounds, bench_mb_s, balance, scope):
+def simulator_inputs(rounds, bench_mb_s, balance, scope, rates=None):
     """{sim key: (value, source)} of what this run measured."""
     ones = [runs[0] for _, n, runs in rounds if n == 1]
     cores = 2.0  # the engine's dedup threads and this machine's cores
@@ -218,7 +218,33 @@ def simulator_inputs(rounds, bench_mb_s, balance, scope):
         out["claim_keys"] = (1.0, "1-gateway runs journal their claims: the entry only, no GC hint")
         out["gc_hint_page"] = (0.0, "1-gateway runs journal their claims: no GC hint per new chunk")
     out["cluster_scope"] = (1.0 if scope == "cluster" else 0.0, f"storage.rados.dedup-scope = {scope}")
+    if rates and len(rates) >= 2:
+        lo, hi = min(rates), max(rates)
+        # The simulator's rule: an operation with more keys costs no less.
+        if hi > lo and lo / rates[lo] <= hi / rates[hi]:
+            src = "MeasureKeysPerOp on this run's cluster: compare-and-set flips, mean of 1 and 4 callers"
+            out["omap_keys_per_op_lo"] = (float(lo), src)
+            out["omap_keys_s_lo"] = (rates[lo], src)
+            out["omap_keys_per_op_hi"] = (float(hi), src)
+            out["omap_keys_s_hi"] = (rates[hi], src)
     return out
+
+
+def omap_rates(raw):
+    """{keys per op: mean keys/s of flips} from the MeasureKeysPerOp output of
+    this run's cluster (lines like " 16 keys/op 1 caller(s) flip  44615
+    keys/s ..."); {} without it. Flips are the compare-and-set writes the
+    model prices (claims and flips alike)."""
+    path = os.path.join(raw, "gateways-omap-rates.txt")
+    if not os.path.exists(path):
+        return {}
+    rates = {}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"\s*(\d+) keys/op (\d+) caller\(s\) flip\s+(\d+) keys/s", line)
+            if m:
+                rates.setdefault(int(m.group(1)), []).append(float(m.group(3)))
+    return {k: mean(v) for k, v in rates.items()}
 
 
 def rados_bench_cpu(raw):
@@ -332,7 +358,7 @@ def summarize(raw, scope, seeds, size, machine=""):
         out.append("shared chunk index operations per GiB of generation 1 by step, 1-gateway rounds "
                    "(ops, keys per op):")
         out.append("    " + ", ".join(f"{name} {ops:.0f} ({keys:.1f})" for name, ops, keys in steps))
-    inputs = simulator_inputs(rounds, bench, balance, scope)
+    inputs = simulator_inputs(rounds, bench, balance, scope, omap_rates(raw))
     return "\n".join(out) + "\n", format_inputs(inputs)
 
 

@@ -152,6 +152,26 @@ class Summarize(unittest.TestCase):
         self.assertEqual(parsed["claim_keys"], 1.0)  # journaled claims: the entry only
         self.assertEqual(parsed["gc_hint_page"], 0.0)
 
+    def test_omap_rates_of_the_run_feed_the_simulator(self):
+        with tempfile.TemporaryDirectory() as raw:
+            open(os.path.join(raw, "gateways-rados-bench.txt"), "w").write("Bandwidth (MB/sec): 200\n")
+            open(os.path.join(raw, "gateways-omap-rates.txt"), "w").write(
+                " 16 keys/op 1 caller(s) claim     41000 keys/s   62.5 ops per 1000 keys\n"
+                " 16 keys/op 1 caller(s) flip      44000 keys/s   62.5 ops per 1000 keys\n"
+                "256 keys/op 1 caller(s) flip      86000 keys/s    3.9 ops per 1000 keys\n"
+                " 16 keys/op 4 caller(s) flip      46000 keys/s   62.5 ops per 1000 keys\n"
+                "256 keys/op 4 caller(s) flip     106000 keys/s    3.9 ops per 1000 keys\n")
+            one = engine(100 * MB, (0, 2), (2, 3), (10, 10, 0), (5000, 5000), (2.5e-1, 1.1e-1), (0.25, 0.95),
+                         ceiling=4000)
+            json.dump(one, open(os.path.join(raw, "gateways-r1-n1-gw1.json"), "w"))
+            _, inputs = gs.summarize(raw, "cluster", "distinct", "100M")
+        parsed = dict(line.split("#")[0].split("=") for line in inputs.splitlines() if "=" in line)
+        parsed = {k.strip(): float(v) for k, v in parsed.items()}
+        self.assertEqual(parsed["omap_keys_per_op_lo"], 16)
+        self.assertEqual(parsed["omap_keys_s_lo"], 45000)  # flips only, mean of 1 and 4 callers
+        self.assertEqual(parsed["omap_keys_per_op_hi"], 256)
+        self.assertEqual(parsed["omap_keys_s_hi"], 96000)
+
     def test_engine_faster_than_ceiling_left_out(self):
         # The engine at 1 ms per MB of known chunks, the ceiling at 2 ms per MB:
         # inconsistent (noise), so both engine figures stay at the model's defaults.
