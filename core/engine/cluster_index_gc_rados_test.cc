@@ -933,5 +933,63 @@ TEST_F(GatewayClusterIndexGc, ClaimsOfAnEndedIncarnationAreFoundThroughItsJourna
   b.reset();
 }
 
+// The claim journal's point: a gateway's new chunks, once its checkpoint
+// flipped and counted them, leave GC nothing to do (before the journal each
+// left a hint that GC read and dropped, two operations per new chunk). An
+// engine writes 8 MiB of new data (some runs while a write-back runs), syncs,
+// checkpoints by a GC run of its own; the journal is then empty and a round
+// meets no hint.
+TEST_F(GatewayClusterIndexGc, NewChunksOfALiveGatewayLeaveGcNothingToDo) {
+  test::TempDir dir;
+  Options o = test::SmallSystemOptions(dir.path());
+  o.storage_backend = "rados";
+  o.rados = rados_;
+  o.rados.gateway = "gw-a";
+  o.chunk_index.rados_shards = 8;
+  o.chunk_index.cluster_scope = true;
+  o.chunk_index.claims.claim_hold_ms = kHoldMs;
+  o.volumes.push_back({"vol", 16 << 20});
+  ASSERT_TRUE(o.DerivePathsFrom(dir.path()).ok());
+  a_table_.reset();
+  b_table_.reset();
+  test::RemoveIndexObjects(cluster_.get());
+  std::unique_ptr<DedupSystem> sys;
+  Status s = DedupSystem::OpenStore(o, Env::Default(), &sys);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  Volume* v = nullptr;
+  ASSERT_TRUE(sys->GetVolume("vol", &v).ok());
+  const std::vector<uint8_t> data = test::RandomBytes(8 << 20, 31);
+  for (size_t off = 0; off < data.size(); off += 1 << 20) {
+    ASSERT_TRUE(v->Write(off, 1 << 20, data.data() + off, false).ok());
+  }
+  ASSERT_TRUE(v->Sync().ok());
+  const ChunkClaimsStats claims_before = sys->chunk_index()->stats().claims;
+  EXPECT_GT(claims_before.claims, 500u);
+  // The GC run checkpoints first (retiring the records), then runs the
+  // index round, which this slot leads.
+  s = sys->RunGc();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  s = sys->RunGc();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const ChunkClaimsStats claims = sys->chunk_index()->stats().claims;
+  EXPECT_GE(claims.journal_retired, 1u);
+  EXPECT_EQ(claims.journal_hinted, 0u);
+  EXPECT_EQ(claims.journal_waiting, 0u);
+  RadosClaimJournal reader(cluster_, "", 0);
+  std::vector<ClaimJournalRecord> left;
+  std::vector<std::string> damaged;
+  std::string last;
+  ASSERT_TRUE(reader.ReadPage("gw-a", "", 100, &left, &last, &damaged).ok());
+  EXPECT_TRUE(left.empty()) << left.size() << " records left after the checkpoint";
+  const ClusterGcStats st = sys->gc_stats().cluster_index;
+  EXPECT_GE(st.rounds, 1u);
+  EXPECT_EQ(st.hints_seen, 0u) << "a new chunk left a hint for GC";
+  EXPECT_EQ(st.journal_records, 0u);
+  std::vector<uint8_t> back(data.size());
+  ASSERT_TRUE(v->Read(0, back.size(), back.data()).ok());
+  EXPECT_TRUE(back == data);
+  ASSERT_TRUE(sys->Close().ok());
+}
+
 }  // namespace
 }  // namespace dedupv1
