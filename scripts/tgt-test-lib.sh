@@ -18,12 +18,18 @@ TGT_PID=""
 # a port in that range may be taken at any moment as the local port of an
 # outgoing connection (another test's initiator), and then the portal's bind
 # fails with "Address already in use" although nothing listened when it was picked.
+# Ports 20000-22999 are left out: the private Ceph clusters of tests and
+# benches take 100 ports from their port bases there (20300-22600), often
+# after the portal was picked (a test's own cluster: its OSDs took one once).
 tgt_free_port() {
   local lo="${1:-20000}" hi="${2:-60000}" port i eph_lo
   eph_lo="$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)"
   if [ -n "$eph_lo" ] && [ "$eph_lo" -gt "$lo" ] && [ "$hi" -gt "$eph_lo" ]; then hi="$eph_lo"; fi
   for i in $(seq 1 50); do
     port=$((lo + RANDOM % (hi - lo)))
+    if [ "$port" -ge 20000 ] && [ "$port" -lt 23000 ] && { [ "$lo" -lt 20000 ] || [ "$hi" -gt 23000 ]; }; then
+      continue  # a Ceph cluster's range (above), when the caller's range has room elsewhere
+    fi
     if ! ss -Htan "sport = :$port" 2>/dev/null | grep -q .; then
       echo "$port"
       return 0

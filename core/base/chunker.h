@@ -51,4 +51,28 @@ class Chunker {
   virtual const ChunkerOptions& options() const = 0;
 };
 
+// The loop of every content-defined chunker's Split: |find_boundary(p,
+// len)| returns the length of the chunk starting at p, given len bytes
+// (min_size <= len <= max_size), if a content boundary lies in them, else 0.
+// A chunk without one is forced at max_size, or its bytes stay the
+// unfinished tail (< max_size) until more data arrives.
+template <class FindBoundary>
+void SplitAtBoundaries(const ChunkerOptions& options, const uint8_t* data, size_t n, bool final,
+                       std::vector<size_t>* ends, FindBoundary find_boundary) {
+  const size_t min = options.min_size;
+  const size_t max = options.max_size;
+  size_t start = 0;
+  while (n - start >= min) {
+    const size_t available = n - start;
+    size_t len = find_boundary(data + start, available < max ? available : max);
+    if (len == 0) {
+      if (available < max) break;
+      len = max;
+    }
+    start += len;
+    ends->push_back(start);
+  }
+  if (final && n > start) ends->push_back(n);
+}
+
 }  // namespace dedupv1

@@ -77,22 +77,8 @@ size_t FastCdcChunker::Scan(const uint8_t* p, size_t i, size_t end, uint64_t mas
 }
 
 void FastCdcChunker::Split(const uint8_t* data, size_t n, bool final, std::vector<size_t>* ends) const {
-  const size_t min = options_.min_size;
-  const size_t max = options_.max_size;
-  size_t start = 0;
-  while (n - start >= min) {
-    const size_t available = n - start;
-    size_t len = FindBoundary(data + start, std::min(available, max));
-    if (len == 0) {
-      // No content boundary: force one at max_size, or leave the bytes as
-      // the unfinished tail (< max_size) until more data arrives.
-      if (available < max) break;
-      len = max;
-    }
-    start += len;
-    ends->push_back(start);
-  }
-  if (final && n > start) ends->push_back(n);
+  SplitAtBoundaries(options_, data, n, final, ends,
+                    [this](const uint8_t* p, size_t len) { return FindBoundary(p, len); });
 }
 
 }  // namespace dedupv1
