@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -65,17 +66,21 @@ class GatewayClusterIndexGc : public test::RadosNamespaceTest {
     return t;
   }
 
-  // The GC of slot B (its table), containers existing as |existing_| says.
+  // Containers exist as |existing_| says.
+  std::function<Status(ContainerId, bool*)> ContainerProbe() {
+    return [this](ContainerId id, bool* exists) {
+      std::lock_guard<std::mutex> l(mu_);
+      *exists = existing_.count(id) > 0;
+      return Status::OK();
+    };
+  }
+  // The GC of slot B (its table).
   std::unique_ptr<ClusterIndexGc> Gc(RadosSharedChunkTable* table, uint64_t hold_ms = kHoldMs,
                                      uint64_t hint_page = 2 /* several pages per shard */) {
     ClusterGcOptions o;
     o.claim_hold_ms = hold_ms;
     o.hint_page = hint_page;
-    o.container_exists = [this](ContainerId id, bool* exists) {
-      std::lock_guard<std::mutex> l(mu_);
-      *exists = existing_.count(id) > 0;
-      return Status::OK();
-    };
+    o.container_exists = ContainerProbe();
     return std::make_unique<ClusterIndexGc>(cluster_, table, o);
   }
 
@@ -829,11 +834,7 @@ TEST_F(GatewayClusterIndexGc, ClaimsOfAnEndedIncarnationAreFoundThroughItsJourna
     ChunkClaimsOptions o;
     o.claim_hold_ms = kHoldMs;
     o.journal_slot = name;
-    o.container_exists = [this](ContainerId id, bool* exists) {
-      std::lock_guard<std::mutex> l(mu_);
-      *exists = existing_.count(id) > 0;
-      return Status::OK();
-    };
+    o.container_exists = ContainerProbe();
     std::unique_ptr<ChunkClaims> c;
     Status s = ChunkClaims::Open(t, o, &c);
     EXPECT_TRUE(s.ok()) << s.ToString();
