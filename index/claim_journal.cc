@@ -1,13 +1,11 @@
 #include "index/claim_journal.h"
 
-#include <cerrno>
 #include <cstdio>
 #include <map>
 #include <random>
 #include <set>
 
 #include "core/base/coding.h"
-#include "core/rados/op_result.h"
 
 namespace dedupv1 {
 namespace {
@@ -94,7 +92,6 @@ std::string RadosClaimJournal::Where(const std::string& slot_name) const {
 Status RadosClaimJournal::Append(const std::vector<std::vector<Fingerprint>>& records, std::vector<std::string>* keys) {
   keys->clear();
   if (records.empty()) return Status::OK();
-  DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
   std::map<std::string, librados::bufferlist> kv;
   for (const std::vector<Fingerprint>& fps : records) {
     const std::string key = KeyOf(incarnation_, next_seq_.fetch_add(1));
@@ -115,20 +112,11 @@ Status RadosClaimJournal::Append(const std::vector<std::vector<Fingerprint>>& re
     kv[key] = Bytes(body);
     keys->push_back(key);
   }
-  const std::string oid = ObjectName(slot_name_);
-  librados::ObjectWriteOperation op;
-  op.create(false);
-  op.omap_set(kv);
   Count(kv.size());
-  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
-  const int r = cluster_->index().operate(oid, &op);
-  timer.Done(r, 0);
-  if (r < 0) {
-    keys->clear();
-    return cluster_->ToStatus(r, "append of " + std::to_string(kv.size()) + " claim records", cluster_->index_pool(),
-                              oid);
-  }
-  return Status::OK();
+  Status s = cluster_->SetIndexOmapKeys(ObjectName(slot_name_), kv,
+                                        "append of " + std::to_string(kv.size()) + " claim records");
+  if (!s.ok()) keys->clear();
+  return s;
 }
 
 Status RadosClaimJournal::ReadPage(const std::string& slot_name, const std::string& after_key, size_t max,
@@ -138,19 +126,10 @@ Status RadosClaimJournal::ReadPage(const std::string& slot_name, const std::stri
   damaged->clear();
   last_key->clear();
   if (max == 0) return Status::OK();
-  const std::string oid = ObjectName(slot_name);
-  librados::ObjectReadOperation op;
   std::map<std::string, librados::bufferlist> kv;
-  bool more = false;
-  int rval = 0;
-  op.omap_get_vals2(after_key, max, &kv, &more, &rval);
   Count(0);
-  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapRead);
-  int r = cluster_->index().operate(oid, &op, nullptr);
-  timer.Done(r == -ENOENT ? 0 : r, 0);
-  if (r == -ENOENT) return Status::OK();  // nothing was ever journaled
-  r = CompoundResult(r, {rval});
-  if (r < 0) return cluster_->ToStatus(r, "read of claim records", cluster_->index_pool(), oid);
+  DEDUPV1_RETURN_IF_ERROR(cluster_->ReadIndexOmapPage(ObjectName(slot_name), after_key, max, &kv,
+                                                      "read of claim records"));
   for (auto& [key, bl] : kv) {
     *last_key = key;
     ClaimJournalRecord rec;
@@ -166,20 +145,9 @@ Status RadosClaimJournal::ReadPage(const std::string& slot_name, const std::stri
 
 Status RadosClaimJournal::Remove(const std::string& slot_name, const std::vector<std::string>& keys) {
   if (keys.empty()) return Status::OK();
-  DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
-  const std::string oid = ObjectName(slot_name);
-  librados::ObjectWriteOperation op;
-  op.omap_rm_keys(std::set<std::string>(keys.begin(), keys.end()));
   Count(keys.size());
-  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
-  const int r = cluster_->index().operate(oid, &op);
-  timer.Done(r == -ENOENT ? 0 : r, 0);
-  if (r == -ENOENT) return Status::OK();  // no journal, so nothing to remove
-  if (r < 0) {
-    return cluster_->ToStatus(r, "removal of " + std::to_string(keys.size()) + " claim records",
-                              cluster_->index_pool(), oid);
-  }
-  return Status::OK();
+  return cluster_->RemoveIndexOmapKeys(ObjectName(slot_name), std::set<std::string>(keys.begin(), keys.end()),
+                                       "removal of " + std::to_string(keys.size()) + " claim records");
 }
 
 }  // namespace dedupv1

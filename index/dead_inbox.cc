@@ -1,11 +1,9 @@
 #include "index/dead_inbox.h"
 
-#include <cerrno>
 #include <map>
 #include <set>
 
 #include "core/base/coding.h"
-#include "core/rados/op_result.h"
 
 namespace dedupv1 {
 
@@ -38,21 +36,13 @@ std::string RadosDeadInbox::KeyOf(const DeadChunk& chunk) {
 
 Status RadosDeadInbox::Append(const std::string& slot_name, const std::vector<DeadChunk>& chunks) {
   if (chunks.empty()) return Status::OK();
-  DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
   std::map<std::string, librados::bufferlist> kv;
   for (const DeadChunk& c : chunks) {
     const std::string key = KeyOf(c);
     kv[key] = Bytes(CrcOf(key));
   }
-  const std::string oid = ObjectName(slot_name);
-  librados::ObjectWriteOperation op;
-  op.create(false);
-  op.omap_set(kv);
-  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
-  const int r = cluster_->index().operate(oid, &op);
-  timer.Done(r, 0);
-  if (r < 0) return cluster_->ToStatus(r, "append of " + std::to_string(kv.size()) + " dead chunks", cluster_->index_pool(), oid);
-  return Status::OK();
+  return cluster_->SetIndexOmapKeys(ObjectName(slot_name), kv,
+                                    "append of " + std::to_string(kv.size()) + " dead chunks");
 }
 
 std::string RadosDeadInbox::Where(const std::string& slot_name) const {
@@ -72,17 +62,8 @@ Status RadosDeadInbox::ReadPage(const std::string& slot_name, const std::string&
   last_key->clear();
   if (max == 0) return Status::OK();
   const std::string oid = ObjectName(slot_name);
-  librados::ObjectReadOperation op;
   std::map<std::string, librados::bufferlist> kv;
-  bool more = false;
-  int rval = 0;
-  op.omap_get_vals2(after_key, max, &kv, &more, &rval);
-  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapRead);
-  int r = cluster_->index().operate(oid, &op, nullptr);
-  timer.Done(r == -ENOENT ? 0 : r, 0);
-  if (r == -ENOENT) return Status::OK();  // nothing was ever appended
-  r = CompoundResult(r, {rval});
-  if (r < 0) return cluster_->ToStatus(r, "read of dead chunks", cluster_->index_pool(), oid);
+  DEDUPV1_RETURN_IF_ERROR(cluster_->ReadIndexOmapPage(oid, after_key, max, &kv, "read of dead chunks"));
   for (auto& [key, bl] : kv) {
     const size_t fp_size = key.size() - kIdBytes;
     if (key.size() <= kIdBytes || fp_size > Fingerprint::kMaxSize || bl.to_str() != CrcOf(key)) {
@@ -105,16 +86,8 @@ Status RadosDeadInbox::ReadPage(const std::string& slot_name, const std::string&
 
 Status RadosDeadInbox::Remove(const std::string& slot_name, const std::vector<std::string>& keys) {
   if (keys.empty()) return Status::OK();
-  DEDUPV1_RETURN_IF_ERROR(cluster_->CheckLease());
-  const std::string oid = ObjectName(slot_name);
-  librados::ObjectWriteOperation op;
-  op.omap_rm_keys(std::set<std::string>(keys.begin(), keys.end()));
-  RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapWrite);
-  const int r = cluster_->index().operate(oid, &op);
-  timer.Done(r == -ENOENT ? 0 : r, 0);
-  if (r == -ENOENT) return Status::OK();  // no inbox, so nothing to remove
-  if (r < 0) return cluster_->ToStatus(r, "removal of " + std::to_string(keys.size()) + " dead chunks", cluster_->index_pool(), oid);
-  return Status::OK();
+  return cluster_->RemoveIndexOmapKeys(ObjectName(slot_name), std::set<std::string>(keys.begin(), keys.end()),
+                                       "removal of " + std::to_string(keys.size()) + " dead chunks");
 }
 
 }  // namespace dedupv1

@@ -7,6 +7,8 @@
 #include <map>
 #include <mutex>
 
+#include "core/rados/op_result.h"
+
 namespace dedupv1 {
 
 namespace {
@@ -233,6 +235,51 @@ Status RadosCluster::IndexObjectExists(const std::string& object, const std::str
   const int r = index_.stat(object, &size, &mtime);
   timer.Done(r == -ENOENT ? 0 : r, 0);
   *exists = r >= 0;
+  if (r < 0 && r != -ENOENT) return ToStatus(r, what, options_.index_pool, object);
+  return Status::OK();
+}
+
+Status RadosCluster::ReadIndexOmapPage(const std::string& object, const std::string& after, size_t max,
+                                       std::map<std::string, librados::bufferlist>* page, const std::string& what) {
+  page->clear();
+  librados::ObjectReadOperation op;
+  bool more = false;
+  int rval = 0;
+  op.omap_get_vals2(after, max, page, &more, &rval);
+  RadosOpTimer timer(this, RadosOpKind::kOmapRead);
+  int r = index_.operate(object, &op, nullptr);
+  timer.Done(r == -ENOENT ? 0 : r, 0);
+  if (r == -ENOENT) {  // nothing was ever written
+    page->clear();
+    return Status::OK();
+  }
+  r = CompoundResult(r, {rval});
+  if (r < 0) return ToStatus(r, what, options_.index_pool, object);
+  return Status::OK();
+}
+
+Status RadosCluster::SetIndexOmapKeys(const std::string& object,
+                                      const std::map<std::string, librados::bufferlist>& keys,
+                                      const std::string& what) {
+  DEDUPV1_RETURN_IF_ERROR(CheckLease());
+  librados::ObjectWriteOperation op;
+  op.create(false);
+  op.omap_set(keys);
+  RadosOpTimer timer(this, RadosOpKind::kOmapWrite);
+  const int r = index_.operate(object, &op);
+  timer.Done(r, 0);
+  if (r < 0) return ToStatus(r, what, options_.index_pool, object);
+  return Status::OK();
+}
+
+Status RadosCluster::RemoveIndexOmapKeys(const std::string& object, const std::set<std::string>& keys,
+                                         const std::string& what) {
+  DEDUPV1_RETURN_IF_ERROR(CheckLease());
+  librados::ObjectWriteOperation op;
+  op.omap_rm_keys(keys);
+  RadosOpTimer timer(this, RadosOpKind::kOmapWrite);
+  const int r = index_.operate(object, &op);
+  timer.Done(r == -ENOENT ? 0 : r, 0);
   if (r < 0 && r != -ENOENT) return ToStatus(r, what, options_.index_pool, object);
   return Status::OK();
 }

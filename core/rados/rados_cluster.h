@@ -34,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include <rados/librados.hpp>
@@ -95,6 +96,19 @@ class RadosCluster {
   // Whether |object| exists in the index pool (one counted stat). Any error
   // but ENOENT is ToStatus of |what| ("look for ...").
   Status IndexObjectExists(const std::string& object, const std::string& what, bool* exists);
+
+  // Omap of an index-pool object, for the per-slot key lists (dead inbox,
+  // claim journal): each one counted operation, errors ToStatus of |what|.
+  // Up to |max| keys after |after| in key order (an absent object has none).
+  Status ReadIndexOmapPage(const std::string& object, const std::string& after, size_t max,
+                           std::map<std::string, librados::bufferlist>* page, const std::string& what);
+  // Sets |keys| in one write, creating the object if needed; checks the
+  // lease first.
+  Status SetIndexOmapKeys(const std::string& object, const std::map<std::string, librados::bufferlist>& keys,
+                          const std::string& what);
+  // Removes |keys| in one write (absent keys and an absent object are fine);
+  // checks the lease first.
+  Status RemoveIndexOmapKeys(const std::string& object, const std::set<std::string>& keys, const std::string& what);
 
   // Counts one finished operation.
   void Record(RadosOpKind kind, std::chrono::steady_clock::time_point start, uint64_t bytes, bool ok);
