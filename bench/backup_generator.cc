@@ -4,36 +4,27 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/base/split_mix64.h"
+
 namespace dedupv1 {
 namespace bench {
-namespace {
-
-inline uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 void FillSource(uint64_t source, uint64_t offset, size_t len, uint8_t* out) {
-  const uint64_t key = SplitMix64(source);
+  const uint64_t key = dedupv1::SplitMix64(source);
   uint64_t word = offset / 8;
   size_t skip = offset % 8;
   size_t done = 0;
   if (skip != 0) {
-    uint64_t v = SplitMix64(key ^ word++);
+    uint64_t v = dedupv1::SplitMix64(key ^ word++);
     size_t n = std::min(len, 8 - skip);
     std::memcpy(out, reinterpret_cast<uint8_t*>(&v) + skip, n);
     done = n;
   }
   for (; done + 8 <= len; done += 8) {
-    uint64_t v = SplitMix64(key ^ word++);
+    uint64_t v = dedupv1::SplitMix64(key ^ word++);
     std::memcpy(out + done, &v, 8);
   }
   if (done < len) {
-    uint64_t v = SplitMix64(key ^ word);
+    uint64_t v = dedupv1::SplitMix64(key ^ word);
     std::memcpy(out + done, &v, len - done);
   }
 }

@@ -6,6 +6,8 @@
 #include <optional>
 #include <sstream>
 
+#include "core/base/split_mix64.h"
+
 namespace dedupv1 {
 namespace bench {
 
@@ -19,10 +21,9 @@ class SplitMix {
  public:
   explicit SplitMix(uint64_t seed) : state_(seed) {}
   uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    const uint64_t x = state_;
+    state_ += kSplitMix64Gamma;
+    return ::dedupv1::SplitMix64(x);
   }
   uint32_t Below(uint32_t n) { return static_cast<uint32_t>(Next() % n); }
 

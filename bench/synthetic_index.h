@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/base/fingerprint.h"
+#include "core/base/split_mix64.h"
 #include "core/base/status.h"
 #include "index/chunk_index_entry.h"
 #include "index/disk_hash_table.h"
@@ -42,10 +43,9 @@ class SplitMix64 {
  public:
   explicit SplitMix64(uint64_t seed) : state_(seed) {}
   uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    const uint64_t x = state_;
+    state_ += kSplitMix64Gamma;
+    return ::dedupv1::SplitMix64(x);
   }
   // Uniform in [0, 1).
   double NextDouble() { return static_cast<double>(Next() >> 11) * (1.0 / 9007199254740992.0); }

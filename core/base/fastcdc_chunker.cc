@@ -2,21 +2,16 @@
 
 #include <algorithm>
 
+#include "core/base/split_mix64.h"
+
 namespace dedupv1 {
 namespace {
-
-// SplitMix64 (Steele et al.): a fixed, well-mixed value per byte.
-constexpr uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 constexpr uint64_t kGearSeed = 0x6465647570763167ULL;  // "dedupv1g"
 
 constexpr std::array<uint64_t, 256> MakeGear() {
   std::array<uint64_t, 256> g{};
+  // SplitMix64: a fixed, well-mixed value per byte.
   for (size_t b = 0; b < 256; b++) g[b] = SplitMix64(kGearSeed + b);
   return g;
 }
@@ -57,13 +52,11 @@ size_t FastCdcChunker::FindBoundary(const uint8_t* p, size_t len) const {
   uint64_t fp = 0;
   for (size_t i = min - kWindowSize; i < min; i++) fp = (fp << 1) + kGear[p[i]];
   if ((fp & (min < avg ? mask_small_ : mask_large_)) == 0) return min;
-  // |i| is the next byte; a boundary after it is at L = i + 1.
-  size_t i = min;
-  const size_t small_end = std::min(len, std::max(min, avg - 1));  // L < avg
-  i = Scan(p, i, small_end, mask_small_, &fp);
-  if (i != 0) return i;
-  i = Scan(p, std::max(min, small_end), len, mask_large_, &fp);
-  return i;
+  // Bytes p[min, small_end) end chunks of L < avg bytes (a boundary after
+  // byte i is at L = i + 1); from there on the large-chunk mask applies.
+  const size_t small_end = std::min(len, std::max(min, avg - 1));
+  if (const size_t end = Scan(p, min, small_end, mask_small_, &fp)) return end;
+  return Scan(p, small_end, len, mask_large_, &fp);
 }
 
 size_t FastCdcChunker::Scan(const uint8_t* p, size_t i, size_t end, uint64_t mask, uint64_t* hash) {
