@@ -4,11 +4,11 @@
 #include "index/chunk_claims.h"
 
 #include <chrono>
-#include <random>
 #include <set>
 
 #include <gtest/gtest.h>
 
+#include "core/base/testutil.h"
 #include "core/rados/rados_test_fixture.h"
 
 namespace dedupv1 {
@@ -17,16 +17,6 @@ namespace {
 constexpr uint16_t kSlotA = 1, kSlotB = 2;
 constexpr ContainerId kContainerA = (ContainerId{kSlotA} << 48) + 1;  // never written
 constexpr ContainerId kContainerB = (ContainerId{kSlotB} << 48) + 1;
-
-std::vector<Fingerprint> MakeFps(uint64_t seed, size_t n) {
-  std::mt19937_64 rng(seed);
-  std::vector<Fingerprint> v(n);
-  for (Fingerprint& fp : v) {
-    fp.size = 20;
-    for (size_t b = 0; b < fp.size; b++) fp.bytes[b] = static_cast<uint8_t>(rng());
-  }
-  return v;
-}
 
 class GatewayChunkClaims : public test::RadosNamespaceTest {
  protected:
@@ -68,7 +58,7 @@ TEST_F(GatewayChunkClaims, ManyLostClaimsOfADeadClaimerWaitOneHold) {
   a_ = MustOpen(kSlotA, "gw-a", kHoldMs);
   b_ = MustOpen(kSlotB, "gw-b", kHoldMs);
   ASSERT_TRUE(a_ && b_);
-  const std::vector<Fingerprint> fps = MakeFps(15, kChunks);
+  const std::vector<Fingerprint> fps = test::RandomFingerprints(kChunks, 15);
   std::vector<ChunkClaims::NewChunk> of_a, of_b;
   for (const Fingerprint& fp : fps) {
     of_a.push_back({fp, kContainerA, 8192});

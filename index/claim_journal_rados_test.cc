@@ -3,11 +3,11 @@
 // DEDUPV1_TEST_CEPH_CONF, in one RADOS namespace per test.
 #include "index/claim_journal.h"
 
-#include <random>
 #include <set>
 
 #include <gtest/gtest.h>
 
+#include "core/base/testutil.h"
 #include "core/rados/rados_test_fixture.h"
 #include "index/chunk_claims.h"
 
@@ -16,16 +16,6 @@ namespace {
 
 constexpr uint16_t kSlot = 1;
 constexpr ContainerId kContainer = (ContainerId{kSlot} << 48) + 1;
-
-std::vector<Fingerprint> MakeFps(uint64_t seed, size_t n) {
-  std::mt19937_64 rng(seed);
-  std::vector<Fingerprint> v(n);
-  for (Fingerprint& fp : v) {
-    fp.size = 20;
-    for (size_t b = 0; b < fp.size; b++) fp.bytes[b] = static_cast<uint8_t>(rng());
-  }
-  return v;
-}
 
 class GatewayClaimJournal : public test::RadosNamespaceTest {
  protected:
@@ -91,7 +81,7 @@ class GatewayClaimJournal : public test::RadosNamespaceTest {
 TEST_F(GatewayClaimJournal, RecordsReadBackInOrderPageByPageAndRemovedOnesAreGone) {
   EXPECT_TRUE(ReadAll("gw-a").empty()) << "an absent journal is empty";
   RadosClaimJournal journal(cluster_, "gw-a", 7);
-  const std::vector<Fingerprint> fps = MakeFps(1, 10);
+  const std::vector<Fingerprint> fps = test::RandomFingerprints(10, 1);
   std::vector<std::string> keys1, keys2;
   ASSERT_TRUE(journal.Append({{fps[0], fps[1]}, {fps[2]}}, &keys1).ok());
   ASSERT_TRUE(journal.Append({{fps.begin() + 3, fps.end()}}, &keys2).ok());
@@ -123,7 +113,7 @@ TEST_F(GatewayClaimJournal, RecordsReadBackInOrderPageByPageAndRemovedOnesAreGon
 TEST_F(GatewayClaimJournal, ADamagedRecordIsReportedNeverDecoded) {
   RadosClaimJournal journal(cluster_, "gw-a", 1);
   std::vector<std::string> keys;
-  ASSERT_TRUE(journal.Append({MakeFps(2, 3), MakeFps(3, 3)}, &keys).ok());
+  ASSERT_TRUE(journal.Append({test::RandomFingerprints(3, 2), test::RandomFingerprints(3, 3)}, &keys).ok());
   // One value with a flipped byte, one key that is not a journal key.
   std::map<std::string, librados::bufferlist> vals;
   std::set<std::string> want{keys[0]};
@@ -157,7 +147,8 @@ TEST_F(GatewayClaimJournal, ClaimsAreJournaledInsteadOfHintedAndRetiredAfterRele
     ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(use, std::vector<ContainerId>(fps.size(), kContainer));
   };
-  const std::vector<Fingerprint> referenced = MakeFps(4, 100), abandoned = MakeFps(5, 50);
+  const std::vector<Fingerprint> referenced = test::RandomFingerprints(100, 4);
+  const std::vector<Fingerprint> abandoned = test::RandomFingerprints(50, 5);
   ClaimTicket t1, t2;
   ASSERT_NO_FATAL_FAILURE(claim(referenced, &t1));
   ASSERT_NO_FATAL_FAILURE(claim(abandoned, &t2));
@@ -195,7 +186,7 @@ TEST_F(GatewayClaimJournal, ClaimsAreJournaledInsteadOfHintedAndRetiredAfterRele
   claims_.reset();
   claims_ = OpenClaims("");
   ClaimTicket none;
-  ASSERT_NO_FATAL_FAILURE(claim(MakeFps(6, 20), &none));
+  ASSERT_NO_FATAL_FAILURE(claim(test::RandomFingerprints(20, 6), &none));
   EXPECT_TRUE(none.key.empty());
   EXPECT_EQ(Hints(claims_->table()), abandoned.size() + 20);
 }

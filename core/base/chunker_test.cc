@@ -67,17 +67,21 @@ uint64_t ReferenceWindowFingerprint(const uint8_t* w) {
   return r;
 }
 
-// The chunking rule straight from its definition, for cross-checking.
-std::vector<size_t> ReferenceSplit(const ChunkerOptions& o, const std::vector<uint8_t>& data, bool final) {
+// Content-defined chunking straight from its definition, for
+// cross-checking: a chunk ends at the first end e (its length L in [min,
+// max]) where |is_end(e, L)| holds, else at max, or its bytes stay the
+// unfinished tail.
+template <class IsEnd>
+std::vector<size_t> ReferenceSplitBy(const ChunkerOptions& o, const std::vector<uint8_t>& data, bool final,
+                                     IsEnd is_end) {
   std::vector<size_t> ends;
   const size_t n = data.size();
-  const uint64_t mask = o.avg_size - 1;
   size_t start = 0;
   while (n - start >= o.min_size) {
     size_t found = 0;
-    for (size_t e = start + o.min_size; e <= std::min(n, start + o.max_size); e++) {
-      if ((ReferenceWindowFingerprint(&data[e - RabinChunker::kWindowSize]) & mask) == mask) {
-        found = e;
+    for (size_t len = o.min_size; len <= std::min(n - start, o.max_size); len++) {
+      if (is_end(start + len, len)) {
+        found = start + len;
         break;
       }
     }
@@ -92,37 +96,26 @@ std::vector<size_t> ReferenceSplit(const ChunkerOptions& o, const std::vector<ui
   return ends;
 }
 
-// FastCDC's rule straight from its definition: the gear hash of the 64
-// bytes that end a chunk of L bytes, recomputed for every L, and the mask of
-// log2(avg) + 2 bits while L < avg, of log2(avg) - 2 bits from avg on.
+// Rabin's rule: the window's fingerprint has every bit of avg - 1 set.
+std::vector<size_t> ReferenceSplit(const ChunkerOptions& o, const std::vector<uint8_t>& data, bool final) {
+  const uint64_t mask = o.avg_size - 1;
+  return ReferenceSplitBy(o, data, final, [&](size_t e, size_t) {
+    return (ReferenceWindowFingerprint(&data[e - RabinChunker::kWindowSize]) & mask) == mask;
+  });
+}
+
+// FastCDC's rule: the gear hash of the 64 bytes that end a chunk of L
+// bytes, recomputed for every L, has no bit of the mask of log2(avg) + 2
+// bits while L < avg, of log2(avg) - 2 bits from avg on.
 std::vector<size_t> ReferenceFastCdcSplit(const ChunkerOptions& o, const std::vector<uint8_t>& data, bool final) {
   int bits = 0;
   while ((size_t{1} << (bits + 1)) <= o.avg_size) bits++;
   const uint64_t small = FastCdcChunker::Mask(bits + 2), large = FastCdcChunker::Mask(bits - 2);
-  std::vector<size_t> ends;
-  const size_t n = data.size();
-  size_t start = 0;
-  while (n - start >= o.min_size) {
-    size_t found = 0;
-    for (size_t len = o.min_size; len <= std::min(n - start, o.max_size); len++) {
-      uint64_t fp = 0;
-      for (size_t j = start + len - FastCdcChunker::kWindowSize; j < start + len; j++) {
-        fp += FastCdcChunker::Gear(data[j]) << (start + len - 1 - j);
-      }
-      if ((fp & (len < o.avg_size ? small : large)) == 0) {
-        found = start + len;
-        break;
-      }
-    }
-    if (found == 0) {
-      if (n - start < o.max_size) break;
-      found = start + o.max_size;
-    }
-    ends.push_back(found);
-    start = found;
-  }
-  if (final && n > start) ends.push_back(n);
-  return ends;
+  return ReferenceSplitBy(o, data, final, [&](size_t e, size_t len) {
+    uint64_t fp = 0;
+    for (size_t j = e - FastCdcChunker::kWindowSize; j < e; j++) fp += FastCdcChunker::Gear(data[j]) << (e - 1 - j);
+    return (fp & (len < o.avg_size ? small : large)) == 0;
+  });
 }
 
 TEST(ChunkerTest, ValidatesOptions) {

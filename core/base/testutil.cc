@@ -35,6 +35,16 @@ std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) {
   return out;
 }
 
+std::vector<Fingerprint> RandomFingerprints(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Fingerprint> v(n);
+  for (Fingerprint& fp : v) {
+    fp.size = 20;
+    for (size_t b = 0; b < fp.size; b++) fp.bytes[b] = static_cast<uint8_t>(rng());
+  }
+  return v;
+}
+
 uint64_t EnvKnob(const char* name, uint64_t def) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return def;

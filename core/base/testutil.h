@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/base/fingerprint.h"
+
 namespace dedupv1 {
 namespace test {
 
@@ -27,6 +29,9 @@ class TempDir {
 
 // |n| pseudo-random bytes from |seed|; the same seed gives the same bytes.
 std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed);
+// |n| pseudo-random 20-byte fingerprints from |seed| (the same seed, the same
+// fingerprints): fresh chunk identities for index tests.
+std::vector<Fingerprint> RandomFingerprints(size_t n, uint64_t seed);
 
 // Reads an integer knob from the environment (e.g. DEDUPV1_TEST_OPS), or |def|.
 uint64_t EnvKnob(const char* name, uint64_t def);
