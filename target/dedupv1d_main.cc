@@ -173,6 +173,8 @@ const char kUsage[] =
     "  --control-port N     overrides target.control-port (tgtd -C N)\n"
     "  --volume NAME        start: serve only this volume (repeatable; default: all; LUN = the volume's id)\n"
     "  --module PATH        start: bs_dedupv1.so to LD_PRELOAD into tgtd\n"
+    "  --pid-file PATH      start/takeover: write tgtd's pid there once the start is complete (for\n"
+    "                       systemd's PIDFile=); stop: remove it after tgtd is gone\n"
     "  --timeout SECONDS    bound of each tgtadm call (default 300; creating/deleting LUNs opens/closes the engine)\n"
     "exit codes: 0 ok / running, 1 failed (or half configured), 2 usage, config or data dir refused,\n"
     "            3 not running\n";
@@ -185,6 +187,7 @@ struct Args {
   std::string control_port;
   std::vector<std::string> volumes;
   std::string module;
+  std::string pid_file;  // start/takeover write it, stop removes it
   int timeout_s = 300;
   bool force = false;  // takeover --force
   int interval_s = 0;  // watch --interval (0: a third of the lease)
@@ -240,6 +243,8 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
     else if (opt == "--control-port") a->control_port = value;
     else if (opt == "--volume") a->volumes.push_back(value);
     else if (opt == "--module") a->module = value;
+    else if (opt == "--pid-file" && (a->command == "start" || a->command == "takeover" || a->command == "stop"))
+      a->pid_file = value;
     else if (opt == "--timeout") {
       uint64_t t = 0;
       if (!ParseUint(value, &t).ok() || t < 1 || t > 86400) {
@@ -1488,6 +1493,11 @@ int Start(const Args& args) {
     if (!s.ok()) failed = "writing the state file: " + s.ToString();
     else step_done("marking the start complete");
   }
+  if (failed.empty() && !args.pid_file.empty()) {
+    // Last, so a service manager that reads it finds a complete instance.
+    s = WriteFileAtomically(Env::Default(), args.pid_file, std::to_string(st.pid) + "\n");
+    if (!s.ok()) failed = "writing the pid file " + args.pid_file + ": " + s.ToString();
+  }
 
   if (!failed.empty()) {
     Complain("start failed: " + failed);
@@ -1574,7 +1584,11 @@ int StopInstance(const Args& args, bool admin) {
   Where where;
   State st;
   Status s = FindInstance(args, &where, &st);
-  if (s.IsNotFound()) return NotRunning(args, where, s, "stopped");
+  if (s.IsNotFound()) {
+    std::error_code ec;
+    if (!args.pid_file.empty()) fs::remove(args.pid_file, ec);  // a crashed tgtd's
+    return NotRunning(args, where, s, "stopped");
+  }
   if (s.IsInvalidArgument()) {
     Complain(s.message());
     return kExitUsage;
@@ -1602,6 +1616,7 @@ int StopInstance(const Args& args, bool admin) {
   std::error_code ec;
   fs::remove(marker, ec);
   RemoveState(where.data_dir);
+  if (!args.pid_file.empty()) fs::remove(args.pid_file, ec);
   return clean ? kExitOk : kExitFailed;
 }
 
