@@ -79,6 +79,12 @@
 #define DEDUPV1_ASC_UNRECOVERED_READ 0x1100
 #define DEDUPV1_ASC_WRITE_ERROR 0x0c00
 #define DEDUPV1_ASC_SPACE_ALLOC_FAILED_WP 0x2707
+#define DEDUPV1_ASC_CAPACITY_DATA_CHANGED 0x2a09
+
+/* `tgtadm --op update --mode logicalunit --tid T --lun L --params
+ * dedupv1_resize=1`: the LU takes its volume's size from the config (see
+ * dedupv1_resize). */
+#define DEDUPV1_RESIZE_PARAMS "dedupv1_resize=1"
 
 #define DEDUPV1_MAX_SERVICE_ACTIONS 8
 
@@ -93,6 +99,9 @@ struct dedupv1_lu {
 	struct service_action service_actions[DEDUPV1_MAX_SERVICE_ACTIONS + 1];
 	/* tgt's updater of the Block Limits VPD page, which ours wraps. */
 	void (*tgt_update_block_limits)(struct scsi_lu *lu, void *data);
+	/* tgt's handler of `tgtadm --op update --mode logicalunit --params`,
+	 * which ours wraps (take_over_lu_config). */
+	tgtadm_err (*tgt_lu_config)(struct scsi_lu *lu, char *params);
 };
 
 static struct dedupv1_lu *DEDUPV1_LU(struct scsi_lu *lu)
@@ -856,6 +865,91 @@ static void take_over_block_limits(struct scsi_lu *lu, struct dedupv1_lu *d)
 	page->vpd_update = dedupv1_update_block_limits;
 }
 
+/* The LU's volume grows to its size in the config (dedupv1d volume grow
+ * edits the config, then asks for this): the engine grows the volume (its
+ * table first), then the LU's capacity follows and every I_T nexus of the LU
+ * gets the unit attention CAPACITY DATA HAS CHANGED, so initiators rescan.
+ * Runs on tgtd's main thread, which alone reads lu->size to check CDBs. A
+ * shrink or a config that does not load changes nothing. */
+static tgtadm_err dedupv1_resize(struct scsi_lu *lu)
+{
+	struct dedupv1_lu *d = DEDUPV1_LU(lu);
+	uint64_t blocksize = 1ULL << lu->blk_shift;
+	char err[DEDUPV1_ERRLEN] = "";
+	uint64_t size = 0;
+	int rc;
+
+	if (!d->vol) {
+		eprintf("dedupv1: lun %" PRIu64 ": no open volume to resize\n", lu->lun);
+		return TGTADM_INVALID_REQUEST;
+	}
+	rc = dedupv1_tgt_resize(d->vol, &size, err, sizeof(err));
+	if (rc) {
+		eprintf("dedupv1: lun %" PRIu64 " (volume '%s') not resized: %s: %s\n",
+			lu->lun, d->volume, engine_code_name(rc), err);
+		return TGTADM_INVALID_REQUEST;
+	}
+	if (size % blocksize) {
+		eprintf("dedupv1: lun %" PRIu64 " (volume '%s') not resized: %" PRIu64
+			" bytes is not a multiple of the %" PRIu64 "-byte block size\n",
+			lu->lun, d->volume, size, blocksize);
+		return TGTADM_INVALID_REQUEST;
+	}
+	if (size == lu->size)
+		return TGTADM_SUCCESS;
+	eprintf("dedupv1: lun %" PRIu64 " (volume '%s') grows from %" PRIu64 " to %" PRIu64 " bytes\n",
+		lu->lun, d->volume, lu->size, size);
+	lu->size = size;
+	/* itn_id 0 is no nexus: iSCSI sessions are numbered by TSIH, never 0. */
+	ua_sense_add_other_it_nexus(0, lu, DEDUPV1_ASC_CAPACITY_DATA_CHANGED);
+	return TGTADM_SUCCESS;
+}
+
+/* Whether tgtadm's |params| ("targetOps ITEM,ITEM,...," as tgtadm sends
+ * --params) hold our resize item: 1 alone, -1 among others (refused: it
+ * does not mix with tgt's own), 0 not at all. */
+static int resize_asked(const char *params)
+{
+	char copy[1024], *rest = copy, *item;
+	int ours = 0, others = 0;
+
+	if (!params || !strstr(params, DEDUPV1_RESIZE_PARAMS))
+		return 0;
+	if (!strncmp(params, "targetOps ", 10))
+		params += 10;
+	snprintf(copy, sizeof(copy), "%s", params);
+	while ((item = strsep(&rest, ",")) != NULL) {
+		if (!*item)
+			continue;
+		if (!strcmp(item, DEDUPV1_RESIZE_PARAMS))
+			ours++;
+		else
+			others++;
+	}
+	return ours == 1 && others == 0 ? 1 : -1;
+}
+
+static tgtadm_err dedupv1_lu_config(struct scsi_lu *lu, char *params)
+{
+	struct dedupv1_lu *d = DEDUPV1_LU(lu);
+
+	switch (resize_asked(params)) {
+	case 1:
+		return dedupv1_resize(lu);
+	case -1:
+		eprintf("dedupv1: lun %" PRIu64 ": %s goes alone in --params, not with other items\n",
+			lu->lun, DEDUPV1_RESIZE_PARAMS);
+		return TGTADM_INVALID_REQUEST;
+	}
+	return d->tgt_lu_config ? d->tgt_lu_config(lu, params) : TGTADM_INVALID_REQUEST;
+}
+
+static void take_over_lu_config(struct scsi_lu *lu, struct dedupv1_lu *d)
+{
+	d->tgt_lu_config = lu->dev_type_template.lu_config;
+	lu->dev_type_template.lu_config = dedupv1_lu_config;
+}
+
 static tgtadm_err dedupv1_init(struct scsi_lu *lu, char *bsopts)
 {
 	struct dedupv1_lu *d = DEDUPV1_LU(lu);
@@ -884,6 +978,7 @@ static tgtadm_err dedupv1_init(struct scsi_lu *lu, char *bsopts)
 	take_over_get_lba_status(lu, d);
 	take_over_ops(lu);
 	take_over_block_limits(lu, d);
+	take_over_lu_config(lu, d);
 	return TGTADM_SUCCESS;
 }
 

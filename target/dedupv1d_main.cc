@@ -93,6 +93,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +106,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iomanip>
 #include <map>
 #include <memory>
 #include <optional>
@@ -124,6 +126,7 @@
 #include "core/base/status.h"
 #include "core/engine/volume_table.h"
 #include "target/admin_stop_marker.h"
+#include "target/config_edit.h"
 #include "target/gateway_watch.h"
 #include "target/monitor/cluster_json.h"
 #include "target/monitor/monitor_client.h"
@@ -163,6 +166,11 @@ const char kUsage[] =
     "       dedupv1d watch --config FILE [--interval S] [--once] [options]   take the config's slot over\n"
     "                       automatically once its holder's lease ran out (runs `takeover`)\n"
     "       dedupv1d cluster --config FILE [--json] [--shards]   the store's gateway slots, from RADOS\n"
+    "       dedupv1d volume add NAME SIZE --config FILE   a new volume: in the config, and served as a new\n"
+    "                       LUN by the running instance while the other LUNs go on\n"
+    "       dedupv1d volume grow NAME SIZE --config FILE [--overcommit]   a volume grows: in the config, and\n"
+    "                       online (initiators see it after a rescan: CAPACITY DATA HAS CHANGED)\n"
+    "  --overcommit         volume grow: grow even beyond the free space of the data dir's file system\n"
     "  --force              takeover: fence a holder that still renews its lease instead of waiting for it\n"
     "  --interval S         watch: seconds between looks (default: a third of storage.rados.lock-lease)\n"
     "  --once               watch: look until a verdict (at most a lease and two looks), act on it, exit\n"
@@ -194,6 +202,10 @@ struct Args {
   bool once = false;   // watch --once
   bool json = false;   // cluster --json
   bool shards = false; // cluster --shards
+  std::string volume_action;  // volume: add or grow
+  std::string volume_name;    // volume: NAME
+  std::string volume_size;    // volume: SIZE as given
+  bool overcommit = false;    // volume grow --overcommit
 };
 
 bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
@@ -203,13 +215,32 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
   }
   a->command = argv[1];
   if (a->command != "start" && a->command != "stop" && a->command != "status" && a->command != "takeover" &&
-      a->command != "watch" && a->command != "cluster") {
+      a->command != "watch" && a->command != "cluster" && a->command != "volume") {
     *err = "unknown command '" + a->command + "'";
     return false;
   }
-  for (int i = 2; i < argc; i++) {
+  int first_option = 2;
+  if (a->command == "volume") {
+    if (argc < 5 || (std::string(argv[2]) != "add" && std::string(argv[2]) != "grow")) {
+      *err = "volume needs an action and its arguments: volume add|grow NAME SIZE";
+      return false;
+    }
+    a->volume_action = argv[2];
+    a->volume_name = argv[3];
+    a->volume_size = argv[4];
+    first_option = 5;
+  }
+  for (int i = first_option; i < argc; i++) {
     std::string opt = argv[i];
     std::string value;
+    if (opt == "--overcommit") {
+      if (a->volume_action != "grow") {
+        *err = "--overcommit belongs to volume grow";
+        return false;
+      }
+      a->overcommit = true;
+      continue;
+    }
     if (opt == "--force") {  // a flag: no value
       if (a->command != "takeover") {
         *err = "--force belongs to takeover";
@@ -1806,6 +1837,192 @@ int Watch(const Args& args) {
   return rc;
 }
 
+// ---------------------------------------------------------------------------
+// volume add / grow: the config first, then the running instance.
+
+// Bytes the data dir's file system has free for root, or 0 if unknown.
+uint64_t FreeBytes(const std::string& dir) {
+  struct statvfs v;
+  if (::statvfs(dir.c_str(), &v) != 0) return 0;
+  return static_cast<uint64_t>(v.f_bavail) * v.f_frsize;
+}
+
+std::string SizeText(uint64_t bytes) {
+  std::ostringstream o;
+  o << bytes << " bytes (" << std::fixed << std::setprecision(1)
+    << static_cast<double>(bytes) / static_cast<double>(1ull << 30) << " GiB)";
+  return o.str();
+}
+
+// `dedupv1d volume add|grow NAME SIZE`: edits the config (ReplaceConfigFile:
+// atomic, owner and mode kept), then, if an instance serves the data dir,
+// applies it there while the other LUNs keep serving: add creates the
+// volume's LUN (the module adds the volume to the open engine), grow asks
+// the volume's LUN to resize (the engine grows it, then the LU's capacity
+// follows with a unit attention). If the running instance refuses, the old
+// config is put back. Serialized with every other dedupv1d command on the
+// data dir by its lock. Run again after an interruption, it finishes what
+// the config already says.
+int VolumeCommand(const Args& args) {
+  Setup setup;
+  Status s = LoadSetup(args, &setup);
+  if (!s.ok()) {
+    Complain("config refused, nothing changed: " + s.message());
+    return kExitUsage;
+  }
+  const std::string& name = args.volume_name;
+  uint64_t size = 0;
+  if (!ParseSize(args.volume_size, &size).ok()) {
+    Complain("size '" + args.volume_size + "' is not a size (e.g. 100G, 512M, 2T); nothing changed");
+    return kExitUsage;
+  }
+  std::unique_ptr<FileLock> lock;
+  if (!Env::Default()->CreateDirs(setup.data_dir).ok() ||
+      !Env::Default()->LockFile(JoinPath(setup.data_dir, kLockFile), &lock).ok()) {
+    Complain("another dedupv1d command is working on " + setup.data_dir + "; try again (nothing changed)");
+    return kExitFailed;
+  }
+  std::string old_text;
+  s = ReadFileToString(Env::Default(), setup.config_path, &old_text);
+  if (!s.ok()) {
+    Complain("cannot read " + setup.config_path + ": " + s.ToString());
+    return kExitFailed;
+  }
+  const VolumeOptions* current = nullptr;
+  for (const auto& v : setup.options.engine.volumes) {
+    if (v.name == name) current = &v;
+  }
+  std::string new_text = old_text;
+  const bool add = args.volume_action == "add";
+  if (add && current != nullptr && current->size != size) {
+    Complain("volume " + name + " exists already in " + setup.config_path + " with " + SizeText(current->size) +
+             " (to grow it: dedupv1d volume grow); nothing changed");
+    return kExitUsage;
+  }
+  if (!add && current == nullptr) {
+    std::string names;
+    for (const auto& v : setup.options.engine.volumes) names += (names.empty() ? "" : ", ") + v.name;
+    Complain("no volume named '" + name + "' in " + setup.config_path + " (volumes: " + names + "); nothing changed");
+    return kExitUsage;
+  }
+  if (!add && size < current->size) {
+    Complain("volume " + name + " is " + SizeText(current->size) + ": shrinking it to " + SizeText(size) +
+             " is refused (its data beyond that would be lost); nothing changed");
+    return kExitUsage;
+  }
+  const uint64_t added_bytes = current == nullptr ? size : size - current->size;
+  if (added_bytes > 0) {
+    new_text = add ? AddVolumeLine(old_text, name, args.volume_size) : "";
+    if (!add) {
+      s = SetVolumeSize(old_text, name, args.volume_size, &new_text);
+      if (!s.ok()) {
+        Complain("cannot find volume " + name + "'s line in " + setup.config_path + ": " + s.message());
+        return kExitFailed;
+      }
+    }
+    // The edited file must be a valid config as a whole (name characters, a
+    // size that is a multiple of 512 bytes, ...), line numbers and all.
+    Config edited;
+    ServiceOptions checked;
+    s = Config::Parse(new_text, setup.config_path, &edited);
+    if (s.ok()) {
+      if (!args.data_dir.empty()) edited.Set("data-dir", setup.data_dir);
+      s = ServiceOptions::FromConfig(edited, &checked);
+    }
+    if (!s.ok()) {
+      Complain("refused, nothing changed: the config would not validate: " + s.message());
+      return kExitUsage;
+    }
+    const uint64_t free_bytes = FreeBytes(setup.data_dir);
+    if (!add && !args.overcommit && setup.options.engine.storage_backend == "local" && free_bytes > 0 &&
+        added_bytes > free_bytes) {
+      Complain("growing volume " + name + " by " + SizeText(added_bytes) + " is more than the " +
+               SizeText(free_bytes) + " free in " + setup.data_dir + "; add space, or pass --overcommit to grow "
+               "it thin (then watch the free space); nothing changed");
+      return kExitUsage;
+    }
+  }
+
+  State st;
+  const bool running = LoadState(setup.data_dir, &st).ok() && TgtdAlive(st.pid, st.start_time) && st.configured;
+  if (added_bytes > 0) {
+    s = ReplaceConfigFile(Env::Default(), setup.config_path, new_text);
+    if (!s.ok()) {
+      Complain("cannot write " + setup.config_path + ": " + s.ToString() + "; nothing changed");
+      return kExitFailed;
+    }
+    Say("dedupv1d: " + setup.config_path + ": volume = " + name + " " + args.volume_size);
+  }
+  if (!running) {
+    Say("dedupv1d: no instance serves " + setup.data_dir + ": the volume is " + (add ? "served" : "this size") +
+        " from the next start");
+    return kExitOk;
+  }
+  const std::string tgtadm = FindProgram("tgtadm");
+  const Tgtadm adm(tgtadm.empty() ? "tgtadm" : tgtadm, st.control_port, args.timeout_s);
+  const std::string log = JoinPath(setup.data_dir, kLogFile);
+  const uint64_t log_start = FileSize(log);
+  Lun* served = nullptr;
+  for (auto& l : st.luns) {
+    if (l.volume == name) served = &l;
+  }
+  RunResult r;
+  std::string what;
+  Lun lun{0, name, size};
+  if (add && served == nullptr) {
+    // Its LUN is its id, as at start: the engine's rule on a copy of the table.
+    Setup next;
+    Args next_args = args;
+    next_args.volumes = {name};
+    s = LoadSetup(next_args, &next);
+    if (s.ok()) s = PlanLuns(&next);
+    if (!s.ok() || next.luns.size() != 1) {
+      Complain("cannot tell volume " + name + "'s LUN: " + s.ToString() + "; the config keeps it, restart to serve it");
+      return kExitFailed;
+    }
+    lun.lun = next.luns[0].lun;
+    what = "creating LUN " + std::to_string(lun.lun) + " (volume " + name + ")";
+    r = adm({"--lld", "iscsi", "--op", "new", "--mode", "logicalunit", "--tid", std::to_string(kTid), "--lun",
+             std::to_string(lun.lun), "--bstype", "dedupv1", "--backing-store", setup.config_path, "--bsopts",
+             "volume=" + name + ";datadir=" + setup.data_dir});
+  } else if (!add && served != nullptr && served->size < size) {
+    lun = *served;
+    lun.size = size;
+    what = "resizing LUN " + std::to_string(lun.lun) + " (volume " + name + ")";
+    r = adm({"--lld", "iscsi", "--op", "update", "--mode", "logicalunit", "--tid", std::to_string(kTid), "--lun",
+             std::to_string(lun.lun), "--params", "dedupv1_resize=1"});
+  } else if (!add && served == nullptr) {
+    Say("dedupv1d: the running instance does not serve volume " + name + " (started with --volume): it is this "
+        "size when it is served");
+    return kExitOk;
+  } else {
+    Say("dedupv1d: volume " + name + " is served as LUN " + std::to_string(served->lun) + " with " +
+        SizeText(served->size) + " already; nothing to do");
+    return kExitOk;
+  }
+  if (!r.ok()) {
+    Complain(what + " failed: " + Describe(r, args.timeout_s));
+    std::string why = LogSince(log, log_start);
+    if (!why.empty()) std::fprintf(stderr, "%s", why.c_str());
+    if (added_bytes > 0) {
+      Status back = ReplaceConfigFile(Env::Default(), setup.config_path, old_text);
+      Complain(back.ok() ? "the config is as it was" : "the config could not be put back: " + back.ToString());
+    }
+    return kExitFailed;
+  }
+  if (served != nullptr) {
+    *served = lun;
+  } else {
+    st.luns.push_back(lun);
+  }
+  std::sort(st.luns.begin(), st.luns.end(), [](const Lun& a, const Lun& b) { return a.lun < b.lun; });
+  s = SaveState(st);
+  if (!s.ok()) Complain("warning: the state file was not updated: " + s.ToString());
+  Say("dedupv1d: volume " + name + (add ? " is served as LUN " : " grew to " + SizeText(size) + " on LUN ") +
+      std::to_string(lun.lun) + (add ? " (" + SizeText(size) + ")" : "; initiators see it after a rescan"));
+  return kExitOk;
+}
+
 }  // namespace
 }  // namespace dedupv1
 
@@ -1822,5 +2039,6 @@ int main(int argc, char** argv) {
   if (args.command == "watch") return dedupv1::Watch(args);
   if (args.command == "cluster") return dedupv1::ClusterCommand(args);
   if (args.command == "stop") return dedupv1::Stop(args);
+  if (args.command == "volume") return dedupv1::VolumeCommand(args);
   return dedupv1::StatusCommand(args);
 }

@@ -151,37 +151,33 @@ SharedEngine& Shared() {
   return *shared;
 }
 
-// Why the config no longer matches the engine this tgtd opened for
-// |volume|, or "" if it does. A LUN created while other LUNs keep the engine
-// open gets the volume as the engine opened it: a volume grown in the config
-// since (the admin deleted the LUN and created it again to grow it) would
-// silently keep its old size. Only a reopened engine applies such a change.
-std::string ConfigChangedSinceOpen(SharedEngine& shared, const char* config_path, const char* data_dir,
-                                   const std::string& volume) {
-  const std::string reopen =
-      "; it takes effect when the engine reopens: delete every dedupv1 LUN of this tgtd and create them again "
-      "(dedupv1d stop and start)";
+// Brings the engine this tgtd opened in line with the config, for |volume|:
+// a volume added to the config since the engine opened is added, one grown
+// there grows (DedupSystem::ApplyVolumes writes the volume table first). ""
+// when done, else why not: the config does not load, no longer names
+// |volume|, or shrinks a volume (refused: it would lose data; nothing
+// changed). Used when a LUN is created while other LUNs keep the engine open
+// (the admin added or grew a volume) and for a LUN's resize.
+std::string ApplyConfig(SharedEngine& shared, const char* config_path, const char* data_dir,
+                        const std::string& volume) {
   ServiceOptions now;
   Status s = LoadServiceOptions(config_path, data_dir, &now);
   if (!s.ok()) return "config '" + std::string(config_path) + "' no longer loads: " + s.ToString();
-  const VolumeOptions* configured = nullptr;
-  for (const auto& v : now.engine.volumes) {
-    if (v.name == volume) configured = &v;
-  }
+  const bool configured = std::any_of(now.engine.volumes.begin(), now.engine.volumes.end(),
+                                      [&](const VolumeOptions& v) { return v.name == volume; });
   Volume* open = nullptr;
-  const bool is_open = SystemOf(shared.sys)->GetVolume(volume, &open).ok();
-  if (configured == nullptr) {
+  if (!configured) {
+    const bool is_open = SystemOf(shared.sys)->GetVolume(volume, &open).ok();
     return "volume '" + volume + "' is no longer in config '" + config_path + "'" +
            (is_open ? " (this tgtd's engine still has it from before the change)" : "");
   }
-  if (!is_open) {
-    return "volume '" + volume + "' was added to config '" + config_path +
-           "' after this tgtd opened the engine" + reopen;
-  }
-  if (configured->size != open->size()) {
-    return "volume '" + volume + "' is " + std::to_string(configured->size) + " bytes in config '" + config_path +
-           "' but this tgtd's engine serves it with " + std::to_string(open->size()) +
-           " bytes (opened before the config changed); a new size" + reopen;
+  std::vector<std::string> changed;
+  s = SystemOf(shared.sys)->ApplyVolumes(now.engine.volumes, &changed);
+  if (!s.ok()) return "config '" + std::string(config_path) + "' cannot be applied to the open engine: " + s.ToString();
+  for (const auto& name : changed) {
+    SystemOf(shared.sys)->GetVolume(name, &open);
+    std::fprintf(stderr, "dedupv1: volume '%s' is %llu bytes from now on (config '%s')\n", name.c_str(),
+                 static_cast<unsigned long long>(open != nullptr ? open->size() : 0), config_path);
   }
   return "";
 }
@@ -233,8 +229,7 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
                    (shared.data_dir.empty() ? "" : " datadir '" + shared.data_dir + "'") +
                    "; all dedupv1 LUNs of one tgtd must use the same config and datadir");
       return DEDUPV1_EINVAL;
-    } else if (std::string why = dedupv1::ConfigChangedSinceOpen(shared, config_path, data_dir, volume);
-               !why.empty()) {
+    } else if (std::string why = dedupv1::ApplyConfig(shared, config_path, data_dir, volume); !why.empty()) {
       SetError(err, errlen, why);
       return DEDUPV1_EINVAL;
     }
@@ -286,6 +281,29 @@ extern "C" int dedupv1_tgt_release(dedupv1_volume* vol, char* err, size_t errlen
     shared.config_path.clear();
     shared.data_dir.clear();
     return rc;
+  } catch (const std::exception& e) {
+    SetError(err, errlen, std::string("dedupv1 module: ") + e.what());
+    return DEDUPV1_EOTHER;
+  }
+}
+
+extern "C" int dedupv1_tgt_resize(dedupv1_volume* vol, uint64_t* size, char* err, size_t errlen) {
+  try {
+    auto& shared = Shared();
+    std::lock_guard<std::mutex> lock(shared.mu);
+    auto it = shared.volumes.find(vol);
+    if (shared.sys == nullptr || it == shared.volumes.end()) {
+      SetError(err, errlen, "the volume is not open");
+      return DEDUPV1_EINVAL;
+    }
+    const std::string why = dedupv1::ApplyConfig(shared, shared.config_path.c_str(),
+                                                 shared.data_dir.empty() ? nullptr : shared.data_dir.c_str(), it->second);
+    if (!why.empty()) {
+      SetError(err, errlen, why);
+      return DEDUPV1_EINVAL;
+    }
+    *size = dedupv1_volume_size(vol);
+    return DEDUPV1_OK;
   } catch (const std::exception& e) {
     SetError(err, errlen, std::string("dedupv1 module: ") + e.what());
     return DEDUPV1_EOTHER;

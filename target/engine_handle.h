@@ -15,6 +15,7 @@
 #define DEDUPV1_TARGET_ENGINE_HANDLE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/engine/dedupv1_c.h"
 
@@ -24,14 +25,21 @@ extern "C" {
 
 /* Opens volume |volume| of the system configured by |config_path| (|data_dir|
  * overrides the config's data dir when not NULL), opening the system first if
- * no LUN holds it. Fails with DEDUPV1_EINVAL when the system is already open
- * from another config/data dir, or when the config changed for this volume
- * since the system opened (its size, or the volume added or removed: only a
- * reopened system applies that, so a LUN recreated to grow a volume must not
- * silently keep the old size); DEDUPV1_EBUSY when the volume is already
- * served. */
+ * no LUN holds it. When other LUNs hold the system open, the config's volumes
+ * are applied to it first (a volume added since is added, one grown grows:
+ * DedupSystem::ApplyVolumes). Fails with DEDUPV1_EINVAL when the system is
+ * already open from another config/data dir, when the config no longer names
+ * the volume, or shrinks a volume (nothing changed); DEDUPV1_EBUSY when the
+ * volume is already served. */
 int dedupv1_tgt_acquire(const char* config_path, const char* data_dir, const char* volume,
                         dedupv1_volume** vol, char* err, size_t errlen);
+
+/* Applies the config the system was opened with to it, as dedupv1_tgt_acquire
+ * does (a volume grown there grows, one added is added), and sets |*size| to
+ * |vol|'s size from now on. DEDUPV1_EINVAL (nothing changed) when the config
+ * does not load, no longer names the volume or shrinks a volume. For tgtd's
+ * main thread, which then sets the LU's capacity. */
+int dedupv1_tgt_resize(dedupv1_volume* vol, uint64_t* size, char* err, size_t errlen);
 
 /* Closes |vol| (from dedupv1_tgt_acquire) and, when it was the last one, the
  * system. Returns the error of closing the system, if any (the volume is

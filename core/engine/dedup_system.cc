@@ -324,7 +324,7 @@ void DedupSystem::ConnectContainerEvents() {
 
 void DedupSystem::LogStart(const SystemEventData& start) {
   LogRecord(LogEventType::kSystemStart, start.Encode());
-  for (auto& [_, vol] : volumes_) {
+  for (Volume* vol : *Served()) {
     VolumeEventData attached;
     attached.volume_id = vol->id();
     attached.name = vol->name();
@@ -436,6 +436,18 @@ Status DedupSystem::LoadVolumes() {
   DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(options_.volumes, &records, &changed));
   if (changed || create || legacy) DEDUPV1_RETURN_IF_ERROR(WriteVolumeTable(env_, path, records));
   // Only volumes named in the config are served; others keep their data.
+  const Volume::Context context = VolumeContext();
+  std::lock_guard<std::mutex> l(volumes_mu_);
+  for (const auto& v : options_.volumes) {
+    for (const auto& r : records) {
+      if (r.name == v.name) volumes_[v.name] = std::make_unique<Volume>(context, r.id, v.name, r.size, r.uid);
+    }
+  }
+  PublishServedLocked();
+  return Status::OK();
+}
+
+Volume::Context DedupSystem::VolumeContext() {
   Volume::Context context;
   context.host = volume_host_.get();
   context.pipeline = pipeline_.get();
@@ -446,11 +458,45 @@ Status DedupSystem::LoadVolumes() {
   context.stats = &stats_;
   context.block_size = options_.block_size;
   context.fingerprint = options_.fingerprint;
-  for (const auto& v : options_.volumes) {
+  return context;
+}
+
+void DedupSystem::PublishServedLocked() {
+  auto list = std::make_shared<std::vector<Volume*>>();
+  for (auto& [_, vol] : volumes_) list->push_back(vol.get());
+  served_.store(std::move(list));
+}
+
+Status DedupSystem::ApplyVolumes(const std::vector<VolumeOptions>& configured, std::vector<std::string>* changed) {
+  std::lock_guard<std::mutex> l(volumes_mu_);
+  const std::string path = JoinPath(options_.data_dir, kVolumesFileName);
+  std::vector<VolumeRecord> records;
+  DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, path, &records));
+  bool table_changed = false;
+  DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(configured, &records, &table_changed));
+  if (table_changed) DEDUPV1_RETURN_IF_ERROR(WriteVolumeTable(env_, path, records));
+  const Volume::Context context = VolumeContext();
+  bool added = false;
+  for (const auto& v : configured) {
     for (const auto& r : records) {
-      if (r.name == v.name) volumes_[v.name] = std::make_unique<Volume>(context, r.id, v.name, r.size, r.uid);
+      if (r.name != v.name) continue;
+      auto it = volumes_.find(v.name);
+      if (it != volumes_.end() && r.size <= it->second->size()) continue;
+      if (it == volumes_.end()) {
+        volumes_[v.name] = std::make_unique<Volume>(context, r.id, v.name, r.size, r.uid);
+        added = true;
+      } else {
+        it->second->Grow(r.size);
+      }
+      VolumeEventData attached;  // the volume as served from now on (a record for the log's readers)
+      attached.volume_id = r.id;
+      attached.name = r.name;
+      attached.size = r.size;
+      LogRecord(LogEventType::kVolumeAttached, attached.Encode());
+      if (changed != nullptr) changed->push_back(v.name);
     }
   }
+  if (added) PublishServedLocked();
   return Status::OK();
 }
 
@@ -509,6 +555,7 @@ DedupSystem::~DedupSystem() {
 }
 
 Status DedupSystem::GetVolume(const std::string& name, Volume** volume) {
+  std::lock_guard<std::mutex> l(volumes_mu_);
   auto it = volumes_.find(name);
   if (it == volumes_.end()) {
     std::string names;
@@ -519,11 +566,7 @@ Status DedupSystem::GetVolume(const std::string& name, Volume** volume) {
   return Status::OK();
 }
 
-std::vector<Volume*> DedupSystem::volumes() {
-  std::vector<Volume*> out;
-  for (auto& [_, v] : volumes_) out.push_back(v.get());
-  return out;
-}
+std::vector<Volume*> DedupSystem::volumes() { return *Served(); }
 
 void DedupSystem::WakeWorkers() {
   {
@@ -549,7 +592,7 @@ void DedupSystem::WorkerLoop(int index) {
     bool did_work = false;
     bool failed = false;
     WriteBuffer::ClaimPolicy policy = CurrentPolicy();
-    for (auto& [_, vol] : volumes_) {
+    for (Volume* vol : *Served()) {
       Volume::RunOutcome run;
       while (!stop_.load() && vol->ProcessOneRun(policy, &run)) {
         did_work = true;
@@ -638,7 +681,7 @@ Status DedupSystem::ReportParked(uint64_t epoch) {
     lost = Status::NoSpace(why + ": data written before this sync needed new chunk-index entries and was "
                                  "not stored; those blocks keep what they held before");
   }
-  for (auto& [_, vol] : volumes_) {
+  for (Volume* vol : *Served()) {
     const std::vector<uint64_t> blocks = vol->buffer().ParkedBlocksUpTo(epoch);
     if (blocks.empty()) continue;
     // Noted before the bytes go, so no Sync of the volume can miss it.
@@ -661,7 +704,7 @@ Status DedupSystem::DrainUpTo(uint64_t epoch) {
   // Runs parked for want of chunk-index space get another try if the index
   // has room again (GC erased entries); else they fail this sync at once.
   if (chunk_index_->stats().fill_ratio() < 1.0) {
-    for (auto& [_, vol] : volumes_) vol->buffer().UnparkAll();
+    for (Volume* vol : *Served()) vol->buffer().UnparkAll();
   }
   {
     std::lock_guard<std::mutex> l(work_mu_);
@@ -671,7 +714,7 @@ Status DedupSystem::DrainUpTo(uint64_t epoch) {
   std::unique_lock<std::mutex> l(work_mu_);
   for (;;) {
     bool pending = false, dirty = false;
-    for (auto& [_, vol] : volumes_) {
+    for (Volume* vol : *Served()) {
       pending |= vol->buffer().HasPendingUpTo(epoch);
       dirty |= vol->buffer().HasDirtyUpTo(epoch);
     }
@@ -1155,7 +1198,7 @@ Status DedupSystem::Close() {
     if (result.ok() && !s.ok()) result = s;
   };
   if (open_complete_ && log_) {
-    for (auto& [_, vol] : volumes_) {
+    for (Volume* vol : *Served()) {
       VolumeEventData detached;
       detached.volume_id = vol->id();
       detached.name = vol->name();
@@ -1189,7 +1232,11 @@ Status DedupSystem::Close() {
   block_index_.reset();
   chunk_index_.reset();
   log_.reset();
-  volumes_.clear();
+  {
+    std::lock_guard<std::mutex> l(volumes_mu_);
+    served_.store(std::make_shared<const std::vector<Volume*>>());
+    volumes_.clear();
+  }
   lock_.reset();
   return result;
 }

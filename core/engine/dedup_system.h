@@ -74,6 +74,16 @@ class DedupSystem {
   Status GetVolume(const std::string& name, Volume** volume);
   std::vector<Volume*> volumes();
 
+  // Applies |configured| (the config's volumes) to the open system as an open
+  // would (ApplyConfiguredVolumes, core/engine/volume_table.h): a volume new
+  // to the config is added with the next id, one configured larger grows.
+  // The volume table is written before anything is served differently, so
+  // the change outlives a crash from then on. A volume configured smaller
+  // than it is refuses the whole call (InvalidArgument, nothing changed);
+  // volumes no longer configured stay served until the system closes.
+  // |*changed| (if given) gets the names of the volumes added or grown.
+  Status ApplyVolumes(const std::vector<VolumeOptions>& configured, std::vector<std::string>* changed);
+
   // Makes every write acknowledged before the call durable (all volumes).
   Status Sync();
 
@@ -283,7 +293,16 @@ class DedupSystem {
   // recovery, whose checkpoints take its mapping lock; it gets its filter
   // chain after recovery.
   std::unique_ptr<WritePipeline> pipeline_;
+  // Volumes by name. Added to while the system serves (ApplyVolumes), never
+  // removed before Close: |volumes_mu_| guards the map, and readers that run
+  // concurrently (the workers, syncs) iterate |served_|, a snapshot replaced
+  // whole on every change, so they never take a lock for it.
+  std::mutex volumes_mu_;
   std::map<std::string, std::unique_ptr<Volume>> volumes_;
+  std::atomic<std::shared_ptr<const std::vector<Volume*>>> served_{std::make_shared<const std::vector<Volume*>>()};
+  std::shared_ptr<const std::vector<Volume*>> Served() const { return served_.load(); }
+  void PublishServedLocked();  // |volumes_mu_| held: |served_| = the map's volumes
+  Volume::Context VolumeContext();
 
   // Sync epochs: a write stamps its block with the current epoch; a sync
   // takes a new epoch and waits for all blocks stamped at or before it.

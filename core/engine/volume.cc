@@ -28,12 +28,19 @@ Volume::Counters Volume::counters() const {
 }
 
 Status Volume::CheckRange(uint64_t offset, uint64_t length, const char* op) const {
-  if (offset > size_ || length > size_ - offset) {
+  const uint64_t size = this->size();
+  if (offset > size || length > size - offset) {
     return Status::InvalidArgument(std::string(op) + " of " + std::to_string(length) + " bytes at offset " +
                                    std::to_string(offset) + " is beyond the end of volume " + name_ +
-                                   " (" + std::to_string(size_) + " bytes)");
+                                   " (" + std::to_string(size) + " bytes)");
   }
   return Status::OK();
+}
+
+void Volume::Grow(uint64_t new_size) {
+  uint64_t size = size_.load(std::memory_order_acquire);
+  while (new_size > size && !size_.compare_exchange_weak(size, new_size, std::memory_order_acq_rel)) {
+  }
 }
 
 Status Volume::ReadBlockPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out) {

@@ -71,7 +71,10 @@ class Volume {
 
   const std::string& name() const { return name_; }
   uint32_t id() const { return id_; }
-  uint64_t size() const { return size_; }
+  uint64_t size() const { return size_.load(std::memory_order_acquire); }
+  // The volume is |new_size| bytes from now on; a smaller size is ignored
+  // (DedupSystem::ApplyVolumes records it in the volume table first).
+  void Grow(uint64_t new_size);
   // The volume's identity from the volume table (core/engine/volume_table.h).
   const Id128& uid() const { return uid_; }
 
@@ -128,7 +131,7 @@ class Volume {
   const Context context_;
   const uint32_t id_;
   const std::string name_;
-  const uint64_t size_;
+  std::atomic<uint64_t> size_;  // grows while served (Grow), never shrinks
   const Id128 uid_;
   const uint32_t block_size_;
   WriteBuffer buffer_;

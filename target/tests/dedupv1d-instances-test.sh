@@ -11,8 +11,8 @@
 #  - every LUN has its own SCSI serial and device id (two instances, two
 #    volumes each), taken from the volume's uid; removing or reordering volume
 #    lines keeps each volume's LUN and serial;
-#  - growing a volume by recreating its LUN while the engine stays open is
-#    refused with the reason, and takes effect after a restart.
+#  - growing a volume by recreating its LUN while the engine stays open grows
+#    it at once; shrinking it that way is refused with the reason.
 #
 #   dedupv1d-instances-test.sh DEDUPV1D
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -122,19 +122,28 @@ check_output "vol1 is LUN 1 again" "^LUN 1: +volume vol1, 64.0 MiB"
 [ "$(serial "$(urlA 1)")" = "$sA1" ] && ok "LUN 1 has vol1's serial" || fail "LUN 1 serial $(serial "$(urlA 1)"), was $sA1"
 [ "$(serial "$(urlA 2)")" = "$sA2" ] && ok "LUN 2 has vol2's serial" || fail "LUN 2 serial changed"
 
-# --- Growing a volume by recreating its LUN --------------------------------
+# --- Growing a volume by recreating its LUN (the engine stays open) --------
 dd_write_config "$confA" data "volume = vol2 32M" "volume = vol1 128M" "monitor.enabled = true" "monitor.port = $MA"
 check "delete LUN 1 by hand" timeout 120 tgtadm -C "$CTL" --lld iscsi --op delete --mode logicalunit --tid 1 --lun 1
-check_fails "recreating LUN 1 to grow vol1 is refused" timeout 120 tgtadm -C "$CTL" --lld iscsi --op new \
+check "recreating LUN 1 grows vol1 in the open engine" timeout 120 tgtadm -C "$CTL" --lld iscsi --op new \
   --mode logicalunit --tid 1 --lun 1 --bstype dedupv1 --backing-store "$confA" --bsopts "volume=vol1;datadir=$dataA"
-check "tgtd.log says why" grep -q "volume 'vol1' is 134217728 bytes in config .* but this tgtd's engine serves it with 67108864 bytes .*takes effect when the engine reopens" "$dataA/tgtd.log"
+check "tgtd.log says so" grep -q "volume 'vol1' is 134217728 bytes from now on" "$dataA/tgtd.log"
+check "LUN 1 has the new size at once" iscsi-readcapacity16 "$(urlA 1)"
+check_output "LUN 1 is 128 MiB" "RETURNED LOGICAL BLOCK ADDRESS:$(((128 << 20) / 512 - 1))$"
+[ "$(serial "$(urlA 1)")" = "$sA1" ] && ok "the grown LUN 1 keeps vol1's serial" || fail "LUN 1 serial changed by growing"
+# A shrink the same way is refused, naming why; nothing changes.
+dd_write_config "$confA" data "volume = vol2 32M" "volume = vol1 64M" "monitor.enabled = true" "monitor.port = $MA"
+check "delete LUN 1 again" timeout 120 tgtadm -C "$CTL" --lld iscsi --op delete --mode logicalunit --tid 1 --lun 1
+check_fails "recreating LUN 1 to shrink vol1 is refused" timeout 120 tgtadm -C "$CTL" --lld iscsi --op new \
+  --mode logicalunit --tid 1 --lun 1 --bstype dedupv1 --backing-store "$confA" --bsopts "volume=vol1;datadir=$dataA"
+check "tgtd.log says why" grep -q "cannot be applied to the open engine: .*volume vol1 holds 134217728 bytes" "$dataA/tgtd.log"
 check_exit 1 "status reports the missing LUN" dd_status "$confA"
 check_output "status names LUN 1" "^missing: +LUN 1 \\(volume vol1\\)"
 check "stop A" dd_stop "$confA"
+dd_write_config "$confA" data "volume = vol2 32M" "volume = vol1 128M" "monitor.enabled = true" "monitor.port = $MA"
 check "start A" dd_start "$confA"
-check "vol1 grown after the restart" iscsi-readcapacity16 "$(urlA 1)"
+check "vol1 still 128 MiB after the restart" iscsi-readcapacity16 "$(urlA 1)"
 check_output "LUN 1 is 128 MiB" "RETURNED LOGICAL BLOCK ADDRESS:$(((128 << 20) / 512 - 1))$"
-[ "$(serial "$(urlA 1)")" = "$sA1" ] && ok "the grown LUN 1 keeps vol1's serial" || fail "LUN 1 serial changed by growing"
 check "stop A" dd_stop "$confA"
 
 dd_summary

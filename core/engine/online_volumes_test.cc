@@ -1,0 +1,127 @@
+// Volumes added and grown while the system serves (DedupSystem::ApplyVolumes,
+// issue 16 item 3): the other volumes keep serving, the volume table holds the
+// change before it is served, a shrink changes nothing.
+#include "core/engine/dedup_system.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "core/base/testutil.h"
+#include "core/engine/data_dir.h"
+#include "core/engine/system_testutil.h"
+#include "core/engine/volume_table.h"
+
+namespace dedupv1 {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+Options WithVolumes(const std::string& dir, std::vector<VolumeOptions> volumes) {
+  Options o = test::SmallSystemOptions(dir);
+  o.volumes = std::move(volumes);
+  EXPECT_TRUE(o.Finish().ok());
+  return o;
+}
+
+std::vector<VolumeRecord> Table(const std::string& dir) {
+  std::vector<VolumeRecord> records;
+  EXPECT_TRUE(ReadVolumeTable(Env::Default(), JoinPath(dir, kVolumesFileName), &records).ok());
+  return records;
+}
+
+TEST(OnlineVolumesTest, AddAndGrowWhileAnotherVolumeIsWrittenThenReopen) {
+  test::TempDir dir;
+  const Options before = WithVolumes(dir.path(), {{"vol1", 64 * kMiB}});
+  const Options after = WithVolumes(dir.path(), {{"vol1", 128 * kMiB}, {"vol2", 32 * kMiB}});
+  const auto first = test::RandomBytes(3 * kMiB, 1);
+  const auto beyond = test::RandomBytes(2 * kMiB, 2);
+  const auto second = test::RandomBytes(4 * kMiB, 3);
+  {
+    auto sys = test::OpenSystemOrDie(before);
+    Volume* vol1 = test::Vol(sys.get(), "vol1");
+    ASSERT_TRUE(vol1->Write(1000, first.size(), first.data(), false).ok());
+    // A writer of vol1 runs through the change; none of its writes or syncs fails.
+    std::atomic<bool> stop{false};
+    std::atomic<int> failures{0}, rounds{0};
+    std::thread writer([&] {
+      const auto data = test::RandomBytes(kMiB, 4);
+      for (int i = 0; i < 200 && !stop.load(); i++) {
+        if (!vol1->Write(8 * kMiB + (i % 8) * kMiB, data.size(), data.data(), false).ok() || !vol1->Sync().ok()) {
+          failures++;
+        }
+        rounds++;
+      }
+    });
+    while (rounds.load() < 2) std::this_thread::yield();
+    std::vector<std::string> changed;
+    ASSERT_TRUE(sys->ApplyVolumes(after.volumes, &changed).ok());
+    stop = true;
+    writer.join();
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_EQ(changed, (std::vector<std::string>{"vol1", "vol2"}));
+
+    // The table says it before anything is served differently.
+    const auto records = Table(dir.path());
+    ASSERT_EQ(records.size(), 2u);
+    EXPECT_EQ(records[0].name, "vol1");
+    EXPECT_EQ(records[0].size, 128 * kMiB);
+    EXPECT_EQ(records[1].name, "vol2");
+    EXPECT_EQ(records[1].id, 2u);
+
+    EXPECT_EQ(vol1->size(), 128 * kMiB);
+    ASSERT_TRUE(vol1->Write(100 * kMiB, beyond.size(), beyond.data(), false).ok());
+    Volume* vol2 = test::Vol(sys.get(), "vol2");
+    ASSERT_NE(vol2, nullptr);
+    EXPECT_EQ(vol2->size(), 32 * kMiB);
+    EXPECT_EQ(sys->volumes().size(), 2u);
+    ASSERT_TRUE(vol2->Write(0, second.size(), second.data(), false).ok());
+    ASSERT_TRUE(vol2->Sync().ok());
+    EXPECT_TRUE(test::ReadsBack(vol1, 1000, first));
+    EXPECT_TRUE(test::ReadsBack(vol2, 0, second));
+    // The same config again changes nothing.
+    changed.clear();
+    ASSERT_TRUE(sys->ApplyVolumes(after.volumes, &changed).ok());
+    EXPECT_TRUE(changed.empty());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto sys = test::OpenSystemOrDie(after);
+  Volume* vol1 = test::Vol(sys.get(), "vol1");
+  Volume* vol2 = test::Vol(sys.get(), "vol2");
+  ASSERT_NE(vol2, nullptr);
+  EXPECT_EQ(vol1->size(), 128 * kMiB);
+  EXPECT_EQ(vol2->id(), 2u);
+  EXPECT_TRUE(test::ReadsBack(vol1, 1000, first));
+  EXPECT_TRUE(test::ReadsBack(vol1, 100 * kMiB, beyond));
+  EXPECT_TRUE(test::ReadsBack(vol2, 0, second));
+}
+
+TEST(OnlineVolumesTest, ShrinkIsRefusedAndChangesNothing) {
+  test::TempDir dir;
+  auto sys = test::OpenSystemOrDie(WithVolumes(dir.path(), {{"vol1", 64 * kMiB}}));
+  std::vector<std::string> changed;
+  // vol2 would be added, but vol1 shrinks: the whole call is refused.
+  Status s = sys->ApplyVolumes({{"vol1", 32 * kMiB}, {"vol2", 16 * kMiB}}, &changed);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("vol1"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(changed.empty());
+  EXPECT_EQ(sys->volumes().size(), 1u);
+  EXPECT_EQ(test::Vol(sys.get(), "vol1")->size(), 64 * kMiB);
+  const auto records = Table(dir.path());
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].size, 64 * kMiB);
+}
+
+// A volume left out of the config stays served until the system closes (the
+// admin's LUN may still be logged in); its line and data stay in the table.
+TEST(OnlineVolumesTest, VolumeLeftOutStaysServed) {
+  test::TempDir dir;
+  auto sys = test::OpenSystemOrDie(WithVolumes(dir.path(), {{"vol1", 64 * kMiB}, {"vol2", 64 * kMiB}}));
+  ASSERT_TRUE(sys->ApplyVolumes({{"vol2", 64 * kMiB}}, nullptr).ok());
+  EXPECT_EQ(sys->volumes().size(), 2u);
+  EXPECT_EQ(Table(dir.path()).size(), 2u);
+}
+
+}  // namespace
+}  // namespace dedupv1

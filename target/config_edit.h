@@ -1,0 +1,29 @@
+// Edits of an admin's config file by the admin commands (dedupv1d volume add
+// and grow): one volume line added or one volume line's size changed, with
+// every other line (comments, order, other keys) kept as it was. The edits
+// are text functions; the caller validates the result as a whole config
+// (ServiceOptions) before ReplaceConfigFile writes it.
+#pragma once
+
+#include <string>
+
+#include "core/base/env.h"
+#include "core/base/status.h"
+
+namespace dedupv1 {
+
+// |text| with "volume = NAME SIZE" added after its last volume line (at the
+// end when it has none).
+std::string AddVolumeLine(const std::string& text, const std::string& name, const std::string& size);
+
+// |text| with the size of volume NAME's line replaced by |size| in |*out|.
+// NotFound when no volume line names it.
+Status SetVolumeSize(const std::string& text, const std::string& name, const std::string& size, std::string* out);
+
+// Replaces the file at |path| with |text| atomically (a crash leaves the old
+// or the new file whole), keeping its owner and permission bits: a config may
+// hold a CHAP secret readable by root only, and the new text is never
+// readable by more than that on its way.
+Status ReplaceConfigFile(Env* env, const std::string& path, const std::string& text);
+
+}  // namespace dedupv1

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Volumes added and grown online with `dedupv1d volume add|grow` (issue 16,
+# item 3; ctest label "service"), while LUN 1 keeps serving a writer:
+#  - add: the config gets the line (comments, mode kept), the running target
+#    serves the new volume as a new LUN at once;
+#  - grow: the config and the running LUN grow; a session that stays logged
+#    in gets UNIT ATTENTION, CAPACITY DATA HAS CHANGED, and the new capacity;
+#    data written beyond the old end reads back;
+#  - refused, the config unchanged: a name that exists, a bad name, a size
+#    not a multiple of 512, a shrink, an unknown volume, a grow beyond the free
+#    space of the data dir (allowed with --overcommit), a command while another
+#    holds the data dir;
+#  - the writer of LUN 1 never failed; after kill -9 of tgtd a new start serves
+#    both volumes with their new sizes and every synced byte.
+#
+#   dedupv1d-volume-admin-test.sh DEDUPV1D CAPACITY_WATCH
+#
+# Exits 77 (skipped) when not root or tgtd / libiscsi-bin / qemu are missing.
+here="$(cd "$(dirname "$0")" && pwd)"
+. "$here/dedupv1d-test-lib.sh"
+DD_BUDGET="${DD_BUDGET:-600}"
+dd_init dedupv1d-volume-admin "${1:?usage: dedupv1d-volume-admin-test.sh DEDUPV1D CAPACITY_WATCH}" \
+  qemu-img qemu-io iscsi-ls iscsi-readcapacity16
+WATCH="${2:?CAPACITY_WATCH}"
+MiB=$((1 << 20))
+
+conf="$WORK/dedupv1.conf"
+data="$WORK/data"
+# The data dir on a small file system, so "beyond the free space" is real.
+mkdir -p "$data" && mount -t tmpfs -o size=512M tmpfs "$data" && DD_MOUNTS+=("$data") ||
+  { echo "FAIL: cannot mount a tmpfs for the data dir"; exit 1; }
+dd_write_config "$conf" "$data" "volume = vol1 64M" "# the admin's own comment"
+chmod 600 "$conf"
+vol() { timeout 300 "$DEDUPV1D" volume "$@" --config "$conf"; }
+capacity_is() {  # capacity_is LUN BYTES
+  iscsi-readcapacity16 "$(dd_url "$1")" | grep -q "RETURNED LOGICAL BLOCK ADDRESS:$(($2 / 512 - 1))$"
+}
+
+check "dedupv1d start with vol1" dd_start "$conf"
+pid="$(dd_pid "$data")"
+
+# LUN 1 keeps a writer busy through every change below: one-MiB sessions
+# over its first 32 MiB, each ending with SYNCHRONIZE CACHE, until told to
+# stop (at most 400). Its ledger: "C i" per synced session, "F i" per failed.
+head -c "$MiB" /dev/urandom >"$WORK/seg.img"
+for i in $(seq 0 31); do cat "$WORK/seg.img"; done >"$WORK/w.img"
+(
+  for i in $(seq 0 399); do
+    [ -e "$WORK/w.stop" ] && break
+    if timeout 60 qemu-io -f raw -t writeback -c "write -s $WORK/seg.img $(((i % 32) * MiB)) $MiB" -c flush \
+      "$(dd_url 1)" >"$WORK/w.out" 2>&1 && ! grep -q failed "$WORK/w.out"; then
+      echo "C $i" >>"$WORK/w.ledger"
+    else
+      echo "F $i" >>"$WORK/w.ledger"
+    fi
+  done
+) &
+writer=$!
+DD_PIDS+=("$writer")
+synced() { grep -c '^C ' "$WORK/w.ledger" 2>/dev/null; }
+tgt_wait_for "[ \"\$(synced)\" -ge 2 ]" 60 || fail "the writer of LUN 1 did not get going"
+synced_before_add="$(synced)"
+
+# ---- add
+check "volume add vol2 32M" vol add vol2 32M
+check_output "it says the new LUN" "volume vol2 is served as LUN 2"
+check "the config has the new line" grep -q "^volume = vol2 32M$" "$conf"
+check "the config kept the admin's comment" grep -q "^# the admin's own comment$" "$conf"
+check "the config kept its mode" test "$(stat -c %a "$conf")" = 600
+check "iscsi-ls lists LUN 2" iscsi-ls -s "iscsi://127.0.0.1:$PORT"
+check_output "LUN 2 is a disk" "^Lun:2 +Type:DIRECT_ACCESS"
+check "LUN 2 is 32 MiB" capacity_is 2 $((32 * MiB))
+head -c $((8 * MiB)) /dev/urandom >"$WORK/c.img"
+check "write 8 MiB to LUN 2 (synced)" put "$WORK/c.img" 2
+check "read them back" same "$WORK/c.img" 2
+check "status lists LUN 2 = vol2" dd_status "$conf"
+check_output "status: LUN 2" "^LUN 2: +volume vol2, 32.0 MiB"
+check "volume add vol2 32M again: nothing to do" vol add vol2 32M
+check_output "it says so" "served as LUN 2 .* already; nothing to do"
+
+# ---- refused, the config unchanged
+cp "$conf" "$WORK/conf.before"
+check_exit 2 "add of a name that exists, another size" vol add vol2 64M
+check_output "it names the volume" "volume vol2 exists already .*nothing changed"
+check_exit 2 "add of a bad name" vol add "bad/name" 32M
+check_output "it names the rule" "may only use letters"
+check_exit 2 "add of a size not a multiple of 512" vol add vol3 1000
+check_output "it names the size rule" "multiple of 512"
+check_exit 2 "grow to a smaller size" vol grow vol1 32M
+check_output "it refuses the shrink" "shrinking it to .* is refused"
+check_exit 2 "grow of an unknown volume" vol grow vol9 1G
+check_output "it lists the volumes" "no volume named 'vol9' .*volumes: vol1, vol2"
+check_exit 2 "grow beyond the free space" vol grow vol1 2G
+check_output "it names the free space and --overcommit" "more than the .* free in $data; .*--overcommit"
+flock "$data/dedupv1d.lock" -c "touch $WORK/locked; sleep 30" &
+holder=$!
+DD_PIDS+=("$holder")
+tgt_wait_for "test -e $WORK/locked" 10 || fail "flock did not take the data dir's lock"
+check_exit 1 "add while another command holds the data dir" vol add vol3 16M
+check_output "it says to try again" "another dedupv1d command is working on $data; try again"
+pkill -P "$holder" sleep 2>/dev/null
+wait "$holder" 2>/dev/null
+check "the config is unchanged after every refusal" cmp "$conf" "$WORK/conf.before"
+
+# ---- grow, seen from a session that stays logged in
+rm -f "$WORK/ready" "$WORK/go"
+"$WATCH" "$(dd_url 1)" "$WORK/ready" "$WORK/go" $((128 * MiB)) >"$WORK/watch.out" 2>&1 &
+watcher=$!
+DD_PIDS+=("$watcher")
+tgt_wait_for "test -e $WORK/ready" 60 || fail "the watching session did not log in"
+check "volume grow vol1 128M" vol grow vol1 128M
+check_output "it says the new size" "volume vol1 grew to 134217728 bytes .* on LUN 1"
+touch "$WORK/go"
+if wait "$watcher"; then ok "the logged-in session saw the change"; else fail "the logged-in session"; fi
+sed 's/^/     /' "$WORK/watch.out"
+check "the config says 128M" grep -q "^volume = vol1 128M$" "$conf"
+check "a new session sees 128 MiB" capacity_is 1 $((128 * MiB))
+head -c $((4 * MiB)) /dev/urandom >"$WORK/d.img"
+check "write 4 MiB at 100 MiB, beyond the old end (synced)" \
+  timeout 120 qemu-io -f raw -t writeback -c "write -s $WORK/d.img $((100 * MiB)) $((4 * MiB))" -c flush "$(dd_url 1)"
+check "read them back" bash -c "timeout 120 qemu-img convert -f raw -O raw '$(dd_url 1)' '$WORK/lun1.img' &&
+  cmp -n $((4 * MiB)) '$WORK/d.img' <(tail -c +$((100 * MiB + 1)) '$WORK/lun1.img')"
+check "grow vol2 to 1G, beyond the free space, with --overcommit" vol grow vol2 1G --overcommit
+check "LUN 2 is 1 GiB" capacity_is 2 $((1 << 30))
+
+# ---- the writer of LUN 1 went on through all of it
+synced_after_grow="$(synced)"
+tgt_wait_for "[ \"\$(synced)\" -ge 32 ]" 120 || fail "the writer of LUN 1 did not cover its 32 MiB"
+touch "$WORK/w.stop"
+wait "$writer"
+check "the writer synced sessions while volumes were added and grown ($synced_before_add before, $synced_after_grow after)" \
+  test "$synced_after_grow" -gt "$synced_before_add"
+check "none of its sessions failed" test "$(grep -c '^F ' "$WORK/w.ledger")" -eq 0
+check "LUN 1 reads what it wrote" same "$WORK/w.img" 1
+
+# ---- kill -9, start again: the new volume and sizes, every synced byte
+kill -KILL "$pid"
+tgt_wait_for "! tgt_alive $pid" 10
+check "start after kill -9" dd_start "$conf"
+check "LUN 1 is 128 MiB" capacity_is 1 $((128 * MiB))
+check "LUN 2 is 1 GiB" capacity_is 2 $((1 << 30))
+check "LUN 2 reads back" same "$WORK/c.img" 2
+check "LUN 1 reads back from 0" same "$WORK/w.img" 1
+check "LUN 1 reads back beyond the old end" bash -c "timeout 120 qemu-img convert -f raw -O raw '$(dd_url 1)' '$WORK/lun1.img' &&
+  cmp -n $((4 * MiB)) '$WORK/d.img' <(tail -c +$((100 * MiB + 1)) '$WORK/lun1.img')"
+check "stop" dd_stop "$conf"
+check "the engine closed cleanly" test -e "$data/clean"
+check "grow while stopped: the config only" vol grow vol2 2G --overcommit
+check_output "it says when it applies" "no instance serves $data: the volume is this size from the next start"
+
+dd_summary
