@@ -85,6 +85,10 @@
  * dedupv1_resize=1`: the LU takes its volume's size from the config (see
  * dedupv1_resize). */
 #define DEDUPV1_RESIZE_PARAMS "dedupv1_resize=1"
+/* `... --params dedupv1_drop=NAME` on any LUN of the tgtd: the data of volume
+ * NAME, which no LUN serves and the config no longer names, is dropped
+ * (dedupv1d volume remove; see dedupv1_tgt_drop_volume). */
+#define DEDUPV1_DROP_PARAM "dedupv1_drop="
 
 #define DEDUPV1_MAX_SERVICE_ACTIONS 8
 
@@ -107,6 +111,13 @@ struct dedupv1_lu {
 static struct dedupv1_lu *DEDUPV1_LU(struct scsi_lu *lu)
 {
 	return (struct dedupv1_lu *)BS_THREAD_I(lu);
+}
+
+/* The LU's size as a worker thread reads it: tgtd's main thread grows it
+ * while the LU serves (dedupv1_resize). */
+static uint64_t lu_size(struct scsi_lu *lu)
+{
+	return __atomic_load_n(&lu->size, __ATOMIC_ACQUIRE);
 }
 
 enum io_kind { IO_READ, IO_WRITE };
@@ -451,7 +462,7 @@ static void do_write_same(struct scsi_cmd *cmd, struct dedupv1_lu *d)
 static void do_unmap(struct scsi_cmd *cmd, struct dedupv1_lu *d)
 {
 	struct scsi_lu *lu = cmd->dev;
-	uint64_t capacity = lu->size >> lu->blk_shift;
+	uint64_t capacity = lu_size(lu) >> lu->blk_shift;
 	uint64_t out_length = scsi_get_out_length(cmd);
 	const uint8_t *param = scsi_get_out_buffer(cmd);
 	char err[DEDUPV1_ERRLEN] = "";
@@ -511,7 +522,7 @@ static int lba_run(struct scsi_cmd *cmd, struct dedupv1_lu *d, uint64_t offset,
 {
 	struct scsi_lu *lu = cmd->dev;
 	uint64_t blocksize = 1ULL << lu->blk_shift;
-	uint64_t remaining = min_u64(lu->size - offset, DEDUPV1_LBA_STATUS_WINDOW);
+	uint64_t remaining = min_u64(lu_size(lu) - offset, DEDUPV1_LBA_STATUS_WINDOW);
 	uint64_t run = 0, ignored;
 	char err[DEDUPV1_ERRLEN] = "";
 	int rc;
@@ -562,7 +573,7 @@ static void do_get_lba_status(struct scsi_cmd *cmd, struct dedupv1_lu *d)
 		return;
 	}
 	memset(param, 0, 8 + 16 * max_desc);
-	while (n < max_desc && offset < lu->size &&
+	while (n < max_desc && offset < lu_size(lu) &&
 	       offset - start < DEDUPV1_LBA_STATUS_BUDGET) {
 		if (lba_run(cmd, d, offset, &mapped, &blocks) < 0) {
 			scsi_set_in_resid_by_actual(cmd, 0);
@@ -602,7 +613,7 @@ static int dedupv1_get_lba_status(int host_no, struct scsi_cmd *cmd)
 		sense_data_build(cmd, NOT_READY, ASC_MEDIUM_NOT_PRESENT);
 		return SAM_STAT_CHECK_CONDITION;
 	}
-	if (lba >= (lu->size >> lu->blk_shift)) {
+	if (lba >= (lu_size(lu) >> lu->blk_shift)) {
 		sense_data_build(cmd, ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
 		return SAM_STAT_CHECK_CONDITION;
 	}
@@ -869,7 +880,9 @@ static void take_over_block_limits(struct scsi_lu *lu, struct dedupv1_lu *d)
  * edits the config, then asks for this): the engine grows the volume (its
  * table first), then the LU's capacity follows and every I_T nexus of the LU
  * gets the unit attention CAPACITY DATA HAS CHANGED, so initiators rescan.
- * Runs on tgtd's main thread, which alone reads lu->size to check CDBs. A
+ * Runs on tgtd's main thread, which checks CDBs against lu->size; our
+ * worker threads read it too (lu_size), and it only grows, after the engine
+ * grew, so a worker sees the old or the new size and both are served. A
  * shrink or a config that does not load changes nothing. */
 static tgtadm_err dedupv1_resize(struct scsi_lu *lu)
 {
@@ -883,7 +896,7 @@ static tgtadm_err dedupv1_resize(struct scsi_lu *lu)
 		eprintf("dedupv1: lun %" PRIu64 ": no open volume to resize\n", lu->lun);
 		return TGTADM_INVALID_REQUEST;
 	}
-	rc = dedupv1_tgt_resize(d->vol, &size, err, sizeof(err));
+	rc = dedupv1_tgt_resize(d->vol, blocksize, &size, err, sizeof(err));
 	if (rc) {
 		eprintf("dedupv1: lun %" PRIu64 " (volume '%s') not resized: %s: %s\n",
 			lu->lun, d->volume, engine_code_name(rc), err);
@@ -899,47 +912,76 @@ static tgtadm_err dedupv1_resize(struct scsi_lu *lu)
 		return TGTADM_SUCCESS;
 	eprintf("dedupv1: lun %" PRIu64 " (volume '%s') grows from %" PRIu64 " to %" PRIu64 " bytes\n",
 		lu->lun, d->volume, lu->size, size);
-	lu->size = size;
+	__atomic_store_n(&lu->size, size, __ATOMIC_RELEASE);
 	/* itn_id 0 is no nexus: iSCSI sessions are numbered by TSIH, never 0. */
 	ua_sense_add_other_it_nexus(0, lu, DEDUPV1_ASC_CAPACITY_DATA_CHANGED);
 	return TGTADM_SUCCESS;
 }
 
-/* Whether tgtadm's |params| ("targetOps ITEM,ITEM,...," as tgtadm sends
- * --params) hold our resize item: 1 alone, -1 among others (refused: it
- * does not mix with tgt's own), 0 not at all. */
-static int resize_asked(const char *params)
+/* What tgtadm's |params| ("targetOps ITEM,ITEM,...," as tgtadm sends
+ * --params) ask of us: our one item alone (RESIZE, or DROP with the volume
+ * name copied to |name|), tgt's own items (NONE), or ours mixed with others
+ * (MIXED: refused, they do not combine). */
+enum lu_request { LU_REQ_NONE, LU_REQ_RESIZE, LU_REQ_DROP, LU_REQ_MIXED };
+
+static enum lu_request lu_request_of(const char *params, char *name, size_t namelen)
 {
 	char copy[1024], *rest = copy, *item;
 	int ours = 0, others = 0;
+	enum lu_request req = LU_REQ_NONE;
+	size_t drop_len = strlen(DEDUPV1_DROP_PARAM);
 
-	if (!params || !strstr(params, DEDUPV1_RESIZE_PARAMS))
-		return 0;
+	if (!params || !strstr(params, "dedupv1_"))
+		return LU_REQ_NONE;
 	if (!strncmp(params, "targetOps ", 10))
 		params += 10;
 	snprintf(copy, sizeof(copy), "%s", params);
 	while ((item = strsep(&rest, ",")) != NULL) {
 		if (!*item)
 			continue;
-		if (!strcmp(item, DEDUPV1_RESIZE_PARAMS))
+		if (!strcmp(item, DEDUPV1_RESIZE_PARAMS)) {
+			req = LU_REQ_RESIZE;
 			ours++;
-		else
+		} else if (!strncmp(item, DEDUPV1_DROP_PARAM, drop_len) && item[drop_len]) {
+			snprintf(name, namelen, "%s", item + drop_len);
+			req = LU_REQ_DROP;
+			ours++;
+		} else {
 			others++;
+		}
 	}
-	return ours == 1 && others == 0 ? 1 : -1;
+	if (!ours)
+		return LU_REQ_NONE;
+	return ours == 1 && others == 0 ? req : LU_REQ_MIXED;
 }
 
 static tgtadm_err dedupv1_lu_config(struct scsi_lu *lu, char *params)
 {
 	struct dedupv1_lu *d = DEDUPV1_LU(lu);
+	char name[DEDUPV1_MAX_VOLUME_NAME + 1] = "";
+	char err[DEDUPV1_ERRLEN] = "";
+	int rc;
 
-	switch (resize_asked(params)) {
-	case 1:
+	switch (lu_request_of(params, name, sizeof(name))) {
+	case LU_REQ_RESIZE:
 		return dedupv1_resize(lu);
-	case -1:
-		eprintf("dedupv1: lun %" PRIu64 ": %s goes alone in --params, not with other items\n",
-			lu->lun, DEDUPV1_RESIZE_PARAMS);
+	case LU_REQ_DROP:
+		/* Runs in the background: "still active" until it is done
+		 * (dedupv1d asks again until then). */
+		rc = dedupv1_tgt_drop_volume(name, err, sizeof(err));
+		if (rc == DEDUPV1_EBUSY)
+			return TGTADM_LUN_ACTIVE;
+		if (rc) {
+			eprintf("dedupv1: volume '%s' not dropped: %s: %s\n", name, engine_code_name(rc), err);
+			return TGTADM_INVALID_REQUEST;
+		}
+		return TGTADM_SUCCESS;
+	case LU_REQ_MIXED:
+		eprintf("dedupv1: lun %" PRIu64 ": dedupv1_* items go alone in --params, not with other items\n",
+			lu->lun);
 		return TGTADM_INVALID_REQUEST;
+	case LU_REQ_NONE:
+		break;
 	}
 	return d->tgt_lu_config ? d->tgt_lu_config(lu, params) : TGTADM_INVALID_REQUEST;
 }

@@ -1,6 +1,8 @@
 // Admin edits of a config file (see config_edit.h).
 #include "target/config_edit.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,7 +72,22 @@ Status SetVolumeSize(const std::string& text, const std::string& name, const std
   return Status::NotFound("no line 'volume = " + name + " ...'");
 }
 
-Status ReplaceConfigFile(Env* env, const std::string& path, const std::string& text) {
+Status RemoveVolumeLine(const std::string& text, const std::string& name, std::string* out) {
+  std::vector<std::string> lines = Lines(text);
+  for (size_t i = 0; i < lines.size(); i++) {
+    if (VolumeOfLine(lines[i]) != name) continue;
+    lines.erase(lines.begin() + static_cast<long>(i));
+    *out = Join(lines);
+    return Status::OK();
+  }
+  return Status::NotFound("no line 'volume = " + name + " ...'");
+}
+
+Status ReplaceConfigFile(Env* env, const std::string& link, const std::string& text) {
+  // A symlinked config (targets.conf's lunN.conf) stays a link: its target is replaced.
+  char resolved[PATH_MAX];
+  if (::realpath(link.c_str(), resolved) == nullptr) return Status::IOError(link + ": " + std::strerror(errno));
+  const std::string path = resolved;
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return Status::IOError(path + ": " + std::strerror(errno));
   const std::string next = path + ".dedupv1d-new";

@@ -1,5 +1,5 @@
 // Edits of an admin's config file by the admin commands (dedupv1d volume add
-// and grow): one volume line added or one volume line's size changed, with
+// grow and remove): one volume line added, removed or its size changed, with
 // every other line (comments, order, other keys) kept as it was. The edits
 // are text functions; the caller validates the result as a whole config
 // (ServiceOptions) before ReplaceConfigFile writes it.
@@ -20,10 +20,15 @@ std::string AddVolumeLine(const std::string& text, const std::string& name, cons
 // NotFound when no volume line names it.
 Status SetVolumeSize(const std::string& text, const std::string& name, const std::string& size, std::string* out);
 
+// |text| without volume NAME's line in |*out|. NotFound when no volume line
+// names it.
+Status RemoveVolumeLine(const std::string& text, const std::string& name, std::string* out);
+
 // Replaces the file at |path| with |text| atomically (a crash leaves the old
 // or the new file whole), keeping its owner and permission bits: a config may
 // hold a CHAP secret readable by root only, and the new text is never
-// readable by more than that on its way.
+// readable by more than that on its way. A symlink is followed: the file it
+// names is replaced, the link stays.
 Status ReplaceConfigFile(Env* env, const std::string& path, const std::string& text);
 
 }  // namespace dedupv1

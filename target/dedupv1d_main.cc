@@ -117,6 +117,7 @@
 
 #include "core/base/config.h"
 #include "core/engine/data_dir.h"
+#include "core/engine/dedup_system.h"
 #include "core/base/env.h"
 #include "core/base/identity.h"
 #include "core/engine/options.h"
@@ -166,12 +167,15 @@ const char kUsage[] =
     "       dedupv1d watch --config FILE [--interval S] [--once] [options]   take the config's slot over\n"
     "                       automatically once its holder's lease ran out (runs `takeover`)\n"
     "       dedupv1d cluster --config FILE [--json] [--shards]   the store's gateway slots, from RADOS\n"
-    "       dedupv1d volume add NAME SIZE --config FILE   a new volume: in the config, and served as a new\n"
-    "                       LUN by the running instance while the other LUNs go on\n"
+    "       dedupv1d volume add NAME SIZE --config FILE [--overcommit]   a new volume: in the config, and\n"
+    "                       served as a new LUN by the running instance while the other LUNs go on\n"
     "       dedupv1d volume grow NAME SIZE --config FILE [--overcommit]   a volume grows: in the config, and\n"
     "                       online (initiators see it after a rescan: CAPACITY DATA HAS CHANGED)\n"
-    "  --overcommit         volume grow: grow even beyond the free space of the data dir's file system\n"
-    "  --force              takeover: fence a holder that still renews its lease instead of waiting for it\n"
+    "       dedupv1d volume remove NAME --config FILE [--force]   a volume goes: its LUN, its config line\n"
+    "                       and its data (GC reclaims its chunks)\n"
+    "  --overcommit         volume add/grow: even beyond the free space of the data dir's file system\n"
+    "  --force              takeover: fence a holder that still renews its lease instead of waiting for it;\n"
+    "                       volume remove: even while initiators are logged in to the target\n"
     "  --interval S         watch: seconds between looks (default: a third of storage.rados.lock-lease)\n"
     "  --once               watch: look until a verdict (at most a lease and two looks), act on it, exit\n"
     "  --json               cluster: one JSON document (the monitor's /cluster)\n"
@@ -182,7 +186,8 @@ const char kUsage[] =
     "  --volume NAME        start: serve only this volume (repeatable; default: all; LUN = the volume's id)\n"
     "  --module PATH        start: bs_dedupv1.so to LD_PRELOAD into tgtd\n"
     "  --pid-file PATH      start/takeover: write tgtd's pid there once the start is complete (for\n"
-    "                       systemd's PIDFile=); stop: remove it after tgtd is gone\n"
+    "                       systemd's PIDFile=); stop: remove it after tgtd is gone, and exit 0 when\n"
+    "                       nothing runs (a service manager's stop of a stopped service)\n"
     "  --timeout SECONDS    bound of each tgtadm call (default 300; creating/deleting LUNs opens/closes the engine)\n"
     "exit codes: 0 ok / running, 1 failed (or half configured), 2 usage, config or data dir refused,\n"
     "            3 not running\n";
@@ -221,29 +226,31 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
   }
   int first_option = 2;
   if (a->command == "volume") {
-    if (argc < 5 || (std::string(argv[2]) != "add" && std::string(argv[2]) != "grow")) {
-      *err = "volume needs an action and its arguments: volume add|grow NAME SIZE";
+    const std::string action = argc > 2 ? argv[2] : "";
+    const bool sized = action == "add" || action == "grow";
+    if ((!sized && action != "remove") || argc < (sized ? 5 : 4)) {
+      *err = "volume needs an action and its arguments: volume add|grow NAME SIZE, volume remove NAME";
       return false;
     }
-    a->volume_action = argv[2];
+    a->volume_action = action;
     a->volume_name = argv[3];
-    a->volume_size = argv[4];
-    first_option = 5;
+    if (sized) a->volume_size = argv[4];
+    first_option = sized ? 5 : 4;
   }
   for (int i = first_option; i < argc; i++) {
     std::string opt = argv[i];
     std::string value;
     if (opt == "--overcommit") {
-      if (a->volume_action != "grow") {
-        *err = "--overcommit belongs to volume grow";
+      if (a->volume_action != "grow" && a->volume_action != "add") {
+        *err = "--overcommit belongs to volume add and grow";
         return false;
       }
       a->overcommit = true;
       continue;
     }
     if (opt == "--force") {  // a flag: no value
-      if (a->command != "takeover") {
-        *err = "--force belongs to takeover";
+      if (a->command != "takeover" && a->volume_action != "remove") {
+        *err = "--force belongs to takeover and volume remove";
         return false;
       }
       a->force = true;
@@ -1616,9 +1623,14 @@ int StopInstance(const Args& args, bool admin) {
   State st;
   Status s = FindInstance(args, &where, &st);
   if (s.IsNotFound()) {
+    if (args.pid_file.empty()) return NotRunning(args, where, s, "stopped");
+    // A service manager's stop (--pid-file: the unit's ExecStop) of an
+    // instance already gone (stopped by hand, crashed) has nothing left to
+    // do: success, so the unit is not marked failed (and restarted).
     std::error_code ec;
-    if (!args.pid_file.empty()) fs::remove(args.pid_file, ec);  // a crashed tgtd's
-    return NotRunning(args, where, s, "stopped");
+    fs::remove(args.pid_file, ec);
+    NotRunning(args, where, s, "stopped");
+    return kExitOk;
   }
   if (s.IsInvalidArgument()) {
     Complain(s.message());
@@ -1854,6 +1866,158 @@ std::string SizeText(uint64_t bytes) {
   return o.str();
 }
 
+// Whether the store's volume table holds volume |name| with at least |size|
+// bytes (an engine applied the change).
+bool VolumeTableHolds(const Setup& setup, const std::string& name, uint64_t size) {
+  std::vector<VolumeRecord> records;
+  std::unique_ptr<StoreEnv> store;
+  Status s = StoreEnv::Open(setup.options.engine, Env::Default(), &store);
+  if (s.ok()) s = ReadVolumeTable(store->env(), VolumeTablePath(setup.data_dir), &records);
+  if (!s.ok()) return false;
+  return std::any_of(records.begin(), records.end(),
+                     [&](const VolumeRecord& r) { return r.name == name && r.size >= size; });
+}
+
+// Whether target kTid of the tgtd behind |adm| has a dedupv1 LUN |lun|.
+bool TgtdHasDedupv1Lun(const Tgtadm& adm, int lun) {
+  RunResult shown = adm({"--lld", "iscsi", "--op", "show", "--mode", "target"});
+  if (!shown.ok()) return false;
+  for (const auto& t : ParseTargets(shown.output)) {
+    if (t.tid != kTid) continue;
+    for (const auto& l : t.luns) {
+      if (l.lun == lun && l.bstype == "dedupv1") return true;
+    }
+  }
+  return false;
+}
+
+// Drops the data of |name| in the engine: through a LUN of the running
+// tgtd (in the background there; asked until it is done, bounded by
+// --timeout), else, when no tgtd holds the engine open, in an engine of our
+// own. "" when done, else why not.
+std::string DropVolumeData(const Args& args, const Setup& setup, const State* st, const Tgtadm* adm,
+                           const std::string& name) {
+  if (st != nullptr && !st->luns.empty()) {
+    const std::string lun = std::to_string(st->luns.front().lun);
+    const auto until = Clock::now() + std::chrono::seconds(args.timeout_s);
+    for (;;) {
+      RunResult r = (*adm)({"--lld", "iscsi", "--op", "update", "--mode", "logicalunit", "--tid", std::to_string(kTid),
+                            "--lun", lun, "--params", "dedupv1_drop=" + name});
+      if (r.ok()) return "";
+      if (r.output.find("still active") == std::string::npos) return Describe(r, args.timeout_s);
+      if (Clock::now() > until) {
+        return "the drop still runs in tgtd after " + std::to_string(args.timeout_s) +
+               " s (run the command again to see it finish)";
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  std::unique_ptr<DedupSystem> sys;
+  Status s = DedupSystem::OpenConfigFile(setup.config_path, args.data_dir.empty() ? "" : setup.data_dir,
+                                         Env::Default(), &sys);
+  if (s.ok()) s = sys->DropVolume(name);
+  if (sys) {
+    Status closed = sys->Close();
+    if (s.ok()) s = closed;
+  }
+  return s.ok() ? "" : s.ToString();
+}
+
+// `dedupv1d volume remove NAME [--force]`: the volume's LUN is deleted (not
+// while initiators are logged in to the target, unless --force), then its
+// config line is removed, then its data is dropped (unmapped whole: its
+// chunks become garbage GC reclaims; its line in the volume table stays, ids
+// are never reused). A volume only the volume table knows (its line removed
+// by hand, or by an interrupted remove) is dropped the same way, so running
+// the command again finishes an interrupted one.
+int RemoveVolume(const Args& args, const Setup& setup) {
+  const std::string& name = args.volume_name;
+  bool configured = false;
+  for (const auto& v : setup.options.engine.volumes) configured |= v.name == name;
+  bool recorded = false;
+  {
+    std::vector<VolumeRecord> records;
+    std::unique_ptr<StoreEnv> store;
+    Status s = StoreEnv::Open(setup.options.engine, Env::Default(), &store);
+    if (s.ok()) s = ReadVolumeTable(store->env(), VolumeTablePath(setup.data_dir), &records);
+    for (const auto& r : records) recorded |= r.name == name;
+  }
+  if (!configured && !recorded) {
+    std::string names;
+    for (const auto& v : setup.options.engine.volumes) names += (names.empty() ? "" : ", ") + v.name;
+    Complain("no volume named '" + name + "' in " + setup.config_path + " (volumes: " + names +
+             ") nor in the store's volume table; nothing changed");
+    return kExitUsage;
+  }
+  if (configured && setup.options.engine.volumes.size() == 1) {
+    Complain("volume " + name + " is the only volume of " + setup.config_path +
+             ", and a config needs one: add another first; nothing changed");
+    return kExitUsage;
+  }
+  State st;
+  const bool running = LoadState(setup.data_dir, &st).ok() && TgtdAlive(st.pid, st.start_time) && st.configured;
+  const std::string tgtadm = FindProgram("tgtadm");
+  const Tgtadm adm(tgtadm.empty() ? "tgtadm" : tgtadm, st.control_port, args.timeout_s);
+  const std::string log = JoinPath(setup.data_dir, kLogFile);
+  const uint64_t log_start = FileSize(log);
+  auto tgtd_said = [&] {
+    std::string why = LogSince(log, log_start);
+    if (!why.empty()) std::fprintf(stderr, "%s", why.c_str());
+  };
+  auto served = std::find_if(st.luns.begin(), st.luns.end(), [&](const Lun& l) { return l.volume == name; });
+  if (running && served != st.luns.end()) {
+    RunResult shown = adm({"--lld", "iscsi", "--op", "show", "--mode", "target"});
+    int sessions = 0;
+    for (const auto& t : ParseTargets(shown.output)) {
+      if (t.tid == kTid) sessions = t.connections;
+    }
+    if (!shown.ok()) {
+      Complain("cannot tell who is logged in (" + Describe(shown, args.timeout_s) + "); nothing changed");
+      return kExitFailed;
+    }
+    if (sessions > 0 && !args.force) {
+      Complain(std::to_string(sessions) + " initiator session(s) are logged in to " + st.iqn +
+               " and may use LUN " + std::to_string(served->lun) + " (volume " + name +
+               "): log them out first, or pass --force (their I/O to that LUN then fails); nothing changed");
+      return kExitUsage;
+    }
+    const int lun = served->lun;
+    RunResult r = adm({"--lld", "iscsi", "--op", "delete", "--mode", "logicalunit", "--tid", std::to_string(kTid),
+                       "--lun", std::to_string(lun)});
+    if (!r.ok()) {
+      Complain("deleting LUN " + std::to_string(lun) + " (volume " + name + ") failed: " + Describe(r, args.timeout_s) +
+               "; nothing changed");
+      tgtd_said();
+      return kExitFailed;
+    }
+    st.luns.erase(served);
+    Status saved = SaveState(st);
+    if (!saved.ok()) Complain("warning: the state file was not updated: " + saved.ToString());
+    Say("dedupv1d: LUN " + std::to_string(lun) + " (volume " + name + ") deleted");
+  }
+  if (configured) {
+    std::string old_text, new_text;
+    Status s = ReadFileToString(Env::Default(), setup.config_path, &old_text);
+    if (s.ok()) s = RemoveVolumeLine(old_text, name, &new_text);
+    if (s.ok()) s = ReplaceConfigFile(Env::Default(), setup.config_path, new_text);
+    if (!s.ok()) {
+      Complain("the config line of volume " + name + " was not removed: " + s.ToString() +
+               "; its data is kept (run the command again)");
+      return kExitFailed;
+    }
+    Say("dedupv1d: " + setup.config_path + ": volume " + name + "'s line removed");
+  }
+  const std::string failed = DropVolumeData(args, setup, running ? &st : nullptr, &adm, name);
+  if (!failed.empty()) {
+    Complain("the data of volume " + name + " was not dropped: " + failed +
+             " (it is no longer served; run the command again to drop it)");
+    tgtd_said();
+    return kExitFailed;
+  }
+  Say("dedupv1d: volume " + name + " removed: its data is dropped, and garbage collection reclaims its chunks");
+  return kExitOk;
+}
+
 // `dedupv1d volume add|grow NAME SIZE`: edits the config (ReplaceConfigFile:
 // atomic, owner and mode kept), then, if an instance serves the data dir,
 // applies it there while the other LUNs keep serving: add creates the
@@ -1872,7 +2036,7 @@ int VolumeCommand(const Args& args) {
   }
   const std::string& name = args.volume_name;
   uint64_t size = 0;
-  if (!ParseSize(args.volume_size, &size).ok()) {
+  if (args.volume_action != "remove" && !ParseSize(args.volume_size, &size).ok()) {
     Complain("size '" + args.volume_size + "' is not a size (e.g. 100G, 512M, 2T); nothing changed");
     return kExitUsage;
   }
@@ -1882,6 +2046,7 @@ int VolumeCommand(const Args& args) {
     Complain("another dedupv1d command is working on " + setup.data_dir + "; try again (nothing changed)");
     return kExitFailed;
   }
+  if (args.volume_action == "remove") return RemoveVolume(args, setup);
   std::string old_text;
   s = ReadFileToString(Env::Default(), setup.config_path, &old_text);
   if (!s.ok()) {
@@ -1934,11 +2099,11 @@ int VolumeCommand(const Args& args) {
       return kExitUsage;
     }
     const uint64_t free_bytes = FreeBytes(setup.data_dir);
-    if (!add && !args.overcommit && setup.options.engine.storage_backend == "local" && free_bytes > 0 &&
+    if (!args.overcommit && setup.options.engine.storage_backend == "local" && free_bytes > 0 &&
         added_bytes > free_bytes) {
-      Complain("growing volume " + name + " by " + SizeText(added_bytes) + " is more than the " +
-               SizeText(free_bytes) + " free in " + setup.data_dir + "; add space, or pass --overcommit to grow "
-               "it thin (then watch the free space); nothing changed");
+      Complain(std::string(add ? "adding volume " : "growing volume ") + name + (add ? " of " : " by ") +
+               SizeText(added_bytes) + " is more than the " + SizeText(free_bytes) + " free in " + setup.data_dir +
+               "; add space, or pass --overcommit to provision it thin (then watch the free space); nothing changed");
       return kExitUsage;
     }
   }
@@ -1982,9 +2147,17 @@ int VolumeCommand(const Args& args) {
     }
     lun.lun = next.luns[0].lun;
     what = "creating LUN " + std::to_string(lun.lun) + " (volume " + name + ")";
-    r = adm({"--lld", "iscsi", "--op", "new", "--mode", "logicalunit", "--tid", std::to_string(kTid), "--lun",
-             std::to_string(lun.lun), "--bstype", "dedupv1", "--backing-store", setup.config_path, "--bsopts",
-             "volume=" + name + ";datadir=" + setup.data_dir});
+    if (TgtdHasDedupv1Lun(adm, lun.lun)) {
+      // An earlier run created it and was stopped before it could say so
+      // in the state file: adopt it.
+      what = "adopting LUN " + std::to_string(lun.lun) + " (volume " + name + "), created by an interrupted run";
+      Say("dedupv1d: " + what);
+      r.exit_code = 0;
+    } else {
+      r = adm({"--lld", "iscsi", "--op", "new", "--mode", "logicalunit", "--tid", std::to_string(kTid), "--lun",
+               std::to_string(lun.lun), "--bstype", "dedupv1", "--backing-store", setup.config_path, "--bsopts",
+               "volume=" + name + ";datadir=" + setup.data_dir});
+    }
   } else if (!add && served != nullptr && served->size < size) {
     lun = *served;
     lun.size = size;
@@ -2004,7 +2177,13 @@ int VolumeCommand(const Args& args) {
     Complain(what + " failed: " + Describe(r, args.timeout_s));
     std::string why = LogSince(log, log_start);
     if (!why.empty()) std::fprintf(stderr, "%s", why.c_str());
-    if (added_bytes > 0) {
+    if (added_bytes > 0 && VolumeTableHolds(setup, name, size)) {
+      // The engine got as far as its volume table (the answer was lost: a
+      // timeout, tgtd killed): the config must keep saying so, or the next
+      // start would refuse the table's size as a shrink.
+      Complain("the store's volume table already holds volume " + name + " with " + SizeText(size) +
+               ": the config keeps it; run the command again (or restart) to finish");
+    } else if (added_bytes > 0) {
       Status back = ReplaceConfigFile(Env::Default(), setup.config_path, old_text);
       Complain(back.ok() ? "the config is as it was" : "the config could not be put back: " + back.ToString());
     }

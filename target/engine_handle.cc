@@ -19,9 +19,19 @@
 #include <mutex>
 #include <string>
 #include <system_error>
+#include <thread>
 
 namespace dedupv1 {
 namespace {
+
+// A volume's data being dropped (dedupv1_tgt_drop_volume) on a thread of its
+// own; |done| and |result| under |mu|.
+struct VolumeDrop {
+  std::thread worker;
+  std::mutex mu;
+  bool done = false;
+  Status result;
+};
 
 // What tgtd's dedupv1 LUNs share. Only engine_handle.cc touches it, always under |mu|.
 struct SharedEngine {
@@ -33,6 +43,7 @@ struct SharedEngine {
   std::unique_ptr<MonitorServer> monitor;          // the status server, while the system is open
   std::unique_ptr<GatewayHeartbeatWriter> heartbeat;  // gateway slot mode, while the system is open
   std::string admin_stop_marker;  // with |heartbeat|: the file by which dedupv1d says a close is an admin's stop
+  std::map<std::string, std::unique_ptr<VolumeDrop>> drops;  // volume removals running or not yet collected
 };
 
 // Starts the monitor next to a freshly opened system. A monitor that cannot
@@ -175,9 +186,9 @@ std::string ApplyConfig(SharedEngine& shared, const char* config_path, const cha
   s = SystemOf(shared.sys)->ApplyVolumes(now.engine.volumes, &changed);
   if (!s.ok()) return "config '" + std::string(config_path) + "' cannot be applied to the open engine: " + s.ToString();
   for (const auto& name : changed) {
-    SystemOf(shared.sys)->GetVolume(name, &open);
+    if (!SystemOf(shared.sys)->GetVolume(name, &open).ok()) continue;  // only just added: cannot be gone
     std::fprintf(stderr, "dedupv1: volume '%s' is %llu bytes from now on (config '%s')\n", name.c_str(),
-                 static_cast<unsigned long long>(open != nullptr ? open->size() : 0), config_path);
+                 static_cast<unsigned long long>(open->size()), config_path);
   }
   return "";
 }
@@ -234,6 +245,10 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
       return DEDUPV1_EINVAL;
     }
 
+    if (shared.drops.count(volume) != 0) {
+      SetError(err, errlen, std::string("volume '") + volume + "' is being dropped (dedupv1d volume remove)");
+      return DEDUPV1_EBUSY;
+    }
     for (const auto& [open_vol, name] : shared.volumes) {
       if (name == volume) {
         SetError(err, errlen, std::string("volume '") + volume + "' is already served by another LUN");
@@ -273,6 +288,10 @@ extern "C" int dedupv1_tgt_release(dedupv1_volume* vol, char* err, size_t errlen
     dedupv1_volume_close(vol);
     dedupv1::UpdateHeartbeatVolumes(shared);
     if (!shared.volumes.empty() || shared.sys == nullptr) return DEDUPV1_OK;
+    // A drop still running finishes first (a close waits for it, as for
+    // any request in flight); its result is in tgtd's log.
+    for (auto& [name, drop] : shared.drops) drop->worker.join();
+    shared.drops.clear();
     dedupv1::StopMonitor(shared);
     dedupv1::DetachHeartbeatLoad(shared);
     int rc = dedupv1_close(shared.sys, err, errlen);
@@ -287,7 +306,8 @@ extern "C" int dedupv1_tgt_release(dedupv1_volume* vol, char* err, size_t errlen
   }
 }
 
-extern "C" int dedupv1_tgt_resize(dedupv1_volume* vol, uint64_t* size, char* err, size_t errlen) {
+extern "C" int dedupv1_tgt_resize(dedupv1_volume* vol, uint64_t block_size, uint64_t* size, char* err,
+                                  size_t errlen) {
   try {
     auto& shared = Shared();
     std::lock_guard<std::mutex> lock(shared.mu);
@@ -296,14 +316,89 @@ extern "C" int dedupv1_tgt_resize(dedupv1_volume* vol, uint64_t* size, char* err
       SetError(err, errlen, "the volume is not open");
       return DEDUPV1_EINVAL;
     }
-    const std::string why = dedupv1::ApplyConfig(shared, shared.config_path.c_str(),
-                                                 shared.data_dir.empty() ? nullptr : shared.data_dir.c_str(), it->second);
+    const char* data_dir = shared.data_dir.empty() ? nullptr : shared.data_dir.c_str();
+    // The LU's block size is checked before the engine changes anything.
+    dedupv1::ServiceOptions now;
+    dedupv1::Status s = dedupv1::LoadServiceOptions(shared.config_path.c_str(), data_dir, &now);
+    if (!s.ok()) return dedupv1::ReportStatus(s, err, errlen);
+    for (const auto& v : now.engine.volumes) {
+      if (v.name == it->second && block_size > 0 && v.size % block_size != 0) {
+        SetError(err, errlen, "volume '" + v.name + "' is " + std::to_string(v.size) + " bytes in config '" +
+                                  shared.config_path + "', not a multiple of the LUN's " +
+                                  std::to_string(block_size) + "-byte blocks");
+        return DEDUPV1_EINVAL;
+      }
+    }
+    const std::string why = dedupv1::ApplyConfig(shared, shared.config_path.c_str(), data_dir, it->second);
     if (!why.empty()) {
       SetError(err, errlen, why);
       return DEDUPV1_EINVAL;
     }
     *size = dedupv1_volume_size(vol);
     return DEDUPV1_OK;
+  } catch (const std::exception& e) {
+    SetError(err, errlen, std::string("dedupv1 module: ") + e.what());
+    return DEDUPV1_EOTHER;
+  }
+}
+
+extern "C" int dedupv1_tgt_drop_volume(const char* volume, char* err, size_t errlen) {
+  try {
+    auto& shared = Shared();
+    std::lock_guard<std::mutex> lock(shared.mu);
+    if (shared.sys == nullptr) {
+      SetError(err, errlen, "no engine is open");
+      return DEDUPV1_EINVAL;
+    }
+    auto known = shared.drops.find(volume);
+    if (known != shared.drops.end()) {
+      dedupv1::VolumeDrop& drop = *known->second;
+      dedupv1::Status result;
+      {
+        std::lock_guard<std::mutex> l(drop.mu);
+        if (!drop.done) return DEDUPV1_EBUSY;
+        result = drop.result;
+      }
+      drop.worker.join();
+      shared.drops.erase(known);  // asked again, it starts anew
+      if (!result.ok()) return dedupv1::ReportStatus(result, err, errlen);
+      return DEDUPV1_OK;
+    }
+    for (const auto& [open_vol, name] : shared.volumes) {
+      if (name == volume) {
+        SetError(err, errlen, std::string("volume '") + volume + "' is served by a LUN: delete that LUN first");
+        return DEDUPV1_EINVAL;
+      }
+    }
+    // Only a volume the admin took out of the config: a slip of the name
+    // never drops a configured volume's data.
+    dedupv1::ServiceOptions now;
+    dedupv1::Status s = dedupv1::LoadServiceOptions(shared.config_path.c_str(),
+                                                    shared.data_dir.empty() ? nullptr : shared.data_dir.c_str(), &now);
+    if (!s.ok()) return dedupv1::ReportStatus(s, err, errlen);
+    for (const auto& v : now.engine.volumes) {
+      if (v.name == volume) {
+        SetError(err, errlen, std::string("volume '") + volume + "' is still in config '" + shared.config_path +
+                                  "': remove its line first");
+        return DEDUPV1_EINVAL;
+      }
+    }
+    // Off tgtd's main thread, which serves every other LUN meanwhile.
+    auto drop = std::make_unique<dedupv1::VolumeDrop>();
+    dedupv1::VolumeDrop* d = drop.get();
+    dedupv1::DedupSystem* system = dedupv1::SystemOf(shared.sys);
+    const std::string name = volume;
+    d->worker = std::thread([d, system, name] {
+      dedupv1::Status result = system->DropVolume(name);
+      std::fprintf(stderr, "dedupv1: volume '%s' %s\n", name.c_str(),
+                   result.ok() ? "dropped: unmapped whole, its chunks are garbage for GC"
+                               : ("not dropped: " + result.ToString()).c_str());
+      std::lock_guard<std::mutex> l(d->mu);
+      d->result = result;
+      d->done = true;
+    });
+    shared.drops.emplace(name, std::move(drop));
+    return DEDUPV1_EBUSY;
   } catch (const std::exception& e) {
     SetError(err, errlen, std::string("dedupv1 module: ") + e.what());
     return DEDUPV1_EOTHER;

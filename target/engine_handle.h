@@ -37,9 +37,21 @@ int dedupv1_tgt_acquire(const char* config_path, const char* data_dir, const cha
 /* Applies the config the system was opened with to it, as dedupv1_tgt_acquire
  * does (a volume grown there grows, one added is added), and sets |*size| to
  * |vol|'s size from now on. DEDUPV1_EINVAL (nothing changed) when the config
- * does not load, no longer names the volume or shrinks a volume. For tgtd's
- * main thread, which then sets the LU's capacity. */
-int dedupv1_tgt_resize(dedupv1_volume* vol, uint64_t* size, char* err, size_t errlen);
+ * does not load, no longer names the volume, gives it a size that is not a
+ * multiple of |block_size| (the LU's) or shrinks a volume. For tgtd's main
+ * thread, which then sets the LU's capacity. */
+int dedupv1_tgt_resize(dedupv1_volume* vol, uint64_t block_size, uint64_t* size, char* err, size_t errlen);
+
+/* Drops the data of volume |volume| (dedupv1d volume remove), in the
+ * background: DedupSystem::DropVolume unmaps it whole (its chunks become
+ * garbage for GC) and syncs, on a thread of its own while the other LUNs
+ * serve. The first call checks and starts it: no LUN may serve the volume
+ * and the config must no longer name it (DEDUPV1_EINVAL), so a mistyped name
+ * never drops a configured volume; it returns DEDUPV1_EBUSY while the drop
+ * runs, then its result once (DEDUPV1_OK when done). Until collected, no LUN
+ * may serve the volume. The engine's close waits for a running drop. Any LUN
+ * of the tgtd may carry the request. */
+int dedupv1_tgt_drop_volume(const char* volume, char* err, size_t errlen);
 
 /* Closes |vol| (from dedupv1_tgt_acquire) and, when it was the last one, the
  * system. Returns the error of closing the system, if any (the volume is

@@ -324,7 +324,8 @@ void DedupSystem::ConnectContainerEvents() {
 
 void DedupSystem::LogStart(const SystemEventData& start) {
   LogRecord(LogEventType::kSystemStart, start.Encode());
-  for (Volume* vol : *Served()) {
+  const auto served = Served();  // held for the loop: a change replaces the snapshot
+  for (Volume* vol : *served) {
     VolumeEventData attached;
     attached.volume_id = vol->id();
     attached.name = vol->name();
@@ -444,6 +445,45 @@ Status DedupSystem::LoadVolumes() {
     }
   }
   PublishServedLocked();
+  return Status::OK();
+}
+
+Status DedupSystem::DropVolume(const std::string& name) {
+  Volume* vol = nullptr;
+  std::unique_ptr<Volume> unserved;  // a volume only the table knows
+  {
+    std::lock_guard<std::mutex> l(volumes_mu_);
+    auto it = volumes_.find(name);
+    if (it != volumes_.end()) vol = it->second.get();
+  }
+  if (vol == nullptr) {
+    std::vector<VolumeRecord> records;
+    DEDUPV1_RETURN_IF_ERROR(ReadVolumeTable(env_, JoinPath(options_.data_dir, kVolumesFileName), &records));
+    for (const auto& r : records) {
+      if (r.name == name) unserved = std::make_unique<Volume>(VolumeContext(), r.id, r.name, r.size, r.uid);
+    }
+    if (unserved == nullptr) return Status::NotFound("no volume named '" + name + "' in the volume table");
+    vol = unserved.get();
+  }
+  // Through the write path's own unmap (logged, usage counted), a GiB at a
+  // time; then one sync makes every unmap durable before the caller forgets
+  // the volume.
+  constexpr uint64_t kStep = 1ull << 30;
+  for (uint64_t offset = 0; offset < vol->size(); offset += kStep) {
+    Status s = vol->Unmap(offset, std::min(kStep, vol->size() - offset));
+    if (!s.ok()) return s.WithContext("drop volume " + name);
+  }
+  Status s = vol->Sync();
+  if (!s.ok()) return s.WithContext("drop volume " + name);
+  if (unserved == nullptr) {
+    std::lock_guard<std::mutex> l(volumes_mu_);
+    auto it = volumes_.find(name);
+    if (it != volumes_.end() && it->second.get() == vol) {
+      retired_volumes_.push_back(std::move(it->second));
+      volumes_.erase(it);
+      PublishServedLocked();
+    }
+  }
   return Status::OK();
 }
 
@@ -592,7 +632,8 @@ void DedupSystem::WorkerLoop(int index) {
     bool did_work = false;
     bool failed = false;
     WriteBuffer::ClaimPolicy policy = CurrentPolicy();
-    for (Volume* vol : *Served()) {
+    const auto served = Served();  // held for the loop: a change replaces the snapshot
+    for (Volume* vol : *served) {
       Volume::RunOutcome run;
       while (!stop_.load() && vol->ProcessOneRun(policy, &run)) {
         did_work = true;
@@ -681,7 +722,8 @@ Status DedupSystem::ReportParked(uint64_t epoch) {
     lost = Status::NoSpace(why + ": data written before this sync needed new chunk-index entries and was "
                                  "not stored; those blocks keep what they held before");
   }
-  for (Volume* vol : *Served()) {
+  const auto served = Served();  // held for the loop: a change replaces the snapshot
+  for (Volume* vol : *served) {
     const std::vector<uint64_t> blocks = vol->buffer().ParkedBlocksUpTo(epoch);
     if (blocks.empty()) continue;
     // Noted before the bytes go, so no Sync of the volume can miss it.
@@ -704,7 +746,8 @@ Status DedupSystem::DrainUpTo(uint64_t epoch) {
   // Runs parked for want of chunk-index space get another try if the index
   // has room again (GC erased entries); else they fail this sync at once.
   if (chunk_index_->stats().fill_ratio() < 1.0) {
-    for (Volume* vol : *Served()) vol->buffer().UnparkAll();
+    const auto served = Served();  // held for the loop: a change replaces the snapshot
+    for (Volume* vol : *served) vol->buffer().UnparkAll();
   }
   {
     std::lock_guard<std::mutex> l(work_mu_);
@@ -714,7 +757,8 @@ Status DedupSystem::DrainUpTo(uint64_t epoch) {
   std::unique_lock<std::mutex> l(work_mu_);
   for (;;) {
     bool pending = false, dirty = false;
-    for (Volume* vol : *Served()) {
+    const auto served = Served();  // held for the loop: a change replaces the snapshot
+    for (Volume* vol : *served) {
       pending |= vol->buffer().HasPendingUpTo(epoch);
       dirty |= vol->buffer().HasDirtyUpTo(epoch);
     }
@@ -1198,7 +1242,8 @@ Status DedupSystem::Close() {
     if (result.ok() && !s.ok()) result = s;
   };
   if (open_complete_ && log_) {
-    for (Volume* vol : *Served()) {
+    const auto served = Served();  // held for the loop: a change replaces the snapshot
+    for (Volume* vol : *served) {
       VolumeEventData detached;
       detached.volume_id = vol->id();
       detached.name = vol->name();
@@ -1236,6 +1281,7 @@ Status DedupSystem::Close() {
     std::lock_guard<std::mutex> l(volumes_mu_);
     served_.store(std::make_shared<const std::vector<Volume*>>());
     volumes_.clear();
+    retired_volumes_.clear();
   }
   lock_.reset();
   return result;

@@ -84,6 +84,16 @@ class DedupSystem {
   // |*changed| (if given) gets the names of the volumes added or grown.
   Status ApplyVolumes(const std::vector<VolumeOptions>& configured, std::vector<std::string>* changed);
 
+  // Drops the data of volume |name| (an admin's removal, dedupv1d volume
+  // remove): the whole volume is unmapped, so its chunks lose their
+  // references and GC reclaims them, and the unmaps are made durable. The
+  // volume may be one served now (no LUN may hold it: the caller checks) or
+  // one only the volume table knows (no longer in the config). A served
+  // volume stops being served (GetVolume no longer finds it). Its table line
+  // stays: ids are never reused, and the name added again gets an empty
+  // volume with the same id. NotFound when neither knows |name|.
+  Status DropVolume(const std::string& name);
+
   // Makes every write acknowledged before the call durable (all volumes).
   Status Sync();
 
@@ -300,6 +310,9 @@ class DedupSystem {
   std::mutex volumes_mu_;
   std::map<std::string, std::unique_ptr<Volume>> volumes_;
   std::atomic<std::shared_ptr<const std::vector<Volume*>>> served_{std::make_shared<const std::vector<Volume*>>()};
+  // Volumes dropped while served (DropVolume): kept until Close, as a worker
+  // may still hold an older snapshot of |served_| naming them.
+  std::vector<std::unique_ptr<Volume>> retired_volumes_;
   std::shared_ptr<const std::vector<Volume*>> Served() const { return served_.load(); }
   void PublishServedLocked();  // |volumes_mu_| held: |served_| = the map's volumes
   Volume::Context VolumeContext();

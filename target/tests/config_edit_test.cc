@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/base/config.h"
 #include "core/base/testutil.h"
@@ -48,6 +49,18 @@ TEST(ConfigEditTest, GrowChangesOnlyThatLineAndKeepsItsComment) {
   EXPECT_TRUE(SetVolumeSize("volume = backup10 1G\n# volume = backup1 1G\n", "backup1", "2G", &out).IsNotFound());
 }
 
+TEST(ConfigEditTest, RemoveTakesOnlyThatLine) {
+  std::string out;
+  ASSERT_TRUE(RemoveVolumeLine(kConfig, "backup1", &out).ok());
+  EXPECT_EQ(out,
+            "# my store\n"
+            "data-dir = /srv/dedupv1\n"
+            "volume = backup2 10G\n"
+            "\n"
+            "chunk-index.size = 1G\n");
+  EXPECT_TRUE(RemoveVolumeLine(kConfig, "backup", &out).IsNotFound());
+}
+
 TEST(ConfigEditTest, ReplaceKeepsModeAndOwner) {
   test::TempDir dir;
   const std::string path = JoinPath(dir.path(), "dedupv1.conf");
@@ -62,6 +75,22 @@ TEST(ConfigEditTest, ReplaceKeepsModeAndOwner) {
   EXPECT_EQ(st.st_mode & 07777, 0640u);
   EXPECT_FALSE(Env::Default()->FileExists(path + ".dedupv1d-new"));
   EXPECT_TRUE(ReplaceConfigFile(Env::Default(), JoinPath(dir.path(), "missing.conf"), "x").IsIOError());
+}
+
+// targets.conf's lunN.conf links to the one config: the link stays a link.
+TEST(ConfigEditTest, ReplaceThroughASymlinkReplacesItsTarget) {
+  test::TempDir dir;
+  const std::string path = JoinPath(dir.path(), "dedupv1.conf");
+  const std::string link = JoinPath(dir.path(), "lun1.conf");
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, kConfig).ok());
+  ASSERT_EQ(::symlink("dedupv1.conf", link.c_str()), 0);
+  ASSERT_TRUE(ReplaceConfigFile(Env::Default(), link, "volume = a 1G\n").ok());
+  struct stat st;
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  std::string text;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), path, &text).ok());
+  EXPECT_EQ(text, "volume = a 1G\n");
 }
 
 }  // namespace

@@ -10,6 +10,11 @@
 #    not a multiple of 512, a shrink, an unknown volume, a grow beyond the free
 #    space of the data dir (allowed with --overcommit), a command while another
 #    holds the data dir;
+#  - an interrupted add (its LUN made, the state file not told) is adopted;
+#  - remove: refused while a session is logged in (unless --force), then the
+#    LUN, the config line and the data go (tgtd drops it in the background);
+#    while stopped, an engine of dedupv1d's own drops it; the last volume
+#    stays; dedupv1_check finds the usage counts right afterwards;
 #  - the writer of LUN 1 never failed; after kill -9 of tgtd a new start serves
 #    both volumes with their new sizes and every synced byte.
 #
@@ -42,12 +47,13 @@ pid="$(dd_pid "$data")"
 # LUN 1 keeps a writer busy through every change below: one-MiB sessions
 # over its first 32 MiB, each ending with SYNCHRONIZE CACHE, until told to
 # stop (at most 400). Its ledger: "C i" per synced session, "F i" per failed.
-head -c "$MiB" /dev/urandom >"$WORK/seg.img"
-for i in $(seq 0 31); do cat "$WORK/seg.img"; done >"$WORK/w.img"
+# Each MiB has its own content, so a write landing elsewhere would show.
+head -c $((32 * MiB)) /dev/urandom >"$WORK/w.img"
+for k in $(seq 0 31); do dd if="$WORK/w.img" of="$WORK/seg.$k" bs="$MiB" skip="$k" count=1 status=none; done
 (
   for i in $(seq 0 399); do
     [ -e "$WORK/w.stop" ] && break
-    if timeout 60 qemu-io -f raw -t writeback -c "write -s $WORK/seg.img $(((i % 32) * MiB)) $MiB" -c flush \
+    if timeout 60 qemu-io -f raw -t writeback -c "write -s $WORK/seg.$((i % 32)) $(((i % 32) * MiB)) $MiB" -c flush \
       "$(dd_url 1)" >"$WORK/w.out" 2>&1 && ! grep -q failed "$WORK/w.out"; then
       echo "C $i" >>"$WORK/w.ledger"
     else
@@ -123,6 +129,37 @@ check "read them back" bash -c "timeout 120 qemu-img convert -f raw -O raw '$(dd
 check "grow vol2 to 1G, beyond the free space, with --overcommit" vol grow vol2 1G --overcommit
 check "LUN 2 is 1 GiB" capacity_is 2 $((1 << 30))
 
+# ---- an interrupted add (the LUN made, the state file not told) is finished
+echo "volume = vol4 16M" >>"$conf"
+check "a LUN 3 for vol4, as an interrupted run would leave it" timeout 120 tgtadm -C "$CTL" --lld iscsi --op new \
+  --mode logicalunit --tid 1 --lun 3 --bstype dedupv1 --backing-store "$conf" --bsopts "volume=vol4;datadir=$data"
+check "volume add vol4 16M again" vol add vol4 16M --overcommit
+check_output "it adopts the LUN" "adopting LUN 3 \(volume vol4\)"
+check "status: LUN 3 = vol4" dd_status "$conf"
+check_output "status lists it" "^LUN 3: +volume vol4, 16.0 MiB"
+
+# ---- remove: not while an initiator is logged in, unless --force
+check "write 4 MiB to vol4's LUN 3 (synced)" put "$WORK/d.img" 3
+timeout 60 qemu-io -f raw -c "sleep 50000" "$(dd_url 1)" >/dev/null 2>&1 &
+session=$!
+DD_PIDS+=("$session")
+tgt_wait_for "tgtadm -C $CTL --lld iscsi --op show --mode target | grep -q 'I_T nexus:'" 20 ||
+  fail "the session did not log in"
+cp "$conf" "$WORK/conf.before"
+check_exit 2 "volume remove vol4 while a session is logged in" vol remove vol4
+check_output "it names the sessions and --force" "session\(s\) are logged in to $IQN and may use LUN 3 \(volume vol4\).*--force"
+check "the config is unchanged" cmp "$conf" "$WORK/conf.before"
+check "LUN 3 still serves" same "$WORK/d.img" 3
+check "volume remove vol4 --force" vol remove vol4 --force
+check_output "its data is dropped" "volume vol4 removed: its data is dropped"
+check_fails "the config has no vol4 line" grep -q "vol4" "$conf"
+check "iscsi-ls" iscsi-ls -s "iscsi://127.0.0.1:$PORT"
+if grep -q "^Lun:3 " "$WORK/last.out"; then fail "LUN 3 is still listed"; else ok "LUN 3 is gone"; fi
+check "tgtd's log says vol4 was dropped" grep -q "volume 'vol4' dropped" "$data/tgtd.log"
+kill "$session" 2>/dev/null
+check_exit 2 "volume remove of an unknown volume" vol remove vol9
+check_output "it says so" "no volume named 'vol9'"
+
 # ---- the writer of LUN 1 went on through all of it
 synced_after_grow="$(synced)"
 tgt_wait_for "[ \"\$(synced)\" -ge 32 ]" 120 || fail "the writer of LUN 1 did not cover its 32 MiB"
@@ -147,5 +184,11 @@ check "stop" dd_stop "$conf"
 check "the engine closed cleanly" test -e "$data/clean"
 check "grow while stopped: the config only" vol grow vol2 2G --overcommit
 check_output "it says when it applies" "no instance serves $data: the volume is this size from the next start"
+check "volume remove vol2 while stopped (an engine of its own drops it)" vol remove vol2
+check_output "its data is dropped" "volume vol2 removed: its data is dropped"
+check_exit 2 "removing the only volume left" vol remove vol1
+check_output "it says a config needs one" "is the only volume of .* add another first"
+check "dedupv1_check: every usage count matches the mappings" \
+  timeout 300 "$(dirname "$DEDUPV1D")/dedupv1_check" --config "$conf"
 
 dd_summary

@@ -160,7 +160,7 @@ check "read them back" same "$WORK/a.img" 1
 
 # ---- removal refused while it serves, reinstall (upgrade) while it serves
 check_fails "dpkg -r refused while tgtd serves with the installed module" timeout 120 dpkg -r dedupv1
-check_output "the refusal names the tgtd and what to do" "not removed: tgtd \(pid $pid\) serves dedupv1 volumes.*stop it first"
+check_output "the refusal names the tgtd and what to do" "not removed: tgtd pid $pid \(control port $CTL\) serves dedupv1 LUNs.*stop it first"
 check "still installed after the refusal" test -e "$MODULE" -a -x /usr/bin/dedupv1d
 check "dpkg -i of the same package again while it serves" timeout 300 dpkg -i "$deb"
 check "the config of the admin is kept" grep -q "^data-dir = $WORK/data$" "$CONF"
@@ -172,6 +172,10 @@ check "the unit's ExecStop" timeout 600 $exec_stop
 check_fails "tgtd is gone" tgt_alive "$pid"
 check "the engine closed cleanly" test -e "$WORK/data/clean"
 check_fails "the pid file is removed" test -e "$pid_file"
+# A stop of a stopped service succeeds, so systemd does not mark the unit
+# failed (and restart it) after an admin's own dedupv1d stop or a crash.
+# shellcheck disable=SC2086
+check "the unit's ExecStop again, with nothing running, exits 0" timeout 60 $exec_stop
 rmdir /run/dedupv1 2>/dev/null  # systemd removes its RuntimeDirectory
 
 # ---- the system tgt path: a tgtd as tgt.service runs it, nothing preloaded
@@ -212,7 +216,12 @@ check "the engine closed cleanly" test -e "$WORK/data/clean"
 rm -f /etc/dedupv1/lun2.conf
 
 # ---- remove and purge: programs go, stored data stays
-check "dpkg -r removes the package once nothing serves" timeout 120 dpkg -r dedupv1
+# A tgtd without dedupv1 LUNs (tgt's own service) has the module loaded too,
+# as every tgtd loads its whole module folder; it does not hold the removal.
+check "a plain tgtd without dedupv1 LUNs starts again" tgt_start "$WORK/tgtd2.log"
+check "it has the module loaded" grep -q " $MODULE\$" "/proc/$(pgrep -f "tgtd -f -C $TGT_CTL " | head -n 1)/maps"
+check "dpkg -r removes the package: no tgtd serves dedupv1 LUNs" timeout 120 dpkg -r dedupv1
+check "that tgtd stops" tgt_stop
 for f in "$MODULE" /usr/bin/dedupv1d /usr/bin/dedupv1_mon "$UNIT"; do
   check_fails "removed: $f" test -e "$f"
 done
