@@ -97,6 +97,44 @@ TEST(OnlineVolumesTest, AddAndGrowWhileAnotherVolumeIsWrittenThenReopen) {
   EXPECT_TRUE(test::ReadsBack(vol2, 0, second));
 }
 
+// Many adds while writers and syncs walk the served volumes: each add
+// replaces the snapshot they read (run it under ASan/TSan to see a reader
+// that let go of its snapshot too early).
+TEST(OnlineVolumesTest, ManyAddsWhileWritersAndSyncsRun) {
+  test::TempDir dir;
+  std::vector<VolumeOptions> volumes = {{"vol1", 64 * kMiB}};
+  auto sys = test::OpenSystemOrDie(WithVolumes(dir.path(), volumes));
+  Volume* vol1 = test::Vol(sys.get(), "vol1");
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 2; w++) {
+    writers.emplace_back([&, w] {
+      const auto data = test::RandomBytes(256 << 10, 20 + w);
+      for (int i = 0; i < 400 && !stop.load(); i++) {
+        const uint64_t at = (static_cast<uint64_t>(w) * 32 + (i % 32)) * kMiB;
+        if (!vol1->Write(at, data.size(), data.data(), false).ok() || !sys->Sync().ok()) failures++;
+      }
+    });
+  }
+  const auto small = test::RandomBytes(64 << 10, 30);
+  for (int n = 2; n <= 21; n++) {
+    volumes.push_back({"vol" + std::to_string(n), 8 * kMiB});
+    ASSERT_TRUE(sys->ApplyVolumes(volumes, nullptr).ok());
+    Volume* added = test::Vol(sys.get(), volumes.back().name);
+    ASSERT_NE(added, nullptr);
+    ASSERT_TRUE(added->Write(0, small.size(), small.data(), false).ok());
+  }
+  stop = true;
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  ASSERT_TRUE(sys->Sync().ok());
+  EXPECT_EQ(sys->volumes().size(), 21u);
+  for (const auto& v : volumes) {
+    if (v.name != "vol1") EXPECT_TRUE(test::ReadsBack(test::Vol(sys.get(), v.name), 0, small)) << v.name;
+  }
+}
+
 TEST(OnlineVolumesTest, ShrinkIsRefusedAndChangesNothing) {
   test::TempDir dir;
   auto sys = test::OpenSystemOrDie(WithVolumes(dir.path(), {{"vol1", 64 * kMiB}}));
