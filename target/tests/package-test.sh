@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The Debian package as an admin meets it (issue 16, ctest label "service").
 #
-#   package-test.sh build SOURCE_DIR OUT_DIR
+#   package-test.sh build SOURCE_DIR OUT_DIR [previous-release]
 #       dpkg-buildpackage -b -us -uc on a copy of the tree (its committed and
-#       uncommitted files, no build output); the .deb lands in OUT_DIR.
+#       uncommitted files, no build output); the .deb lands in OUT_DIR. With
+#       "previous-release": the tree of the newest release tag (v*) before
+#       this tree's version instead (git archive), for the upgrade test
+#       (upgrade-test.sh); skipped (77) when the clone has no such tag.
 #   package-test.sh install OUT_DIR DEDUPV1D
 #       installs that .deb on this machine and uses only what it installed:
 #       - the files where tgtd, systemd and admins look, the exact tgt version
@@ -36,13 +39,26 @@ CONF=/etc/dedupv1/dedupv1.conf
 if [ "$mode" = build ]; then
   src="$(cd "${2:?SOURCE_DIR}" && pwd)"
   out="${3:?OUT_DIR}"
+  [ -z "${4:-}" ] || [ "$4" = previous-release ] || { echo "unknown build option $4"; exit 2; }
   skip() { mkdir -p "$out" && echo "$1" >"$out/skipped"; echo "SKIP: $1"; exit 77; }
   rm -rf "$out"
   [ "$(id -u)" -eq 0 ] || skip "needs root (tgt's source is fetched as root)"
   command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null ||
     skip "dpkg-buildpackage or debhelper missing (scripts/install-deps)"
   mkdir -p "$out/src" || exit 1
-  if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+  if [ "${4:-}" = previous-release ]; then
+    # The newest v* tag reachable from HEAD whose version is below the one
+    # debian/changelog gives this tree.
+    version="$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)"
+    tag=""
+    for t in $(git -C "$src" tag --merged HEAD --list 'v[0-9]*' --sort=-version:refname 2>/dev/null); do
+      if dpkg --compare-versions "${t#v}" lt "$version"; then tag="$t"; break; fi
+    done
+    [ -n "$tag" ] || skip "no release tag (v*) below $version in this clone (a shallow clone?)"
+    echo "previous release: $tag (this tree: $version)"
+    echo "$tag" >"$out/release"
+    git -C "$src" archive "$tag" | tar -xf - -C "$out/src" || exit 1
+  elif git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
     (cd "$src" && git ls-files -co --exclude-standard -z | grep -zv '^var/' | tar --null -cf - -T -) |
       tar -xf - -C "$out/src" || exit 1
   else
