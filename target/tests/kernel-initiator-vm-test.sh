@@ -17,7 +17,10 @@
 # dedupv1d is then restarted (stop + start, data dir kept) and a second boot
 # mounts the existing file system, verifies the first backup, and writes a
 # second one that shares most of its bytes with the first; the host checks
-# both files again.
+# both files again. A third boot mounts it, and while it is logged in the
+# host grows the volume online (dedupv1d volume grow 512M -> 1G): the guest
+# rescans the session, sees the new size, grows ext4 with resize2fs while
+# mounted, and both backups still check out.
 #
 # Exits 77 (skipped), saying why, when the host cannot run it: not root, no
 # /dev/net/tun, tgtd / qemu-system-x86_64 / qemu-img (with iscsi) / debugfs
@@ -155,6 +158,7 @@ boot() {
     -drive "file=$src,format=raw,if=virtio,readonly=on" \
     </dev/null >"$WORK/qemu$phase.log" 2>&1 &
   qemu_pid=$!
+  [ -z "${BOOT_DURING:-}" ] || "$BOOT_DURING"  # what the host does while the guest runs
   wait "$qemu_pid"
   rc=$?
   qemu_pid=""
@@ -217,8 +221,33 @@ same "guest 2: backup1.img after the second copy = backup1" "$(guest_sum 2 backu
 same "guest 2: backup2.img on the LUN = backup2" "$(guest_sum 2 backup2.img)" "$want2"
 readback backup1.img backup2.img
 
-check "dedupv1d stop (final)" timeout "$(bound 120)" "$DEDUPV1D" stop --config "$conf"
+# Phase 3: the volume grows while the guest is logged in with the file
+# system mounted; the guest rescans, sees the new size and grows ext4 online.
+grow_when_ready() {
+  local i
+  for i in $(seq 1 $(($(bound "$QEMU_BOUND") * 5))); do
+    tr -d '\r' <"$WORK/vm3.console" 2>/dev/null | grep -q "^DEDUPV1VM grow-ready" && break
+    kill -0 "$qemu_pid" 2>/dev/null || return
+    sleep 0.2
+  done
+  check "dedupv1d volume grow backup 1G while the kernel initiator is logged in" \
+    timeout "$(bound 120)" "$DEDUPV1D" volume grow backup 1G --config "$conf" --overcommit
+}
+check "dedupv1d stop" timeout "$(bound 120)" "$DEDUPV1D" stop --config "$conf"
 stored2="$(stored)"
+check "dedupv1d start again" target_start
+BOOT_DURING=grow_when_ready boot 3 "$WORK/src2.img" "$want1"
+grown="$(sed -n 's/^grown \([0-9]*\) .*/\1/p' "$WORK/vm3.out")"
+same "guest 3: after a rescan the disk is 1 GiB" "$grown" $((1 << 30))
+read -r kib0 kib1 <<<"$(sed -n 's/^fs-kib //p' "$WORK/vm3.out")"
+[ -n "${kib1:-}" ] && [ "$kib1" -gt $((${kib0:-0} * 3 / 2)) ] &&
+  ok "guest 3: resize2fs grew the mounted file system ($kib0 -> $kib1 KiB)" ||
+  fail "guest 3: the file system did not grow (${kib0:-?} -> ${kib1:-?} KiB)"
+same "guest 3: backup1.img intact after the grow (kernel read)" "$(guest_sum 3 backup1.img)" "$want1"
+same "guest 3: backup2.img intact after the grow (kernel read)" "$(guest_sum 3 backup2.img)" "$want2"
+readback backup1.img backup2.img
+
+check "dedupv1d stop (final)" timeout "$(bound 120)" "$DEDUPV1D" stop --config "$conf"
 # Stored bytes = apparent size of DATA-DIR/containers after a stop (the engine
 # closed, everything committed), as in dedupv1d-dedup-test.sh. backup1 is
 # random: it must really be stored, else the figure below proves nothing.
