@@ -943,6 +943,8 @@ static enum lu_request lu_request_of(const char *params, char *name, size_t name
 			req = LU_REQ_RESIZE;
 			ours++;
 		} else if (!strncmp(item, DEDUPV1_DROP_PARAM, drop_len) && item[drop_len]) {
+			if (strlen(item + drop_len) >= namelen)
+				return LU_REQ_MIXED; /* no volume has such a long name */
 			snprintf(name, namelen, "%s", item + drop_len);
 			req = LU_REQ_DROP;
 			ours++;
@@ -977,7 +979,8 @@ static tgtadm_err dedupv1_lu_config(struct scsi_lu *lu, char *params)
 		}
 		return TGTADM_SUCCESS;
 	case LU_REQ_MIXED:
-		eprintf("dedupv1: lun %" PRIu64 ": dedupv1_* items go alone in --params, not with other items\n",
+		eprintf("dedupv1: lun %" PRIu64 ": dedupv1_* items go alone in --params (and name a volume), "
+			"not with other items\n",
 			lu->lun);
 		return TGTADM_INVALID_REQUEST;
 	case LU_REQ_NONE:

@@ -1982,8 +1982,13 @@ int RemoveVolume(const Args& args, const Setup& setup) {
       return kExitUsage;
     }
     const int lun = served->lun;
-    RunResult r = adm({"--lld", "iscsi", "--op", "delete", "--mode", "logicalunit", "--tid", std::to_string(kTid),
-                       "--lun", std::to_string(lun)});
+    RunResult r;
+    if (TgtdHasDedupv1Lun(adm, lun)) {
+      r = adm({"--lld", "iscsi", "--op", "delete", "--mode", "logicalunit", "--tid", std::to_string(kTid),
+               "--lun", std::to_string(lun)});
+    } else {
+      r.exit_code = 0;  // an interrupted run deleted it before it could tell the state file
+    }
     if (!r.ok()) {
       Complain("deleting LUN " + std::to_string(lun) + " (volume " + name + ") failed: " + Describe(r, args.timeout_s) +
                "; nothing changed");
@@ -2062,6 +2067,15 @@ int VolumeCommand(const Args& args) {
   if (add && current != nullptr && current->size != size) {
     Complain("volume " + name + " exists already in " + setup.config_path + " with " + SizeText(current->size) +
              " (to grow it: dedupv1d volume grow); nothing changed");
+    return kExitUsage;
+  }
+  if (add && current == nullptr && VolumeTableHolds(setup, name, 0)) {
+    // A removed volume (or one left out of the config) keeps its table line
+    // and id; the same name again would get that id back, and a size below
+    // the recorded one would be refused as a shrink at the next start.
+    Complain("volume " + name + " is in the store's volume table already (a volume removed or left out of " +
+             setup.config_path + "): names are not reused, choose another; to serve that volume again, put its "
+             "line back with its recorded size (dedupv1_debug volumes lists it); nothing changed");
     return kExitUsage;
   }
   if (!add && current == nullptr) {

@@ -10,6 +10,7 @@
 #include "target/service_options.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -28,9 +29,15 @@ namespace {
 // own; |done| and |result| under |mu|.
 struct VolumeDrop {
   std::thread worker;
+  std::atomic<bool> cancel{false};  // the engine closes: stop between steps
   std::mutex mu;
   bool done = false;
   Status result;
+
+  bool Done() {
+    std::lock_guard<std::mutex> l(mu);
+    return done;
+  }
 };
 
 // What tgtd's dedupv1 LUNs share. Only engine_handle.cc touches it, always under |mu|.
@@ -219,6 +226,14 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
     const std::string config = Canonical(config_path);
     const std::string dir = data_dir != nullptr ? Canonical(data_dir) : std::string();
 
+    if (auto drop = shared.drops.find(volume); drop != shared.drops.end()) {
+      if (!drop->second->Done()) {
+        SetError(err, errlen, std::string("volume '") + volume + "' is being dropped (dedupv1d volume remove)");
+        return DEDUPV1_EBUSY;
+      }
+      drop->second->worker.join();  // finished: its result is in tgtd's log
+      shared.drops.erase(drop);
+    }
     bool opened_here = false;
     if (shared.sys == nullptr) {
       dedupv1::ServiceOptions service;
@@ -245,10 +260,6 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
       return DEDUPV1_EINVAL;
     }
 
-    if (shared.drops.count(volume) != 0) {
-      SetError(err, errlen, std::string("volume '") + volume + "' is being dropped (dedupv1d volume remove)");
-      return DEDUPV1_EBUSY;
-    }
     for (const auto& [open_vol, name] : shared.volumes) {
       if (name == volume) {
         SetError(err, errlen, std::string("volume '") + volume + "' is already served by another LUN");
@@ -288,8 +299,9 @@ extern "C" int dedupv1_tgt_release(dedupv1_volume* vol, char* err, size_t errlen
     dedupv1_volume_close(vol);
     dedupv1::UpdateHeartbeatVolumes(shared);
     if (!shared.volumes.empty() || shared.sys == nullptr) return DEDUPV1_OK;
-    // A drop still running finishes first (a close waits for it, as for
-    // any request in flight); its result is in tgtd's log.
+    // A drop still running stops at its next step (a run of the remove
+    // again finishes it); the close does not wait for the whole volume.
+    for (auto& [name, drop] : shared.drops) drop->cancel = true;
     for (auto& [name, drop] : shared.drops) drop->worker.join();
     shared.drops.clear();
     dedupv1::StopMonitor(shared);
@@ -389,7 +401,7 @@ extern "C" int dedupv1_tgt_drop_volume(const char* volume, char* err, size_t err
     dedupv1::DedupSystem* system = dedupv1::SystemOf(shared.sys);
     const std::string name = volume;
     d->worker = std::thread([d, system, name] {
-      dedupv1::Status result = system->DropVolume(name);
+      dedupv1::Status result = system->DropVolume(name, &d->cancel);
       std::fprintf(stderr, "dedupv1: volume '%s' %s\n", name.c_str(),
                    result.ok() ? "dropped: unmapped whole, its chunks are garbage for GC"
                                : ("not dropped: " + result.ToString()).c_str());

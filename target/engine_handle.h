@@ -49,8 +49,9 @@ int dedupv1_tgt_resize(dedupv1_volume* vol, uint64_t block_size, uint64_t* size,
  * and the config must no longer name it (DEDUPV1_EINVAL), so a mistyped name
  * never drops a configured volume; it returns DEDUPV1_EBUSY while the drop
  * runs, then its result once (DEDUPV1_OK when done). Until collected, no LUN
- * may serve the volume. The engine's close waits for a running drop. Any LUN
- * of the tgtd may carry the request. */
+ * may serve the volume. The engine's close stops a running drop at its next
+ * step (a few blocks; the volume is then partly dropped and a new request
+ * finishes it). Any LUN of the tgtd may carry the request. */
 int dedupv1_tgt_drop_volume(const char* volume, char* err, size_t errlen);
 
 /* Closes |vol| (from dedupv1_tgt_acquire) and, when it was the last one, the

@@ -448,7 +448,7 @@ Status DedupSystem::LoadVolumes() {
   return Status::OK();
 }
 
-Status DedupSystem::DropVolume(const std::string& name) {
+Status DedupSystem::DropVolume(const std::string& name, const std::atomic<bool>* cancel) {
   Volume* vol = nullptr;
   std::unique_ptr<Volume> unserved;  // a volume only the table knows
   {
@@ -465,13 +465,23 @@ Status DedupSystem::DropVolume(const std::string& name) {
     if (unserved == nullptr) return Status::NotFound("no volume named '" + name + "' in the volume table");
     vol = unserved.get();
   }
-  // Through the write path's own unmap (logged, usage counted), a GiB at a
-  // time; then one sync makes every unmap durable before the caller forgets
-  // the volume.
-  constexpr uint64_t kStep = 1ull << 30;
-  for (uint64_t offset = 0; offset < vol->size(); offset += kStep) {
-    Status s = vol->Unmap(offset, std::min(kStep, vol->size() - offset));
+  // Through the write path's own unmap (logged, usage counted), at most 64
+  // blocks per call (each call waits for log space, as an initiator's UNMAP
+  // does), mapped runs only; then one sync makes every unmap durable before
+  // the caller forgets the volume.
+  const uint64_t step = 64ull * options_.block_size;
+  for (uint64_t offset = 0; offset < vol->size();) {
+    if (cancel != nullptr && cancel->load()) {
+      return Status::Aborted("drop volume " + name + ": interrupted at byte " + std::to_string(offset) +
+                             " of " + std::to_string(vol->size()) + " (the system is closing); run it again");
+    }
+    bool mapped = false;
+    uint64_t run = 0;
+    const uint64_t length = std::min(step, vol->size() - offset);
+    Status s = vol->IsMapped(offset, length, &mapped, &run);
+    if (s.ok() && mapped) s = vol->Unmap(offset, run);
     if (!s.ok()) return s.WithContext("drop volume " + name);
+    offset += run > 0 ? run : length;
   }
   Status s = vol->Sync();
   if (!s.ok()) return s.WithContext("drop volume " + name);

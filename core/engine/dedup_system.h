@@ -90,9 +90,12 @@ class DedupSystem {
   // volume may be one served now (no LUN may hold it: the caller checks) or
   // one only the volume table knows (no longer in the config). A served
   // volume stops being served (GetVolume no longer finds it). Its table line
-  // stays: ids are never reused, and the name added again gets an empty
-  // volume with the same id. NotFound when neither knows |name|.
-  Status DropVolume(const std::string& name);
+  // stays: ids are never reused. NotFound when neither knows |name|. It
+  // goes a few blocks at a time, skipping what is not mapped, so each step
+  // waits for log space like any unmap and a run again after an interruption
+  // costs little; |cancel| (if given) set ends it between steps with
+  // Aborted, the volume then partly dropped (run it again to finish).
+  Status DropVolume(const std::string& name, const std::atomic<bool>* cancel = nullptr);
 
   // Makes every write acknowledged before the call durable (all volumes).
   Status Sync();

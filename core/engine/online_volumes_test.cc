@@ -209,6 +209,27 @@ TEST(OnlineVolumesTest, DroppedVolumeGivesItsSpaceBackAndTheOtherKeepsItsData) {
   EXPECT_TRUE(test::ReadsBack(vol2, 0, std::vector<uint8_t>(16 * kMiB, 0)));
 }
 
+// A drop stopped by the closing system (its cancel flag) says so and leaves
+// the volume served; asked again, it finishes.
+TEST(OnlineVolumesTest, CancelledDropSaysSoAndARunAgainFinishes) {
+  test::TempDir dir;
+  auto sys = test::OpenSystemOrDie(WithVolumes(dir.path(), {{"vol1", 32 * kMiB}, {"vol2", 32 * kMiB}}));
+  const auto two = test::RandomBytes(8 * kMiB, 14);
+  Volume* vol2 = test::Vol(sys.get(), "vol2");
+  ASSERT_TRUE(vol2->Write(0, two.size(), two.data(), false).ok());
+  std::atomic<bool> cancel{true};
+  Status s = sys->DropVolume("vol2", &cancel);
+  EXPECT_TRUE(s.IsAborted()) << s.ToString();
+  EXPECT_NE(s.message().find("run it again"), std::string::npos) << s.ToString();
+  Volume* still = nullptr;
+  EXPECT_TRUE(sys->GetVolume("vol2", &still).ok());
+  EXPECT_TRUE(test::ReadsBack(vol2, 0, two));
+  cancel = false;
+  ASSERT_TRUE(sys->DropVolume("vol2", &cancel).ok());
+  EXPECT_TRUE(sys->GetVolume("vol2", &still).IsNotFound());
+  EXPECT_TRUE(test::ReadsBack(vol2, 0, std::vector<uint8_t>(8 * kMiB, 0)));  // retired, still readable by a holder
+}
+
 // A volume only the table knows (its config line gone) is dropped the same way.
 TEST(OnlineVolumesTest, VolumeNoLongerConfiguredCanBeDropped) {
   test::TempDir dir;

@@ -157,6 +157,8 @@ check "iscsi-ls" iscsi-ls -s "iscsi://127.0.0.1:$PORT"
 if grep -q "^Lun:3 " "$WORK/last.out"; then fail "LUN 3 is still listed"; else ok "LUN 3 is gone"; fi
 check "tgtd's log says vol4 was dropped" grep -q "volume 'vol4' dropped" "$data/tgtd.log"
 kill "$session" 2>/dev/null
+check_exit 2 "volume add of the removed name vol4" vol add vol4 8M
+check_output "names are not reused" "volume vol4 is in the store's volume table already .*choose another"
 check_exit 2 "volume remove of an unknown volume" vol remove vol9
 check_output "it says so" "no volume named 'vol9'"
 

@@ -20,7 +20,8 @@
 # both files again. A third boot mounts it, and while it is logged in the
 # host grows the volume online (dedupv1d volume grow 512M -> 1G): the guest
 # rescans the session, sees the new size, grows ext4 with resize2fs while
-# mounted, and both backups still check out.
+# mounted, and both backups still check out; e2fsck on the host checks the
+# file system across the new half (resize2fs wrote its new groups there).
 #
 # Exits 77 (skipped), saying why, when the host cannot run it: not root, no
 # /dev/net/tun, tgtd / qemu-system-x86_64 / qemu-img (with iscsi) / debugfs
@@ -239,6 +240,8 @@ check "dedupv1d start again" target_start
 BOOT_DURING=grow_when_ready boot 3 "$WORK/src2.img" "$want1"
 grown="$(sed -n 's/^grown \([0-9]*\) .*/\1/p' "$WORK/vm3.out")"
 same "guest 3: after a rescan the disk is 1 GiB" "$grown" $((1 << 30))
+grep -qx "read the last MiB of the grown disk" "$WORK/vm3.out" && ok "guest 3: the kernel reads beyond the old end" ||
+  fail "guest 3: the kernel did not read the last MiB of the grown disk"
 read -r kib0 kib1 <<<"$(sed -n 's/^fs-kib //p' "$WORK/vm3.out")"
 [ -n "${kib1:-}" ] && [ "$kib1" -gt $((${kib0:-0} * 3 / 2)) ] &&
   ok "guest 3: resize2fs grew the mounted file system ($kib0 -> $kib1 KiB)" ||

@@ -84,7 +84,10 @@ cat "$WORK/b.img" "$WORK/b.img" >"$WORK/a2.img"
 check "write a second generation to LUN 1 (synced)" put "$WORK/a2.img" 1
 
 # ---- the upgrade, while it serves
-check "dpkg -i this tree's package while $release serves (an upgrade)" timeout 300 dpkg -i "$new_deb"
+# --force-confold: the admin keeps the config they edited when the shipped
+# example changed (dpkg would ask).
+check "dpkg -i this tree's package while $release serves (an upgrade)" \
+  timeout 300 dpkg -i --force-confold "$new_deb"
 check "$new_version is installed" test "$(installed_version)" = "$new_version"
 check "the config of the admin is kept" grep -q "^data-dir = $WORK/data$" "$CONF"
 check "the running tgtd still serves $release's module (replaced on disk)" \
