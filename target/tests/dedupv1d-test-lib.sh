@@ -178,6 +178,25 @@ dd_write_config() {
   } >"$file"
 }
 
+# dd_service_config FILE: the installed package's config as a test makes it
+# (the conffile is the admin's to edit): data dir $WORK/data, volumes backup1
+# (64M) and backup2 (32M), our portal and control port, a monitor port of its
+# own (MON). Its instance is stopped by the cleanup.
+dd_service_config() {
+  dd_new_port MON || return 1
+  cat >"$1" <<EOF
+# written by $(basename "$0")
+data-dir = $WORK/data
+volume = backup1 64M
+volume = backup2 32M
+chunk-index.size = 64M
+target.portal = 127.0.0.1:$PORT
+target.control-port = $CTL
+monitor.port = $MON
+EOF
+  DD_CONFIGS+=("$1")
+}
+
 # dd_start CONFIG [ARGS...]: dedupv1d start on our portal (bounded).
 dd_start() {
   local conf="$1"

@@ -144,18 +144,7 @@ check "the unit starts and stops through dedupv1d with the config of /etc" \
 
 # ---- the service, as systemd would run it, on a config of the test's
 # (the conffile is the admin's to edit: data dir, portal, ports, volumes).
-dd_new_port MON
-cat >"$CONF" <<EOF
-# written by $(basename "$0")
-data-dir = $WORK/data
-volume = backup1 64M
-volume = backup2 32M
-chunk-index.size = 64M
-target.portal = 127.0.0.1:$PORT
-target.control-port = $CTL
-monitor.port = $MON
-EOF
-DD_CONFIGS+=("$CONF")
+dd_service_config "$CONF"
 exec_start="$(sed -n 's/^ExecStart=//p' "$UNIT")"
 exec_stop="$(sed -n 's/^ExecStop=//p' "$UNIT")"
 pid_file="$(sed -n 's/^PIDFile=//p' "$UNIT")"

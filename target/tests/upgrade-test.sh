@@ -58,18 +58,7 @@ check "$new_version is newer than $old_version" dpkg --compare-versions "$new_ve
 # ---- the previous release, installed and serving
 check "dpkg -i the $release package" timeout 300 dpkg -i "$old_deb"
 check "$old_version is installed" test "$(installed_version)" = "$old_version"
-dd_new_port MON
-cat >"$CONF" <<EOF
-# written by $(basename "$0")
-data-dir = $WORK/data
-volume = backup1 64M
-volume = backup2 32M
-chunk-index.size = 64M
-target.portal = 127.0.0.1:$PORT
-target.control-port = $CTL
-monitor.port = $MON
-EOF
-DD_CONFIGS+=("$CONF")
+dd_service_config "$CONF"
 mkdir -p /run/dedupv1  # RuntimeDirectory=dedupv1
 # shellcheck disable=SC2086
 check "$release's ExecStart" timeout 600 $(unit_line ExecStart)
