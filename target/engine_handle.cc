@@ -169,18 +169,16 @@ SharedEngine& Shared() {
   return *shared;
 }
 
-// Brings the engine this tgtd opened in line with the config, for |volume|:
-// a volume added to the config since the engine opened is added, one grown
-// there grows (DedupSystem::ApplyVolumes writes the volume table first). ""
-// when done, else why not: the config does not load, no longer names
-// |volume|, or shrinks a volume (refused: it would lose data; nothing
-// changed). Used when a LUN is created while other LUNs keep the engine open
-// (the admin added or grew a volume) and for a LUN's resize.
-std::string ApplyConfig(SharedEngine& shared, const char* config_path, const char* data_dir,
+// Brings the engine this tgtd opened in line with |now| (the config at
+// |config_path| as it is now), for |volume|: a volume added to the config
+// since the engine opened is added, one grown there grows
+// (DedupSystem::ApplyVolumes writes the volume table first). "" when done,
+// else why not: the config no longer names |volume|, or shrinks a volume
+// (refused: it would lose data; nothing changed). Used when a LUN is created
+// while other LUNs keep the engine open (the admin added or grew a volume)
+// and for a LUN's resize.
+std::string ApplyConfig(SharedEngine& shared, const ServiceOptions& now, const char* config_path,
                         const std::string& volume) {
-  ServiceOptions now;
-  Status s = LoadServiceOptions(config_path, data_dir, &now);
-  if (!s.ok()) return "config '" + std::string(config_path) + "' no longer loads: " + s.ToString();
   const bool configured = std::any_of(now.engine.volumes.begin(), now.engine.volumes.end(),
                                       [&](const VolumeOptions& v) { return v.name == volume; });
   Volume* open = nullptr;
@@ -190,7 +188,7 @@ std::string ApplyConfig(SharedEngine& shared, const char* config_path, const cha
            (is_open ? " (this tgtd's engine still has it from before the change)" : "");
   }
   std::vector<std::string> changed;
-  s = SystemOf(shared.sys)->ApplyVolumes(now.engine.volumes, &changed);
+  Status s = SystemOf(shared.sys)->ApplyVolumes(now.engine.volumes, &changed);
   if (!s.ok()) return "config '" + std::string(config_path) + "' cannot be applied to the open engine: " + s.ToString();
   for (const auto& name : changed) {
     if (!SystemOf(shared.sys)->GetVolume(name, &open).ok()) continue;  // only just added: cannot be gone
@@ -255,9 +253,15 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
                    (shared.data_dir.empty() ? "" : " datadir '" + shared.data_dir + "'") +
                    "; all dedupv1 LUNs of one tgtd must use the same config and datadir");
       return DEDUPV1_EINVAL;
-    } else if (std::string why = dedupv1::ApplyConfig(shared, config_path, data_dir, volume); !why.empty()) {
-      SetError(err, errlen, why);
-      return DEDUPV1_EINVAL;
+    } else {
+      dedupv1::ServiceOptions now;
+      dedupv1::Status s = dedupv1::LoadServiceOptions(config_path, data_dir, &now);
+      const std::string why = !s.ok() ? "config '" + std::string(config_path) + "' no longer loads: " + s.ToString()
+                                      : dedupv1::ApplyConfig(shared, now, config_path, volume);
+      if (!why.empty()) {
+        SetError(err, errlen, why);
+        return DEDUPV1_EINVAL;
+      }
     }
 
     for (const auto& [open_vol, name] : shared.volumes) {
@@ -341,7 +345,7 @@ extern "C" int dedupv1_tgt_resize(dedupv1_volume* vol, uint64_t block_size, uint
         return DEDUPV1_EINVAL;
       }
     }
-    const std::string why = dedupv1::ApplyConfig(shared, shared.config_path.c_str(), data_dir, it->second);
+    const std::string why = dedupv1::ApplyConfig(shared, now, shared.config_path.c_str(), it->second);
     if (!why.empty()) {
       SetError(err, errlen, why);
       return DEDUPV1_EINVAL;

@@ -437,15 +437,31 @@ Status DedupSystem::LoadVolumes() {
   DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(options_.volumes, &records, &changed));
   if (changed || create || legacy) DEDUPV1_RETURN_IF_ERROR(WriteVolumeTable(env_, path, records));
   // Only volumes named in the config are served; others keep their data.
-  const Volume::Context context = VolumeContext();
   std::lock_guard<std::mutex> l(volumes_mu_);
-  for (const auto& v : options_.volumes) {
+  ServeVolumesLocked(options_.volumes, records, nullptr);
+  return Status::OK();
+}
+
+void DedupSystem::ServeVolumesLocked(const std::vector<VolumeOptions>& configured,
+                                     const std::vector<VolumeRecord>& records, std::vector<std::string>* changed) {
+  const Volume::Context context = VolumeContext();
+  bool added = false;
+  for (const auto& v : configured) {
     for (const auto& r : records) {
-      if (r.name == v.name) volumes_[v.name] = std::make_unique<Volume>(context, r.id, v.name, r.size, r.uid);
+      if (r.name != v.name) continue;
+      auto it = volumes_.find(v.name);
+      if (it == volumes_.end()) {
+        volumes_[v.name] = std::make_unique<Volume>(context, r.id, v.name, r.size, r.uid);
+        added = true;
+      } else if (r.size > it->second->size()) {
+        it->second->Grow(r.size);
+      } else {
+        continue;
+      }
+      if (changed != nullptr) changed->push_back(v.name);
     }
   }
-  PublishServedLocked();
-  return Status::OK();
+  if (added) PublishServedLocked();
 }
 
 Status DedupSystem::DropVolume(const std::string& name, const std::atomic<bool>* cancel) {
@@ -525,28 +541,17 @@ Status DedupSystem::ApplyVolumes(const std::vector<VolumeOptions>& configured, s
   bool table_changed = false;
   DEDUPV1_RETURN_IF_ERROR(ApplyConfiguredVolumes(configured, &records, &table_changed));
   if (table_changed) DEDUPV1_RETURN_IF_ERROR(WriteVolumeTable(env_, path, records));
-  const Volume::Context context = VolumeContext();
-  bool added = false;
-  for (const auto& v : configured) {
-    for (const auto& r : records) {
-      if (r.name != v.name) continue;
-      auto it = volumes_.find(v.name);
-      if (it != volumes_.end() && r.size <= it->second->size()) continue;
-      if (it == volumes_.end()) {
-        volumes_[v.name] = std::make_unique<Volume>(context, r.id, v.name, r.size, r.uid);
-        added = true;
-      } else {
-        it->second->Grow(r.size);
-      }
-      VolumeEventData attached;  // the volume as served from now on (a record for the log's readers)
-      attached.volume_id = r.id;
-      attached.name = r.name;
-      attached.size = r.size;
-      LogRecord(LogEventType::kVolumeAttached, attached.Encode());
-      if (changed != nullptr) changed->push_back(v.name);
-    }
+  std::vector<std::string> served;
+  ServeVolumesLocked(configured, records, &served);
+  for (const auto& name : served) {
+    const Volume& vol = *volumes_[name];
+    VolumeEventData attached;  // the volume as served from now on (a record for the log's readers)
+    attached.volume_id = vol.id();
+    attached.name = vol.name();
+    attached.size = vol.size();
+    LogRecord(LogEventType::kVolumeAttached, attached.Encode());
   }
-  if (added) PublishServedLocked();
+  if (changed != nullptr) changed->insert(changed->end(), served.begin(), served.end());
   return Status::OK();
 }
 

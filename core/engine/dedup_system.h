@@ -38,6 +38,7 @@
 #include "core/base/thread_pool.h"
 #include "core/engine/usage_counter.h"
 #include "core/engine/volume.h"
+#include "core/engine/volume_table.h"
 #include "core/engine/write_buffer.h"
 #include "core/engine/write_pipeline.h"
 #include "core/rados/gateway_registry.h"
@@ -319,6 +320,11 @@ class DedupSystem {
   std::shared_ptr<const std::vector<Volume*>> Served() const { return served_.load(); }
   void PublishServedLocked();  // |volumes_mu_| held: |served_| = the map's volumes
   Volume::Context VolumeContext();
+  // |volumes_mu_| held: serves each of |configured| as |records| (the volume
+  // table, already brought in line with it) says: a volume not served yet is
+  // added, one served smaller grows. |*changed| (if given) gets their names.
+  void ServeVolumesLocked(const std::vector<VolumeOptions>& configured, const std::vector<VolumeRecord>& records,
+                          std::vector<std::string>* changed);
 
   // Sync epochs: a write stamps its block with the current epoch; a sync
   // takes a new epoch and waits for all blocks stamped at or before it.
