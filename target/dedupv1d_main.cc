@@ -833,17 +833,17 @@ struct Setup {
   std::vector<Lun> luns;    // what to serve, in config order
 };
 
-// Loads and validates the whole config (every layer's keys) with the command
-// line overrides. The message names the file, line and key.
-Status LoadSetup(const Args& args, Setup* setup) {
+// "a, b, c": the names of |volumes|, for messages.
+std::string VolumeNames(const std::vector<VolumeOptions>& volumes) {
+  std::string names;
+  for (const auto& v : volumes) names += (names.empty() ? "" : ", ") + v.name;
+  return names;
+}
+
+// The setup of |config| (the file at setup->config_path, parsed) with the
+// command line overrides: validates the whole config (every layer's keys).
+Status SetupFromConfig(const Args& args, Config config, Setup* setup) {
   std::error_code ec;
-  setup->config_path = fs::absolute(args.config, ec).lexically_normal().string();
-  if (ec) setup->config_path = args.config;
-  if (!fs::is_regular_file(setup->config_path, ec)) {
-    return Status::NotFound("config file " + setup->config_path + " does not exist");
-  }
-  Config config;
-  DEDUPV1_RETURN_IF_ERROR(Config::Load(Env::Default(), setup->config_path, &config));
   if (!args.data_dir.empty()) {
     config.Set("data-dir", fs::absolute(args.data_dir, ec).lexically_normal().string());
   }
@@ -863,9 +863,8 @@ Status LoadSetup(const Args& args, Setup* setup) {
     bool found = false;
     for (const auto& v : vols) found |= v.name == name;
     if (!found) {
-      std::string names;
-      for (const auto& v : vols) names += (names.empty() ? "" : ", ") + v.name;
-      return Status::NotFound("no volume named '" + name + "' in " + setup->config_path + " (volumes: " + names + ")");
+      return Status::NotFound("no volume named '" + name + "' in " + setup->config_path + " (volumes: " +
+                              VolumeNames(vols) + ")");
     }
   }
   for (size_t i = 0; i < vols.size(); i++) {
@@ -874,6 +873,20 @@ Status LoadSetup(const Args& args, Setup* setup) {
     if (wanted) setup->luns.push_back({0, vols[i].name, vols[i].size});  // LUN: PlanLuns
   }
   return Status::OK();
+}
+
+// Loads and validates the whole config (every layer's keys) with the command
+// line overrides. The message names the file, line and key.
+Status LoadSetup(const Args& args, Setup* setup) {
+  std::error_code ec;
+  setup->config_path = fs::absolute(args.config, ec).lexically_normal().string();
+  if (ec) setup->config_path = args.config;
+  if (!fs::is_regular_file(setup->config_path, ec)) {
+    return Status::NotFound("config file " + setup->config_path + " does not exist");
+  }
+  Config config;
+  DEDUPV1_RETURN_IF_ERROR(Config::Load(Env::Default(), setup->config_path, &config));
+  return SetupFromConfig(args, std::move(config), setup);
 }
 
 std::string VolumeTablePath(const std::string& data_dir) { return JoinPath(data_dir, "volumes"); }
@@ -1001,6 +1014,24 @@ std::string LogSince(const std::string& path, uint64_t offset, size_t max_lines 
   size_t from = lines.size() > max_lines ? lines.size() - max_lines : 0;
   for (size_t i = from; i < lines.size(); i++) out += "  tgtd.log: " + lines[i] + "\n";
   return out;
+}
+
+// tgtadm against the tgtd of control port |control_port|.
+Tgtadm TgtadmFor(int control_port, int timeout_s) {
+  const std::string tgtadm = FindProgram("tgtadm");
+  return Tgtadm(tgtadm.empty() ? "tgtadm" : tgtadm, control_port, timeout_s);
+}
+
+// Whether a complete instance serves |data_dir|; |*st| is its state.
+bool InstanceRuns(const std::string& data_dir, State* st) {
+  return LoadState(data_dir, st).ok() && TgtdAlive(st->pid, st->start_time) && st->configured;
+}
+
+// Prints what tgtd logged since |offset| of its log |path| (nothing if
+// nothing), after a step it refused.
+void PrintTgtdLog(const std::string& path, uint64_t offset) {
+  const std::string why = LogSince(path, offset);
+  if (!why.empty()) std::fprintf(stderr, "%s", why.c_str());
 }
 
 // Starts `tgtd -f -C N --iscsi portal=P` in a session of its own, output
@@ -1539,8 +1570,7 @@ int Start(const Args& args) {
 
   if (!failed.empty()) {
     Complain("start failed: " + failed);
-    std::string why = LogSince(log, log_start);
-    if (!why.empty()) std::fprintf(stderr, "%s", why.c_str());
+    PrintTgtdLog(log, log_start);
     Complain("tearing down tgtd pid " + std::to_string(st.pid));
     StopTgtd(st, adm, /*quiet=*/true);
     ReapIfChild(st.pid);
@@ -1646,8 +1676,7 @@ int StopInstance(const Args& args, bool admin) {
     Complain("another dedupv1d command is working on " + where.data_dir + "; try again");
     return kExitFailed;
   }
-  const std::string tgtadm = FindProgram("tgtadm");
-  const Tgtadm adm(tgtadm.empty() ? "tgtadm" : tgtadm, st.control_port, args.timeout_s);
+  const Tgtadm adm = TgtadmFor(st.control_port, args.timeout_s);
   // The module's close is an admin's stop: a gateway slot's heartbeat says
   // "stopped" and no watcher takes it over (target/admin_stop_marker.h).
   const std::string marker = JoinPath(where.data_dir, kAdminStopMarker);
@@ -1679,8 +1708,7 @@ int StatusCommand(const Args& args) {
              s.ToString());
     return kExitUsage;
   }
-  const std::string tgtadm = FindProgram("tgtadm");
-  const Tgtadm adm(tgtadm.empty() ? "tgtadm" : tgtadm, st.control_port, 30);
+  const Tgtadm adm = TgtadmFor(st.control_port, 30);
   RunResult shown = adm({"--lld", "iscsi", "--op", "show", "--mode", "target"});
   RunResult sys = adm({"--op", "show", "--mode", "sys"});
   if (!shown.ok() || !sys.ok()) {
@@ -1878,17 +1906,21 @@ bool VolumeTableHolds(const Setup& setup, const std::string& name, uint64_t size
                      [&](const VolumeRecord& r) { return r.name == name && r.size >= size; });
 }
 
-// Whether target kTid of the tgtd behind |adm| has a dedupv1 LUN |lun|.
-bool TgtdHasDedupv1Lun(const Tgtadm& adm, int lun) {
-  RunResult shown = adm({"--lld", "iscsi", "--op", "show", "--mode", "target"});
-  if (!shown.ok()) return false;
-  for (const auto& t : ParseTargets(shown.output)) {
+// Whether target kTid of |targets| (tgtadm's show) has a dedupv1 LUN |lun|.
+bool HasDedupv1Lun(const std::vector<ShownTarget>& targets, int lun) {
+  for (const auto& t : targets) {
     if (t.tid != kTid) continue;
     for (const auto& l : t.luns) {
       if (l.lun == lun && l.bstype == "dedupv1") return true;
     }
   }
   return false;
+}
+
+// The same, asking the tgtd behind |adm|.
+bool TgtdHasDedupv1Lun(const Tgtadm& adm, int lun) {
+  RunResult shown = adm({"--lld", "iscsi", "--op", "show", "--mode", "target"});
+  return shown.ok() && HasDedupv1Lun(ParseTargets(shown.output), lun);
 }
 
 // Drops the data of |name| in the engine: through a LUN of the running
@@ -1934,19 +1966,9 @@ int RemoveVolume(const Args& args, const Setup& setup) {
   const std::string& name = args.volume_name;
   bool configured = false;
   for (const auto& v : setup.options.engine.volumes) configured |= v.name == name;
-  bool recorded = false;
-  {
-    std::vector<VolumeRecord> records;
-    std::unique_ptr<StoreEnv> store;
-    Status s = StoreEnv::Open(setup.options.engine, Env::Default(), &store);
-    if (s.ok()) s = ReadVolumeTable(store->env(), VolumeTablePath(setup.data_dir), &records);
-    for (const auto& r : records) recorded |= r.name == name;
-  }
-  if (!configured && !recorded) {
-    std::string names;
-    for (const auto& v : setup.options.engine.volumes) names += (names.empty() ? "" : ", ") + v.name;
-    Complain("no volume named '" + name + "' in " + setup.config_path + " (volumes: " + names +
-             ") nor in the store's volume table; nothing changed");
+  if (!configured && !VolumeTableHolds(setup, name, 0)) {
+    Complain("no volume named '" + name + "' in " + setup.config_path + " (volumes: " +
+             VolumeNames(setup.options.engine.volumes) + ") nor in the store's volume table; nothing changed");
     return kExitUsage;
   }
   if (configured && setup.options.engine.volumes.size() == 1) {
@@ -1955,20 +1977,16 @@ int RemoveVolume(const Args& args, const Setup& setup) {
     return kExitUsage;
   }
   State st;
-  const bool running = LoadState(setup.data_dir, &st).ok() && TgtdAlive(st.pid, st.start_time) && st.configured;
-  const std::string tgtadm = FindProgram("tgtadm");
-  const Tgtadm adm(tgtadm.empty() ? "tgtadm" : tgtadm, st.control_port, args.timeout_s);
+  const bool running = InstanceRuns(setup.data_dir, &st);
+  const Tgtadm adm = TgtadmFor(st.control_port, args.timeout_s);
   const std::string log = JoinPath(setup.data_dir, kLogFile);
   const uint64_t log_start = FileSize(log);
-  auto tgtd_said = [&] {
-    std::string why = LogSince(log, log_start);
-    if (!why.empty()) std::fprintf(stderr, "%s", why.c_str());
-  };
   auto served = std::find_if(st.luns.begin(), st.luns.end(), [&](const Lun& l) { return l.volume == name; });
   if (running && served != st.luns.end()) {
     RunResult shown = adm({"--lld", "iscsi", "--op", "show", "--mode", "target"});
+    const std::vector<ShownTarget> targets = ParseTargets(shown.output);
     int sessions = 0;
-    for (const auto& t : ParseTargets(shown.output)) {
+    for (const auto& t : targets) {
       if (t.tid == kTid) sessions = t.connections;
     }
     if (!shown.ok()) {
@@ -1983,7 +2001,7 @@ int RemoveVolume(const Args& args, const Setup& setup) {
     }
     const int lun = served->lun;
     RunResult r;
-    if (TgtdHasDedupv1Lun(adm, lun)) {
+    if (HasDedupv1Lun(targets, lun)) {
       r = adm({"--lld", "iscsi", "--op", "delete", "--mode", "logicalunit", "--tid", std::to_string(kTid),
                "--lun", std::to_string(lun)});
     } else {
@@ -1992,7 +2010,7 @@ int RemoveVolume(const Args& args, const Setup& setup) {
     if (!r.ok()) {
       Complain("deleting LUN " + std::to_string(lun) + " (volume " + name + ") failed: " + Describe(r, args.timeout_s) +
                "; nothing changed");
-      tgtd_said();
+      PrintTgtdLog(log, log_start);
       return kExitFailed;
     }
     st.luns.erase(served);
@@ -2016,7 +2034,7 @@ int RemoveVolume(const Args& args, const Setup& setup) {
   if (!failed.empty()) {
     Complain("the data of volume " + name + " was not dropped: " + failed +
              " (it is no longer served; run the command again to drop it)");
-    tgtd_said();
+    PrintTgtdLog(log, log_start);
     return kExitFailed;
   }
   Say("dedupv1d: volume " + name + " removed: its data is dropped, and garbage collection reclaims its chunks");
@@ -2079,9 +2097,8 @@ int VolumeCommand(const Args& args) {
     return kExitUsage;
   }
   if (!add && current == nullptr) {
-    std::string names;
-    for (const auto& v : setup.options.engine.volumes) names += (names.empty() ? "" : ", ") + v.name;
-    Complain("no volume named '" + name + "' in " + setup.config_path + " (volumes: " + names + "); nothing changed");
+    Complain("no volume named '" + name + "' in " + setup.config_path + " (volumes: " +
+             VolumeNames(setup.options.engine.volumes) + "); nothing changed");
     return kExitUsage;
   }
   if (!add && size < current->size) {
@@ -2091,23 +2108,19 @@ int VolumeCommand(const Args& args) {
   }
   const uint64_t added_bytes = current == nullptr ? size : size - current->size;
   if (added_bytes > 0) {
-    new_text = add ? AddVolumeLine(old_text, name, args.volume_size) : "";
-    if (!add) {
-      s = SetVolumeSize(old_text, name, args.volume_size, &new_text);
-      if (!s.ok()) {
-        Complain("cannot find volume " + name + "'s line in " + setup.config_path + ": " + s.message());
-        return kExitFailed;
-      }
+    if (add) {
+      new_text = AddVolumeLine(old_text, name, args.volume_size);
+    } else if (s = SetVolumeSize(old_text, name, args.volume_size, &new_text); !s.ok()) {
+      Complain("cannot find volume " + name + "'s line in " + setup.config_path + ": " + s.message());
+      return kExitFailed;
     }
     // The edited file must be a valid config as a whole (name characters, a
     // size that is a multiple of 512 bytes, ...), line numbers and all.
     Config edited;
-    ServiceOptions checked;
+    Setup checked;
+    checked.config_path = setup.config_path;
     s = Config::Parse(new_text, setup.config_path, &edited);
-    if (s.ok()) {
-      if (!args.data_dir.empty()) edited.Set("data-dir", setup.data_dir);
-      s = ServiceOptions::FromConfig(edited, &checked);
-    }
+    if (s.ok()) s = SetupFromConfig(args, std::move(edited), &checked);
     if (!s.ok()) {
       Complain("refused, nothing changed: the config would not validate: " + s.message());
       return kExitUsage;
@@ -2123,7 +2136,7 @@ int VolumeCommand(const Args& args) {
   }
 
   State st;
-  const bool running = LoadState(setup.data_dir, &st).ok() && TgtdAlive(st.pid, st.start_time) && st.configured;
+  const bool running = InstanceRuns(setup.data_dir, &st);
   if (added_bytes > 0) {
     s = ReplaceConfigFile(Env::Default(), setup.config_path, new_text);
     if (!s.ok()) {
@@ -2137,8 +2150,7 @@ int VolumeCommand(const Args& args) {
         " from the next start");
     return kExitOk;
   }
-  const std::string tgtadm = FindProgram("tgtadm");
-  const Tgtadm adm(tgtadm.empty() ? "tgtadm" : tgtadm, st.control_port, args.timeout_s);
+  const Tgtadm adm = TgtadmFor(st.control_port, args.timeout_s);
   const std::string log = JoinPath(setup.data_dir, kLogFile);
   const uint64_t log_start = FileSize(log);
   Lun* served = nullptr;
@@ -2189,8 +2201,7 @@ int VolumeCommand(const Args& args) {
   }
   if (!r.ok()) {
     Complain(what + " failed: " + Describe(r, args.timeout_s));
-    std::string why = LogSince(log, log_start);
-    if (!why.empty()) std::fprintf(stderr, "%s", why.c_str());
+    PrintTgtdLog(log, log_start);
     if (added_bytes > 0 && VolumeTableHolds(setup, name, size)) {
       // The engine got as far as its volume table (the answer was lost: a
       // timeout, tgtd killed): the config must keep saying so, or the next
