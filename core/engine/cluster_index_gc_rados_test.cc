@@ -43,7 +43,11 @@ Fingerprint Fp(uint64_t seed) {
 
 class GatewayClusterIndexGc : public test::RadosNamespaceTest {
  protected:
-  GatewayClusterIndexGc() : RadosNamespaceTest(64 << 10, /*lock_duration_s=*/5) {}
+  // No test here waits for a lease to run out; a lease of 15 s keeps a round
+  // that a loaded host stalls for a few seconds (a full ctest -j2 beside
+  // memstore OSDs) from losing the GC leader lease mid-round, which aborts it
+  // as designed (core/rados/gc_leader_lease.h) and failed a test once.
+  GatewayClusterIndexGc() : RadosNamespaceTest(64 << 10, /*lock_duration_s=*/15) {}
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(RadosNamespaceTest::SetUp());
     registry_ = std::make_unique<GatewayRegistry>(cluster_);
