@@ -5,6 +5,7 @@
 #include <limits>
 #include <unordered_set>
 
+#include "index/growable_hash_table.h"
 #include "index/rados_chunk_table.h"
 
 namespace dedupv1 {
@@ -33,8 +34,11 @@ ChunkIndex::~ChunkIndex() { (void)Close(); }
 
 Status ChunkIndex::OpenTable(const ChunkIndexOptions& options, Env* env, std::unique_ptr<ChunkTable>* out) {
   if (options.table_backend == "disk") {
-    std::unique_ptr<DiskHashTable> disk;
-    DEDUPV1_RETURN_IF_ERROR(DiskHashTable::Open(options.table, env, &disk));
+    GrowableHashTableOptions go;
+    go.table = options.table;
+    go.grow_factor = options.grow_factor;
+    std::unique_ptr<GrowableHashTable> disk;
+    DEDUPV1_RETURN_IF_ERROR(GrowableHashTable::Open(go, env, &disk));
     *out = std::move(disk);
     return Status::OK();
   }
@@ -321,8 +325,31 @@ Status ChunkIndex::PutNewEntry(const Fingerprint& fp, ContainerId container, uin
   auto it = aux_.find(fp);
   if (it != aux_.end() && !it->second.erased) return Status::OK();
 
-  const uint64_t persistent = table_->entry_count();
-  const uint64_t capacity = table_->capacity();
+  uint64_t persistent = table_->entry_count();
+  uint64_t capacity = table_->capacity();
+  if (growable() && options_.grow_at > 0 &&
+      static_cast<double>(persistent + aux_new_ + 1) > options_.grow_at * static_cast<double>(capacity)) {
+    (void)table_->Grow(0);  // asynchronous; OK without effect while a growth runs
+  }
+  if (persistent + aux_new_ + 1 > capacity && growable()) {
+    // Full while the table grows (or is about to): wait for the capacity to
+    // rise rather than refuse the write.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.grow_wait_ms);
+    bool counted = false;
+    while (persistent + aux_new_ + 1 > capacity && !stop_ && std::chrono::steady_clock::now() < deadline) {
+      if (options_.grow_at > 0) (void)table_->Grow(0);  // queued behind a growth that makes too little room
+      const ChunkTableGrowth g = table_->growth();
+      if (!g.growing && !g.requested) break;
+      if (!counted) growth_waits_++;
+      counted = true;
+      space_cv_.wait_for(l, std::chrono::milliseconds(20));
+      persistent = table_->entry_count();
+      capacity = table_->capacity();
+    }
+    if (stop_) return Status::Aborted("chunk index is closed");
+    it = aux_.find(fp);
+    if (it != aux_.end() && !it->second.erased) return Status::OK();
+  }
   if (persistent + aux_new_ + 1 > capacity) {
     Status full = Status::NoSpace("chunk index full: " + std::to_string(persistent + aux_new_) + " of " +
                                   std::to_string(capacity) + " entries");
@@ -763,6 +790,14 @@ void ChunkIndex::WriteBackThread() {
   }
 }
 
+Status ChunkIndex::Grow(uint64_t min_bytes) {
+  if (!growable()) {
+    return Status::NotSupported("the chunk index table " + TableWhere(options_) +
+                                " grows by itself (RADOS omap shards have no fixed capacity)");
+  }
+  return table_->Grow(min_bytes);
+}
+
 Status ChunkIndex::Flush() {
   std::vector<Fingerprint> fps;
   {
@@ -817,11 +852,13 @@ ChunkIndexStats ChunkIndex::stats() const {
     st.write_back_errors = write_back_errors_;
     st.throttled_puts = throttled_puts_;
     st.refused_puts = refused_puts_;
+    st.growth_waits = growth_waits_;
     st.last_error = last_error_;
     st.new_entries = aux_new_;
   }
   st.persistent_entries = table_->entry_count();
   st.capacity = table_->capacity();
+  st.growth = table_->growth();
   st.lookups = lookups_.load();
   st.aux_hits = aux_hits_.load();
   st.disk_hits = disk_hits_.load();

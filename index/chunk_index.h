@@ -60,6 +60,13 @@ struct ChunkIndexOptions {
   uint32_t rados_shards = 64;  // power of two; fixed when the table is created
   uint64_t aux_soft_limit = 1 << 20;  // entries: above this the background thread writes back
   uint64_t aux_hard_limit = 4 << 20;  // entries: PutNew waits (throttles) above this
+  // Table "disk" only (index/growable_hash_table.h): above this share of the
+  // capacity in use the table grows online by grow_factor (0: only on
+  // request, ChunkIndex::Grow). While a growth runs, a PutNew that finds the
+  // index full waits up to grow_wait_ms for the capacity to rise.
+  double grow_at = 0.75;
+  uint32_t grow_factor = 2;
+  uint64_t grow_wait_ms = 60000;
   // Cluster scope (storage.rados.dedup-scope = cluster, index/chunk_claims.h):
   // the table is the store's shared one (ci.*, not gw.NAME/ci.*), opened with
   // this gateway slot's number and incarnation (the engine sets both from
@@ -97,6 +104,8 @@ struct ChunkIndexStats {
   uint64_t write_back_errors = 0;
   uint64_t throttled_puts = 0;  // PutNew calls that had to wait at the hard limit
   uint64_t refused_puts = 0;    // PutNew calls refused because the index is full
+  uint64_t growth_waits = 0;    // PutNew calls that found the index full and waited for its growth
+  ChunkTableGrowth growth;      // the table's online growth (table "disk")
   // The last error: a failed write-back, or a new chunk refused because the
   // index is full ("chunk index full: N of M entries"); empty if none yet.
   std::string last_error;
@@ -244,6 +253,11 @@ class ChunkIndex {
   // erased entry back from the table.
   Status Erase(const Fingerprint& fp);
 
+  // Grows the table online to at least |min_bytes| (0: by grow_factor);
+  // returns once the growth is under way or queued (stats().growth shows
+  // it). NotSupported for a table that cannot grow (rados).
+  Status Grow(uint64_t min_bytes);
+
   // While idle, the background thread writes back every committed entry.
   void SetIdle(bool idle);
 
@@ -322,6 +336,8 @@ class ChunkIndex {
   // from the table (inserted into the auxiliary index if the change applies).
   // AddUsageMany for a table that does not batch.
   Status AddUsageEach(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes);
+  // Whether the table grows online (table "disk", not cluster scope).
+  bool growable() const { return options_.table_backend == "disk" && !options_.cluster_scope; }
   // Cluster scope: the table and claims (chunk_index_cluster.cc), and
   // AddUsage(Many) sent to this slot's usage keys of the shared table.
   Status PutNewEntry(const Fingerprint& fp, ContainerId container, uint64_t claim_epoch = 0);
@@ -397,6 +413,7 @@ class ChunkIndex {
   uint64_t write_back_errors_ = 0;
   uint64_t throttled_puts_ = 0;
   uint64_t refused_puts_ = 0;
+  uint64_t growth_waits_ = 0;
 
   // A table answer read by Prefetch, and table_generation_ before that read.
   struct Prefetched {

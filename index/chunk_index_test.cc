@@ -327,6 +327,7 @@ TEST_F(ChunkIndexTest, FullIndexRefusesPutNew) {
   o.table.page_size = 512;
   o.aux_soft_limit = 1000;
   o.aux_hard_limit = 1000;
+  o.grow_at = 0;  // no growth unless asked for
   uint64_t inserted = 0;
   uint64_t capacity = 0;
   {
@@ -358,6 +359,52 @@ TEST_F(ChunkIndexTest, FullIndexRefusesPutNew) {
     ASSERT_TRUE(idx->Lookup(Fp(i), &e).ok()) << i;
   }
   EXPECT_TRUE(idx->PutNew(Fp(5000), 1).IsNoSpace());
+}
+
+// A tiny table takes ten times its first capacity of new chunks: it grows
+// online past grow_at, PutNew waits (never refuses) while a growth makes
+// room, and every entry is found before and after a reopen.
+TEST_F(ChunkIndexTest, TinyTableTakesTenTimesItsCapacityByGrowing) {
+  auto o = Options();
+  o.table.size_bytes = 512 * 9;  // 8 buckets of 12 slots: 67 entries
+  o.table.page_size = 512;
+  o.aux_soft_limit = 50;
+  o.aux_hard_limit = 200;
+  uint64_t first_capacity = 0;
+  const uint64_t n = 700;
+  {
+    auto idx = MustOpen(o);
+    first_capacity = idx->stats().capacity;
+    ASSERT_EQ(first_capacity, 67u);
+    for (uint64_t i = 0; i < n; i++) {
+      const ContainerId c = 1 + i / 50;
+      Status s = idx->PutNew(Fp(i), c);
+      ASSERT_TRUE(s.ok()) << i << ": " << s.ToString();
+      if (i % 50 == 49) {
+        oracle_.Commit(c);
+        idx->OnContainerCommitted(c, Fps(i - 49, 50));
+      }
+    }
+    ASSERT_TRUE(idx->Flush().ok());
+    ChunkIndexStats st = idx->stats();
+    EXPECT_EQ(st.refused_puts, 0u);
+    EXPECT_GE(st.capacity, n);
+    EXPECT_GE(st.growth.growths_finished + (st.growth.growing ? 1 : 0), 3u);
+    for (uint64_t i = 0; i < n; i++) {
+      ChunkIndexEntry e;
+      ASSERT_TRUE(idx->Lookup(Fp(i), &e).ok()) << i;
+      EXPECT_EQ(e.container, 1 + i / 50);
+    }
+  }
+  auto idx = MustOpen(o);
+  EXPECT_EQ(idx->stats().persistent_entries, n);
+  uint64_t pages = 0;
+  ASSERT_TRUE(idx->Verify(&pages).ok());
+  for (uint64_t i = 0; i < n; i++) {
+    ChunkIndexEntry e;
+    ASSERT_TRUE(idx->Lookup(Fp(i), &e).ok()) << i;
+  }
+  EXPECT_GE(n, 10 * first_capacity);
 }
 
 TEST_F(ChunkIndexTest, WriteBackErrorsKeepEntries) {

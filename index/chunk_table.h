@@ -30,6 +30,19 @@
 
 namespace dedupv1 {
 
+// Where a table's online growth stands (index/growable_hash_table.h); a
+// table that cannot grow reports growing == false and table_bytes == 0.
+struct ChunkTableGrowth {
+  uint64_t table_bytes = 0;      // size of the table new entries go to
+  bool growing = false;          // entries are being moved into a larger table
+  uint64_t from_bytes = 0;       // while growing: the size of the table being emptied
+  uint64_t pages_moved = 0;      // while growing: its bucket pages moved so far in this process
+  uint64_t pages_total = 0;      // while growing: its bucket pages
+  uint64_t growths_finished = 0; // since the table was opened
+  bool requested = false;        // a growth was asked for and has not begun yet
+  std::string last_error;        // the last failed growth step (it is retried); empty if none
+};
+
 class ChunkTable {
  public:
   // One change of a batch: put |entry| under |fp|, or erase |fp| (absent = no-op).
@@ -85,6 +98,17 @@ class ChunkTable {
 
   // Makes every applied batch durable.
   virtual Status Sync() = 0;
+
+  // Asks the table to grow online to at least |min_bytes| (0: by its
+  // configured factor) while Get and Apply go on; returns at once, the
+  // growth runs in the background (growth() shows it). NotSupported by a
+  // table that cannot grow. While a growth runs, a request for more than it
+  // reaches is queued behind it.
+  virtual Status Grow(uint64_t min_bytes) {
+    (void)min_bytes;
+    return Status::NotSupported("the chunk index table at " + Where() + " cannot grow");
+  }
+  virtual ChunkTableGrowth growth() const { return ChunkTableGrowth(); }
 };
 
 }  // namespace dedupv1

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "core/base/coding.h"
@@ -92,13 +93,18 @@ size_t DiskHashTable::SlotsPerPage(size_t page_size, size_t key_size) {
 
 DiskHashTable::DiskHashTable(const DiskHashTableOptions& options, Env* env)
     : options_(options), env_(env), journal_path_(JournalPath(options.path)) {
-  bucket_count_ = options.size_bytes / options.page_size - 1;
   entry_size_ = options.key_size + kSlotBytesAfterKey;
   slots_per_page_ = SlotsPerPage(options.page_size, options.key_size);
+  SetGeometry(options.size_bytes);
+}
+
+void DiskHashTable::SetGeometry(uint64_t size_bytes) {
+  size_bytes_ = size_bytes;
+  bucket_count_ = size_bytes / options_.page_size - 1;
   capacity_ = static_cast<uint64_t>(
-      std::floor(static_cast<double>(bucket_count_ * slots_per_page_) * options.max_fill));
+      std::floor(static_cast<double>(bucket_count_ * slots_per_page_) * options_.max_fill));
   probe_pages_ = static_cast<int>(
-      std::min<uint64_t>(static_cast<uint64_t>(options.max_probe_pages), bucket_count_));
+      std::min<uint64_t>(static_cast<uint64_t>(options_.max_probe_pages), bucket_count_));
 }
 
 DiskHashTable::~DiskHashTable() {
@@ -159,7 +165,7 @@ std::string DiskHashTable::EncodeHeader(uint64_t entry_count) const {
   EncodeFixed32(p + 16, static_cast<uint32_t>(options_.key_size));
   EncodeFixed32(p + 20, static_cast<uint32_t>(options_.max_probe_pages));
   EncodeFixed64(p + 24, bucket_count_);
-  EncodeFixed64(p + 32, options_.size_bytes);
+  EncodeFixed64(p + 32, size_bytes_);
   EncodeFixed64(p + 40, entry_count);
   EncodeFixed32(p + kHeaderCrcOffset, Crc32c(p, kHeaderCrcOffset));
   return page;
@@ -187,7 +193,7 @@ Status DiskHashTable::Create() {
   return Status::OK();
 }
 
-Status DiskHashTable::ReadJournal(bool* valid, std::map<uint64_t, std::string>* images) {
+Status DiskHashTable::ReadJournal(uint64_t max_pages, bool* valid, std::map<uint64_t, std::string>* images) {
   *valid = false;
   images->clear();
   uint64_t size = 0;
@@ -204,7 +210,7 @@ Status DiskHashTable::ReadJournal(bool* valid, std::map<uint64_t, std::string>* 
   if (DecodeFixed32(p + size - 4) != Crc32c(p, size - 4)) return Status::OK();
   // The journal is complete. It must fit this table; a complete journal that
   // does not is not ours to ignore silently.
-  const uint64_t pages = bucket_count_ + 1;
+  const uint64_t pages = max_pages;
   if (page_size != options_.page_size) {
     return Status::Corruption("chunk index journal " + journal_path_ + " has page size " +
                               std::to_string(page_size) + ", table has " +
@@ -225,6 +231,34 @@ Status DiskHashTable::ReadJournal(bool* valid, std::map<uint64_t, std::string>* 
   return Status::OK();
 }
 
+Status DiskHashTable::CheckGeometry(uint32_t page_size, uint32_t key_size, uint32_t max_probe_pages,
+                                    uint64_t size_bytes, uint64_t bucket_count) {
+  const std::string& file = options_.path;
+  auto mismatch = [&](const char* what, uint64_t was, uint64_t now) {
+    return Status::InvalidArgument("chunk index file " + file + " was created with " + what + " " +
+                                   std::to_string(was) + ", config says " + std::to_string(now));
+  };
+  if (page_size != options_.page_size) return mismatch("page size", page_size, options_.page_size);
+  if (key_size != options_.key_size) return mismatch("key size", key_size, options_.key_size);
+  if (max_probe_pages != static_cast<uint32_t>(options_.max_probe_pages)) {
+    return mismatch("max probe pages", max_probe_pages, options_.max_probe_pages);
+  }
+  if (size_bytes != size_bytes_) {
+    if (!options_.adopt_file_size) return mismatch("size", size_bytes, size_bytes_);
+    if (size_bytes % options_.page_size != 0 || size_bytes / options_.page_size < 2) {
+      return Status::Corruption("chunk index file " + file + ": header size " + std::to_string(size_bytes) +
+                                " is not a whole number of at least two pages of " +
+                                std::to_string(options_.page_size));
+    }
+    SetGeometry(size_bytes);
+  }
+  if (bucket_count != bucket_count_) {
+    return Status::Corruption("chunk index file " + file + ": header bucket count " +
+                              std::to_string(bucket_count) + " does not match its geometry");
+  }
+  return Status::OK();
+}
+
 Status DiskHashTable::Recover() {
   const std::string& file = options_.path;
   // Read the header first: if it mismatches the options we refuse before
@@ -234,40 +268,25 @@ Status DiskHashTable::Recover() {
   DEDUPV1_RETURN_IF_ERROR(table_->Read(0, kHeaderBytes, header_bytes.data()));
   Header h;
   Status hs = ParseHeader(file, reinterpret_cast<const uint8_t*>(header_bytes.data()), &h);
-  if (hs.ok() && (h.page_size != options_.page_size || h.key_size != options_.key_size ||
-                  h.size_bytes != options_.size_bytes ||
-                  h.max_probe_pages != static_cast<uint32_t>(options_.max_probe_pages))) {
-    auto mismatch = [&](const char* what, uint64_t was, uint64_t now) {
-      return Status::InvalidArgument("chunk index file " + file + " was created with " + what +
-                                     " " + std::to_string(was) + ", config says " +
-                                     std::to_string(now));
-    };
-    if (h.page_size != options_.page_size) return mismatch("page size", h.page_size, options_.page_size);
-    if (h.key_size != options_.key_size) return mismatch("key size", h.key_size, options_.key_size);
-    if (h.size_bytes != options_.size_bytes) return mismatch("size", h.size_bytes, options_.size_bytes);
-    return mismatch("max probe pages", h.max_probe_pages, options_.max_probe_pages);
-  }
-  if (hs.ok() && h.bucket_count != bucket_count_) {
-    return Status::Corruption("chunk index file " + file + ": header bucket count " +
-                              std::to_string(h.bucket_count) + " does not match its geometry");
-  }
 
   bool journal_valid = false;
   std::map<uint64_t, std::string> images;
   if (hs.ok()) {
-    DEDUPV1_RETURN_IF_ERROR(ReadJournal(&journal_valid, &images));
+    DEDUPV1_RETURN_IF_ERROR(CheckGeometry(h.page_size, h.key_size, h.max_probe_pages, h.size_bytes, h.bucket_count));
+    DEDUPV1_RETURN_IF_ERROR(ReadJournal(bucket_count_ + 1, &journal_valid, &images));
   } else {
     // The header may have been torn by an in-place write; a valid journal
-    // carrying page 0 repairs it. Geometry checks then use that header.
-    Status js = ReadJournal(&journal_valid, &images);
+    // carrying page 0 repairs it. Geometry checks then use that header (the
+    // journal's page numbers are checked against it).
+    Status js = ReadJournal(std::numeric_limits<uint64_t>::max(), &journal_valid, &images);
     if (!js.ok() || !journal_valid || images.count(0) == 0) return hs;
     DEDUPV1_RETURN_IF_ERROR(
         ParseHeader(file, reinterpret_cast<const uint8_t*>(images[0].data()), &h));
-    if (h.page_size != options_.page_size || h.key_size != options_.key_size ||
-        h.size_bytes != options_.size_bytes ||
-        h.max_probe_pages != static_cast<uint32_t>(options_.max_probe_pages)) {
-      return Status::InvalidArgument("chunk index file " + file +
-                                     " was created with different geometry than configured");
+    DEDUPV1_RETURN_IF_ERROR(CheckGeometry(h.page_size, h.key_size, h.max_probe_pages, h.size_bytes, h.bucket_count));
+    if (!images.empty() && images.rbegin()->first > bucket_count_) {
+      return Status::Corruption("chunk index journal " + journal_path_ + " names page " +
+                                std::to_string(images.rbegin()->first) + " beyond the table's " +
+                                std::to_string(bucket_count_ + 1) + " pages");
     }
   }
 
@@ -645,6 +664,29 @@ Status DiskHashTable::ForEachEntry(
     for (const auto& [fp, entry] : entries) visit(fp, entry);
   }
   return Status::OK();
+}
+
+Status DiskHashTable::EntriesOfPages(uint64_t first, uint64_t n,
+                                     std::vector<std::pair<Fingerprint, ChunkIndexEntry>>* out) {
+  out->clear();
+  if (first < 1 || first > bucket_count_ || n > bucket_count_ + 1 - first) {
+    return Status::InvalidArgument("chunk index " + options_.path + ": pages " + std::to_string(first) + ".." +
+                                   std::to_string(first + n) + " are not bucket pages of its " +
+                                   std::to_string(bucket_count_) + " buckets");
+  }
+  std::string run;
+  std::shared_lock<std::shared_mutex> l(pages_mu_);
+  return ReadRun(first, n, &run, [&](uint64_t, const std::string& page) -> Status {
+    const int count = PageCount(page);
+    for (int slot = 0; slot < count; slot++) {
+      Fingerprint fp(reinterpret_cast<const uint8_t*>(page.data()) + kPageHeaderBytes + slot * entry_size_,
+                     options_.key_size);
+      ChunkIndexEntry entry;
+      DecodeSlot(page, slot, options_.key_size, entry_size_, &entry);
+      out->emplace_back(fp, entry);
+    }
+    return Status::OK();
+  });
 }
 
 Status DiskHashTable::ReadRun(

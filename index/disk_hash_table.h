@@ -60,6 +60,10 @@ struct DiskHashTableOptions {
   size_t key_size = 20;            // 20 for SHA-1, 32 for SHA-256
   double max_fill = 0.7;           // inserts beyond this share of all slots are refused
   int max_probe_pages = 8;         // pages a bucket may overflow into (incl. its own); fixed at creation
+  // An existing file keeps the size its header names (it may have grown
+  // online, index/growable_hash_table.h): size_bytes then only sizes a new
+  // file. Without it a size that differs from the header is refused.
+  bool adopt_file_size = false;
 };
 
 class DiskHashTable : public ChunkTable {
@@ -67,8 +71,9 @@ class DiskHashTable : public ChunkTable {
   using Op = ChunkTable::Op;
 
   // Creates the file (preallocated) if missing, else opens it, re-applies a
-  // valid journal, and checks that page size, key size, size and probe limit
-  // match the options (InvalidArgument naming the mismatch).
+  // valid journal, and checks that page size, key size, size (unless
+  // adopt_file_size) and probe limit match the options (InvalidArgument
+  // naming the mismatch).
   static Status Open(const DiskHashTableOptions& options, Env* env,
                      std::unique_ptr<DiskHashTable>* out);
 
@@ -99,6 +104,8 @@ class DiskHashTable : public ChunkTable {
   // Entries the fill limit admits: total slots * max_fill.
   uint64_t capacity() const override { return capacity_; }
   uint64_t bucket_count() const { return bucket_count_; }
+  // The file's size: options.size_bytes, or the existing file's (adopt_file_size).
+  uint64_t size_bytes() const { return size_bytes_; }
   uint64_t batch_units() const override { return bucket_count_; }
   std::string Where() const override { return options_.path; }
   size_t slots_per_page() const { return slots_per_page_; }
@@ -124,13 +131,27 @@ class DiskHashTable : public ChunkTable {
   // a batch whose in-place write failed).
   Status Sync() override;
 
+  // The entries stored on the bucket pages [first, first + n) (pages are
+  // numbered from 1), read and checked as in Get. The growth of a table
+  // moves entries page run by page run with it.
+  Status EntriesOfPages(uint64_t first, uint64_t n, std::vector<std::pair<Fingerprint, ChunkIndexEntry>>* out);
+
  private:
   DiskHashTable(const DiskHashTableOptions& options, Env* env);
 
   static Status ValidateOptions(const DiskHashTableOptions& options);
+  // Checks the geometry a header names against the options (adopting its
+  // size if allowed).
+  Status CheckGeometry(uint32_t page_size, uint32_t key_size, uint32_t max_probe_pages, uint64_t size_bytes,
+                       uint64_t bucket_count);
+  // Sets the size and everything derived from it (bucket count, capacity,
+  // probe range).
+  void SetGeometry(uint64_t size_bytes);
   Status Create();
   Status Recover();
-  Status ReadJournal(bool* valid, std::map<uint64_t, std::string>* images);
+  // |max_pages|: a complete journal naming a page at or beyond it is
+  // Corruption.
+  Status ReadJournal(uint64_t max_pages, bool* valid, std::map<uint64_t, std::string>* images);
   Status WriteJournal(const std::map<uint64_t, std::string>& images);
   // Writes pending_ in place, syncs, empties the journal. Requires apply_mu_.
   Status FinishPendingLocked();
@@ -158,6 +179,7 @@ class DiskHashTable : public ChunkTable {
   const DiskHashTableOptions options_;
   Env* const env_;
   const std::string journal_path_;
+  uint64_t size_bytes_ = 0;
   uint64_t bucket_count_ = 0;
   size_t entry_size_ = 0;
   size_t slots_per_page_ = 0;
