@@ -37,6 +37,7 @@ Status ChunkIndex::OpenTable(const ChunkIndexOptions& options, Env* env, std::un
     GrowableHashTableOptions go;
     go.table = options.table;
     go.grow_factor = options.grow_factor;
+    go.step_pages = options.grow_step_pages;
     std::unique_ptr<GrowableHashTable> disk;
     DEDUPV1_RETURN_IF_ERROR(GrowableHashTable::Open(go, env, &disk));
     *out = std::move(disk);

@@ -67,6 +67,7 @@ struct ChunkIndexOptions {
   double grow_at = 0.75;
   uint32_t grow_factor = 2;
   uint64_t grow_wait_ms = 60000;
+  uint64_t grow_step_pages = 64;  // old pages moved per step (GrowableHashTableOptions::step_pages)
   // Cluster scope (storage.rados.dedup-scope = cluster, index/chunk_claims.h):
   // the table is the store's shared one (ci.*, not gw.NAME/ci.*), opened with
   // this gateway slot's number and incarnation (the engine sets both from

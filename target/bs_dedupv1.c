@@ -89,6 +89,9 @@
  * NAME, which no LUN serves and the config no longer names, is dropped
  * (dedupv1d volume remove; see dedupv1_tgt_drop_volume). */
 #define DEDUPV1_DROP_PARAM "dedupv1_drop="
+/* `... --params dedupv1_index_grow=BYTES` on any LUN: the chunk index table
+ * grows online to at least BYTES (0: by its grow factor; dedupv1d index grow). */
+#define DEDUPV1_INDEX_GROW_PARAM "dedupv1_index_grow="
 
 #define DEDUPV1_MAX_SERVICE_ACTIONS 8
 
@@ -919,10 +922,11 @@ static tgtadm_err dedupv1_resize(struct scsi_lu *lu)
 }
 
 /* What tgtadm's |params| ("targetOps ITEM,ITEM,...," as tgtadm sends
- * --params) ask of us: our one item alone (RESIZE, or DROP with the volume
- * name copied to |name|), tgt's own items (NONE), or ours mixed with others
- * (MIXED: refused, they do not combine). */
-enum lu_request { LU_REQ_NONE, LU_REQ_RESIZE, LU_REQ_DROP, LU_REQ_MIXED };
+ * --params) ask of us: our one item alone (RESIZE, DROP with the volume name
+ * copied to |name|, or INDEX_GROW with its byte count copied there), tgt's
+ * own items (NONE), or ours mixed with others (MIXED: refused, they do not
+ * combine). */
+enum lu_request { LU_REQ_NONE, LU_REQ_RESIZE, LU_REQ_DROP, LU_REQ_INDEX_GROW, LU_REQ_MIXED };
 
 static enum lu_request lu_request_of(const char *params, char *name, size_t namelen)
 {
@@ -930,6 +934,7 @@ static enum lu_request lu_request_of(const char *params, char *name, size_t name
 	int ours = 0, others = 0;
 	enum lu_request req = LU_REQ_NONE;
 	size_t drop_len = strlen(DEDUPV1_DROP_PARAM);
+	size_t grow_len = strlen(DEDUPV1_INDEX_GROW_PARAM);
 
 	if (!params || !strstr(params, "dedupv1_"))
 		return LU_REQ_NONE;
@@ -947,6 +952,13 @@ static enum lu_request lu_request_of(const char *params, char *name, size_t name
 				return LU_REQ_MIXED; /* no volume has such a long name */
 			snprintf(name, namelen, "%s", item + drop_len);
 			req = LU_REQ_DROP;
+			ours++;
+		} else if (!strncmp(item, DEDUPV1_INDEX_GROW_PARAM, grow_len) && item[grow_len]) {
+			if (strlen(item + grow_len) >= namelen ||
+			    strspn(item + grow_len, "0123456789") != strlen(item + grow_len))
+				return LU_REQ_MIXED; /* not a byte count */
+			snprintf(name, namelen, "%s", item + grow_len);
+			req = LU_REQ_INDEX_GROW;
 			ours++;
 		} else {
 			others++;
@@ -978,9 +990,16 @@ static tgtadm_err dedupv1_lu_config(struct scsi_lu *lu, char *params)
 			return TGTADM_INVALID_REQUEST;
 		}
 		return TGTADM_SUCCESS;
+	case LU_REQ_INDEX_GROW:
+		rc = dedupv1_tgt_grow_index(strtoull(name, NULL, 10), err, sizeof(err));
+		if (rc) {
+			eprintf("dedupv1: chunk index growth not begun: %s: %s\n", engine_code_name(rc), err);
+			return TGTADM_INVALID_REQUEST;
+		}
+		return TGTADM_SUCCESS;
 	case LU_REQ_MIXED:
-		eprintf("dedupv1: lun %" PRIu64 ": dedupv1_* items go alone in --params (and name a volume), "
-			"not with other items\n",
+		eprintf("dedupv1: lun %" PRIu64 ": dedupv1_* items go alone in --params (and name a volume "
+			"or a byte count), not with other items\n",
 			lu->lun);
 		return TGTADM_INVALID_REQUEST;
 	case LU_REQ_NONE:

@@ -173,12 +173,15 @@ const char kUsage[] =
     "                       online (initiators see it after a rescan: CAPACITY DATA HAS CHANGED)\n"
     "       dedupv1d volume remove NAME --config FILE [--force]   a volume goes: its LUN, its config line\n"
     "                       and its data (GC reclaims its chunks)\n"
+    "       dedupv1d index grow [SIZE] --config FILE [--wait]   the running instance's chunk index table grows\n"
+    "                       online to at least SIZE (default: by chunk-index.grow-factor) while LUNs serve\n"
     "  --overcommit         volume add/grow: even beyond the free space of the data dir's file system\n"
     "  --force              takeover: fence a holder that still renews its lease instead of waiting for it;\n"
     "                       volume remove: even while initiators are logged in to the target\n"
     "  --interval S         watch: seconds between looks (default: a third of storage.rados.lock-lease)\n"
     "  --once               watch: look until a verdict (at most a lease and two looks), act on it, exit\n"
     "  --json               cluster: one JSON document (the monitor's /cluster)\n"
+    "  --wait               index grow: until the growth is done, with its progress (from the monitor)\n"
     "  --shards             cluster: also count the keys of every chunk index shard (min/max/mean)\n"
     "  --data-dir DIR       overrides the config's data-dir (state file, tgtd.log and data live there)\n"
     "  --portal ADDR:PORT   overrides target.portal (e.g. 127.0.0.1:3260, [::1]:3260)\n"
@@ -211,6 +214,8 @@ struct Args {
   std::string volume_name;    // volume: NAME
   std::string volume_size;    // volume: SIZE as given
   bool overcommit = false;    // volume grow --overcommit
+  std::string index_size;     // index grow [SIZE]: as given, empty for the grow factor
+  bool wait = false;          // index grow --wait
 };
 
 bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
@@ -220,7 +225,7 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
   }
   a->command = argv[1];
   if (a->command != "start" && a->command != "stop" && a->command != "status" && a->command != "takeover" &&
-      a->command != "watch" && a->command != "cluster" && a->command != "volume") {
+      a->command != "watch" && a->command != "cluster" && a->command != "volume" && a->command != "index") {
     *err = "unknown command '" + a->command + "'";
     return false;
   }
@@ -237,9 +242,28 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
     if (sized) a->volume_size = argv[4];
     first_option = sized ? 5 : 4;
   }
+  if (a->command == "index") {
+    if (argc < 3 || std::string(argv[2]) != "grow") {
+      *err = "index needs an action: index grow [SIZE]";
+      return false;
+    }
+    first_option = 3;
+    if (argc > 3 && argv[3][0] != '-') {
+      a->index_size = argv[3];
+      first_option = 4;
+    }
+  }
   for (int i = first_option; i < argc; i++) {
     std::string opt = argv[i];
     std::string value;
+    if (opt == "--wait") {
+      if (a->command != "index") {
+        *err = "--wait belongs to index grow";
+        return false;
+      }
+      a->wait = true;
+      continue;
+    }
     if (opt == "--overcommit") {
       if (a->volume_action != "grow" && a->volume_action != "add") {
         *err = "--overcommit belongs to volume add and grow";
@@ -2227,6 +2251,89 @@ int VolumeCommand(const Args& args) {
   return kExitOk;
 }
 
+// `dedupv1d index grow [SIZE]`: asks the running instance's chunk index
+// table to grow online (tgtadm --params dedupv1_index_grow=BYTES on one of its
+// LUNs; index/growable_hash_table.h) while every LUN serves. The growth runs
+// in tgtd; --wait follows it through the monitor until it is done. Without a
+// running instance nothing can grow: the config's chunk-index.size, raised,
+// grows the table at the next start.
+int IndexCommand(const Args& args) {
+  Setup setup;
+  Status s = LoadSetup(args, &setup);
+  if (!s.ok()) {
+    Complain("config refused, nothing changed: " + s.message());
+    return kExitUsage;
+  }
+  uint64_t min_bytes = 0;
+  if (!args.index_size.empty() && !ParseSize(args.index_size, &min_bytes).ok()) {
+    Complain("index grow: SIZE '" + args.index_size + "' is not a size (e.g. 4G); nothing changed");
+    return kExitUsage;
+  }
+  if (setup.options.engine.chunk_index.table_backend != "disk") {
+    Complain("the chunk index of storage.backend = " + setup.options.engine.storage_backend +
+             " is sharded over RADOS omap objects and has no fixed size to grow; nothing changed");
+    return kExitUsage;
+  }
+  State st;
+  if (!InstanceRuns(setup.data_dir, &st) || st.luns.empty()) {
+    Complain("no instance serves " + setup.data_dir + ": start it (the table grows while it serves), or raise "
+             "chunk-index.size in " + setup.config_path + " (the next start grows the table to it)");
+    return kExitNotRunning;
+  }
+  const Tgtadm adm = TgtadmFor(st.control_port, args.timeout_s);
+  const std::string log = JoinPath(setup.data_dir, kLogFile);
+  const uint64_t log_start = FileSize(log);
+  RunResult r = adm({"--lld", "iscsi", "--op", "update", "--mode", "logicalunit", "--tid", std::to_string(kTid),
+                     "--lun", std::to_string(st.luns.front().lun), "--params",
+                     "dedupv1_index_grow=" + std::to_string(min_bytes)});
+  if (!r.ok()) {
+    Complain("the chunk index growth was not begun: " + Describe(r, args.timeout_s));
+    PrintTgtdLog(log, log_start);
+    return kExitFailed;
+  }
+  Say("dedupv1d: chunk index growth requested (" +
+      (min_bytes == 0 ? std::string("by chunk-index.grow-factor") : "to at least " + SizeText(min_bytes)) +
+      "); it runs while the LUNs serve");
+  if (!args.wait) return kExitOk;
+  const MonitorOptions& mon = setup.options.monitor;
+  if (!mon.enabled) {
+    Complain("--wait follows the growth through the monitor, which is disabled (monitor.enabled = false)");
+    return kExitFailed;
+  }
+  auto client = MonitorClientFor(mon.host, mon.port, 10);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(args.timeout_s);
+  std::string last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    HttpResult got;
+    s = client->Get("/index", &got);
+    nlohmann::json doc;
+    if (s.ok() && got.status == 200) doc = nlohmann::json::parse(got.body, nullptr, false);
+    if (!s.ok() || got.status != 200 || doc.is_discarded() || !doc.contains("chunk_index")) {
+      Complain("cannot follow the growth: the monitor's /index did not answer (" +
+               (s.ok() ? "HTTP " + std::to_string(got.status) : s.ToString()) + "); it goes on in tgtd");
+      return kExitFailed;
+    }
+    const nlohmann::json& ci = doc["chunk_index"];
+    const bool growing = ci.value("growing", 0) != 0;
+    const bool requested = ci.value("growth_requested", 0) != 0;
+    const std::string error = ci.value("growth_last_error", std::string());
+    std::string now = growing ? "moving entries: " + std::to_string(ci.value("growth_pages_moved", 0ULL)) + " of " +
+                                    std::to_string(ci.value("growth_pages_total", 0ULL)) + " pages"
+                              : (requested ? "requested" : "done");
+    if (!error.empty()) now += " (last error, retried: " + error + ")";
+    if (now != last) Say("dedupv1d: chunk index: " + now);
+    last = now;
+    if (!growing && !requested) {
+      Say("dedupv1d: the chunk index table is " + SizeText(ci.value("table_size_bytes", 0ULL)) + ", capacity " +
+          std::to_string(ci.value("capacity_entries", 0ULL)) + " entries");
+      return kExitOk;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  Complain("the growth is still running after " + std::to_string(args.timeout_s) + " s (--timeout); it goes on in tgtd");
+  return kExitFailed;
+}
+
 }  // namespace
 }  // namespace dedupv1
 
@@ -2244,5 +2351,6 @@ int main(int argc, char** argv) {
   if (args.command == "cluster") return dedupv1::ClusterCommand(args);
   if (args.command == "stop") return dedupv1::Stop(args);
   if (args.command == "volume") return dedupv1::VolumeCommand(args);
+  if (args.command == "index") return dedupv1::IndexCommand(args);
   return dedupv1::StatusCommand(args);
 }

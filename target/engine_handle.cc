@@ -358,6 +358,30 @@ extern "C" int dedupv1_tgt_resize(dedupv1_volume* vol, uint64_t block_size, uint
   }
 }
 
+extern "C" int dedupv1_tgt_grow_index(uint64_t min_bytes, char* err, size_t errlen) {
+  try {
+    auto& shared = Shared();
+    std::lock_guard<std::mutex> lock(shared.mu);
+    if (shared.sys == nullptr) {
+      SetError(err, errlen, "no engine is open");
+      return DEDUPV1_EINVAL;
+    }
+    dedupv1::DedupSystem* system = dedupv1::SystemOf(shared.sys);
+    dedupv1::Status s = system->chunk_index()->Grow(min_bytes);
+    if (s.IsNotSupported()) {
+      SetError(err, errlen, s.message());
+      return DEDUPV1_EINVAL;
+    }
+    if (!s.ok()) return dedupv1::ReportStatus(s, err, errlen);
+    std::fprintf(stderr, "dedupv1: chunk index growth requested (%s)\n",
+                 min_bytes == 0 ? "by chunk-index.grow-factor" : ("to at least " + std::to_string(min_bytes) + " bytes").c_str());
+    return DEDUPV1_OK;
+  } catch (const std::exception& e) {
+    SetError(err, errlen, std::string("dedupv1 module: ") + e.what());
+    return DEDUPV1_EOTHER;
+  }
+}
+
 extern "C" int dedupv1_tgt_drop_volume(const char* volume, char* err, size_t errlen) {
   try {
     auto& shared = Shared();

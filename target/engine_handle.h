@@ -54,6 +54,14 @@ int dedupv1_tgt_resize(dedupv1_volume* vol, uint64_t block_size, uint64_t* size,
  * finishes it). Any LUN of the tgtd may carry the request. */
 int dedupv1_tgt_drop_volume(const char* volume, char* err, size_t errlen);
 
+/* Asks the open engine's chunk index table to grow online to at least
+ * |min_bytes| bytes (0: by chunk-index.grow-factor; dedupv1d index grow).
+ * Returns at once: the growth runs in the background while every LUN serves
+ * (the monitor's chunk_index section shows it). DEDUPV1_EINVAL if no engine
+ * is open or its table cannot grow (storage.backend = rados). Any LUN of the
+ * tgtd may carry the request. */
+int dedupv1_tgt_grow_index(uint64_t min_bytes, char* err, size_t errlen);
+
 /* Closes |vol| (from dedupv1_tgt_acquire) and, when it was the last one, the
  * system. Returns the error of closing the system, if any (the volume is
  * released in any case). */

@@ -41,6 +41,38 @@ TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
   EXPECT_GE(done, std::min<uint64_t>(cycles, 10));
 }
 
+// The kill -9 cycles on a store whose chunk index starts tiny (8 buckets,
+// 554 entries) and grows online while the children write (and write back
+// often): kills land before, during and after growths, and every synced
+// write, usage count and GC round must come out as without growth.
+// DEDUPV1_GROW_CRASH_CYCLES cycles (default 12), bounded by 150 s.
+TEST(CrashTest, KillNineWhileTheChunkIndexGrowsKeepsEverySyncedWrite) {
+  const uint64_t cycles = test::EnvKnob("DEDUPV1_GROW_CRASH_CYCLES", 12);
+  test::TempDir dir;
+  Options o = KillNineOptions(dir.path());
+  o.chunk_index.table.size_bytes = 9 * 4096;
+  o.chunk_index.aux_soft_limit = 256;
+  o.chunk_index.aux_hard_limit = 4096;
+  o.chunk_index.grow_step_pages = 1;  // slow growths, so kills land inside them
+  ASSERT_TRUE(o.Finish().ok());
+  const std::string next = o.chunk_index.table.path + ".next";
+  int killed_while_growing = 0;
+  const uint64_t done = RunKillNineCycles(o, cycles, 150, [&](uint64_t) {
+    killed_while_growing += Env::Default()->FileExists(next) ? 1 : 0;
+  });
+  EXPECT_GE(done, std::min<uint64_t>(cycles, 6));
+  std::unique_ptr<DedupSystem> sys;
+  ASSERT_TRUE(DedupSystem::Open(o, Env::Default(), &sys).ok());
+  const ChunkIndexStats st = sys->chunk_index()->stats();
+  std::printf("chunk index: %llu entries, table %llu bytes (created with %llu), %d kills during a growth\n",
+              (unsigned long long)st.persistent_entries, (unsigned long long)st.growth.table_bytes,
+              (unsigned long long)o.chunk_index.table.size_bytes, killed_while_growing);
+  EXPECT_GT(st.persistent_entries, 554u * 4) << "the test wrote too few chunks to grow the index";
+  EXPECT_GE(st.growth.table_bytes, 8 * 8 * 4096u);
+  EXPECT_EQ(st.refused_puts, 0u);
+  ASSERT_TRUE(sys->Close().ok());
+}
+
 }  // namespace
 }  // namespace dedupv1
 

@@ -174,7 +174,8 @@ struct Record {
 
 }  // namespace
 
-void RunKillNineCyclesInto(const Options& o, uint64_t cycles, uint64_t budget_s, uint64_t* done_out) {
+void RunKillNineCyclesInto(const Options& o, uint64_t cycles, uint64_t budget_s,
+                           const std::function<void(uint64_t cycle)>& after_kill, uint64_t* done_out) {
   std::vector<uint64_t> acked(kSlots, 0);             // last acknowledged version per slot
   std::vector<std::set<uint64_t>> written(kSlots);    // versions written after it
   std::mt19937_64 rng(4242);
@@ -205,6 +206,7 @@ void RunKillNineCyclesInto(const Options& o, uint64_t cycles, uint64_t budget_s,
       }
     }
     close(report_fd);
+    if (after_kill) after_kill(cycle);
 
     std::unique_ptr<DedupSystem> sys;
     Status s = DedupSystem::OpenStore(o, Env::Default(), &sys);
@@ -290,9 +292,10 @@ void RunKillNineCyclesInto(const Options& o, uint64_t cycles, uint64_t budget_s,
 }
 
 
-uint64_t RunKillNineCycles(const Options& o, uint64_t cycles, uint64_t budget_s) {
+uint64_t RunKillNineCycles(const Options& o, uint64_t cycles, uint64_t budget_s,
+                           const std::function<void(uint64_t cycle)>& after_kill) {
   uint64_t done = 0;
-  RunKillNineCyclesInto(o, cycles, budget_s, &done);
+  RunKillNineCyclesInto(o, cycles, budget_s, after_kill, &done);
   return done;
 }
 

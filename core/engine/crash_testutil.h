@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,9 @@ Options KillNineOptions(const std::string& dir);
 
 // Runs up to |cycles| kill -9 cycles on the store |o| (opened with
 // DedupSystem::OpenStore, so a rados store too), within |budget_s| seconds;
-// failures are test failures. Returns the cycles completed.
-uint64_t RunKillNineCycles(const Options& o, uint64_t cycles, uint64_t budget_s);
+// failures are test failures. Returns the cycles completed. |after_kill|, if
+// given, runs after each kill, before the store is opened again.
+uint64_t RunKillNineCycles(const Options& o, uint64_t cycles, uint64_t budget_s,
+                           const std::function<void(uint64_t cycle)>& after_kill = nullptr);
 
 }  // namespace dedupv1

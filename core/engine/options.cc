@@ -158,6 +158,27 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          }
          return Status::OK();
        }},
+      {"chunk-index.grow-at", [](const std::string& v, Options* o) {
+         DEDUPV1_RETURN_IF_ERROR(ParseDouble(v, &o->chunk_index.grow_at));
+         if (o->chunk_index.grow_at < 0 || o->chunk_index.grow_at > 1) {
+           return Status::InvalidArgument("chunk-index.grow-at must be in [0, 1] (0: grow only on request), got " + v);
+         }
+         return Status::OK();
+       }},
+      {"chunk-index.grow-factor", [](const std::string& v, Options* o) {
+         uint64_t x = 0;
+         DEDUPV1_RETURN_IF_ERROR(ParseUint(v, &x));
+         if (x < 2 || x > 16) return Status::InvalidArgument("chunk-index.grow-factor must be from 2 to 16, got " + v);
+         o->chunk_index.grow_factor = static_cast<uint32_t>(x);
+         return Status::OK();
+       }},
+      {"chunk-index.grow-step", [](const std::string& v, Options* o) {
+         uint64_t x = 0;
+         DEDUPV1_RETURN_IF_ERROR(ParseUint(v, &x));
+         if (x < 1 || x > 4096) return Status::InvalidArgument("chunk-index.grow-step must be from 1 to 4096 pages, got " + v);
+         o->chunk_index.grow_step_pages = x;
+         return Status::OK();
+       }},
       {"chunk-index.aux-soft-limit", [](const std::string& v, Options* o) { return ParseSize(v, &o->chunk_index.aux_soft_limit); }},
       {"chunk-index.aux-hard-limit", [](const std::string& v, Options* o) { return ParseSize(v, &o->chunk_index.aux_hard_limit); }},
       {"block-index.backend", [](const std::string& v, Options* o) {
@@ -488,6 +509,9 @@ std::string Options::SettingsToString() const {
     << "chunk-index.size = " << chunk_index.table.size_bytes << "\n"
     << "chunk-index.page-size = " << chunk_index.table.page_size << "\n"
     << "chunk-index.max-fill = " << chunk_index.table.max_fill << "\n"
+    << "chunk-index.grow-at = " << chunk_index.grow_at << "\n"
+    << "chunk-index.grow-factor = " << chunk_index.grow_factor << "\n"
+    << "chunk-index.grow-step = " << chunk_index.grow_step_pages << "\n"
     << "chunk-index.aux-soft-limit = " << chunk_index.aux_soft_limit << "\n"
     << "chunk-index.aux-hard-limit = " << chunk_index.aux_hard_limit << "\n"
     << "block-index.backend = " << (block_index.backend == KvBackend::kLevelDb ? "leveldb" : "tokyocabinet") << "\n"

@@ -54,6 +54,8 @@ TEST(OptionsTest, BadValuesNameKeyAndLine) {
   ExpectRefused("block-size = 32M\n", {"block-size"});
   ExpectRefused("chunk-index.page-size = 100K\n", {"chunk-index.page-size"});
   ExpectRefused("chunk-index.max-fill = 1.5\n", {"chunk-index.max-fill"});
+  ExpectRefused("chunk-index.grow-at = 1.2\n", {"chunk-index.grow-at"});
+  ExpectRefused("chunk-index.grow-factor = 1\n", {"chunk-index.grow-factor"});
   ExpectRefused("bloom.false-positive-rate = 0.7\n", {"bloom.false-positive-rate"});
   ExpectRefused("fingerprint = md5\n", {"fingerprint"});
   ExpectRefused("chunking = fixed\n", {"chunking"});
@@ -132,6 +134,8 @@ TEST(OptionsTest, NonDefaultValuesRoundTrip) {
       "chunk-index.path = /ssd/ci\n"
       "chunk-index.size = 2G\n"
       "chunk-index.max-fill = 0.65\n"
+      "chunk-index.grow-at = 0.5\n"
+      "chunk-index.grow-factor = 4\n"
       "block-index.backend = leveldb\n"
       "write-buffer.flush-delay = 250ms\n"
       "volume = a 1G\n"
@@ -149,6 +153,8 @@ TEST(OptionsTest, NonDefaultValuesRoundTrip) {
   EXPECT_EQ(o.block_index.path, "/srv/dd/block-index.leveldb");
   EXPECT_EQ(o.chunk_store.commit_timeout_ms, 2000u);
   EXPECT_EQ(o.write_buffer_flush_delay_ms, 250u);
+  EXPECT_EQ(o.chunk_index.grow_at, 0.5);
+  EXPECT_EQ(o.chunk_index.grow_factor, 4u);
   ASSERT_EQ(o.volumes.size(), 2u);
   EXPECT_EQ(o.volumes[1].name, "b");
   EXPECT_EQ(o.volumes[1].size, 2ULL << 30);
