@@ -243,6 +243,7 @@ TEST(DedupSystemFaultTest, FullChunkIndexFailsWritesAndKeepsSyncedData) {
   test::TempDir dir;
   Options o = FaultOptions(dir.path());
   o.chunk_index.table.size_bytes = 64 << 10;  // 15 buckets of 4K: ~1300 entries
+  o.chunk_index.grow_at = 0;  // no online growth: the index fills
   o.chunk_index.table.page_size = 4096;
   // A write buffer smaller than one request: writers wait for the workers,
   // which can never drain it once the index is full.
@@ -319,6 +320,7 @@ TEST(DedupSystemFaultTest, FullChunkIndexFailsOnlyWritesThatNeedANewEntry) {
   test::TempDir dir;
   Options o = FaultOptions(dir.path());
   o.chunk_index.table.size_bytes = 64 << 10;  // 15 buckets of 4K: ~1,000 entries
+  o.chunk_index.grow_at = 0;  // no online growth: the index fills
   o.chunk_index.table.page_size = 4096;
   o = Finished(o);
   const auto a = test::RandomBytes(1 << 20, 211);   // ~128 chunks: fits
@@ -382,6 +384,7 @@ TEST(DedupSystemFaultTest, GivenUpWritesFailTheNextSyncOfTheirVolume) {
   test::TempDir dir;
   Options o = FaultOptions(dir.path());
   o.chunk_index.table.size_bytes = 64 << 10;  // ~1,000 entries
+  o.chunk_index.grow_at = 0;  // no online growth: the index fills
   o.chunk_index.table.page_size = 4096;
   o = Finished(o);
   const auto b = test::RandomBytes(24 << 20, 214);  // ~3,000 chunks: does not fit

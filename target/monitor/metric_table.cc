@@ -264,10 +264,10 @@ std::vector<MetricRow> ChunkIndexRows() {
             return grown != 0 ? grown : c.options().chunk_index.table.size_bytes;
           })
           .Gauge("dedupv1_chunk_index_table_bytes", "Size of the chunk index table (of the larger one while it grows).")
-          .Page(8, "Table size", R"js(bytes(v.table_size_bytes))js"),
+          .Page(17, "Table size", R"js(bytes(v.table_size_bytes))js"),
       Row("chunk_index", "growing", U::kCount, [](C c) -> Json { return c.chunk_index().growth.growing ? 1 : 0; })
           .Gauge("dedupv1_chunk_index_growing", "1 while the chunk index table grows online.")
-          .Page(8, "Growth",
+          .Page(18, "Growth",
                 R"js(v.growing ? "moving entries: " + count(v.growth_pages_moved) + " of " + count(v.growth_pages_total) +
                   " pages of the " + bytes(v.growth_from_bytes) + " table" :
                   (v.growth_requested ? "requested" : "none running") + ", " + count(v.growths_finished) + " finished")js"),
@@ -275,7 +275,7 @@ std::vector<MetricRow> ChunkIndexRows() {
       Row("chunk_index", "growth_pages_moved", U::kCount, [](C c) -> Json { return c.chunk_index().growth.pages_moved; })
           .Gauge("dedupv1_chunk_index_growth_pages_moved", "Pages of the old table the running growth has moved."),
       Row("chunk_index", "growth_pages_total", U::kCount, [](C c) -> Json { return c.chunk_index().growth.pages_total; })
-          .Gauge("dedupv1_chunk_index_growth_pages_total", "Pages of the old table the running growth moves."),
+          .Gauge("dedupv1_chunk_index_growth_table_pages", "Pages of the old table the running growth moves."),
       Row("chunk_index", "growth_from_bytes", U::kBytes, [](C c) -> Json { return c.chunk_index().growth.from_bytes; }),
       Row("chunk_index", "growths_finished", U::kCount, [](C c) -> Json { return c.chunk_index().growth.growths_finished; })
           .Counter("dedupv1_chunk_index_growths_finished_total", "Online growths of the chunk index table finished."),
@@ -283,7 +283,7 @@ std::vector<MetricRow> ChunkIndexRows() {
           .Counter("dedupv1_chunk_index_growth_waits_total",
                    "New chunks that found the chunk index full and waited for its growth."),
       Row("chunk_index", "growth_last_error", U::kText, [](C c) -> Json { return c.chunk_index().growth.last_error; })
-          .Page(8, "Growth error", R"js(v.growth_last_error || "none")js"),
+          .Page(19, "Growth error", R"js(v.growth_last_error || "none")js"),
       Row("chunk_index", "lookups", U::kCount, [](C c) -> Json { return c.chunk_index().lookups; })
           .Page(9, "Lookups"),
       Row("chunk_index", "aux_hits", U::kCount, [](C c) -> Json { return c.chunk_index().aux_hits; })

@@ -139,6 +139,7 @@ TEST(MonitorServerTest, IndexShowsAFullChunkIndex) {
   MonitorHarness h("", std::chrono::milliseconds(200), [](Options* o) {
     o->chunk_index.table.size_bytes = 64 << 10;  // 15 buckets of 4 KiB: ~1,000 entries
     o->chunk_index.table.page_size = 4096;
+    o->chunk_index.grow_at = 0;  // no online growth: the index fills
   });
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   Volume* v = h.volume("vol1");
