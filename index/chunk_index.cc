@@ -38,6 +38,7 @@ Status ChunkIndex::OpenTable(const ChunkIndexOptions& options, Env* env, std::un
     go.table = options.table;
     go.grow_factor = options.grow_factor;
     go.step_pages = options.grow_step_pages;
+    go.grow_in_background = options.grow_in_background;
     std::unique_ptr<GrowableHashTable> disk;
     DEDUPV1_RETURN_IF_ERROR(GrowableHashTable::Open(go, env, &disk));
     *out = std::move(disk);
@@ -341,6 +342,9 @@ Status ChunkIndex::PutNewEntry(const Fingerprint& fp, ContainerId container, uin
       if (options_.grow_at > 0) (void)table_->Grow(0);  // queued behind a growth that makes too little room
       const ChunkTableGrowth g = table_->growth();
       if (!g.growing && !g.requested) break;
+      // A growth that cannot begin (no room for the larger table): its
+      // error, not a minute's wait per new chunk.
+      if (!g.growing && !g.last_error.empty()) break;
       if (!counted) growth_waits_++;
       counted = true;
       space_cv_.wait_for(l, std::chrono::milliseconds(20));
@@ -350,10 +354,17 @@ Status ChunkIndex::PutNewEntry(const Fingerprint& fp, ContainerId container, uin
     if (stop_) return Status::Aborted("chunk index is closed");
     it = aux_.find(fp);
     if (it != aux_.end() && !it->second.erased) return Status::OK();
+    persistent = table_->entry_count();
+    capacity = table_->capacity();
   }
   if (persistent + aux_new_ + 1 > capacity) {
+    std::string why;
+    if (growable()) {
+      const ChunkTableGrowth g = table_->growth();
+      if (!g.last_error.empty()) why = "; it cannot grow: " + g.last_error;
+    }
     Status full = Status::NoSpace("chunk index full: " + std::to_string(persistent + aux_new_) + " of " +
-                                  std::to_string(capacity) + " entries");
+                                  std::to_string(capacity) + " entries" + why);
     refused_puts_++;
     last_error_ = full.ToString();  // the monitor's /index shows it
     return full;

@@ -68,6 +68,9 @@ struct ChunkIndexOptions {
   uint32_t grow_factor = 2;
   uint64_t grow_wait_ms = 60000;
   uint64_t grow_step_pages = 64;  // old pages moved per step (GrowableHashTableOptions::step_pages)
+  // False for the tools (dedupv1_check, dedupv1_debug): they read the table
+  // as it is, and a growth under way stays as it was until the engine runs.
+  bool grow_in_background = true;
   // Cluster scope (storage.rados.dedup-scope = cluster, index/chunk_claims.h):
   // the table is the store's shared one (ci.*, not gw.NAME/ci.*), opened with
   // this gateway slot's number and incarnation (the engine sets both from

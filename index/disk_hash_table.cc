@@ -245,10 +245,11 @@ Status DiskHashTable::CheckGeometry(uint32_t page_size, uint32_t key_size, uint3
   }
   if (size_bytes != size_bytes_) {
     if (!options_.adopt_file_size) return mismatch("size", size_bytes, size_bytes_);
-    if (size_bytes % options_.page_size != 0 || size_bytes / options_.page_size < 2) {
+    // Sizes need not be whole pages (chunk-index.size is any size; the
+    // pages that fit are the table).
+    if (size_bytes / options_.page_size < 2) {
       return Status::Corruption("chunk index file " + file + ": header size " + std::to_string(size_bytes) +
-                                " is not a whole number of at least two pages of " +
-                                std::to_string(options_.page_size));
+                                " holds less than two pages of " + std::to_string(options_.page_size));
     }
     SetGeometry(size_bytes);
   }

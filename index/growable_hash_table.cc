@@ -13,6 +13,8 @@ constexpr auto kErrorBackoff = std::chrono::seconds(1);
 constexpr auto kStepPause = std::chrono::milliseconds(1);
 // Poll interval while a scan holds moves off.
 constexpr auto kScanPoll = std::chrono::milliseconds(10);
+// Bound of the pages of next one move step may rewrite (MoveLocked).
+constexpr uint64_t kMaxNextPagesPerStep = 4096;
 
 }  // namespace
 
@@ -82,9 +84,10 @@ Status GrowableHashTable::Get(const Fingerprint& fp, ChunkIndexEntry* entry) {
   if (!next_) return old_->Get(fp, entry);
   // Old first: a move inserts into next before it erases from old, so an
   // entry that left old before this read is in next by the read of next.
+  // A damaged page of old does not hide an entry next holds (moved, or
+  // newer): next's answer wins whenever it has one.
   ChunkIndexEntry in_old;
   Status s_old = old_->Get(fp, &in_old);
-  if (!s_old.ok() && !s_old.IsNotFound()) return s_old;
   Status s_next = next_->Get(fp, entry);
   if (!s_next.IsNotFound()) return s_next;
   if (s_old.ok()) *entry = in_old;
@@ -131,10 +134,13 @@ Status GrowableHashTable::Apply(const std::vector<Op>& ops) {
     return Status::NoSpace("chunk index full while it grows: " + std::to_string(count) + " of " +
                            std::to_string(next_->capacity()) + " entries (the growth makes room as it goes)");
   }
-  // Next first: only it can refuse with NoSpace (old is only updated), so a
-  // refused batch changes nothing.
-  if (!to_next.empty()) DEDUPV1_RETURN_IF_ERROR(next_->Apply(to_next));
+  // Old first: it only takes updates of entries next does not hold and
+  // erases. An erase of an entry held twice (a crash between a move's insert
+  // and erase) must leave old before next, or a crash in between would bring
+  // old's older version back. A crash between the two leaves each
+  // fingerprint as before the batch or after it.
   if (!to_old.empty()) DEDUPV1_RETURN_IF_ERROR(old_->Apply(to_old));
+  if (!to_next.empty()) DEDUPV1_RETURN_IF_ERROR(next_->Apply(to_next));
   return Status::OK();
 }
 
@@ -221,7 +227,12 @@ Status GrowableHashTable::Sync() {
 Status GrowableHashTable::Grow(uint64_t min_bytes) {
   {
     std::lock_guard<std::mutex> l(state_mu_);
-    if (requested_) return Status::OK();
+    if (requested_) {
+      // One request at a time: the larger target wins (0, the factor, is
+      // replaced by an explicit size).
+      if (min_bytes > requested_bytes_) requested_bytes_ = min_bytes;
+      return Status::OK();
+    }
     std::shared_lock<std::shared_mutex> t(tables_mu_);
     if (!old_) return Status::OK();
     // While growing, a request beyond the growth's target is queued: it
@@ -237,6 +248,10 @@ Status GrowableHashTable::Grow(uint64_t min_bytes) {
 
 ChunkTableGrowth GrowableHashTable::growth() const {
   ChunkTableGrowth g;
+  // state_mu_ first (the order Grow and the thread use), held throughout:
+  // BeginLocked sets next_ and then clears requested_ under it, so a reader
+  // never sees a growth that has begun as neither running nor requested.
+  std::lock_guard<std::mutex> st(state_mu_);
   {
     std::shared_lock<std::shared_mutex> l(tables_mu_);
     if (next_) {
@@ -250,7 +265,6 @@ ChunkTableGrowth GrowableHashTable::growth() const {
     }
   }
   g.growths_finished = growths_finished_.load();
-  std::lock_guard<std::mutex> l(state_mu_);
   g.requested = requested_;
   g.last_error = last_error_;
   return g;
@@ -260,7 +274,7 @@ Status GrowableHashTable::Step(bool* growing) {
   std::lock_guard<std::mutex> l(apply_mu_);
   Status s;
   if (!old_) {
-    s = Status::IOError("chunk index " + options_.table.path + " is closed after a failed growth");
+    s = ReopenLocked();  // a finish whose reopen failed: try again
   } else if (next_) {
     s = MoveLocked();
   } else {
@@ -275,7 +289,11 @@ Status GrowableHashTable::Step(bool* growing) {
   }
   {
     std::lock_guard<std::mutex> st(state_mu_);
-    if (!s.ok()) last_error_ = s.ToString();
+    if (!s.ok()) {
+      last_error_ = s.ToString();
+    } else {
+      last_error_.clear();
+    }
   }
   if (growing != nullptr) {
     std::shared_lock<std::shared_mutex> t(tables_mu_);
@@ -289,7 +307,7 @@ Status GrowableHashTable::BeginLocked(uint64_t min_bytes) {
   const uint64_t b0 = old_->bucket_count();
   uint64_t k = options_.grow_factor;
   if (min_bytes != 0) {
-    const uint64_t want_buckets = std::max<uint64_t>(min_bytes / page, 2) - 1;
+    const uint64_t want_buckets = std::max<uint64_t>((min_bytes + page - 1) / page, 2) - 1;
     k = std::max<uint64_t>(2, (want_buckets + b0 - 1) / b0);
   }
   const uint64_t new_bytes = (k * b0 + 1) * page;
@@ -309,14 +327,14 @@ Status GrowableHashTable::BeginLocked(uint64_t min_bytes) {
     return Status::Corruption("chunk index growth table " + next_path_ + " has " +
                               std::to_string(next->bucket_count()) + " buckets, expected " + std::to_string(k * b0));
   }
-  {
-    std::unique_lock<std::shared_mutex> t(tables_mu_);
-    next_ = std::move(next);
-  }
   cursor_ = 1;
   pages_moved_ = 0;
   entries_moved_in_pass_ = 0;
   std::lock_guard<std::mutex> st(state_mu_);
+  {
+    std::unique_lock<std::shared_mutex> t(tables_mu_);
+    next_ = std::move(next);
+  }
   requested_ = false;
   requested_bytes_ = 0;
   last_error_.clear();
@@ -340,7 +358,21 @@ Status GrowableHashTable::MoveLocked() {
     entries_moved_in_pass_ = 0;
     return Status::OK();
   }
-  const uint64_t n = std::min(options_.step_pages, buckets + 1 - first);
+  // A step rewrites about k pages of next per old page (k = its share of
+  // next's buckets): bound what one step holds in memory and in the journal.
+  const uint64_t k = next_->bucket_count() / buckets;
+  const uint64_t step = std::max<uint64_t>(1, std::min(options_.step_pages, kMaxNextPagesPerStep / k));
+  const uint64_t n = std::min(step, buckets + 1 - first);
+  const std::string what = "growing the chunk index " + options_.table.path + " from " +
+                           std::to_string(old_->size_bytes()) + " to " + std::to_string(next_->size_bytes()) +
+                           " bytes, moving its pages " + std::to_string(first) + ".." +
+                           std::to_string(first + n - 1);
+  Status s = MoveRunLocked(first, n);
+  if (!s.ok()) return s.WithContext(what);
+  return Status::OK();
+}
+
+Status GrowableHashTable::MoveRunLocked(uint64_t first, uint64_t n) {
   std::vector<std::pair<Fingerprint, ChunkIndexEntry>> entries;
   DEDUPV1_RETURN_IF_ERROR(old_->EntriesOfPages(first, n, &entries));
   std::vector<Op> inserts, erases;
@@ -385,17 +417,12 @@ Status GrowableHashTable::FinishLocked() {
     (void)env_->DeleteFile(DiskHashTable::JournalPath(next_path_));
     return Status::OK();
   }();
-  // Reopen whatever |path| now is: the grown table, or (the rename failed)
-  // the old one, with next beside it to resume.
-  Status reopen = DiskHashTable::Open(TableOptions(path, options_.table.size_bytes), env_, &old_);
-  if (reopen.ok() && env_->FileExists(next_path_)) {
-    reopen = DiskHashTable::Open(TableOptions(next_path_, options_.table.size_bytes), env_, &next_);
-  }
-  if (!reopen.ok()) {
-    old_.reset();
-    next_.reset();
-    return reopen.WithContext("reopening the chunk index after its growth (restart the target: it resumes)");
-  }
+  // Reopen whatever |path| now is (the grown table, or, the rename failed,
+  // the old one with next beside it to resume) before readers go on: they
+  // wait on tables_mu_ meanwhile, and never find the tables closed. If it
+  // fails, Step retries it (ReopenLocked).
+  Status reopen = OpenTables(&old_, &next_);
+  if (!reopen.ok()) return reopen;
   if (!s.ok()) {
     cursor_ = 1;
     return s.WithContext("finishing the growth of the chunk index " + path);
@@ -405,13 +432,40 @@ Status GrowableHashTable::FinishLocked() {
   return Status::OK();
 }
 
+Status GrowableHashTable::OpenTables(std::unique_ptr<DiskHashTable>* old_table,
+                                     std::unique_ptr<DiskHashTable>* next_table) {
+  const std::string& path = options_.table.path;
+  old_table->reset();
+  next_table->reset();
+  Status s = DiskHashTable::Open(TableOptions(path, options_.table.size_bytes), env_, old_table);
+  if (s.ok() && env_->FileExists(next_path_)) {
+    s = DiskHashTable::Open(TableOptions(next_path_, options_.table.size_bytes), env_, next_table);
+  }
+  if (!s.ok()) {
+    old_table->reset();
+    next_table->reset();
+    return s.WithContext("reopening the chunk index " + path +
+                         " after its growth (retried every second; a restart of the target resumes it)");
+  }
+  return Status::OK();
+}
+
+Status GrowableHashTable::ReopenLocked() {
+  std::unique_ptr<DiskHashTable> old_table, next_table;
+  DEDUPV1_RETURN_IF_ERROR(OpenTables(&old_table, &next_table));
+  std::unique_lock<std::shared_mutex> t(tables_mu_);
+  old_ = std::move(old_table);
+  next_ = std::move(next_table);
+  return Status::OK();
+}
+
 void GrowableHashTable::GrowthThread() {
   std::unique_lock<std::mutex> l(state_mu_);
   while (!stop_) {
     bool work = requested_;
     if (!work) {
       std::shared_lock<std::shared_mutex> t(tables_mu_);
-      work = next_ != nullptr;
+      work = next_ != nullptr || old_ == nullptr;  // growing, or a failed reopen to retry
     }
     if (!work) {
       state_cv_.wait(l);

@@ -20,9 +20,10 @@
 //    between a move's insert into next and its erase from old; next's version
 //    is then the newer, so Get prefers next, a move never overwrites an entry
 //    next already holds, and the pass erases old's copy.
-//  - Apply: an erase goes to both; a put updates the entry where it is (next
-//    first) and inserts a new one into next. So only moves carry entries from
-//    old to next, and only old pages already passed by the move are emptied.
+//  - Apply: an erase goes to both (old first, so a crash in between never
+//    leaves only old's older version); a put updates the entry where it is
+//    (next first) and inserts a new one into next. So only moves carry
+//    entries from old to next.
 //  - Get reads old, then next (next wins): a move writes next before it
 //    erases old, so a concurrent Get never misses an entry in flight.
 //  - Moves do not run while ForEachEntry runs, so a scan sees no entry twice.
@@ -109,6 +110,14 @@ class GrowableHashTable : public ChunkTable {
   Status BeginLocked(uint64_t min_bytes);
   // Moves the next run of old pages (apply_mu_ held).
   Status MoveLocked();
+  // Moves old's pages [first, first + n) into next (apply_mu_ held).
+  Status MoveRunLocked(uint64_t first, uint64_t n);
+  // Opens the table at |path| and the next file if it exists (both null on
+  // failure); touches no member.
+  Status OpenTables(std::unique_ptr<DiskHashTable>* old_table, std::unique_ptr<DiskHashTable>* next_table);
+  // OpenTables into old_ and next_ (apply_mu_ held): retries a finish whose
+  // reopen failed.
+  Status ReopenLocked();
   // Puts next in old's place (apply_mu_ held, old empty).
   Status FinishLocked();
   void GrowthThread();

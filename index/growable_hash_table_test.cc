@@ -221,6 +221,84 @@ TEST_F(GrowableHashTableTest, EntryInBothTablesReadsAsNextsVersion) {
   ASSERT_NO_FATAL_FAILURE(Expect(t.get(), model));
 }
 
+// An erase of an entry held twice (left by a crash mid-move, then updated in
+// next) that fails half way, in either table, never brings back old's older
+// version: old is erased first.
+TEST_F(GrowableHashTableTest, AHalfDoneEraseOfAnEntryHeldTwiceNeverBringsBackTheOlderVersion) {
+  for (const char* failing : {"chunk-index.next.journal", "chunk-index.journal"}) {
+    SCOPED_TRACE(failing);
+    test::TempDir dir;
+    auto o = Options(dir.Sub("chunk-index"));
+    const Fingerprint x = Fp(3);
+    {
+      auto t = MustOpen(o);
+      for (uint64_t i = 0; i < 20; i++) ASSERT_TRUE(t->Apply({Put(Fp(i), Entry(1))}).ok());
+      ASSERT_TRUE(t->Grow(0).ok());
+      ASSERT_TRUE(t->Step().ok());
+    }
+    {
+      // What a crash between a move's insert and erase leaves, then an
+      // update that went to next.
+      DiskHashTableOptions n = o.table;
+      n.path = GrowableHashTable::NextPath(dir.Sub("chunk-index"));
+      n.adopt_file_size = true;
+      std::unique_ptr<DiskHashTable> next;
+      ASSERT_TRUE(DiskHashTable::Open(n, Env::Default(), &next).ok());
+      ASSERT_TRUE(next->Apply({Put(x, Entry(7, 5))}).ok());
+    }
+    FaultInjectionEnv env(Env::Default());
+    {
+      auto t = MustOpen(o, &env);
+      env.AddRule({FaultInjectionEnv::Op::kWrite, failing, FaultInjectionEnv::Fault::kEIO, 0, 1});
+      EXPECT_FALSE(t->Apply({Erase(x)}).ok());
+      ChunkIndexEntry got;
+      Status s = t->Get(x, &got);
+      if (s.ok()) {
+        EXPECT_EQ(got, Entry(7, 5));  // before the erase, never old's version
+      } else {
+        EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+      }
+    }
+    auto t = MustOpen(o);
+    ChunkIndexEntry got;
+    Status s = t->Get(x, &got);
+    if (s.ok()) EXPECT_EQ(got, Entry(7, 5));
+    else EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+    ASSERT_NO_FATAL_FAILURE(StepToEnd(t.get()));
+    s = t->Get(x, &got);
+    if (s.ok()) EXPECT_EQ(got, Entry(7, 5));
+    else EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  }
+}
+
+// Requests merge (the larger target wins) and round up to whole pages; a
+// configured size that is no whole number of pages opens and grows.
+TEST_F(GrowableHashTableTest, RequestsMergeAndRoundUpAndOddSizesOpen) {
+  auto o = Options(Path());
+  o.table.size_bytes = 9 * 512 + 100;  // 8 buckets and a bit
+  Model model;
+  {
+    auto t = MustOpen(o);
+    for (uint64_t i = 0; i < 30; i++) {
+      ASSERT_TRUE(t->Apply({Put(Fp(i), Entry(i + 1))}).ok());
+      model[Fp(i)] = Entry(i + 1);
+    }
+    ASSERT_TRUE(t->Grow(0).ok());
+    ASSERT_TRUE(t->Grow(20 * 512 + 1).ok());  // 21 pages: 20 buckets -> 3 x 8 = 24
+    ASSERT_NO_FATAL_FAILURE(StepToEnd(t.get()));
+    EXPECT_EQ(t->growth().table_bytes, 25u * 512);
+    ASSERT_NO_FATAL_FAILURE(Expect(t.get(), model));
+  }
+  o.table.size_bytes = 60 * 512 + 7;  // raised, odd again: 59 buckets -> 3 x 24 = 72
+  o.grow_in_background = true;
+  auto t = MustOpen(o);
+  for (int i = 0; i < 2000 && t->growth().growths_finished == 0; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(t->growth().table_bytes, 73u * 512) << t->growth().last_error;
+  ASSERT_NO_FATAL_FAILURE(Expect(t.get(), model));
+}
+
 // chunk-index.size raised above the file's size: the table grows to it at
 // the next open.
 TEST_F(GrowableHashTableTest, ConfiguredSizeAboveTheFileGrowsItAtOpen) {

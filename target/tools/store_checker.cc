@@ -729,7 +729,9 @@ Status ApplyIndexRepairs(const Options& options, Env* env, const std::vector<Ind
                          CheckReport* report) {
   if (repairs.empty()) return Status::OK();
   std::unique_ptr<ChunkTable> table;
-  Status s = ChunkIndex::OpenTable(options.chunk_index, env, &table);
+  ChunkIndexOptions index_options = options.chunk_index;
+  index_options.grow_in_background = false;  // a growth under way waits for the engine
+  Status s = ChunkIndex::OpenTable(index_options, env, &table);
   if (!s.ok()) return s.WithContext("open the chunk index table for repair");
   for (size_t begin = 0; begin < repairs.size(); begin += kIndexRepairBatch) {
     const size_t end = std::min(repairs.size(), begin + kIndexRepairBatch);

@@ -97,7 +97,8 @@ Status StoreInspector::PrintContainer(ContainerId id) {
 }
 
 Status StoreInspector::PrintChunk(const Fingerprint& fp) {
-  const ChunkIndexOptions& index_options = options_.chunk_index;
+  ChunkIndexOptions index_options = options_.chunk_index;
+  index_options.grow_in_background = false;  // reads the store as it is
   if (index_options.table_backend == "disk" && !env_->FileExists(index_options.table.path)) {
     return Status::NotFound("no chunk index " + index_options.table.path);
   }
