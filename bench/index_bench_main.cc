@@ -3,6 +3,7 @@
 //   dedupv1_index_bench build  --path FILE --entries N [--fill F] [--seed S] [--batch-buckets B]
 //   dedupv1_index_bench lookup --path FILE [--threads T] [--seconds S] [--cold] [--miss]
 //   dedupv1_index_bench insert --dir DIR --entries N [--seconds S] [--table-entries M]
+//   dedupv1_index_bench grow   --path FILE [--with-writes] [--seconds S]
 //
 // build   creates the hash table file (index/disk_hash_table.h) sized for N
 //         entries at fill F (default 0.6 of the slots) and bulk-loads N
@@ -21,6 +22,11 @@
 //         the write-back paces the puts within seconds), for S seconds, then
 //         Flush. Gives the per-entry cost of filling the index the way the
 //         engine does, to extrapolate.
+// grow    grows the table FILE (from build) online to twice its buckets
+//         (index/growable_hash_table.h), step by step as the engine's growth
+//         thread does; with --with-writes, batches of 1024 new entries are
+//         applied beside it, and their rate during the growth is printed next
+//         to their rate before it (S seconds alone first).
 //
 // Each prints one JSON object on stdout (progress on stderr), with the
 // process's peak RSS: the table lives on disk, only the page cache holds it.
@@ -45,6 +51,7 @@
 #include "core/base/env.h"
 #include "index/chunk_index.h"
 #include "index/disk_hash_table.h"
+#include "index/growable_hash_table.h"
 
 namespace dedupv1 {
 namespace {
@@ -68,7 +75,8 @@ int Usage() {
   std::fprintf(stderr,
                "usage: dedupv1_index_bench build  --path FILE --entries N [--fill F] [--seed S] [--batch-buckets B]\n"
                "       dedupv1_index_bench lookup --path FILE [--threads T] [--seconds S] [--cold] [--miss]\n"
-               "       dedupv1_index_bench insert --dir DIR --entries N [--seconds S] [--table-entries M]\n");
+               "       dedupv1_index_bench insert --dir DIR --entries N [--seconds S] [--table-entries M]\n"
+               "       dedupv1_index_bench grow   --path FILE [--with-writes] [--seconds S]\n");
   return 2;
 }
 
@@ -77,7 +85,7 @@ struct Args {
   uint64_t entries = 0, table_entries = 0, seed = 1, batch_buckets = 4096;
   double fill = 0.6, seconds = 20;
   int threads = 1;
-  bool cold = false, miss = false;
+  bool cold = false, miss = false, with_writes = false;
 };
 
 bool Parse(int argc, char** argv, Args* a) {
@@ -91,6 +99,10 @@ bool Parse(int argc, char** argv, Args* a) {
     }
     if (k == "--miss") {
       a->miss = true;
+      continue;
+    }
+    if (k == "--with-writes") {
+      a->with_writes = true;
       continue;
     }
     if (i + 1 >= argc) return false;
@@ -339,6 +351,109 @@ int Insert(const Args& a) {
   return 0;
 }
 
+// --- grow: the online growth of the table -----------------------------------------------------
+
+// Random committed entries for Apply batches (fresh fingerprints).
+std::vector<ChunkTable::Op> RandomBatch(bench::SplitMix64* rng, size_t n) {
+  std::vector<ChunkTable::Op> ops(n);
+  for (auto& op : ops) {
+    op.fp.size = 20;
+    for (size_t k = 0; k < 20; k += 8) {
+      uint64_t r = rng->Next();
+      std::memcpy(op.fp.bytes + k, &r, std::min<size_t>(8, 20 - k));
+    }
+    op.entry.container = 1;
+    op.entry.committed = true;
+  }
+  return ops;
+}
+
+// Applies batches of |batch| new entries for |seconds| (or until |stop|);
+// returns entries per second.
+double ApplyFor(ChunkTable* table, bench::SplitMix64* rng, size_t batch, double seconds,
+                const std::atomic<bool>* stop, uint64_t* applied, Status* error) {
+  auto start = Clock::now();
+  uint64_t n = 0;
+  while (Since(start) < seconds && !(stop && stop->load())) {
+    Status s = table->Apply(RandomBatch(rng, batch));
+    if (!s.ok()) {
+      *error = s;
+      break;
+    }
+    n += batch;
+  }
+  *applied += n;
+  return n / Since(start);
+}
+
+// Grows the table FILE (made by build) online by the factor: moves every
+// entry into a table twice as large and renames it over FILE. First the
+// write-back rate of batches of 1024 new entries alone (S seconds), then the
+// growth with (--with-writes) or without the same batches beside it; prints
+// the growth's time, pages and entries per second, and the write-back rate
+// during the growth next to the one before (one run, one machine).
+int Grow(const Args& a) {
+  if (a.path.empty()) return Usage();
+  Env* env = Env::Default();
+  uint64_t size = 0;
+  Status s = env->GetFileSize(a.path, &size);
+  if (!s.ok()) return Fail("table (run build first)", s);
+  GrowableHashTableOptions go;
+  go.table = TableOptions(a.path, size);
+  go.grow_in_background = false;
+  std::unique_ptr<GrowableHashTable> table;
+  s = GrowableHashTable::Open(go, env, &table);
+  if (!s.ok()) return Fail("opening " + a.path, s);
+  const uint64_t entries_before = table->entry_count();
+  bench::SplitMix64 rng(a.seed + 99);
+  uint64_t applied = 0;
+  Status write_error;
+  const double rate_alone = a.with_writes ? ApplyFor(table.get(), &rng, 1024, a.seconds, nullptr, &applied, &write_error) : 0;
+  if (!write_error.ok()) return Fail("Apply before the growth", write_error);
+  s = table->Grow(0);
+  if (!s.ok()) return Fail("Grow", s);
+  std::atomic<bool> done{false};
+  double rate_during = 0;
+  std::thread writer;
+  if (a.with_writes) {
+    writer = std::thread([&] { rate_during = ApplyFor(table.get(), &rng, 1024, 1e9, &done, &applied, &write_error); });
+  }
+  auto start = Clock::now();
+  bool growing = true;
+  uint64_t steps = 0;
+  double last = 0;
+  while (growing || table->growth().requested) {
+    s = table->Step(&growing);
+    if (!s.ok()) break;
+    steps++;
+    if (a.with_writes) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // as the growth thread pauses
+    const double secs = Since(start);
+    if (secs - last >= 2) {
+      last = secs;
+      ChunkTableGrowth g = table->growth();
+      std::fprintf(stderr, "\r  moved %llu of %llu pages  %.0f s   ", (unsigned long long)g.pages_moved,
+                   (unsigned long long)g.pages_total, secs);
+    }
+  }
+  const double secs = Since(start);
+  done = true;
+  if (writer.joinable()) writer.join();
+  std::fprintf(stderr, "\n");
+  if (!s.ok()) return Fail("growth step", s);
+  if (!write_error.ok()) return Fail("Apply during the growth", write_error);
+  const uint64_t old_pages = size / 4096 - 1;
+  const ChunkTableGrowth g = table->growth();
+  std::printf(
+      "{\"command\": \"grow\", \"path\": \"%s\", \"entries\": %llu, \"from_bytes\": %llu, \"to_bytes\": %llu, "
+      "\"steps\": %llu, \"seconds\": %.2f, \"pages_per_s\": %.0f, \"entries_per_s\": %.0f, \"mb_per_s\": %.1f, "
+      "\"with_writes\": %s, \"write_entries_per_s_alone\": %.0f, \"write_entries_per_s_during\": %.0f, "
+      "\"entries_written\": %llu, \"peak_rss_mb\": %.0f}\n",
+      a.path.c_str(), (unsigned long long)entries_before, (unsigned long long)size, (unsigned long long)g.table_bytes,
+      (unsigned long long)steps, secs, old_pages / secs, entries_before / secs, size / 1e6 / secs,
+      a.with_writes ? "true" : "false", rate_alone, rate_during, (unsigned long long)applied, PeakRssMb());
+  return 0;
+}
+
 }  // namespace
 }  // namespace dedupv1
 
@@ -349,5 +464,6 @@ int main(int argc, char** argv) {
   if (a.cmd == "build") return Build(a);
   if (a.cmd == "lookup") return Lookup(a);
   if (a.cmd == "insert") return Insert(a);
+  if (a.cmd == "grow") return Grow(a);
   return Usage();
 }

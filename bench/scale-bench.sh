@@ -12,13 +12,15 @@
 #   BENCH_RSS_SIZES="512M 1G 2G 5G"  dedupv1_bench engine sizes for the RSS curve
 #                                  (empty: skip)
 #   BENCH_SCALE_KEEP=1             keep the table file (WORK_DIR/chunk-index)
+#   BENCH_SCALE_GROW=0             skip the online growth runs
 #
 # Steps: build the table (dedupv1_index_bench build); cold random lookups of
 # existing keys at each concurrency (page cache dropped first with
 # posix_fadvise DONTNEED on the table, every lookup a different page), one
 # run of misses; fio 4 KiB random reads (O_DIRECT, psync, same concurrency,
 # plus libaio at queue depth 32) on the same table file; the engine's insert
-# path for a bounded time; dedupv1_bench engine at growing sizes.
+# path for a bounded time; the table's online growth alone and beside
+# writes; dedupv1_bench engine at growing sizes.
 set -uo pipefail
 
 index_bench="$(readlink -f "${1:?usage: scale-bench.sh DEDUPV1_INDEX_BENCH DEDUPV1_BENCH WORK OUT}")"
@@ -79,7 +81,20 @@ PY
 else
   bench_say "scale: fio not installed (apt-get install fio): no disk comparison"
 fi
-[ "${BENCH_SCALE_KEEP:-0}" = 1 ] || rm -f "$table" "$table.journal" "$table.synthetic"
+if [ "${BENCH_SCALE_GROW:-1}" = 1 ]; then
+  # The online growth (issue 16): once alone on a copy, once beside batches
+  # of new entries on the table itself (their rate before and during it).
+  bench_say "scale: online growth of the table to twice its buckets, alone"
+  cp "$table" "$table.copy" && : >"$table.copy.journal" || bench_die "scale: cannot copy the table"
+  "$index_bench" grow --path "$table.copy" >>"$out/scale-grow.json" || bench_die "scale: grow failed"
+  tail -n 1 "$out/scale-grow.json" >&2
+  rm -f "$table.copy" "$table.copy.journal" "$table.copy.next" "$table.copy.next.journal"
+  bench_say "scale: online growth beside writes (${secs}s of writes alone first)"
+  "$index_bench" grow --path "$table" --with-writes --seconds "$secs" >>"$out/scale-grow.json" ||
+    bench_die "scale: grow --with-writes failed"
+  tail -n 1 "$out/scale-grow.json" >&2
+fi
+[ "${BENCH_SCALE_KEEP:-0}" = 1 ] || rm -f "$table" "$table.journal" "$table.synthetic" "$table.next" "$table.next.journal"
 
 bench_say "scale: the engine's insert path (PutNew + write-back), ${insert_secs}s"
 "$index_bench" insert --dir "$work/insert" --entries 100000000 --seconds "$insert_secs" \
