@@ -368,13 +368,15 @@ std::vector<ChunkTable::Op> RandomBatch(bench::SplitMix64* rng, size_t n) {
   return ops;
 }
 
-// Applies batches of |batch| new entries for |seconds| (or until |stop|);
-// returns entries per second.
+// Applies batches of |batch| new entries for |seconds| (or until |stop|, or
+// the table is almost full); returns entries per second.
 double ApplyFor(ChunkTable* table, bench::SplitMix64* rng, size_t batch, double seconds,
                 const std::atomic<bool>* stop, uint64_t* applied, Status* error) {
   auto start = Clock::now();
   uint64_t n = 0;
   while (Since(start) < seconds && !(stop && stop->load())) {
+    // A small table fills within seconds: stop short of its fill limit.
+    if (table->entry_count() + 2 * batch > table->capacity()) break;
     Status s = table->Apply(RandomBatch(rng, batch));
     if (!s.ok()) {
       *error = s;
