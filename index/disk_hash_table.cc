@@ -643,25 +643,11 @@ Status DiskHashTable::Verify(uint64_t* pages_checked,
 
 Status DiskHashTable::ForEachEntry(
     const std::function<void(const Fingerprint&, const ChunkIndexEntry&)>& visit) {
-  std::string run;
   std::vector<std::pair<Fingerprint, ChunkIndexEntry>> entries;
   for (uint64_t first = 1; first <= bucket_count_; first += kRunPages) {
-    const uint64_t n = std::min(kRunPages, bucket_count_ + 1 - first);
-    entries.clear();
-    {
-      std::shared_lock<std::shared_mutex> l(pages_mu_);
-      DEDUPV1_RETURN_IF_ERROR(ReadRun(first, n, &run, [&](uint64_t, const std::string& page) -> Status {
-        const int count = PageCount(page);
-        for (int slot = 0; slot < count; slot++) {
-          Fingerprint fp(reinterpret_cast<const uint8_t*>(page.data()) + kPageHeaderBytes + slot * entry_size_,
-                         options_.key_size);
-          ChunkIndexEntry entry;
-          DecodeSlot(page, slot, options_.key_size, entry_size_, &entry);
-          entries.emplace_back(fp, entry);
-        }
-        return Status::OK();
-      }));
-    }
+    // Each run under the page lock (EntriesOfPages); Apply goes on between
+    // runs, and |visit| runs without the lock.
+    DEDUPV1_RETURN_IF_ERROR(EntriesOfPages(first, std::min(kRunPages, bucket_count_ + 1 - first), &entries));
     for (const auto& [fp, entry] : entries) visit(fp, entry);
   }
   return Status::OK();
