@@ -760,6 +760,16 @@ Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
       EnqueueLocked(ops[i].fp, &it->second);
     }
   }
+  if (growable() && options_.grow_at > 0) {
+    // A full bucket chain (fingerprints piling up in a few buckets) is full
+    // below the fill threshold: the larger table spreads them.
+    for (const Status& r : results) {
+      if (r.IsNoSpace()) {
+        (void)table_->Grow(0);
+        break;
+      }
+    }
+  }
   written_back_ += ok_count;
   write_back_batches_++;
   if (!first.ok()) {

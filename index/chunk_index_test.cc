@@ -450,6 +450,7 @@ TEST_F(ChunkIndexTest, FullBucketDoesNotBlockOtherEntries) {
   o.table.page_size = 512;
   o.table.max_fill = 1.0;
   o.table.max_probe_pages = 1;
+  o.grow_at = 0;  // no growth: the chain stays full
   oracle_.Commit(1);
   auto idx = MustOpen(o);
   // 13 fingerprints homed in bucket 3 (one too many) and 5 in bucket 0.
@@ -478,6 +479,42 @@ TEST_F(ChunkIndexTest, FullBucketDoesNotBlockOtherEntries) {
   // Flush retries it and reports the error again rather than dropping it.
   EXPECT_TRUE(idx->Flush().IsNoSpace());
   EXPECT_EQ(idx->stats().aux_entries, 1u);
+}
+
+// A full bucket chain below the fill threshold makes the table grow: the
+// entry that did not fit is written back into the larger table.
+TEST_F(ChunkIndexTest, FullBucketChainGrowsTheTable) {
+  auto o = Options();
+  o.table.size_bytes = 512 * 9;  // 8 buckets of 12 slots, no overflow pages
+  o.table.page_size = 512;
+  o.table.max_fill = 1.0;
+  o.table.max_probe_pages = 1;
+  oracle_.Commit(1);
+  auto idx = MustOpen(o);
+  // 13 fingerprints homed in bucket 3 of 8; of 16 buckets, in 3 and 11.
+  std::vector<Fingerprint> fps;
+  for (uint64_t k = 0; k < 13; k++) {
+    Fingerprint fp;
+    fp.size = 20;
+    EncodeFixed64(fp.bytes, 3 + (k + 1) * 8);
+    EncodeFixed64(fp.bytes + 8, k + 1);
+    fps.push_back(fp);
+  }
+  for (const auto& fp : fps) ASSERT_TRUE(idx->PutNew(fp, 1).ok());
+  Status s = idx->Flush();  // one does not fit (yet)
+  EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+  for (int i = 0; i < 500 && idx->stats().growth.growths_finished == 0; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(idx->stats().growth.growths_finished, 1u) << idx->stats().growth.last_error;
+  s = idx->Flush();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(idx->stats().aux_entries, 0u);
+  EXPECT_EQ(idx->stats().persistent_entries, 13u);
+  for (const auto& fp : fps) {
+    ChunkIndexEntry e;
+    ASSERT_TRUE(idx->Lookup(fp, &e).ok()) << fp.ToHex();
+  }
 }
 
 TEST_F(ChunkIndexTest, AddUsageUpdatesAuxAndTable) {
