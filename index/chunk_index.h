@@ -378,10 +378,14 @@ class ChunkIndex {
   // page it touches, and fingerprints spread uniformly over the pages, so a
   // batch of a few entries per page costs little more I/O than one of a
   // single entry per page: batches of 4 entries per bucket page, within
-  // [kMinWriteBackBatch, kMaxWriteBackBatch] (the upper bound caps the page
-  // images a batch holds in memory at ~64K pages).
+  // [kMinWriteBackBatch, kMaxWriteBackBatch]. The upper bound caps the page
+  // images a batch holds in memory at ~16K pages (64 MiB at 4 KiB): in a
+  // table of more buckets than that a batch touches about one page per
+  // entry anyway, so larger batches save only fsyncs, and cost memory that
+  // grew with the stored data until the cap (issue 17 item 6: 64K entries
+  // held ~460 MB at the peak with a 1 GiB table).
   static constexpr size_t kMinWriteBackBatch = 1024;
-  static constexpr size_t kMaxWriteBackBatch = 1 << 16;
+  static constexpr size_t kMaxWriteBackBatch = 1 << 14;
 
   const ChunkIndexOptions options_;
   const std::unique_ptr<ChunkTable> table_;

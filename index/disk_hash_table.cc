@@ -31,6 +31,8 @@ constexpr uint8_t kEntryCommitted = 1;
 // page_no(8) + image, then CRC32C over everything before it.
 constexpr char kJournalMagic[8] = {'D', 'D', 'V', '1', 'C', 'I', 'J', 'N'};
 constexpr size_t kJournalHeaderBytes = 24;
+// WriteJournal writes in pieces of about this size.
+constexpr size_t kJournalBufferBytes = 1 << 20;
 
 struct Header {
   uint32_t version = 0;
@@ -531,20 +533,35 @@ Status DiskHashTable::Apply(const std::vector<Op>& ops) {
 }
 
 Status DiskHashTable::WriteJournal(const std::map<uint64_t, std::string>& images) {
-  std::string data;
-  data.reserve(kJournalHeaderBytes + images.size() * (8 + options_.page_size) + 4);
-  data.append(kJournalMagic, sizeof(kJournalMagic));
-  PutFixed32(&data, static_cast<uint32_t>(options_.page_size));
-  PutFixed32(&data, 0);
-  PutFixed64(&data, images.size());
-  for (const auto& [page_no, image] : images) {
-    PutFixed64(&data, page_no);
-    data.append(image);
-  }
-  PutFixed32(&data, Crc32c(data.data(), data.size()));
+  // Streamed through a buffer of about kJournalBufferBytes, the CRC computed
+  // as it goes, so a batch's page images are not held a second time (a
+  // write-back batch of a large table touches tens of thousands of pages).
   // Truncate first: a longer stale or torn journal must not leave a tail.
   DEDUPV1_RETURN_IF_ERROR(journal_->Truncate(0));
-  DEDUPV1_RETURN_IF_ERROR(journal_->Write(0, data.data(), data.size()));
+  std::string buf;
+  buf.reserve(kJournalBufferBytes + 8 + options_.page_size);
+  uint64_t off = 0;
+  uint32_t crc = 0;
+  auto write_buf = [&]() -> Status {
+    crc = Crc32c(buf.data(), buf.size(), crc);
+    DEDUPV1_RETURN_IF_ERROR(journal_->Write(off, buf.data(), buf.size()));
+    off += buf.size();
+    buf.clear();
+    return Status::OK();
+  };
+  buf.append(kJournalMagic, sizeof(kJournalMagic));
+  PutFixed32(&buf, static_cast<uint32_t>(options_.page_size));
+  PutFixed32(&buf, 0);
+  PutFixed64(&buf, images.size());
+  for (const auto& [page_no, image] : images) {
+    PutFixed64(&buf, page_no);
+    buf.append(image);
+    if (buf.size() >= kJournalBufferBytes) DEDUPV1_RETURN_IF_ERROR(write_buf());
+  }
+  // The rest and the CRC in one write (a small batch's journal is one write).
+  crc = Crc32c(buf.data(), buf.size(), crc);
+  PutFixed32(&buf, crc);
+  DEDUPV1_RETURN_IF_ERROR(journal_->Write(off, buf.data(), buf.size()));
   return journal_->Sync();
 }
 
