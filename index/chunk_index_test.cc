@@ -20,13 +20,7 @@
 namespace dedupv1 {
 namespace {
 
-Fingerprint Fp(uint64_t seed) {
-  uint8_t data[8];
-  EncodeFixed64(data, seed);
-  Fingerprint fp;
-  ComputeFingerprint(FingerprintType::kSha1, data, sizeof(data), &fp);
-  return fp;
-}
+Fingerprint Fp(uint64_t seed) { return test::SeedFingerprint(seed); }
 
 std::vector<Fingerprint> Fps(uint64_t first, uint64_t n) {
   std::vector<Fingerprint> v;
@@ -63,6 +57,17 @@ class ChunkIndexTest : public ::testing::Test {
     o.table.page_size = 4096;
     o.aux_soft_limit = 1000;
     o.aux_hard_limit = 4000;
+    return o;
+  }
+
+  // Options() with 8 buckets of 12 slots (512-byte pages), every slot
+  // usable and no overflow pages: a bucket holds 12 entries, not one more.
+  ChunkIndexOptions EightSingleBuckets() {
+    ChunkIndexOptions o = Options();
+    o.table.size_bytes = 512 * 9;
+    o.table.page_size = 512;
+    o.table.max_fill = 1.0;
+    o.table.max_probe_pages = 1;
     return o;
   }
 
@@ -444,23 +449,23 @@ TEST_F(ChunkIndexTest, WriteBackErrorsKeepEntries) {
   }
 }
 
+// A fingerprint whose home bucket is |bucket| of 8 (the hash is its first 8
+// bytes); |k| makes it unique.
+Fingerprint FpInBucketOfEight(uint64_t bucket, uint64_t k) {
+  Fingerprint fp;
+  fp.size = 20;
+  EncodeFixed64(fp.bytes, bucket + (k + 1) * 8);
+  EncodeFixed64(fp.bytes + 8, k + 1);
+  return fp;
+}
+
 TEST_F(ChunkIndexTest, FullBucketDoesNotBlockOtherEntries) {
-  auto o = Options();
-  o.table.size_bytes = 512 * 9;  // 8 buckets of 12 slots, no overflow pages
-  o.table.page_size = 512;
-  o.table.max_fill = 1.0;
-  o.table.max_probe_pages = 1;
+  auto o = EightSingleBuckets();
   o.grow_at = 0;  // no growth: the chain stays full
   oracle_.Commit(1);
   auto idx = MustOpen(o);
   // 13 fingerprints homed in bucket 3 (one too many) and 5 in bucket 0.
-  auto in_bucket = [](uint64_t bucket, uint64_t k) {
-    Fingerprint fp;
-    fp.size = 20;
-    EncodeFixed64(fp.bytes, bucket + (k + 1) * 8);
-    EncodeFixed64(fp.bytes + 8, k + 1);
-    return fp;
-  };
+  auto in_bucket = FpInBucketOfEight;
   std::vector<Fingerprint> fps;
   for (uint64_t k = 0; k < 13; k++) fps.push_back(in_bucket(3, k));
   for (uint64_t k = 0; k < 5; k++) fps.push_back(in_bucket(0, k));
@@ -484,22 +489,12 @@ TEST_F(ChunkIndexTest, FullBucketDoesNotBlockOtherEntries) {
 // A full bucket chain below the fill threshold makes the table grow: the
 // entry that did not fit is written back into the larger table.
 TEST_F(ChunkIndexTest, FullBucketChainGrowsTheTable) {
-  auto o = Options();
-  o.table.size_bytes = 512 * 9;  // 8 buckets of 12 slots, no overflow pages
-  o.table.page_size = 512;
-  o.table.max_fill = 1.0;
-  o.table.max_probe_pages = 1;
+  auto o = EightSingleBuckets();
   oracle_.Commit(1);
   auto idx = MustOpen(o);
   // 13 fingerprints homed in bucket 3 of 8; of 16 buckets, in 3 and 11.
   std::vector<Fingerprint> fps;
-  for (uint64_t k = 0; k < 13; k++) {
-    Fingerprint fp;
-    fp.size = 20;
-    EncodeFixed64(fp.bytes, 3 + (k + 1) * 8);
-    EncodeFixed64(fp.bytes + 8, k + 1);
-    fps.push_back(fp);
-  }
+  for (uint64_t k = 0; k < 13; k++) fps.push_back(FpInBucketOfEight(3, k));
   for (const auto& fp : fps) ASSERT_TRUE(idx->PutNew(fp, 1).ok());
   Status s = idx->Flush();  // one does not fit (yet)
   EXPECT_TRUE(s.IsNoSpace()) << s.ToString();

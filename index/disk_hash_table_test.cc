@@ -12,17 +12,12 @@
 #include "core/base/fault_injection_env.h"
 #include "core/base/fingerprint.h"
 #include "core/base/testutil.h"
+#include "index/chunk_table_testutil.h"
 
 namespace dedupv1 {
 namespace {
 
-Fingerprint FpFromSeed(uint64_t seed) {
-  uint8_t data[8];
-  EncodeFixed64(data, seed);
-  Fingerprint fp;
-  ComputeFingerprint(FingerprintType::kSha1, data, sizeof(data), &fp);
-  return fp;
-}
+Fingerprint FpFromSeed(uint64_t seed) { return test::SeedFingerprint(seed); }
 
 // A 20-byte fingerprint whose home bucket is |bucket| (of |buckets|); |k|
 // makes it unique.
@@ -34,27 +29,9 @@ Fingerprint FpInBucket(uint64_t bucket, uint64_t k, uint64_t buckets) {
   return fp;
 }
 
-ChunkIndexEntry Entry(ContainerId c, uint32_t usage = 0) {
-  ChunkIndexEntry e;
-  e.container = c;
-  e.usage_count = usage;
-  e.committed = true;
-  return e;
-}
-
-DiskHashTable::Op Put(const Fingerprint& fp, const ChunkIndexEntry& e) {
-  DiskHashTable::Op op;
-  op.fp = fp;
-  op.entry = e;
-  return op;
-}
-
-DiskHashTable::Op Erase(const Fingerprint& fp) {
-  DiskHashTable::Op op;
-  op.fp = fp;
-  op.erase = true;
-  return op;
-}
+using test::Entry;
+using test::Erase;
+using test::Put;
 
 class DiskHashTableTest : public ::testing::Test {
  protected:
@@ -416,14 +393,8 @@ TEST_F(DiskHashTableTest, LargeBatchJournalInPiecesIsRedone) {
     }
     // ~600 pages (2.4 MB): the journal goes out in three writes of about
     // 1 MiB, then every in-place page write is torn.
-    FaultInjectionEnv::Rule rule;
-    rule.op = FaultInjectionEnv::Op::kWrite;
-    rule.path_substring = o.path;
-    rule.fault = FaultInjectionEnv::Fault::kTorn;
-    rule.skip = 3;
-    rule.count = -1;
-    rule.torn_bytes = 8;
-    fenv.AddRule(rule);
+    fenv.AddRule({FaultInjectionEnv::Op::kWrite, o.path, FaultInjectionEnv::Fault::kTorn, /*skip=*/3, /*count=*/-1,
+                  /*torn_bytes=*/8});
     EXPECT_TRUE(t->Apply(ops).IsIOError());
     EXPECT_GT(fenv.faults_fired(), 0);
   }

@@ -80,7 +80,7 @@ GrowableHashTable::~GrowableHashTable() {
 
 Status GrowableHashTable::Get(const Fingerprint& fp, ChunkIndexEntry* entry) {
   std::shared_lock<std::shared_mutex> l(tables_mu_);
-  if (!old_) return Status::IOError("chunk index " + options_.table.path + " is closed after a failed growth");
+  if (!old_) return ClosedError();
   if (!next_) return old_->Get(fp, entry);
   // Old first: a move inserts into next before it erases from old, so an
   // entry that left old before this read is in next by the read of next.
@@ -96,7 +96,7 @@ Status GrowableHashTable::Get(const Fingerprint& fp, ChunkIndexEntry* entry) {
 
 Status GrowableHashTable::Apply(const std::vector<Op>& ops) {
   std::lock_guard<std::mutex> l(apply_mu_);
-  if (!old_) return Status::IOError("chunk index " + options_.table.path + " is closed after a failed growth");
+  if (!old_) return ClosedError();
   if (!next_) return old_->Apply(ops);
   // Route each put to where its entry is before the batch (next first);
   // new entries go to next. Erases go to both. Each table's ops keep their
@@ -161,24 +161,32 @@ uint64_t GrowableHashTable::batch_units() const {
   return old_ ? old_->batch_units() : 1;
 }
 
-Status GrowableHashTable::Verify(uint64_t* pages_checked, const Visitor& visit) {
-  std::lock_guard<std::mutex> l(apply_mu_);
-  *pages_checked = 0;
-  if (!old_) return Status::IOError("chunk index " + options_.table.path + " is closed after a failed growth");
-  if (!next_) return old_->Verify(pages_checked, visit);
-  uint64_t old_pages = 0, next_pages = 0;
-  Status lookup;
-  DEDUPV1_RETURN_IF_ERROR(old_->Verify(&old_pages, [&](const Fingerprint& fp, const ChunkIndexEntry& e) {
-    if (!visit) return;
+Status GrowableHashTable::ClosedError() const {
+  return Status::IOError("chunk index " + options_.table.path + " is closed after a failed growth");
+}
+
+ChunkTable::Visitor GrowableHashTable::SkipHeldByNext(DiskHashTable* next, const Visitor& visit, Status* lookup) {
+  return [next, &visit, lookup](const Fingerprint& fp, const ChunkIndexEntry& e) {
     ChunkIndexEntry newer;
-    Status s = next_->Get(fp, &newer);
-    if (s.ok()) return;  // next's version is the one that counts
+    Status s = next->Get(fp, &newer);
+    if (s.ok()) return;  // held twice after a crash: next's version counts
     if (!s.IsNotFound()) {
-      if (lookup.ok()) lookup = s;
+      if (lookup->ok()) *lookup = s;
       return;
     }
     visit(fp, e);
-  }));
+  };
+}
+
+Status GrowableHashTable::Verify(uint64_t* pages_checked, const Visitor& visit) {
+  std::lock_guard<std::mutex> l(apply_mu_);
+  *pages_checked = 0;
+  if (!old_) return ClosedError();
+  if (!next_) return old_->Verify(pages_checked, visit);
+  uint64_t old_pages = 0, next_pages = 0;
+  Status lookup;
+  DEDUPV1_RETURN_IF_ERROR(
+      old_->Verify(&old_pages, visit ? SkipHeldByNext(next_.get(), visit, &lookup) : Visitor()));
   DEDUPV1_RETURN_IF_ERROR(lookup);
   DEDUPV1_RETURN_IF_ERROR(next_->Verify(&next_pages, visit));
   *pages_checked = old_pages + next_pages;
@@ -193,24 +201,13 @@ Status GrowableHashTable::ForEachEntry(const Visitor& visit) {
     // ends (MoveLocked checks scans_), so the pointers stay valid and no
     // entry changes tables under the scan.
     std::lock_guard<std::mutex> l(apply_mu_);
-    if (!old_) return Status::IOError("chunk index " + options_.table.path + " is closed after a failed growth");
+    if (!old_) return ClosedError();
     scans_++;
     old_table = old_.get();
     next_table = next_.get();
   }
   Status lookup;
-  Status s = old_table->ForEachEntry([&](const Fingerprint& fp, const ChunkIndexEntry& e) {
-    if (next_table != nullptr) {
-      ChunkIndexEntry newer;
-      Status g = next_table->Get(fp, &newer);
-      if (g.ok()) return;  // held twice after a crash: next's version is seen below
-      if (!g.IsNotFound()) {
-        if (lookup.ok()) lookup = g;
-        return;
-      }
-    }
-    visit(fp, e);
-  });
+  Status s = old_table->ForEachEntry(next_table ? SkipHeldByNext(next_table, visit, &lookup) : visit);
   if (s.ok()) s = lookup;
   if (s.ok() && next_table != nullptr) s = next_table->ForEachEntry(visit);
   scans_--;
@@ -219,7 +216,7 @@ Status GrowableHashTable::ForEachEntry(const Visitor& visit) {
 
 Status GrowableHashTable::Sync() {
   std::lock_guard<std::mutex> l(apply_mu_);
-  if (!old_) return Status::IOError("chunk index " + options_.table.path + " is closed after a failed growth");
+  if (!old_) return ClosedError();
   if (next_) DEDUPV1_RETURN_IF_ERROR(next_->Sync());
   return old_->Sync();
 }

@@ -106,6 +106,13 @@ class GrowableHashTable : public ChunkTable {
   GrowableHashTable(const GrowableHashTableOptions& options, Env* env);
 
   DiskHashTableOptions TableOptions(const std::string& path, uint64_t size_bytes) const;
+  // What every call answers while the tables are closed (a finish whose
+  // reopen failed; Step retries it).
+  Status ClosedError() const;
+  // |visit| for old's entries, without those |next| holds too (after a
+  // crash mid-move; next's version counts); a failed lookup is kept in
+  // |lookup| (first only). |visit| and |lookup| must outlive the visitor.
+  static Visitor SkipHeldByNext(DiskHashTable* next, const Visitor& visit, Status* lookup);
   // Creates the next table (apply_mu_ held).
   Status BeginLocked(uint64_t min_bytes);
   // Moves the next run of old pages (apply_mu_ held).

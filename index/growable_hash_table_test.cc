@@ -18,28 +18,16 @@
 #include "core/base/fault_injection_env.h"
 #include "core/base/fingerprint.h"
 #include "core/base/testutil.h"
+#include "index/chunk_table_testutil.h"
 
 namespace dedupv1 {
 namespace {
 
-Fingerprint Fp(uint64_t seed) {
-  uint8_t data[8];
-  EncodeFixed64(data, seed);
-  Fingerprint fp;
-  ComputeFingerprint(FingerprintType::kSha1, data, sizeof(data), &fp);
-  return fp;
-}
+Fingerprint Fp(uint64_t seed) { return test::SeedFingerprint(seed); }
 
-ChunkIndexEntry Entry(ContainerId c, uint32_t usage = 0) {
-  ChunkIndexEntry e;
-  e.container = c;
-  e.usage_count = usage;
-  e.committed = true;
-  return e;
-}
-
-ChunkTable::Op Put(const Fingerprint& fp, const ChunkIndexEntry& e) { return ChunkTable::Op{fp, e, false}; }
-ChunkTable::Op Erase(const Fingerprint& fp) { return ChunkTable::Op{fp, ChunkIndexEntry(), true}; }
+using test::Entry;
+using test::Erase;
+using test::Put;
 
 // 512-byte pages of 12 slots; |buckets| buckets (capacity 8.4 per bucket).
 GrowableHashTableOptions Options(const std::string& path, uint64_t buckets = 8) {
@@ -80,6 +68,18 @@ void Expect(ChunkTable* t, const Model& model, const std::vector<Fingerprint>& a
   });
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(seen, model);
+}
+
+// Puts |e| under |fp| straight into the growth table beside the table of
+// |o|, as a crash between a move's insert and its erase (and an update after
+// it) leaves it.
+void PutIntoNext(const GrowableHashTableOptions& o, const Fingerprint& fp, const ChunkIndexEntry& e) {
+  DiskHashTableOptions n = o.table;
+  n.path = GrowableHashTable::NextPath(o.table.path);
+  n.adopt_file_size = true;
+  std::unique_ptr<DiskHashTable> next;
+  ASSERT_TRUE(DiskHashTable::Open(n, Env::Default(), &next).ok());
+  ASSERT_TRUE(next->Apply({Put(fp, e)}).ok());
 }
 
 // Steps until the growth is over (bounded).
@@ -195,16 +195,9 @@ TEST_F(GrowableHashTableTest, EntryInBothTablesReadsAsNextsVersion) {
     ASSERT_TRUE(t->Grow(0).ok());
     ASSERT_TRUE(t->Step().ok());  // next exists, nothing moved
   }
-  {
-    // What a crash mid-move leaves (plus a newer version: an update that
-    // went to next after the move).
-    DiskHashTableOptions n = o.table;
-    n.path = GrowableHashTable::NextPath(Path());
-    n.adopt_file_size = true;
-    std::unique_ptr<DiskHashTable> next;
-    ASSERT_TRUE(DiskHashTable::Open(n, Env::Default(), &next).ok());
-    ASSERT_TRUE(next->Apply({Put(Fp(3), Entry(7, 5))}).ok());
-  }
+  // What a crash mid-move leaves (plus a newer version: an update that
+  // went to next after the move).
+  ASSERT_NO_FATAL_FAILURE(PutIntoNext(o, Fp(3), Entry(7, 5)));
   Model model;
   for (uint64_t i = 0; i < 20; i++) model[Fp(i)] = Entry(1);
   model[Fp(3)] = Entry(7, 5);
@@ -236,16 +229,9 @@ TEST_F(GrowableHashTableTest, AHalfDoneEraseOfAnEntryHeldTwiceNeverBringsBackThe
       ASSERT_TRUE(t->Grow(0).ok());
       ASSERT_TRUE(t->Step().ok());
     }
-    {
-      // What a crash between a move's insert and erase leaves, then an
-      // update that went to next.
-      DiskHashTableOptions n = o.table;
-      n.path = GrowableHashTable::NextPath(dir.Sub("chunk-index"));
-      n.adopt_file_size = true;
-      std::unique_ptr<DiskHashTable> next;
-      ASSERT_TRUE(DiskHashTable::Open(n, Env::Default(), &next).ok());
-      ASSERT_TRUE(next->Apply({Put(x, Entry(7, 5))}).ok());
-    }
+    // What a crash between a move's insert and erase leaves, then an
+    // update that went to next.
+    ASSERT_NO_FATAL_FAILURE(PutIntoNext(o, x, Entry(7, 5)));
     FaultInjectionEnv env(Env::Default());
     {
       auto t = MustOpen(o, &env);

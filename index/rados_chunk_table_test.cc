@@ -18,18 +18,13 @@
 
 #include "core/base/coding.h"
 #include "core/base/env.h"
+#include "core/base/testutil.h"
 #include "index/chunk_index.h"
 
 namespace dedupv1 {
 namespace {
 
-Fingerprint Fp(uint64_t seed) {
-  uint8_t data[8];
-  EncodeFixed64(data, seed);
-  Fingerprint fp;
-  ComputeFingerprint(FingerprintType::kSha1, data, sizeof(data), &fp);
-  return fp;
-}
+Fingerprint Fp(uint64_t seed) { return test::SeedFingerprint(seed); }
 
 std::vector<Fingerprint> Fps(uint64_t first, uint64_t n) {
   std::vector<Fingerprint> v;

@@ -208,10 +208,19 @@ void SetError(char* err, size_t errlen, const std::string& msg) {
   if (err != nullptr && errlen > 0) std::snprintf(err, errlen, "%s", msg.c_str());
 }
 
+// Whether |shared| has an open engine; if not, says so in |err|. For
+// requests on any LUN that act on the engine itself.
+bool EngineOpen(const SharedEngine& shared, char* err, size_t errlen) {
+  if (shared.sys != nullptr) return true;
+  SetError(err, errlen, "no engine is open");
+  return false;
+}
+
 }  // namespace
 }  // namespace dedupv1
 
 using dedupv1::Canonical;
+using dedupv1::EngineOpen;
 using dedupv1::SetError;
 using dedupv1::Shared;
 
@@ -362,10 +371,7 @@ extern "C" int dedupv1_tgt_grow_index(uint64_t min_bytes, char* err, size_t errl
   try {
     auto& shared = Shared();
     std::lock_guard<std::mutex> lock(shared.mu);
-    if (shared.sys == nullptr) {
-      SetError(err, errlen, "no engine is open");
-      return DEDUPV1_EINVAL;
-    }
+    if (!EngineOpen(shared, err, errlen)) return DEDUPV1_EINVAL;
     dedupv1::DedupSystem* system = dedupv1::SystemOf(shared.sys);
     dedupv1::Status s = system->chunk_index()->Grow(min_bytes);
     if (s.IsNotSupported()) {
@@ -386,10 +392,7 @@ extern "C" int dedupv1_tgt_drop_volume(const char* volume, char* err, size_t err
   try {
     auto& shared = Shared();
     std::lock_guard<std::mutex> lock(shared.mu);
-    if (shared.sys == nullptr) {
-      SetError(err, errlen, "no engine is open");
-      return DEDUPV1_EINVAL;
-    }
+    if (!EngineOpen(shared, err, errlen)) return DEDUPV1_EINVAL;
     auto known = shared.drops.find(volume);
     if (known != shared.drops.end()) {
       dedupv1::VolumeDrop& drop = *known->second;

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/base/coding.h"
+
 namespace dedupv1 {
 namespace test {
 
@@ -43,6 +45,14 @@ std::vector<Fingerprint> RandomFingerprints(size_t n, uint64_t seed) {
     for (size_t b = 0; b < fp.size; b++) fp.bytes[b] = static_cast<uint8_t>(rng());
   }
   return v;
+}
+
+Fingerprint SeedFingerprint(uint64_t seed) {
+  uint8_t data[8];
+  EncodeFixed64(data, seed);
+  Fingerprint fp;
+  ComputeFingerprint(FingerprintType::kSha1, data, sizeof(data), &fp);
+  return fp;
 }
 
 uint64_t EnvKnob(const char* name, uint64_t def) {

@@ -32,6 +32,9 @@ std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed);
 // |n| pseudo-random 20-byte fingerprints from |seed| (the same seed, the same
 // fingerprints): fresh chunk identities for index tests.
 std::vector<Fingerprint> RandomFingerprints(size_t n, uint64_t seed);
+// The SHA-1 fingerprint of |seed|'s 8 bytes (little endian): one fixed
+// fingerprint per number, for tests that name chunks by number.
+Fingerprint SeedFingerprint(uint64_t seed);
 
 // Reads an integer knob from the environment (e.g. DEDUPV1_TEST_OPS), or |def|.
 uint64_t EnvKnob(const char* name, uint64_t def);

@@ -12,6 +12,7 @@
 
 #include "core/base/coding.h"
 #include "core/base/env.h"
+#include "core/base/testutil.h"
 #include "core/rados/rados_cluster.h"
 #include "filters/bloom_filter.h"
 #include "filters/bloom_set.h"
@@ -22,13 +23,7 @@
 namespace dedupv1 {
 namespace {
 
-Fingerprint Fp(uint64_t seed) {
-  uint8_t data[8];
-  EncodeFixed64(data, seed);
-  Fingerprint fp;
-  ComputeFingerprint(FingerprintType::kSha1, data, sizeof(data), &fp);
-  return fp;
-}
+Fingerprint Fp(uint64_t seed) { return test::SeedFingerprint(seed); }
 
 TEST(ChunkIndexFilterRadosTest, RunIsPrefetchedInOneBatch) {
   const char* conf = std::getenv("DEDUPV1_TEST_CEPH_CONF");
