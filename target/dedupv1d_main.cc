@@ -1405,6 +1405,16 @@ int Start(const Args& args) {
     }
     Say("dedupv1d: tgtd pid " + std::to_string(old.pid) + " of the last start is gone (killed or crashed); "
         "starting anew (the engine recovers what was synced)");
+    // A killed multi-threaded tgtd shows as a zombie once its main thread
+    // exits, while its other threads (one may be in a long fsync) still hold
+    // its files and the control socket's lock. Wait for the last of them.
+    if (old.control_port >= 0 && ControlPortInUse(old.control_port) &&
+        !WaitUntil([&] { return !ControlPortInUse(old.control_port); }, 60)) {
+      Complain("the killed tgtd pid " + std::to_string(old.pid) + " still holds control port " +
+               std::to_string(old.control_port) + " (" + SocketPath(old.control_port) +
+               ") after 60 s: its last threads have not exited; try again");
+      return kExitFailed;
+    }
     RemoveStaleSocket(old.control_port);
     RemoveState(setup.data_dir);
   } else if (!s.IsNotFound()) {

@@ -140,7 +140,34 @@ check_output "control port in use: says why" "tgtd control port $CTL is in use b
 check_fails "control port in use: no state file" test -e "$WORK/other-data/dedupv1d.state"
 check "first instance still runs" tgt_alive "$first"
 check "first instance still answers" dd_status "$WORK/good.conf"
+cp "$data/dedupv1d.state" "$WORK/state.kept"
 check "stop the first instance" dd_stop "$WORK/good.conf"
 check_fails "no tgtd left" dd_tgtd_with_ctl "$CTL"
+
+# A killed tgtd whose main thread is gone (a zombie) while another thread still
+# holds its files and the control socket's lock (as one in a long fsync does):
+# a start waits for the last thread instead of refusing the port.
+python3 - "$CTL" "$WORK/dying.ready" <<'PYEOF' &
+import ctypes, fcntl, os, sys, threading, time
+fd = os.open("/var/run/tgtd/socket.%s.lock" % sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+libc = ctypes.CDLL(None)
+threading.Thread(target=libc.pause).start()  # ctypes drops the GIL in pause()
+time.sleep(0.5)
+open(sys.argv[2], "w").close()
+libc.pthread_exit(None)  # only the main thread ends: the leader is a zombie
+PYEOF
+dying=$!
+tgt_wait_for "test -e '$WORK/dying.ready'" 10
+sed "s/^pid = .*/pid = $dying/" "$WORK/state.kept" >"$data/dedupv1d.state"
+check "the dying process's main thread is a zombie" bash -c "ps -o stat= -p $dying | grep -q '^Z'"
+(sleep 3; kill -KILL "$dying") &
+killer=$!
+check "start after a kill whose last thread lingers: waits for it" dd_start "$WORK/good.conf"
+check_output "it says the last start is gone" "of the last start is gone"
+wait "$killer"
+wait "$dying" 2>/dev/null
+check "that start serves" dd_status "$WORK/good.conf"
+check "stop it" dd_stop "$WORK/good.conf"
 
 dd_summary

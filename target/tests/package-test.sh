@@ -50,14 +50,24 @@ if [ "$mode" = build ]; then
     # The newest v* tag reachable from HEAD whose version is below the one
     # debian/changelog gives this tree.
     version="$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)"
-    tag=""
+    tag="" tagref=""
     for t in $(git -C "$src" tag --merged HEAD --list 'v[0-9]*' --sort=-version:refname 2>/dev/null); do
-      if dpkg --compare-versions "${t#v}" lt "$version"; then tag="$t"; break; fi
+      if dpkg --compare-versions "${t#v}" lt "$version"; then tag="$t"; tagref="$t"; break; fi
     done
-    [ -n "$tag" ] || skip "no release tag (v*) below $version in this clone (a shallow clone?)"
+    if [ -z "$tag" ]; then
+      # A clone without tags: the commits release-commits records, if the
+      # clone has their history.
+      while read -r t commit; do
+        case "$t" in v[0-9]*) ;; *) continue ;; esac
+        dpkg --compare-versions "${t#v}" lt "$version" || continue
+        git -C "$src" cat-file -e "$commit^{commit}" 2>/dev/null || continue
+        if [ -z "$tag" ] || dpkg --compare-versions "${t#v}" gt "${tag#v}"; then tag="$t"; tagref="$commit"; fi
+      done <"$here/release-commits"
+    fi
+    [ -n "$tag" ] || skip "no release tag (v*) below $version in this clone, nor a commit of target/tests/release-commits (a shallow clone?)"
     echo "previous release: $tag (this tree: $version)"
     echo "$tag" >"$out/release"
-    git -C "$src" archive "$tag" | tar -xf - -C "$out/src" || exit 1
+    git -C "$src" archive "$tagref" | tar -xf - -C "$out/src" || exit 1
   elif git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
     (cd "$src" && git ls-files -co --exclude-standard -z | grep -zv '^var/' | tar --null -cf - -T -) |
       tar -xf - -C "$out/src" || exit 1
