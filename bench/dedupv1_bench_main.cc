@@ -3,6 +3,8 @@
 //   dedupv1_bench engine [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...
 //                        [--seed N] [--no-reopen] [--start-at EPOCH] [--internal-redundancy P]
 //   dedupv1_bench gc     [--size SIZE] [--data-dir DIR] [--json] [--keep] [--drop-caches] [--set key=value]...
+//   dedupv1_bench restore [--size SIZE] [--generations N] [--every K] [--readers R] [--no-cold] ...
+//                        (bench/restore_bench.h)
 //
 // Writes backup generation 1 and generation 2 (bench/backup_generator.h) into
 // two volumes of a fresh system in 1 MiB requests, as a backup client would,
@@ -55,6 +57,8 @@
 #include <vector>
 
 #include "bench/backup_generator.h"
+#include "bench/engine_runs.h"
+#include "bench/restore_bench.h"
 #include "core/base/chunker.h"
 #include "core/base/config.h"
 #include "core/engine/dedup_system.h"
@@ -64,15 +68,15 @@
 namespace dedupv1 {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
+using bench::Clock;
+using bench::CpuSeconds;
+using bench::FreshStoreOptions;
+using bench::OpenSystem;
+using bench::Seconds;
+using bench::WriteGeneration;
 
 struct Args {
-  uint64_t size = 1ULL << 30;
-  std::string data_dir;
+  bench::StoreArgs store;  // --size, --data-dir, --set
   bool json = false;
   bool keep = false;
   bool drop_caches = false;  // gc: the page cache is dropped before the round after the restart
@@ -80,40 +84,7 @@ struct Args {
   bool reopen = true;        // engine on rados: a fresh gateway opens the store after the Close
   double start_at = 0;       // engine: wall-clock second (epoch) to start generation 1 at; 0 = at once
   double internal_redundancy = bench::GeneratorParams().internal_redundancy;  // engine: gen 1 repeats
-  std::vector<std::pair<std::string, std::string>> overrides;  // --set key=value
 };
-
-void Progress(bool json, const char* what, uint64_t done, uint64_t total, double secs) {
-  if (json) return;
-  double mb = done / 1e6;
-  std::fprintf(stderr, "\r  %-14s %6.0f / %.0f MB  %7.1f MB/s", what, mb, total / 1e6, secs > 0 ? mb / secs : 0);
-  if (done == total) std::fprintf(stderr, "\n");
-}
-
-// Writes |gen| into |vol| and syncs; returns MB/s (including the final sync).
-double WriteGeneration(Volume* vol, const bench::Generation& gen, bool json, const char* label) {
-  const size_t kRequest = 1 << 20;
-  std::vector<uint8_t> buf(kRequest);
-  auto start = Clock::now();
-  for (uint64_t off = 0; off < gen.size(); off += kRequest) {
-    size_t len = static_cast<size_t>(std::min<uint64_t>(kRequest, gen.size() - off));
-    gen.Read(off, len, buf.data());
-    Status s = vol->Write(off, len, buf.data(), false);
-    if (!s.ok()) {
-      std::fprintf(stderr, "\nwrite failed: %s\n", s.ToString().c_str());
-      std::exit(1);
-    }
-    if ((off / kRequest) % 32 == 0) Progress(json, label, off, gen.size(), Seconds(start));
-  }
-  Status s = vol->Sync();
-  if (!s.ok()) {
-    std::fprintf(stderr, "\nsync failed: %s\n", s.ToString().c_str());
-    std::exit(1);
-  }
-  double secs = Seconds(start);
-  Progress(json, label, gen.size(), gen.size(), secs);
-  return gen.size() / 1e6 / secs;
-}
 
 // Rabin chunking + SHA-1 of |gen| on |threads| threads, each taking 8 MiB
 // stretches, as the engine's workers do: the speed limit of the cores.
@@ -148,29 +119,6 @@ double CeilingMBs(const bench::Generation& gen, int threads) {
   }
   for (auto& t : ts) t.join();
   return gen.size() / 1e6 / Seconds(start);
-}
-
-// A fresh store for one run: |dir| (args.data_dir, or a temporary directory
-// named after |name|, then |*temp| is set) emptied, volumes of args.size
-// named |volumes|, the chunk index sized to the data, args' --set overrides.
-// Prints the error and returns false if the options do not check out.
-bool FreshStoreOptions(const Args& args, const char* name, const std::vector<std::string>& volumes,
-                       std::string* dir, bool* temp, uint64_t* vol_size, Options* options) {
-  *dir = args.data_dir;
-  *temp = dir->empty();
-  if (*temp) {
-    *dir = (std::filesystem::temp_directory_path() / (std::string(name) + "-" + std::to_string(getpid()))).string();
-  }
-  std::filesystem::remove_all(*dir);
-  Config config;
-  config.Set("data-dir", *dir);
-  *vol_size = (args.size + 4095) / 4096 * 4096;
-  for (const std::string& v : volumes) config.Set("volume", v + " " + std::to_string(*vol_size));
-  config.Set("chunk-index.size", std::to_string(std::max<uint64_t>(64 << 20, args.size / 8192 * 64 * 2)));
-  for (const auto& [k, v] : args.overrides) config.Set(k, v);
-  Status s = Options::FromConfig(config, options);
-  if (!s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
-  return s.ok();
 }
 
 // What one engine run measured.
@@ -263,18 +211,6 @@ std::string LatencyJson(const RadosStats& a, const RadosStats& b) {
 }
 
 // CPU seconds (user + system) the process has used so far.
-double CpuSeconds() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-bool OpenSystem(const Options& options, std::unique_ptr<DedupSystem>* sys) {
-  Status s = DedupSystem::OpenStore(options, Env::Default(), sys);
-  if (!s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
-  return s.ok();
-}
-
 // Generation 1 into volume gen1 and generation 2 into gen2 of |sys|, then
 // Close; fills |r|. Returns Close's status.
 Status WriteGenerations(DedupSystem* sys, const bench::Generation& g1, const bench::Generation& g2, bool json,
@@ -453,7 +389,7 @@ int RunEngine(const Args& args) {
   bool temp = false;
   uint64_t vol_size = 0;
   Options options;
-  if (!FreshStoreOptions(args, "dedupv1-bench", {"gen1", "gen2"}, &dir, &temp, &vol_size, &options)) return 1;
+  if (!FreshStoreOptions(args.store, "dedupv1-bench", {"gen1", "gen2"}, &dir, &temp, &vol_size, &options)) return 1;
   bench::GeneratorParams params;
   params.internal_redundancy = args.internal_redundancy;
   bench::BackupGenerator generator(params, args.seed);
@@ -550,7 +486,7 @@ int RunGcBench(const Args& args) {
   bool temp = false;
   uint64_t vol_size = 0;
   Options options;
-  if (!FreshStoreOptions(args, "dedupv1-bench-gc", {"backup"}, &dir, &temp, &vol_size, &options)) return 1;
+  if (!FreshStoreOptions(args.store, "dedupv1-bench-gc", {"backup"}, &dir, &temp, &vol_size, &options)) return 1;
   Status s;
   bench::BackupGenerator generator(bench::GeneratorParams(), 1);
   bench::Generation g1 = generator.First(vol_size);
@@ -591,14 +527,8 @@ int RunGcBench(const Args& args) {
   }
   sys.reset();
   if (!open()) return 1;
-  if (args.drop_caches) {
-    // As after a reboot: the chunk index and the containers come from disk.
-    ::sync();
-    std::ofstream drop("/proc/sys/vm/drop_caches");
-    drop << "3";
-    drop.flush();
-    if (!drop) std::fprintf(stderr, "warning: could not drop the page cache (needs root)\n");
-  }
+  // As after a reboot: the chunk index and the containers come from disk.
+  if (args.drop_caches) bench::DropPageCache();
   GcRound restart{args.drop_caches ? "after restart, cold" : "first after restart"};
   if (!RunGcRound(sys.get(), &restart)) return 1;
   s = sys->Close();
@@ -641,7 +571,7 @@ int RunGcBench(const Args& args) {
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: dedupv1_bench engine|gc [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...\n"
+               "usage: dedupv1_bench engine|gc|restore [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...\n"
                "                                [--seed N] [--no-reopen] [--start-at EPOCH] [--internal-redundancy P]\n"
                "                                (engine only)\n"
                "                                [--drop-caches] (gc only)\n"
@@ -649,8 +579,52 @@ int Usage() {
                "          dedup ratio vs the generator's ground truth, and the chunk+hash ceiling; on a rados\n"
                "          store also RADOS operations, a fresh gateway's open time and generation 3 after it\n"
                "  gc:     writes generation 1, then generation 2 over it, and times garbage collection\n"
-               "          rounds (first after open, after the overwrite, after unmapping half, after a restart)\n");
+               "          rounds (first after open, after the overwrite, after unmapping half, after a restart)\n"
+               "  restore [--generations N] [--every K] [--readers R] [--no-cold] [--seed N]:\n"
+               "          writes N weekly generations into one volume and restores it warm and cold after\n"
+               "          generation 1, every K-th and the last, beside a plain file of the same bytes\n");
   return 2;
+}
+
+// dedupv1_bench restore ... (bench/restore_bench.h).
+int RestoreMain(int argc, char** argv) {
+  bench::RestoreArgs args;
+  for (int i = 2; i < argc; i++) {
+    std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--json") {
+      args.json = true;
+    } else if (a == "--keep") {
+      args.keep = true;
+    } else if (a == "--no-cold") {
+      args.cold = false;
+    } else if ((a == "--generations" || a == "--every" || a == "--readers" || a == "--seed") && has_value) {
+      char* end = nullptr;
+      const char* v = argv[++i];
+      const long long n = std::strtoll(v, &end, 10);
+      if (end == v || *end != '\0' || n < (a == "--every" ? 0 : 1) || n > 100000) return Usage();
+      if (a == "--generations") args.generations = static_cast<int>(n);
+      if (a == "--every") args.every = static_cast<int>(n);
+      if (a == "--readers") args.readers = static_cast<int>(n);
+      if (a == "--seed") args.seed = static_cast<uint64_t>(n);
+    } else if (a == "--set" && has_value) {
+      std::string kv = argv[++i];
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos) return Usage();
+      args.store.overrides.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    } else if (a == "--size" && has_value) {
+      Status s = ParseSize(argv[++i], &args.store.size);
+      if (!s.ok() || args.store.size < (1 << 20)) {
+        std::fprintf(stderr, "--size: %s\n", s.ok() ? "at least 1M" : s.message().c_str());
+        return 2;
+      }
+    } else if (a == "--data-dir" && has_value) {
+      args.store.data_dir = argv[++i];
+    } else {
+      return Usage();
+    }
+  }
+  return bench::RunRestoreBench(args);
 }
 
 }  // namespace
@@ -658,6 +632,7 @@ int Usage() {
 
 int main(int argc, char** argv) {
   using namespace dedupv1;
+  if (argc >= 2 && std::strcmp(argv[1], "restore") == 0) return RestoreMain(argc, argv);
   if (argc < 2 || (std::strcmp(argv[1], "engine") != 0 && std::strcmp(argv[1], "gc") != 0)) return Usage();
   const bool gc = std::strcmp(argv[1], "gc") == 0;
   Args args;
@@ -687,17 +662,17 @@ int main(int argc, char** argv) {
       std::string kv = argv[++i];
       size_t eq = kv.find('=');
       if (eq == std::string::npos) return Usage();
-      args.overrides.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+      args.store.overrides.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     } else if ((a == "--size" || a == "--data-dir") && i + 1 < argc) {
       std::string v = argv[++i];
       if (a == "--size") {
-        Status s = ParseSize(v, &args.size);
-        if (!s.ok() || args.size < (1 << 20)) {
+        Status s = ParseSize(v, &args.store.size);
+        if (!s.ok() || args.store.size < (1 << 20)) {
           std::fprintf(stderr, "--size: %s\n", s.ok() ? "at least 1M" : s.message().c_str());
           return 2;
         }
       } else {
-        args.data_dir = v;
+        args.store.data_dir = v;
       }
     } else {
       return Usage();

@@ -66,7 +66,9 @@
 #include "chunkstore/container_aliases.h"
 #include "chunkstore/container_catalog.h"
 #include "chunkstore/container_id_allocator.h"
+#include "chunkstore/chunk_read_batch.h"
 #include "chunkstore/container_read_cache.h"
+#include "chunkstore/range_use.h"
 #include "chunkstore/container_store.h"
 #include "chunkstore/container_summaries.h"
 #include "chunkstore/container_summary.h"
@@ -95,6 +97,8 @@ struct ChunkStoreStats {
   uint64_t container_reads = 0;       // containers read from the store
   uint64_t metadata_reads = 0;        // container heads read (metadata only)
   uint64_t chunk_reads = 0;           // single chunks read from the store (read-cache misses)
+  uint64_t range_reads = 0;           // ranges of a container read for a batch of chunks (ReadChunks)
+  uint64_t bytes_read = 0;            // bytes read from the container store (whole, heads, ranges)
   uint64_t commit_latency_ms_total = 0;
   uint64_t dead_chunks_marked = 0;    // GC's dead marks held (chunks kept in containers as garbage)
   uint64_t dead_marks_unpersisted = 0;  // of them, not yet in the catalog (DIR/dead-chunks)
@@ -154,6 +158,13 @@ class ChunkStore {
   // the container if a check fails; NotFound if the container does not exist
   // or does not hold fp.
   Status ReadChunk(ContainerId id, const Fingerprint& fp, std::string* data);
+  // Reads every chunk of |batch| (chunkstore/chunk_read_batch.h), with the
+  // same checks as ReadChunk: chunks that lie close together in a committed
+  // container are read with one range (many ranges at once, as GetRanges
+  // allows), and a container of which readers want at least a quarter is read
+  // whole into the read cache. The first error, naming the chunk, if any
+  // chunk cannot be read.
+  Status ReadChunks(ChunkReadBatch* batch);
   // Sorted fingerprints of a container. Same lookup order as ReadChunk, but
   // a committed container not in the read cache is not read whole: only its
   // metadata (ContainerStore::GetHead), verified by the metadata checksum.
@@ -298,6 +309,14 @@ class ChunkStore {
   // metadata cache and verified by their fingerprint.
   Status ReadChunkFromStore(ContainerId requested, ContainerId id, const Fingerprint& fp,
                             std::string* data);
+  // The metadata-only container |id| (a resolved id) through the metadata
+  // cache; NotFound if it does not exist.
+  Status LoadMetadata(ContainerId id, std::shared_ptr<const Container>* meta);
+  // ReadChunks' reads of committed containers that are in no cache:
+  // |wanted| holds, per resolved container, the batch's indexes of its
+  // chunks.
+  Status ReadChunksFromStore(ChunkReadBatch* batch,
+                             const std::vector<std::pair<ContainerId, std::vector<size_t>>>& wanted);
   // The metadata head of container |id| (ContainerStore::GetHead, twice if
   // the first guess was short).
   Status ReadHead(ContainerId id, std::string* head);
@@ -324,6 +343,7 @@ class ChunkStore {
   const std::unique_ptr<ContainerCatalog> catalog_;
   ContainerReadCache read_cache_;
   ContainerReadCache metadata_cache_;  // metadata-only containers, for ReadChunkFromStore
+  RangeUse range_use_;                 // ReadChunks: what readers took of which container lately
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;   // writers: a container was queued, or stop
@@ -370,6 +390,8 @@ class ChunkStore {
   std::atomic<uint64_t> container_reads_{0};
   std::atomic<uint64_t> metadata_reads_{0};
   std::atomic<uint64_t> chunk_reads_{0};
+  std::atomic<uint64_t> range_reads_{0};
+  std::atomic<uint64_t> bytes_read_{0};
   // Metadata of containers whose chunks were read one by one (~20 KiB each).
   static constexpr size_t kMetadataCacheContainers = 256;
   // First read of a container's head for its fingerprints: enough for the

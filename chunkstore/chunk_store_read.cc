@@ -5,6 +5,7 @@
 #include "chunkstore/chunk_store.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace dedupv1 {
 namespace {
@@ -30,6 +31,7 @@ Status ChunkStore::LoadCommitted(ContainerId requested, std::shared_ptr<const Co
     if (now != id) return LoadCommitted(requested, container);
   }
   DEDUPV1_RETURN_IF_ERROR(s);
+  bytes_read_.fetch_add(bytes.size(), std::memory_order_relaxed);
   std::unique_ptr<Container> parsed;
   DEDUPV1_RETURN_IF_ERROR(Container::Parse(id, bytes, &parsed));
   c = std::shared_ptr<const Container>(std::move(parsed));
@@ -80,19 +82,24 @@ Status ChunkStore::ReadForeignChunk(ContainerId id, const Fingerprint& fp, std::
 // old containers in no particular order, and loading 4 MiB for each 8 KiB
 // chunk made restores crawl. Without the container's data CRC the chunk is
 // verified by its fingerprint instead.
+Status ChunkStore::LoadMetadata(ContainerId id, std::shared_ptr<const Container>* meta) {
+  *meta = metadata_cache_.Lookup(id);
+  if (*meta) return Status::OK();
+  std::string head;
+  DEDUPV1_RETURN_IF_ERROR(ReadHead(id, &head));
+  std::unique_ptr<Container> parsed;
+  DEDUPV1_RETURN_IF_ERROR(Container::ParseMetadataOnly(id, head, &parsed));
+  *meta = std::shared_ptr<const Container>(std::move(parsed));
+  metadata_cache_.Insert(id, *meta);
+  return Status::OK();
+}
+
 Status ChunkStore::ReadChunkFromStore(ContainerId requested, ContainerId id, const Fingerprint& fp,
                                       std::string* data) {
-  std::shared_ptr<const Container> meta = metadata_cache_.Lookup(id);
-  if (!meta) {
-    std::string head;
-    Status s = ReadHead(id, &head);
-    if (s.IsNotFound() && aliases_.Resolve(requested) != id) return ReadChunk(requested, fp, data);
-    DEDUPV1_RETURN_IF_ERROR(s);
-    std::unique_ptr<Container> parsed;
-    DEDUPV1_RETURN_IF_ERROR(Container::ParseMetadataOnly(id, head, &parsed));
-    meta = std::shared_ptr<const Container>(std::move(parsed));
-    metadata_cache_.Insert(id, meta);
-  }
+  std::shared_ptr<const Container> meta;
+  Status m = LoadMetadata(id, &meta);
+  if (m.IsNotFound() && aliases_.Resolve(requested) != id) return ReadChunk(requested, fp, data);
+  DEDUPV1_RETURN_IF_ERROR(m);
   Container::ChunkLocation loc;
   DEDUPV1_RETURN_IF_ERROR(meta->Locate(fp, &loc));
   std::string stored;
@@ -100,6 +107,7 @@ Status ChunkStore::ReadChunkFromStore(ContainerId requested, ContainerId id, con
   if (s.IsNotFound() && aliases_.Resolve(requested) != id) return ReadChunk(requested, fp, data);
   DEDUPV1_RETURN_IF_ERROR(s);
   chunk_reads_.fetch_add(1, std::memory_order_relaxed);
+  bytes_read_.fetch_add(stored.size(), std::memory_order_relaxed);
   s = Decompress(loc.compression, reinterpret_cast<const uint8_t*>(stored.data()), stored.size(),
                  loc.raw_size, data);
   if (!s.ok()) return s.WithContext(Name(id) + ": chunk " + fp.ToHex());
@@ -113,13 +121,160 @@ Status ChunkStore::ReadChunkFromStore(ContainerId requested, ContainerId id, con
   return Status::OK();
 }
 
+Status ChunkStore::ReadChunks(ChunkReadBatch* batch) {
+  std::vector<std::pair<ContainerId, std::vector<size_t>>> wanted;  // resolved id, chunks
+  std::unordered_map<ContainerId, size_t> group_of;
+  for (size_t i = 0; i < batch->size(); i++) {
+    const ContainerId id = batch->container(i);
+    const Fingerprint& fp = batch->fingerprint(i);
+    bool copy = id == kNoContainer || id == kZeroContainer || foreign_.IsForeign(id);
+    std::shared_ptr<const Container> c;
+    if (!copy) {
+      std::lock_guard<std::mutex> l(mu_);
+      bool open = false;
+      c = FindUncommittedLocked(id, &open);
+      copy = c && open;  // still being appended to: read (and copied) under the lock
+    }
+    if (copy) {
+      std::string* buf = batch->NewBuffer();
+      DEDUPV1_RETURN_IF_ERROR(ReadChunk(id, fp, buf));
+      batch->SetData(i, *buf);
+      continue;
+    }
+    const ContainerId resolved = aliases_.Resolve(id);
+    if (!c) c = read_cache_.Lookup(resolved);
+    if (c) {  // committing (immutable now) or cached whole
+      std::string_view view;
+      DEDUPV1_RETURN_IF_ERROR(c->ChunkView(fp, batch->NewBuffer(), &view));
+      batch->SetData(i, view);
+      batch->Pin(std::move(c));
+      continue;
+    }
+    auto [it, added] = group_of.emplace(resolved, wanted.size());
+    if (added) wanted.emplace_back(resolved, std::vector<size_t>());
+    wanted[it->second].second.push_back(i);
+  }
+  return wanted.empty() ? Status::OK() : ReadChunksFromStore(batch, wanted);
+}
+
+namespace {
+
+// Chunks at most this far apart are read with one range (the bytes between
+// them are read in vain); a range is at most kMaxRange long.
+constexpr uint64_t kMaxGap = 16 << 10;
+constexpr uint64_t kMaxRange = 1 << 20;
+
+}  // namespace
+
+Status ChunkStore::ReadChunksFromStore(ChunkReadBatch* batch,
+                                       const std::vector<std::pair<ContainerId, std::vector<size_t>>>& wanted) {
+  struct Piece {
+    size_t index;  // in the batch
+    Container::ChunkLocation loc;
+  };
+  std::vector<ContainerStore::RangeRead> reads;
+  std::vector<std::vector<Piece>> pieces_of;  // per read
+  std::vector<size_t> one_by_one;             // moved or merged meanwhile: ReadChunk follows
+  for (const auto& [id, indexes] : wanted) {
+    std::shared_ptr<const Container> meta;
+    Status s = LoadMetadata(id, &meta);
+    if (s.IsNotFound()) {
+      one_by_one.insert(one_by_one.end(), indexes.begin(), indexes.end());
+      continue;
+    }
+    DEDUPV1_RETURN_IF_ERROR(s);
+    std::vector<Piece> pieces;
+    uint64_t bytes = 0;
+    for (size_t i : indexes) {
+      Piece p{i, {}};
+      DEDUPV1_RETURN_IF_ERROR(meta->Locate(batch->fingerprint(i), &p.loc));
+      bytes += p.loc.stored_size;
+      pieces.push_back(p);
+    }
+    if (range_use_.Add(id, bytes) >= options_.container_size / 4) {
+      // Much of it is wanted: one read of it all and a CRC check cost less
+      // than many ranges, each chunk hashed.
+      range_use_.Forget(id);
+      std::shared_ptr<const Container> whole;
+      s = LoadCommitted(id, &whole);
+      if (s.IsNotFound()) {
+        one_by_one.insert(one_by_one.end(), indexes.begin(), indexes.end());
+        continue;
+      }
+      DEDUPV1_RETURN_IF_ERROR(s);
+      for (size_t i : indexes) {
+        std::string_view view;
+        DEDUPV1_RETURN_IF_ERROR(whole->ChunkView(batch->fingerprint(i), batch->NewBuffer(), &view));
+        batch->SetData(i, view);
+      }
+      batch->Pin(std::move(whole));
+      continue;
+    }
+    std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.loc.offset < b.loc.offset; });
+    for (const Piece& p : pieces) {
+      const uint64_t end = p.loc.offset + p.loc.stored_size;
+      ContainerStore::RangeRead* last = reads.empty() || reads.back().id != id ? nullptr : &reads.back();
+      if (last != nullptr && p.loc.offset <= last->offset + last->n + kMaxGap && end - last->offset <= kMaxRange) {
+        last->n = static_cast<size_t>(std::max<uint64_t>(last->offset + last->n, end) - last->offset);
+        pieces_of.back().push_back(p);
+        continue;
+      }
+      ContainerStore::RangeRead r;
+      r.id = id;
+      r.offset = p.loc.offset;
+      r.n = p.loc.stored_size;
+      reads.push_back(std::move(r));
+      pieces_of.push_back({p});
+    }
+  }
+  if (!reads.empty()) store_->GetRanges(&reads);
+  for (size_t r = 0; r < reads.size(); r++) {
+    ContainerStore::RangeRead& read = reads[r];
+    if (read.status.IsNotFound()) {
+      for (const Piece& p : pieces_of[r]) one_by_one.push_back(p.index);
+      continue;
+    }
+    DEDUPV1_RETURN_IF_ERROR(read.status);
+    range_reads_.fetch_add(1, std::memory_order_relaxed);
+    bytes_read_.fetch_add(read.bytes.size(), std::memory_order_relaxed);
+    std::string* range = batch->NewBuffer();
+    range->swap(read.bytes);
+    for (const Piece& p : pieces_of[r]) {
+      const Fingerprint& fp = batch->fingerprint(p.index);
+      std::string_view data = std::string_view(*range).substr(p.loc.offset - read.offset, p.loc.stored_size);
+      if (p.loc.compression != Compression::kNone) {
+        std::string* raw = batch->NewBuffer();
+        Status s = Decompress(p.loc.compression, reinterpret_cast<const uint8_t*>(data.data()), data.size(),
+                              p.loc.raw_size, raw);
+        if (!s.ok()) return s.WithContext(Name(read.id) + ": chunk " + fp.ToHex());
+        data = *raw;
+      }
+      Fingerprint actual;
+      ComputeFingerprint(options_.fp_type, reinterpret_cast<const uint8_t*>(data.data()), data.size(), &actual);
+      if (actual != fp) {
+        return Status::Corruption(Name(read.id) + ": chunk " + fp.ToHex() +
+                                  " does not match its fingerprint (the container's data is damaged)");
+      }
+      batch->SetData(p.index, data);
+    }
+  }
+  for (size_t i : one_by_one) {
+    std::string* buf = batch->NewBuffer();
+    DEDUPV1_RETURN_IF_ERROR(ReadChunk(batch->container(i), batch->fingerprint(i), buf));
+    batch->SetData(i, *buf);
+  }
+  return Status::OK();
+}
+
 Status ChunkStore::ReadHead(ContainerId id, std::string* head) {
   metadata_reads_.fetch_add(1, std::memory_order_relaxed);
   DEDUPV1_RETURN_IF_ERROR(store_->GetHead(id, kMetadataGuess, head));
+  bytes_read_.fetch_add(head->size(), std::memory_order_relaxed);
   size_t meta_size = 0;
   DEDUPV1_RETURN_IF_ERROR(Container::MetadataSize(id, *head, &meta_size));
   if (meta_size > head->size() && head->size() == kMetadataGuess) {
     DEDUPV1_RETURN_IF_ERROR(store_->GetHead(id, meta_size, head));
+    bytes_read_.fetch_add(head->size(), std::memory_order_relaxed);
   }
   return Status::OK();
 }

@@ -1025,5 +1025,165 @@ TEST(ChunkStoreGcTest, SummariesDescribeCommittedAndMergedContainers) {
   ExpectReadable(cs.get(), chunks);
 }
 
+// ---- ReadChunks: a batch of chunks read together ----
+
+// Reads |chunks| in one batch and checks every byte; returns the batch's
+// status.
+Status ReadBatch(ChunkStore* cs, const std::vector<Chunk>& chunks) {
+  ChunkReadBatch batch;
+  std::vector<size_t> at;
+  for (const Chunk& c : chunks) at.push_back(batch.Add(c.id, c.fp));
+  Status s = cs->ReadChunks(&batch);
+  if (!s.ok()) return s;
+  for (size_t i = 0; i < chunks.size(); i++) {
+    EXPECT_EQ(batch.data(at[i]), chunks[i].data) << "chunk " << i << " of container " << chunks[i].id;
+  }
+  return s;
+}
+
+// Chunks stored side by side are read with one range; a gap of more than a
+// few KiB starts another; each chunk is still checked (below).
+TEST(ChunkStoreReadBatchTest, NeighboursAreReadWithOneRange) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  o.container_size = 1 << 20;  // a quarter (256 KiB) is far above what the test reads
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < 40; i++) {
+    chunks.push_back(MakeChunk(100 + i, 1000));
+    ASSERT_TRUE(Store(cs.get(), &chunks.back()).ok());
+  }
+  ASSERT_TRUE(cs->Close().ok());
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  for (const Chunk& c : chunks) ASSERT_EQ(c.id, chunks[0].id);
+
+  // Chunks 0-9 and 12-14 (a gap of 2 KB: one range), then 35-39 (a gap of
+  // 20 KB: a second range); chunk 3 twice.
+  std::vector<Chunk> wanted(chunks.begin(), chunks.begin() + 10);
+  wanted.insert(wanted.end(), chunks.begin() + 12, chunks.begin() + 15);
+  wanted.insert(wanted.end(), chunks.begin() + 35, chunks.end());
+  wanted.push_back(chunks[3]);
+  std::reverse(wanted.begin(), wanted.end());  // the order of the batch does not matter
+  ASSERT_TRUE(ReadBatch(cs.get(), {chunks[20]}).ok());  // reads the metadata, one range
+  const ChunkStoreStats before = cs->stats();
+  EXPECT_EQ(before.range_reads, 1u);
+  ASSERT_TRUE(ReadBatch(cs.get(), wanted).ok());
+  ChunkStoreStats st = cs->stats();
+  EXPECT_EQ(st.range_reads - before.range_reads, 2u);
+  EXPECT_EQ(st.metadata_reads, 1u);
+  EXPECT_EQ(st.container_reads, 0u);
+  EXPECT_EQ(st.chunk_reads, 0u);
+  // 15 chunks, with the 2 of the gap, and 5 chunks.
+  EXPECT_EQ(st.bytes_read - before.bytes_read, 20u * 1000);
+
+  ChunkReadBatch batch;
+  EXPECT_EQ(batch.Add(chunks[1].id, chunks[1].fp), 0u);
+  EXPECT_EQ(batch.Add(chunks[2].id, chunks[2].fp), 1u);
+  EXPECT_EQ(batch.Add(chunks[1].id, chunks[1].fp), 0u);
+  EXPECT_EQ(batch.size(), 2u);
+}
+
+// Once readers took a quarter of a container by ranges, the next batch
+// reads it whole into the read cache, and later batches find it there.
+TEST(ChunkStoreReadBatchTest, AContainerMostlyWantedIsReadWhole) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());  // 32 KiB containers: a quarter is 8 KiB
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < 8; i++) {
+    chunks.push_back(MakeChunk(200 + i, 3000));
+    ASSERT_TRUE(Store(cs.get(), &chunks.back()).ok());
+  }
+  ASSERT_TRUE(cs->Close().ok());
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+
+  ASSERT_TRUE(ReadBatch(cs.get(), {chunks[0], chunks[1]}).ok());  // 6,000 bytes: a range
+  EXPECT_EQ(cs->stats().range_reads, 1u);
+  EXPECT_EQ(cs->stats().container_reads, 0u);
+  ASSERT_TRUE(ReadBatch(cs.get(), {chunks[2]}).ok());  // 9,000 bytes in all: whole
+  EXPECT_EQ(cs->stats().range_reads, 1u);
+  EXPECT_EQ(cs->stats().container_reads, 1u);
+  ASSERT_TRUE(ReadBatch(cs.get(), {chunks[3], chunks[4], chunks[7]}).ok());  // the read cache
+  EXPECT_EQ(cs->stats().container_reads, 1u);
+  EXPECT_EQ(cs->stats().range_reads, 1u);
+  EXPECT_GE(cs->stats().read_cache_hits, 3u);
+}
+
+// A damaged byte in a chunk read by range is Corruption naming the
+// container and the chunk, never other bytes; the chunks around it read.
+TEST(ChunkStoreReadBatchTest, DamagedChunkInARangeIsCorruptionNamingIt) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  o.container_size = 1 << 20;
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < 6; i++) {
+    chunks.push_back(MakeChunk(300 + i, 1000));
+    ASSERT_TRUE(Store(cs.get(), &chunks.back()).ok());
+  }
+  ASSERT_TRUE(cs->Close().ok());
+  cs.reset();
+  std::unique_ptr<LocalContainerStore> store;
+  ASSERT_TRUE(LocalContainerStore::Open(Env::Default(), dir.path(), &store).ok());
+  std::string bytes;
+  ASSERT_TRUE(store->Get(chunks[0].id, &bytes).ok());
+  const size_t at = bytes.find(chunks[3].data.substr(0, 64));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 500] ^= 0x01;  // inside chunk 3
+  ASSERT_TRUE(store->Put(chunks[0].id, bytes).ok());
+  store.reset();
+
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  ChunkReadBatch batch;
+  for (const Chunk& c : chunks) batch.Add(c.id, c.fp);
+  Status s = cs->ReadChunks(&batch);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("container " + std::to_string(chunks[0].id)), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(chunks[3].fp.ToHex()), std::string::npos) << s.message();
+  ASSERT_TRUE(ReadBatch(cs.get(), {chunks[0], chunks[1], chunks[2], chunks[4], chunks[5]}).ok());
+}
+
+// Compressed chunks, chunks of open and committing containers, of the read
+// cache and of merged containers (through their old ids) in one batch; a
+// chunk a container does not hold is NotFound, a pseudo container
+// InvalidArgument.
+TEST(ChunkStoreReadBatchTest, EveryKindOfChunkInOneBatch) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  o.compression = Compression::kZlib;
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  std::vector<Chunk> stored = StoreMany(cs.get(), 400, 40);  // 3+ committed containers
+  std::set<ContainerId> ids;
+  for (const Chunk& c : stored) ids.insert(c.id);
+  ASSERT_GE(ids.size(), 3u);
+  std::vector<ContainerId> sources(ids.begin(), ids.end());
+  sources.resize(2);
+  ContainerId merged = kNoContainer;
+  ASSERT_TRUE(cs->MergeContainers(sources, &merged).ok());
+  ASSERT_TRUE(cs->Close().ok());
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+
+  std::vector<Chunk> batch_chunks = stored;  // old ids of merged containers among them
+  for (int i = 0; i < 3; i++) {
+    Chunk c = MakeChunk(500 + i, 4000, /*compressible=*/true);
+    ASSERT_TRUE(Store(cs.get(), &c).ok());  // in an open container
+    batch_chunks.push_back(c);
+  }
+  ASSERT_TRUE(ReadBatch(cs.get(), batch_chunks).ok());
+  ASSERT_TRUE(cs->Flush().ok());  // now committed, in the read cache
+  ASSERT_TRUE(ReadBatch(cs.get(), batch_chunks).ok());
+
+  ChunkReadBatch batch;
+  batch.Add(stored[0].id, MakeChunk(999, 100).fp);
+  EXPECT_TRUE(cs->ReadChunks(&batch).IsNotFound());
+  batch.Reset();
+  batch.Add(kZeroContainer, stored[0].fp);
+  EXPECT_TRUE(cs->ReadChunks(&batch).IsInvalidArgument());
+}
+
 }  // namespace
 }  // namespace dedupv1

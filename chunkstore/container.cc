@@ -88,6 +88,21 @@ Status Container::ReadChunk(const Fingerprint& fp, std::string* data) const {
   return Status::OK();
 }
 
+Status Container::ChunkView(const Fingerprint& fp, std::string* scratch, std::string_view* data) const {
+  auto it = index_.find(fp);
+  if (it == index_.end()) {
+    return Status::NotFound("chunk " + fp.ToHex() + " is not in " + Name(id_));
+  }
+  const Item& item = items_[it->second];
+  if (item.compression == Compression::kNone) {
+    *data = std::string_view(data_).substr(item.offset, item.stored_size);
+    return Status::OK();
+  }
+  DEDUPV1_RETURN_IF_ERROR(ReadChunk(fp, scratch));
+  *data = *scratch;
+  return Status::OK();
+}
+
 std::vector<Fingerprint> Container::Fingerprints() const {
   std::vector<Fingerprint> fps;
   fps.reserve(items_.size());

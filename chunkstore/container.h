@@ -75,6 +75,9 @@ class Container {
   // The raw (decompressed) chunk. NotFound if absent; Corruption naming the
   // container if it does not decompress.
   Status ReadChunk(const Fingerprint& fp, std::string* data) const;
+  // Like ReadChunk without a copy: |data| views this container's bytes (a
+  // chunk stored raw) or |scratch| (a compressed one, decompressed there).
+  Status ChunkView(const Fingerprint& fp, std::string* scratch, std::string_view* data) const;
   // All fingerprints, sorted.
   std::vector<Fingerprint> Fingerprints() const;
   // Bytes the chunk takes in the data section plus its metadata item (what

@@ -57,31 +57,35 @@ Status Volume::ReadBlockPiece(uint64_t block, uint32_t offset, uint32_t len, uin
   } else if (!s.ok()) {
     return s.WithContext("read block " + std::to_string(block) + " of volume " + name_);
   } else {
-    std::string chunk;
-    Fingerprint chunk_fp;
-    ContainerId chunk_container = kNoContainer;
-    Status read_status;
+    // Every chunk the piece needs is read in one batch: chunks stored side by
+    // side cost one read of their container's range.
+    struct Copy {
+      uint8_t* dst;
+      size_t chunk;  // in the batch
+      uint32_t chunk_offset, size;
+    };
+    std::vector<Copy> copies;
+    ChunkReadBatch batch;
     mapping.ForEachPiece(offset, len, [&](const BlockMappingItem& item, uint32_t block_offset,
                                           uint32_t chunk_offset, uint32_t size) {
       uint8_t* dst = out + (block_offset - offset);
-      if (!read_status.ok()) return;
       if (item.container == kZeroContainer) {
         std::memset(dst, 0, size);
         return;
       }
-      if (item.container != chunk_container || item.fp != chunk_fp) {
-        read_status = context_.chunk_store->ReadChunk(item.container, item.fp, &chunk);
-        if (!read_status.ok()) return;
-        chunk_fp = item.fp;
-        chunk_container = item.container;
-      }
-      if (static_cast<uint64_t>(chunk_offset) + size > chunk.size()) {
-        read_status = Status::Corruption("block " + std::to_string(block) + " of volume " + name_ +
-                                         " maps bytes beyond the end of chunk " + item.fp.ToHex());
-        return;
-      }
-      std::memcpy(dst, chunk.data() + chunk_offset, size);
+      copies.push_back(Copy{dst, batch.Add(item.container, item.fp), chunk_offset, size});
     });
+    Status read_status = batch.size() ? context_.chunk_store->ReadChunks(&batch) : Status::OK();
+    for (size_t i = 0; read_status.ok() && i < copies.size(); i++) {
+      const Copy& c = copies[i];
+      const std::string_view chunk = batch.data(c.chunk);
+      if (static_cast<uint64_t>(c.chunk_offset) + c.size > chunk.size()) {
+        read_status = Status::Corruption("block " + std::to_string(block) + " of volume " + name_ +
+                                         " maps bytes beyond the end of chunk " + batch.fingerprint(c.chunk).ToHex());
+        break;
+      }
+      std::memcpy(c.dst, chunk.data() + c.chunk_offset, c.size);
+    }
     if (!read_status.ok()) {
       return read_status.WithContext("read block " + std::to_string(block) + " of volume " + name_);
     }

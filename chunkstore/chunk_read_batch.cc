@@ -1,0 +1,23 @@
+#include "chunkstore/chunk_read_batch.h"
+
+namespace dedupv1 {
+
+size_t ChunkReadBatch::Add(ContainerId id, const Fingerprint& fp) {
+  auto [it, added] = index_.emplace(std::make_pair(id, fp), items_.size());
+  if (added) items_.push_back(Item{id, fp, {}});
+  return it->second;
+}
+
+std::string* ChunkReadBatch::NewBuffer() {
+  buffers_.push_back(std::make_unique<std::string>());
+  return buffers_.back().get();
+}
+
+void ChunkReadBatch::Reset() {
+  items_.clear();
+  index_.clear();
+  buffers_.clear();
+  pinned_.clear();
+}
+
+}  // namespace dedupv1
