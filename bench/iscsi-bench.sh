@@ -8,8 +8,10 @@
 #   iscsi-bench.sh MODULE.so DEDUPV1_TRAFFIC WORK_DIR OUT_DIR SIZE [STREAMS]
 #
 # Order: dedup write, rdwr write, dedup verify, rdwr verify (each generation
-# 1 then 2, each ending with SYNCHRONIZE CACHE). Needs root and tgtd; exits 77
-# when they are missing.
+# 1 then 2, each ending with SYNCHRONIZE CACHE); then tgtd is restarted and
+# both are verified again cold (page cache dropped before each:
+# OUT/iscsi-*-verify-cold.json). Needs root and tgtd; exits 77 when they are
+# missing.
 set -uo pipefail
 
 module="$(readlink -f "${1:?usage: iscsi-bench.sh MODULE.so DEDUPV1_TRAFFIC WORK OUT SIZE [STREAMS]}")"
@@ -52,27 +54,32 @@ monitor.enabled = false
 EOF
 truncate -s "$size" "$work/rdwr-gen1.img" "$work/rdwr-gen2.img"
 
-tgt_start "$work/tgtd.log" "$module" || bench_die "iscsi: tgtd did not start (log $work/tgtd.log)"
-bench_say "tgtd pid $TGT_PID on 127.0.0.1:$TGT_PORT (LUN 1,2: dedupv1 gen1/gen2; LUN 3,4: rdwr files)"
-tgt_adm --lld iscsi --op new --mode target --tid 1 -T "$IQN" &&
-  tgt_adm --lld iscsi --op new --mode logicalunit --tid 1 --lun 1 --bstype dedupv1 \
-    --backing-store "$work/dedupv1.conf" --bsopts "volume=gen1" &&
-  tgt_adm --lld iscsi --op new --mode logicalunit --tid 1 --lun 2 --bstype dedupv1 \
-    --backing-store "$work/dedupv1.conf" --bsopts "volume=gen2" &&
-  tgt_adm --lld iscsi --op new --mode logicalunit --tid 1 --lun 3 --bstype rdwr \
-    --backing-store "$work/rdwr-gen1.img" &&
-  tgt_adm --lld iscsi --op new --mode logicalunit --tid 1 --lun 4 --bstype rdwr \
-    --backing-store "$work/rdwr-gen2.img" &&
-  tgt_adm --lld iscsi --op bind --mode target --tid 1 -I ALL ||
-  { tail -n 20 "$work/tgtd.log" >&2; bench_die "iscsi: could not set up the LUNs"; }
+# Starts the private tgtd and sets up the four LUNs (again after a restart:
+# the engine reopens the store with empty caches).
+serve() {
+  tgt_start "$work/tgtd.log" "$module" || bench_die "iscsi: tgtd did not start (log $work/tgtd.log)"
+  bench_say "tgtd pid $TGT_PID on 127.0.0.1:$TGT_PORT (LUN 1,2: dedupv1 gen1/gen2; LUN 3,4: rdwr files)"
+  tgt_adm --lld iscsi --op new --mode target --tid 1 -T "$IQN" &&
+    tgt_adm --lld iscsi --op new --mode logicalunit --tid 1 --lun 1 --bstype dedupv1 \
+      --backing-store "$work/dedupv1.conf" --bsopts "volume=gen1" &&
+    tgt_adm --lld iscsi --op new --mode logicalunit --tid 1 --lun 2 --bstype dedupv1 \
+      --backing-store "$work/dedupv1.conf" --bsopts "volume=gen2" &&
+    tgt_adm --lld iscsi --op new --mode logicalunit --tid 1 --lun 3 --bstype rdwr \
+      --backing-store "$work/rdwr-gen1.img" &&
+    tgt_adm --lld iscsi --op new --mode logicalunit --tid 1 --lun 4 --bstype rdwr \
+      --backing-store "$work/rdwr-gen2.img" &&
+    tgt_adm --lld iscsi --op bind --mode target --tid 1 -I ALL ||
+    { tail -n 20 "$work/tgtd.log" >&2; bench_die "iscsi: could not set up the LUNs"; }
+}
+serve
 
 opts=(--size "$size" --generations 2 --seed 1 --streams "$streams" --queue-depth 4 --no-progress --json
       --lun-per-generation)
-run() {  # run NAME write|verify LUN
-  local name="$1" cmd="$2" lun="$3"
-  bench_say "iscsi: $cmd $name (2 x $(numfmt --to=iec "$size"), $streams streams, LUN $lun and $((lun + 1)))"
-  if ! "$traffic" "$cmd" "${opts[@]}" "$(tgt_url "$IQN" "$lun")" >"$out/iscsi-$name-$cmd.json" 2>"$work/$name-$cmd.err"; then
-    tail -n 5 "$work/$name-$cmd.err" >&2
+run() {  # run NAME write|verify LUN [cold]
+  local name="$1" cmd="$2" lun="$3" tag="$2${4:+-$4}"
+  bench_say "iscsi: $cmd $name${4:+ ($4)} (2 x $(numfmt --to=iec "$size"), $streams streams, LUN $lun and $((lun + 1)))"
+  if ! "$traffic" "$cmd" "${opts[@]}" "$(tgt_url "$IQN" "$lun")" >"$out/iscsi-$name-$tag.json" 2>"$work/$name-$tag.err"; then
+    tail -n 5 "$work/$name-$tag.err" >&2
     tail -n 20 "$work/tgtd.log" >&2
     bench_die "iscsi: $cmd $name failed"
   fi
@@ -81,6 +88,15 @@ run dedup write 1
 run rdwr write 3
 run dedup verify 1
 run rdwr verify 3
+# Cold: tgtd restarted (the engine's caches empty) and the page cache dropped
+# before each read.
+drop_caches() { sync && echo 3 >/proc/sys/vm/drop_caches; }
+tgt_stop >/dev/null 2>&1 || bench_die "iscsi: tgtd did not stop"
+serve
+drop_caches || bench_die "iscsi: could not drop the page cache"
+run dedup verify 1 cold
+drop_caches || bench_die "iscsi: could not drop the page cache"
+run rdwr verify 3 cold
 
 # What each kept: the dedup store's container files (after the syncs), the
 # rdwr files' allocated bytes (sparse files: only what was written).

@@ -303,6 +303,7 @@ if gc:
 
 iw = {k: load(f"iscsi-{k}.json") for k in ("dedup-write", "rdwr-write", "dedup-verify", "rdwr-verify")}
 stored = load("iscsi-stored.json")
+iw_cold = {k: load(f"iscsi-{k}-verify-cold.json") for k in ("dedup", "rdwr")}
 if all(iw.values()):
     p("## 3. Through iSCSI (`bench/iscsi-bench.sh`)")
     p()
@@ -313,21 +314,33 @@ if all(iw.values()):
       f"client (`dedupv1_traffic`, libiscsi, {iw['dedup-write']['streams']} sessions x queue depth "
       f"{iw['dedup-write']['queue_depth']}, {iw['dedup-write']['request_size'] // 1024} KiB requests) wrote "
       f"generation 1 then 2 ({human(size)} each, SYNCHRONIZE CACHE at the end, included) to the dedup LUNs, "
-      "then to the rdwr LUNs, then read both back and compared every byte.")
+      "then to the rdwr LUNs, then read both back and compared every byte (warm); then tgtd was restarted "
+      "and both were read again with the page cache dropped before each (cold).")
     p()
+    cold = all(iw_cold.values())
     rows, csv_rows = [], []
     for g in (1, 2):
         dw = iw["dedup-write"]["generations"][g - 1]
         rw = iw["rdwr-write"]["generations"][g - 1]
         dv = iw["dedup-verify"]["generations"][g - 1]
         rv = iw["rdwr-verify"]["generations"][g - 1]
-        rows.append([g, f"{dw['mb_s']:.0f}", f"{rw['mb_s']:.0f}", f"{dw['mb_s'] / rw['mb_s']:.2f}x",
-                     f"{dv['mb_s']:.0f}", f"{rv['mb_s']:.0f}", f"{dv['mb_s'] / rv['mb_s']:.2f}x",
-                     "ok" if dv.get("ok") and rv.get("ok") else "MISMATCH"])
-        csv_rows.append([g, dw["mb_s"], rw["mb_s"], dv["mb_s"], rv["mb_s"]])
-    table(["generation", "write dedup MB/s", "write rdwr MB/s", "dedup / rdwr", "read dedup MB/s",
-           "read rdwr MB/s", "dedup / rdwr", "verified"], rows)
-    write_csv("iscsi.csv", ["generation", "write_dedup", "write_rdwr", "read_dedup", "read_rdwr"], csv_rows)
+        ok = dv.get("ok") and rv.get("ok")
+        row = [g, f"{dw['mb_s']:.0f}", f"{rw['mb_s']:.0f}", f"{dw['mb_s'] / rw['mb_s']:.2f}x",
+               f"{dv['mb_s']:.0f}", f"{rv['mb_s']:.0f}", f"{dv['mb_s'] / rv['mb_s']:.2f}x"]
+        csv_row = [g, dw["mb_s"], rw["mb_s"], dv["mb_s"], rv["mb_s"]]
+        if cold:
+            dc = iw_cold["dedup"]["generations"][g - 1]
+            rc = iw_cold["rdwr"]["generations"][g - 1]
+            ok = ok and dc.get("ok") and rc.get("ok")
+            row += [f"{dc['mb_s']:.0f}", f"{rc['mb_s']:.0f}", f"{dc['mb_s'] / rc['mb_s']:.2f}x"]
+            csv_row += [dc["mb_s"], rc["mb_s"]]
+        rows.append(row + ["ok" if ok else "MISMATCH"])
+        csv_rows.append(csv_row)
+    table(["generation", "write dedup MB/s", "write rdwr MB/s", "dedup / rdwr", "warm read dedup MB/s",
+           "warm read rdwr MB/s", "dedup / rdwr"] +
+          (["cold read dedup MB/s", "cold read rdwr MB/s", "dedup / rdwr"] if cold else []) + ["verified"], rows)
+    write_csv("iscsi.csv", ["generation", "write_dedup", "write_rdwr", "read_dedup", "read_rdwr"] +
+              (["cold_read_dedup", "cold_read_rdwr"] if cold else []), csv_rows)
     if stored:
         ideal = iw["dedup-write"]["total"]["ideal_stored_bytes"]
         p(f"Stored: dedup LUNs {human(stored['dedup_container_bytes'])} in containers (ideal "

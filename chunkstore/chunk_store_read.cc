@@ -33,7 +33,7 @@ Status ChunkStore::LoadCommitted(ContainerId requested, std::shared_ptr<const Co
   DEDUPV1_RETURN_IF_ERROR(s);
   bytes_read_.fetch_add(bytes.size(), std::memory_order_relaxed);
   std::unique_ptr<Container> parsed;
-  DEDUPV1_RETURN_IF_ERROR(Container::Parse(id, bytes, &parsed));
+  DEDUPV1_RETURN_IF_ERROR(Container::Parse(id, std::move(bytes), &parsed));
   c = std::shared_ptr<const Container>(std::move(parsed));
   read_cache_.Insert(id, c);
   *container = std::move(c);
@@ -201,14 +201,20 @@ Status ChunkStore::ReadChunksFromStore(ChunkReadBatch* batch,
         one_by_one.insert(one_by_one.end(), indexes.begin(), indexes.end());
         continue;
       }
-      DEDUPV1_RETURN_IF_ERROR(s);
-      for (size_t i : indexes) {
-        std::string_view view;
-        DEDUPV1_RETURN_IF_ERROR(whole->ChunkView(batch->fingerprint(i), batch->NewBuffer(), &view));
-        batch->SetData(i, view);
+      if (s.IsCorruption()) {
+        // Damage somewhere in it: the chunks wanted may well be intact, and
+        // ranges check each one on its own.
+        range_use_.RefuseWhole(id);
+      } else {
+        DEDUPV1_RETURN_IF_ERROR(s);
+        for (size_t i : indexes) {
+          std::string_view view;
+          DEDUPV1_RETURN_IF_ERROR(whole->ChunkView(batch->fingerprint(i), batch->NewBuffer(), &view));
+          batch->SetData(i, view);
+        }
+        batch->Pin(std::move(whole));
+        continue;
       }
-      batch->Pin(std::move(whole));
-      continue;
     }
     std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.loc.offset < b.loc.offset; });
     for (const Piece& p : pieces) {

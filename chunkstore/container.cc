@@ -39,7 +39,7 @@ Container::Container(ContainerId id, size_t capacity, FingerprintType fp_type)
       created_(std::chrono::steady_clock::now()) {}
 
 size_t Container::serialized_size() const {
-  return kHeaderSize + aliases_.size() * 8 + items_.size() * ItemSize(fp_size_) + data_.size();
+  return kHeaderSize + aliases_.size() * 8 + items_.size() * ItemSize(fp_size_) + Data().size();
 }
 
 bool Container::Add(const Fingerprint& fp, const uint8_t* data, size_t n, Compression compression) {
@@ -56,6 +56,10 @@ bool Container::AddStored(const Fingerprint& fp, std::string_view stored, size_t
   if (fp.size != fp_size_) return false;
   if (index_.count(fp) != 0) return true;
   if (serialized_size() + ItemSize(fp_size_) + stored.size() > capacity_) return false;
+  if (data_begin_ != 0) {  // parsed whole: drop the serialized metadata before appending
+    data_.erase(0, data_begin_);
+    data_begin_ = 0;
+  }
   // Offsets and sizes are 32 bit on disk.
   if (data_.size() + stored.size() > std::numeric_limits<uint32_t>::max() ||
       raw_size > std::numeric_limits<uint32_t>::max()) {
@@ -82,7 +86,7 @@ Status Container::ReadChunk(const Fingerprint& fp, std::string* data) const {
   }
   const Item& item = items_[it->second];
   Status s = Decompress(item.compression,
-                        reinterpret_cast<const uint8_t*>(data_.data()) + item.offset,
+                        reinterpret_cast<const uint8_t*>(Data().data()) + item.offset,
                         item.stored_size, item.raw_size, data);
   if (!s.ok()) return s.WithContext(Name(id_) + ": chunk " + fp.ToHex());
   return Status::OK();
@@ -95,7 +99,7 @@ Status Container::ChunkView(const Fingerprint& fp, std::string* scratch, std::st
   }
   const Item& item = items_[it->second];
   if (item.compression == Compression::kNone) {
-    *data = std::string_view(data_).substr(item.offset, item.stored_size);
+    *data = Data().substr(item.offset, item.stored_size);
     return Status::OK();
   }
   DEDUPV1_RETURN_IF_ERROR(ReadChunk(fp, scratch));
@@ -132,17 +136,18 @@ Status Container::Serialize(std::string* out) const {
   const size_t item_size = ItemSize(fp_size_);
   const size_t meta_end = kHeaderSize + aliases_.size() * 8 + items_.size() * item_size;
   out->assign(meta_end, '\0');
-  out->reserve(meta_end + data_.size());
+  const std::string_view data = Data();
+  out->reserve(meta_end + data.size());
   uint8_t* p = reinterpret_cast<uint8_t*>(out->data());
 
   EncodeFixed32(p + kMagicOffset, kMagic);
-  EncodeFixed32(p + kDataCrcOffset, Crc32c(data_.data(), data_.size()));
+  EncodeFixed32(p + kDataCrcOffset, Crc32c(data.data(), data.size()));
   EncodeFixed16(p + kVersionOffset, kFormatVersion);
   p[kFpSizeOffset] = static_cast<uint8_t>(fp_size_);
   EncodeFixed64(p + kIdOffset, id_);
   EncodeFixed32(p + kItemCountOffset, static_cast<uint32_t>(items_.size()));
   EncodeFixed32(p + kAliasCountOffset, static_cast<uint32_t>(aliases_.size()));
-  EncodeFixed64(p + kDataSizeOffset, data_.size());
+  EncodeFixed64(p + kDataSizeOffset, data.size());
 
   uint8_t* q = p + kHeaderSize;
   for (ContainerId alias : aliases_) {
@@ -164,7 +169,7 @@ Status Container::Serialize(std::string* out) const {
     q += item_size;
   }
   EncodeFixed32(p + kMetaCrcOffset, Crc32c(p + kMetaCrcStart, meta_end - kMetaCrcStart));
-  out->append(data_);
+  out->append(data);
   return Status::OK();
 }
 
@@ -207,7 +212,7 @@ Status Container::ParseFingerprints(ContainerId expected_id, const std::string& 
                                     std::vector<Fingerprint>* fps, std::vector<size_t>* footprints,
                                     uint64_t* serialized_size) {
   std::unique_ptr<Container> c;
-  DEDUPV1_RETURN_IF_ERROR(ParseImpl(expected_id, head, /*whole=*/false, &c));
+  DEDUPV1_RETURN_IF_ERROR(ParseImpl(expected_id, head, /*whole=*/false, nullptr, &c));
   // Items are stored sorted (checked by the parse), so no sort is needed.
   fps->clear();
   fps->reserve(c->items_.size());
@@ -226,7 +231,7 @@ Status Container::ParseFingerprints(ContainerId expected_id, const std::string& 
 
 Status Container::ParseMetadataOnly(ContainerId expected_id, const std::string& head,
                                     std::unique_ptr<Container>* out) {
-  return ParseImpl(expected_id, head, /*whole=*/false, out);
+  return ParseImpl(expected_id, head, /*whole=*/false, nullptr, out);
 }
 
 Status Container::Locate(const Fingerprint& fp, ChunkLocation* location) const {
@@ -245,10 +250,14 @@ Status Container::Locate(const Fingerprint& fp, ChunkLocation* location) const {
 
 Status Container::Parse(ContainerId expected_id, const std::string& bytes,
                         std::unique_ptr<Container>* out) {
-  return ParseImpl(expected_id, bytes, /*whole=*/true, out);
+  return ParseImpl(expected_id, bytes, /*whole=*/true, nullptr, out);
 }
 
-Status Container::ParseImpl(ContainerId expected_id, const std::string& bytes, bool whole,
+Status Container::Parse(ContainerId expected_id, std::string&& bytes, std::unique_ptr<Container>* out) {
+  return ParseImpl(expected_id, bytes, /*whole=*/true, &bytes, out);
+}
+
+Status Container::ParseImpl(ContainerId expected_id, const std::string& bytes, bool whole, std::string* take,
                             std::unique_ptr<Container>* out) {
   auto corrupt = [expected_id](const std::string& what) {
     return Status::Corruption(Name(expected_id) + ": " + what);
@@ -333,7 +342,12 @@ Status Container::ParseImpl(ContainerId expected_id, const std::string& bytes, b
     c->items_.push_back(item);
     c->raw_size_ += item.raw_size;
   }
-  if (whole) c->data_.assign(bytes, meta_end, data_size);
+  if (whole && take != nullptr) {
+    c->data_ = std::move(*take);
+    c->data_begin_ = meta_end;
+  } else if (whole) {
+    c->data_.assign(bytes, meta_end, data_size);
+  }
   *out = std::move(c);
   return Status::OK();
 }

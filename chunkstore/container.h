@@ -87,7 +87,7 @@ class Container {
   size_t item_count() const { return items_.size(); }
   size_t serialized_size() const;
   // Bytes of the data section (chunks as stored, after compression).
-  size_t data_size() const { return data_.size(); }
+  size_t data_size() const { return Data().size(); }
   // Bytes of the chunks before compression.
   uint64_t raw_size() const { return raw_size_; }
   std::chrono::steady_clock::time_point created() const { return created_; }
@@ -106,6 +106,10 @@ class Container {
   // container is sealed: its capacity is its serialized size.
   static Status Parse(ContainerId expected_id, const std::string& bytes,
                       std::unique_ptr<Container>* out);
+  // Parse that keeps |bytes| as the container's memory instead of copying
+  // its data section out of them (a read of a whole container allocates its
+  // megabytes once).
+  static Status Parse(ContainerId expected_id, std::string&& bytes, std::unique_ptr<Container>* out);
 
   // Where a chunk's stored bytes lie in the serialized container.
   struct ChunkLocation {
@@ -143,8 +147,11 @@ class Container {
  private:
   // Parse; with |whole| false |bytes| is a metadata prefix and the data
   // section is neither checked nor copied.
-  static Status ParseImpl(ContainerId expected_id, const std::string& bytes, bool whole,
+  // |take|: null, or &bytes when the container may keep them (moved).
+  static Status ParseImpl(ContainerId expected_id, const std::string& bytes, bool whole, std::string* take,
                           std::unique_ptr<Container>* out);
+  // The data section: data_ from data_begin_ on.
+  std::string_view Data() const { return std::string_view(data_).substr(data_begin_); }
 
   struct Item {
     Fingerprint fp;
@@ -163,6 +170,7 @@ class Container {
   std::vector<Item> items_;  // in insertion order
   std::unordered_map<Fingerprint, size_t, FingerprintHasher> index_;  // fp -> items_ index
   std::string data_;
+  size_t data_begin_ = 0;  // a parsed container kept its whole serialized form in data_
   uint64_t raw_size_ = 0;
 };
 

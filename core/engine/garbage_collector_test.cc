@@ -552,6 +552,78 @@ TEST(GarbageCollectorTest, RoundsDuringConcurrentOverwritesLoseNothing) {
   ExpectUsageMatchesRecount(sys.get());
 }
 
+// Reads of many blocks at once read their chunks without block locks
+// (Volume::ReadPieces) and read a block again when its mapping changed
+// meanwhile: readers of whole slots beside overwrites, unmaps and GC rounds
+// get, block by block, one of the contents the block had, never an error or
+// other bytes.
+TEST(GarbageCollectorTest, ManyBlockReadsBesideOverwritesAndRoundsGetWholeBlocks) {
+  test::TempDir dir;
+  const Options o = GcOptions(dir.path());
+  const uint64_t block = o.block_size;
+  const uint64_t slot_size = 3 * block;
+  constexpr uint64_t kSlots = 16;
+  auto content = [&](uint64_t slot, uint64_t version) { return test::RandomBytes(slot_size, slot * 1000 + version % 4); };
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* v;
+  ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+  for (uint64_t slot = 0; slot < kSlots; slot++) ASSERT_TRUE(v->Write(slot * slot_size, slot_size, content(slot, 0).data(), false).ok());
+  ASSERT_TRUE(v->Sync().ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0}, wrong{0};
+  std::atomic<uint64_t> reads{0};
+  std::thread writer([&] {
+    std::mt19937_64 rng(7);
+    for (int i = 0; i < 600 && errors == 0; i++) {
+      const uint64_t slot = rng() % kSlots;
+      if (!v->Write(slot * slot_size, slot_size, content(slot, rng()).data(), false).ok()) errors++;
+      if (rng() % 4 == 0 && !v->Sync().ok()) errors++;
+      if (rng() % 8 == 0 && !(v->Unmap(slot * slot_size, slot_size).ok() && v->Sync().ok())) errors++;
+    }
+    stop = true;
+  });
+  std::thread gc([&] {
+    while (!stop) {
+      if (!sys->RunGc().ok()) errors++;
+    }
+  });
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; t++) {
+    readers.emplace_back([&, t] {
+      std::mt19937_64 rng(100 + t);
+      std::vector<uint8_t> got(slot_size);
+      const std::vector<uint8_t> zeros(block, 0);
+      while (!stop) {
+        const uint64_t slot = rng() % kSlots;
+        Status s = v->Read(slot * slot_size, slot_size, got.data());
+        reads++;
+        if (!s.ok()) {
+          errors++;
+          ADD_FAILURE() << s.ToString();
+          return;
+        }
+        for (uint64_t b = 0; b < 3; b++) {
+          const uint8_t* at = got.data() + b * block;
+          bool known = std::memcmp(at, zeros.data(), block) == 0;
+          for (uint64_t version = 0; version < 4 && !known; version++) {
+            known = std::memcmp(at, content(slot, version).data() + b * block, block) == 0;
+          }
+          if (!known) wrong++;
+        }
+      }
+    });
+  }
+  writer.join();
+  gc.join();
+  for (auto& r : readers) r.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(reads.load(), 0u);
+  std::fprintf(stderr, "reads %llu, blocks read again %llu, GC chunks deleted %llu\n", (unsigned long long)reads.load(),
+               (unsigned long long)sys->stats().reads_redone.load(), (unsigned long long)sys->gc_stats().chunks_deleted);
+  ASSERT_TRUE(sys->Close().ok());
+}
+
 // A running round tells what it does (the monitor's /gc shows it): every
 // look at the stats during rounds sees a known phase and a scan progress
 // that does not run past its total; after the round the phase is cleared.

@@ -43,54 +43,93 @@ void Volume::Grow(uint64_t new_size) {
   }
 }
 
-Status Volume::ReadBlockPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out) {
-  BlockId id{id_, block};
-  std::shared_lock<std::shared_mutex> lock(context_.block_locks->For(id));
+Status Volume::PlanPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out, ChunkReadBatch* batch,
+                         PiecePlan* plan) {
   // Bytes still in the write buffer are the newest; if they cover the whole
   // piece the block mapping is not needed.
-  if (buffer_.Overlay(block, offset, len, out)) return Status::OK();
-
+  if (buffer_.Overlay(block, offset, len, out)) {
+    plan->done = true;
+    return Status::OK();
+  }
   BlockMapping mapping;
-  Status s = context_.block_index->Get(id, &mapping);
+  Status s = context_.block_index->Get(BlockId{id_, block}, &mapping);
   if (s.IsNotFound()) {
     std::memset(out, 0, len);
-  } else if (!s.ok()) {
-    return s.WithContext("read block " + std::to_string(block) + " of volume " + name_);
-  } else {
-    // Every chunk the piece needs is read in one batch: chunks stored side by
-    // side cost one read of their container's range.
-    struct Copy {
-      uint8_t* dst;
-      size_t chunk;  // in the batch
-      uint32_t chunk_offset, size;
-    };
-    std::vector<Copy> copies;
-    ChunkReadBatch batch;
-    mapping.ForEachPiece(offset, len, [&](const BlockMappingItem& item, uint32_t block_offset,
-                                          uint32_t chunk_offset, uint32_t size) {
-      uint8_t* dst = out + (block_offset - offset);
-      if (item.container == kZeroContainer) {
-        std::memset(dst, 0, size);
-        return;
-      }
-      copies.push_back(Copy{dst, batch.Add(item.container, item.fp), chunk_offset, size});
-    });
-    Status read_status = batch.size() ? context_.chunk_store->ReadChunks(&batch) : Status::OK();
-    for (size_t i = 0; read_status.ok() && i < copies.size(); i++) {
-      const Copy& c = copies[i];
-      const std::string_view chunk = batch.data(c.chunk);
-      if (static_cast<uint64_t>(c.chunk_offset) + c.size > chunk.size()) {
-        read_status = Status::Corruption("block " + std::to_string(block) + " of volume " + name_ +
-                                         " maps bytes beyond the end of chunk " + batch.fingerprint(c.chunk).ToHex());
-        break;
-      }
-      std::memcpy(c.dst, chunk.data() + c.chunk_offset, c.size);
+    return Status::OK();
+  }
+  if (!s.ok()) return s.WithContext("read block " + std::to_string(block) + " of volume " + name_);
+  plan->mapped = true;
+  plan->version = mapping.version();
+  mapping.ForEachPiece(offset, len, [&](const BlockMappingItem& item, uint32_t block_offset, uint32_t chunk_offset,
+                                        uint32_t size) {
+    uint8_t* dst = out + (block_offset - offset);
+    if (item.container == kZeroContainer) {
+      std::memset(dst, 0, size);
+      return;
     }
-    if (!read_status.ok()) {
-      return read_status.WithContext("read block " + std::to_string(block) + " of volume " + name_);
+    plan->copies.push_back(PiecePlan::Copy{dst, batch->Add(item.container, item.fp), chunk_offset, size});
+  });
+  return Status::OK();
+}
+
+Status Volume::FinishPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out, const ChunkReadBatch& batch,
+                           const PiecePlan& plan) {
+  if (plan.done) return Status::OK();
+  for (const PiecePlan::Copy& c : plan.copies) {
+    const std::string_view chunk = batch.data(c.chunk);
+    if (static_cast<uint64_t>(c.chunk_offset) + c.size > chunk.size()) {
+      return Status::Corruption("read block " + std::to_string(block) + " of volume " + name_ +
+                                ": it maps bytes beyond the end of chunk " + batch.fingerprint(c.chunk).ToHex());
     }
+    std::memcpy(c.dst, chunk.data() + c.chunk_offset, c.size);
   }
   buffer_.Overlay(block, offset, len, out);
+  return Status::OK();
+}
+
+Status Volume::ReadPieceLocked(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out) {
+  PiecePlan plan;
+  ChunkReadBatch batch;
+  DEDUPV1_RETURN_IF_ERROR(PlanPiece(block, offset, len, out, &batch, &plan));
+  if (batch.size() > 0) {
+    Status s = context_.chunk_store->ReadChunks(&batch);
+    if (!s.ok()) return s.WithContext("read block " + std::to_string(block) + " of volume " + name_);
+  }
+  return FinishPiece(block, offset, len, out, batch, plan);
+}
+
+Status Volume::ReadPieces(const std::vector<Piece>& pieces, uint8_t* out) {
+  const uint64_t installs = context_.pipeline->mapping_installs();
+  std::vector<PiecePlan> plans(pieces.size());
+  ChunkReadBatch batch;
+  for (size_t i = 0; i < pieces.size(); i++) {
+    const Piece& p = pieces[i];
+    std::shared_lock<std::shared_mutex> lock(context_.block_locks->For(BlockId{id_, p.block}));
+    DEDUPV1_RETURN_IF_ERROR(PlanPiece(p.block, p.offset, p.length, out + p.done, &batch, &plans[i]));
+  }
+  // No block lock is held here: a block may be rewritten meanwhile, and
+  // garbage collection may even take a chunk it no longer maps. Such a
+  // block's chunks are not used; it is read again below, so a failure here
+  // is only trusted from that second read.
+  const bool read_ok = batch.size() == 0 || context_.chunk_store->ReadChunks(&batch).ok();
+  for (size_t i = 0; i < pieces.size(); i++) {
+    const Piece& p = pieces[i];
+    std::shared_lock<std::shared_mutex> lock(context_.block_locks->For(BlockId{id_, p.block}));
+    const PiecePlan& plan = plans[i];
+    if (plan.done) continue;
+    bool unchanged = read_ok;
+    if (unchanged && context_.pipeline->mapping_installs() != installs) {
+      BlockMapping now;
+      Status g = context_.block_index->Get(BlockId{id_, p.block}, &now);
+      unchanged = plan.mapped ? g.ok() && now.version() == plan.version : g.IsNotFound();
+    }
+    if (unchanged) {
+      DEDUPV1_RETURN_IF_ERROR(FinishPiece(p.block, p.offset, p.length, out + p.done, batch, plan));
+    } else {
+      context_.stats->reads_redone++;
+      DEDUPV1_RETURN_IF_ERROR(ReadPieceLocked(p.block, p.offset, p.length, out + p.done));
+    }
+  }
   return Status::OK();
 }
 
@@ -132,9 +171,18 @@ Status Volume::Read(uint64_t offset, uint64_t length, uint8_t* out) {
   RequestTimer timer(context_.stats);
   DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "read"));
   context_.stats->read_ops++;
-  DEDUPV1_RETURN_IF_ERROR(ForEachPiece(offset, length, [&](const Piece& p, bool*) {
-    return ReadBlockPiece(p.block, p.offset, p.length, out + p.done);
-  }));
+  std::vector<Piece> pieces;
+  ForEachPiece(offset, length, [&](const Piece& p, bool*) {
+    pieces.push_back(p);
+    return Status::OK();
+  });
+  if (pieces.size() == 1) {
+    const Piece& p = pieces[0];
+    std::shared_lock<std::shared_mutex> lock(context_.block_locks->For(BlockId{id_, p.block}));
+    DEDUPV1_RETURN_IF_ERROR(ReadPieceLocked(p.block, p.offset, p.length, out));
+  } else if (!pieces.empty()) {
+    DEDUPV1_RETURN_IF_ERROR(ReadPieces(pieces, out));
+  }
   context_.stats->bytes_read += length;
   read_ops_.fetch_add(1, std::memory_order_relaxed);
   bytes_read_.fetch_add(length, std::memory_order_relaxed);

@@ -26,6 +26,7 @@
 #include "core/base/identity.h"
 #include "core/base/status.h"
 #include "core/engine/system_stats.h"
+#include "chunkstore/chunk_read_batch.h"
 #include "core/engine/write_buffer.h"
 #include "core/engine/write_pipeline.h"
 
@@ -126,7 +127,34 @@ class Volume {
   // at the first error, or when f sets *stop.
   Status ForEachPiece(uint64_t offset, uint64_t length,
                       const std::function<Status(const Piece&, bool* stop)>& f) const;
-  Status ReadBlockPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out);
+  // How a piece is read once its chunks are: set under the block's shared
+  // lock (PlanPiece), carried out under it (FinishPiece).
+  struct PiecePlan {
+    bool done = false;    // the buffered bytes cover the piece: nothing to read
+    bool mapped = false;  // the block has a mapping (else it reads zeros)
+    uint64_t version = 0;  // the mapping's
+    struct Copy {
+      uint8_t* dst;
+      size_t chunk;  // in the batch
+      uint32_t chunk_offset, size;
+    };
+    std::vector<Copy> copies;
+  };
+  // The caller holds the block's shared lock. Fills what needs no chunk
+  // (buffered bytes covering the whole piece, zeros) and adds the chunks
+  // the piece needs to |batch|.
+  Status PlanPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out, ChunkReadBatch* batch,
+                   PiecePlan* plan);
+  // The caller holds the block's shared lock and read |batch|: copies the
+  // chunks' bytes, then the buffered bytes on top.
+  Status FinishPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out, const ChunkReadBatch& batch,
+                     const PiecePlan& plan);
+  // One piece read whole under its block's shared lock, which the caller holds.
+  Status ReadPieceLocked(uint64_t block, uint32_t offset, uint32_t len, uint8_t* out);
+  // A request of several pieces: the chunks of all of them are read in one
+  // batch without a block lock (a thread holds at most one), and each block
+  // whose mapping changed meanwhile is read again on its own.
+  Status ReadPieces(const std::vector<Piece>& pieces, uint8_t* out);
 
   const Context context_;
   const uint32_t id_;

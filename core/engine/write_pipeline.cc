@@ -279,7 +279,9 @@ Status WritePipeline::InstallMapping(const BlockId& id, const BlockMapping* old,
   DEDUPV1_RETURN_IF_ERROR(log_->Append(type, payload, &event_id));
   // The version is the event's id: replay applies an event only to an older mapping.
   mapping->set_version(event_id);
-  return block_index_->Install(id, *mapping);
+  Status s = block_index_->Install(id, *mapping);
+  mapping_installs_.fetch_add(1, std::memory_order_acq_rel);  // also after a failure: the block may have changed
+  return s;
 }
 
 uint64_t WritePipeline::LastAppliedEventId() {

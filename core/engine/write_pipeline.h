@@ -28,6 +28,7 @@
 // before any of these is taken, so a checkpoint that trims it can run.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -107,6 +108,11 @@ class WritePipeline {
   // installed in the block index. Takes the mapping lock exclusively (a
   // checkpoint, which may trim the log up to it).
   uint64_t LastAppliedEventId();
+  // How many mappings InstallMapping installed so far. Counted under the
+  // block's exclusive lock, so a reader that finds it unchanged after taking
+  // a block's shared lock knows that block's mapping did not change since it
+  // read the count.
+  uint64_t mapping_installs() const { return mapping_installs_.load(std::memory_order_acquire); }
 
   // For garbage collection, which rechecks candidates under their
   // fingerprint lock while holding the barrier exclusively (lock order above).
@@ -158,6 +164,7 @@ class WritePipeline {
   // Shared while a mapping event is appended and applied; exclusive while a
   // checkpoint reads the id up to which every event is applied.
   std::shared_mutex mapping_mu_;
+  std::atomic<uint64_t> mapping_installs_{0};
 };
 
 }  // namespace dedupv1
