@@ -299,6 +299,36 @@ if gc:
                          "rss_growth_bytes"],
               csv_rows)
 
+# --- restore ----------------------------------------------------------------------------------
+
+rs = load("restore.json")
+if rs:
+    p("## Restores as generations age (`dedupv1_bench restore`)")
+    p()
+    p(NOISE.format(n=nproc) + " " + stage_note("restore"))
+    p(f"{len(rs['generations'])} weekly generations of {human(rs['size'])} written into one volume; after "
+      f"generation 1, every few and the last the volume was restored warm (right after the write) and cold "
+      f"(engine reopened, page cache dropped), {rs['readers']} readers x 512 KiB in order, and compared. The "
+      f"same bytes as a plain file on the same file system read {rs['plain_warm_mb_s']:.0f} MB/s warm and "
+      f"{rs['plain_cold_mb_s']:.0f} MB/s cold. Factor: MB restored per container read (a whole container or "
+      "a range of it); ratio: share of the written bytes not stored.")
+    p()
+    rows, csv_rows = [], []
+    first_cold = None
+    for g in rs["generations"]:
+        if "cold_mb_s" not in g:
+            continue
+        first_cold = first_cold or g["cold_mb_s"]
+        ratio = 1 - g["stored_bytes"] / g["written_bytes"]
+        rows.append([g["gen"], f"{g['write_mb_s']:.0f}", human(g["stored_bytes"]), f"{ratio:.3f}",
+                     f"{g['warm_mb_s']:.0f}", f"{g['warm_speed_factor']:.2f}", f"{g['cold_mb_s']:.0f}",
+                     f"{g['cold_mb_s'] / rs['plain_cold_mb_s']:.2f}x", f"{g['cold_speed_factor']:.2f}",
+                     f"{g['cold_mb_s'] / first_cold:.2f}"])
+        csv_rows.append([g["gen"], g["warm_mb_s"], g["cold_mb_s"], g["cold_speed_factor"], ratio])
+    table(["generation", "write MB/s", "stored", "ratio", "warm MB/s", "warm factor", "cold MB/s",
+           "cold / plain cold", "cold factor", "cold / gen 1"], rows)
+    write_csv("restore.csv", ["generation", "warm_mb_s", "cold_mb_s", "cold_speed_factor", "dedup_ratio"], csv_rows)
+
 # --- iscsi ------------------------------------------------------------------------------------
 
 iw = {k: load(f"iscsi-{k}.json") for k in ("dedup-write", "rdwr-write", "dedup-verify", "rdwr-verify")}

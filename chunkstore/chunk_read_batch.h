@@ -1,8 +1,7 @@
 // ChunkReadBatch: the chunks one read request needs, read together
 // (ChunkStore::ReadChunks) so that chunks stored next to each other cost one
-// read of their container's range instead of one read each, and a container
-// most of which is wanted is read whole (verified by its CRCs, kept in the
-// read cache) instead of chunk by chunk (each verified by its fingerprint).
+// read of their container's range instead of one read each (each chunk is
+// still verified by its fingerprint).
 //
 // Add the wanted chunks (a chunk added twice is read once), call
 // ChunkStore::ReadChunks, then data(i) is chunk i's raw bytes. The views stay

@@ -68,7 +68,6 @@
 #include "chunkstore/container_id_allocator.h"
 #include "chunkstore/chunk_read_batch.h"
 #include "chunkstore/container_read_cache.h"
-#include "chunkstore/range_use.h"
 #include "chunkstore/container_store.h"
 #include "chunkstore/container_summaries.h"
 #include "chunkstore/container_summary.h"
@@ -161,9 +160,10 @@ class ChunkStore {
   // Reads every chunk of |batch| (chunkstore/chunk_read_batch.h), with the
   // same checks as ReadChunk: chunks that lie close together in a committed
   // container are read with one range (many ranges at once, as GetRanges
-  // allows), and a container of which readers want at least a quarter is read
-  // whole into the read cache. The first error, naming the chunk, if any
-  // chunk cannot be read.
+  // allows), each checked against its fingerprint; a committed container is
+  // never read whole for them (measured: a restore read ranges faster, warm
+  // and cold, docs/benchmarks.md "Restores"). The first error, naming the
+  // chunk, if any chunk cannot be read.
   Status ReadChunks(ChunkReadBatch* batch);
   // Sorted fingerprints of a container. Same lookup order as ReadChunk, but
   // a committed container not in the read cache is not read whole: only its
@@ -343,7 +343,6 @@ class ChunkStore {
   const std::unique_ptr<ContainerCatalog> catalog_;
   ContainerReadCache read_cache_;
   ContainerReadCache metadata_cache_;  // metadata-only containers, for ReadChunkFromStore
-  RangeUse range_use_;                 // ReadChunks: what readers took of which container lately
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;   // writers: a container was queued, or stop

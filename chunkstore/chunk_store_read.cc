@@ -184,37 +184,10 @@ Status ChunkStore::ReadChunksFromStore(ChunkReadBatch* batch,
     }
     DEDUPV1_RETURN_IF_ERROR(s);
     std::vector<Piece> pieces;
-    uint64_t bytes = 0;
     for (size_t i : indexes) {
       Piece p{i, {}};
       DEDUPV1_RETURN_IF_ERROR(meta->Locate(batch->fingerprint(i), &p.loc));
-      bytes += p.loc.stored_size;
       pieces.push_back(p);
-    }
-    if (range_use_.Add(id, bytes) >= options_.container_size / 4) {
-      // Much of it is wanted: one read of it all and a CRC check cost less
-      // than many ranges, each chunk hashed.
-      range_use_.Forget(id);
-      std::shared_ptr<const Container> whole;
-      s = LoadCommitted(id, &whole);
-      if (s.IsNotFound()) {
-        one_by_one.insert(one_by_one.end(), indexes.begin(), indexes.end());
-        continue;
-      }
-      if (s.IsCorruption()) {
-        // Damage somewhere in it: the chunks wanted may well be intact, and
-        // ranges check each one on its own.
-        range_use_.RefuseWhole(id);
-      } else {
-        DEDUPV1_RETURN_IF_ERROR(s);
-        for (size_t i : indexes) {
-          std::string_view view;
-          DEDUPV1_RETURN_IF_ERROR(whole->ChunkView(batch->fingerprint(i), batch->NewBuffer(), &view));
-          batch->SetData(i, view);
-        }
-        batch->Pin(std::move(whole));
-        continue;
-      }
     }
     std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.loc.offset < b.loc.offset; });
     for (const Piece& p : pieces) {
