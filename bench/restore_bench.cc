@@ -128,8 +128,8 @@ bool PlainFile(const std::string& path, const Generation& gen, int readers, bool
   };
   if (ok) *warm_mbs = ReadInOrder(gen.size(), readers, pread_all);
   if (ok && cold) {
-    DropPageCache();
-    *cold_mbs = ReadInOrder(gen.size(), readers, pread_all);
+    ok = DropPageCache();
+    if (ok) *cold_mbs = ReadInOrder(gen.size(), readers, pread_all);
   }
   ::close(fd);
   ::unlink(path.c_str());
@@ -163,8 +163,9 @@ void PrintText(const RestoreArgs& args, uint64_t size, double plain_warm, double
                 plain_cold > 0 ? g.cold.mbs / plain_cold : 0, (unsigned long long)g.cold.reads.container_reads,
                 g.cold.SpeedFactor(size), first_cold > 0 ? g.cold.mbs / first_cold : 0);
   }
-  std::printf("(ratio: share of the written bytes not stored; reads: container reads during the restore; factor: MB\n"
-              " restored per container read; /gen 1: cold restore speed against generation 1's)\n");
+  std::printf("(ratio: share of the written bytes not stored; reads: reads of container data during the restore\n"
+              " (ranges, single chunks, whole containers; metadata heads not counted); factor: MiB restored per such\n"
+              " read; /gen 1: cold restore speed against generation 1's)\n");
 }
 
 void PrintJson(const RestoreArgs& args, uint64_t size, double plain_warm, double plain_cold,
@@ -209,8 +210,9 @@ int RunRestoreBench(const RestoreArgs& args) {
   Volume* vol = nullptr;
   auto open = [&]() {
     if (!OpenSystem(options, &sys)) return false;
-    sys->GetVolume("backup", &vol);
-    return true;
+    Status s = sys->GetVolume("backup", &vol);
+    if (!s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    return s.ok();
   };
   if (!open()) return 1;
   std::vector<GenerationResult> results;
@@ -236,9 +238,13 @@ int RunRestoreBench(const RestoreArgs& args) {
           return 1;
         }
         sys.reset();
-        DropPageCache();
+        if (!DropPageCache()) {
+          std::fprintf(stderr, "cold restores need the page cache dropped (root); --no-cold leaves them out\n");
+          return 1;
+        }
         if (!open()) return 1;
         if (!RestoreOnce(sys.get(), vol, size, args.readers, &g.cold)) return 1;
+        if (!SameAs(vol, gen)) return 1;
       }
       if (!args.json) {
         std::fprintf(stderr, "  restore        warm %6.0f MB/s, cold %6.0f MB/s (%llu container reads)\n", g.warm.mbs,

@@ -8,8 +8,9 @@
 // volume in order in 512 KiB requests on |readers| threads, as an initiator
 // with that queue depth does, and is then compared with the generation
 // (untimed). Per restore: MB/s, the chunk store's reads, and the restore
-// speed factor (MB restored per container read: one read is one access to a
-// container, whole or a range of it; the measure Destor prints).
+// speed factor (MiB restored per read of container data: a range, a single
+// chunk or a whole container; metadata heads are counted apart; the measure
+// Destor prints).
 //
 // Side by side in the same run: the same bytes as a plain file on the same
 // file system, read the same way warm and cold: what a store without dedup

@@ -310,8 +310,9 @@ if rs:
       f"generation 1, every few and the last the volume was restored warm (right after the write) and cold "
       f"(engine reopened, page cache dropped), {rs['readers']} readers x 512 KiB in order, and compared. The "
       f"same bytes as a plain file on the same file system read {rs['plain_warm_mb_s']:.0f} MB/s warm and "
-      f"{rs['plain_cold_mb_s']:.0f} MB/s cold. Factor: MB restored per container read (a whole container or "
-      "a range of it); ratio: share of the written bytes not stored.")
+      f"{rs['plain_cold_mb_s']:.0f} MB/s cold. Factor: MiB restored per read of container data (a range, a "
+      "single chunk or a whole container; metadata heads not counted); ratio: share of the written bytes not "
+      "stored.")
     p()
     rows, csv_rows = [], []
     first_cold = None

@@ -95,7 +95,7 @@ struct ChunkStoreStats {
   uint64_t read_cache_misses = 0;
   uint64_t container_reads = 0;       // containers read from the store
   uint64_t metadata_reads = 0;        // container heads read (metadata only)
-  uint64_t chunk_reads = 0;           // single chunks read from the store (read-cache misses)
+  uint64_t chunk_reads = 0;           // chunks read from the store one by one (ReadChunk)
   uint64_t range_reads = 0;           // ranges of a container read for a batch of chunks (ReadChunks)
   uint64_t bytes_read = 0;            // bytes read from the container store (whole, heads, ranges)
   uint64_t commit_latency_ms_total = 0;

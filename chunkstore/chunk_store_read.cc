@@ -1,7 +1,8 @@
 // ChunkStore's reads: open and in-flight containers first (data is readable
 // before it is committed), then the read cache of parsed containers, then
-// the ContainerStore, from which a single chunk is read alone (located
-// through the metadata cache) rather than with its whole container.
+// the ContainerStore, from which chunks are read as ranges of their
+// container (located through the metadata cache; ReadChunks coalesces a
+// batch's neighbours into one range), never with the whole container.
 #include "chunkstore/chunk_store.h"
 
 #include <algorithm>
@@ -78,10 +79,6 @@ Status ChunkStore::ReadForeignChunk(ContainerId id, const Fingerprint& fp, std::
   }
 }
 
-// A chunk is read alone, not with its whole container: backup data refers to
-// old containers in no particular order, and loading 4 MiB for each 8 KiB
-// chunk made restores crawl. Without the container's data CRC the chunk is
-// verified by its fingerprint instead.
 Status ChunkStore::LoadMetadata(ContainerId id, std::shared_ptr<const Container>* meta) {
   *meta = metadata_cache_.Lookup(id);
   if (*meta) return Status::OK();
@@ -94,6 +91,10 @@ Status ChunkStore::LoadMetadata(ContainerId id, std::shared_ptr<const Container>
   return Status::OK();
 }
 
+// A chunk is read alone, not with its whole container: backup data refers to
+// old containers in no particular order, and loading 4 MiB for each 8 KiB
+// chunk made restores crawl. Without the container's data CRC the chunk is
+// verified by its fingerprint instead.
 Status ChunkStore::ReadChunkFromStore(ContainerId requested, ContainerId id, const Fingerprint& fp,
                                       std::string* data) {
   std::shared_ptr<const Container> meta;

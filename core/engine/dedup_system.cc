@@ -729,7 +729,8 @@ Status DedupSystem::WriteRefusal() const {
   return Status::OK();
 }
 
-Status DedupSystem::ReportParked(uint64_t epoch) {
+Status DedupSystem::ReportParked(uint64_t epoch, bool* dropped) {
+  *dropped = false;
   Status lost;
   {
     std::lock_guard<std::mutex> l(error_mu_);
@@ -741,6 +742,7 @@ Status DedupSystem::ReportParked(uint64_t epoch) {
   for (Volume* vol : *served) {
     const std::vector<uint64_t> blocks = vol->buffer().ParkedBlocksUpTo(epoch);
     if (blocks.empty()) continue;
+    *dropped = true;
     // Noted before the bytes go, so no Sync of the volume can miss it.
     vol->NoteLostWrites(Status::NoSpace("volume " + vol->name() + ": " + lost.message()));
     for (uint64_t block : blocks) {
@@ -749,6 +751,7 @@ Status DedupSystem::ReportParked(uint64_t epoch) {
     }
   }
   std::lock_guard<std::mutex> l(error_mu_);
+  if (!*dropped) return epoch < lost_before_epoch_ ? lost_error_ : Status::OK();
   lost_error_ = lost;
   lost_before_epoch_ = std::max(lost_before_epoch_, epoch_.load());
   return lost_error_;
@@ -771,17 +774,24 @@ Status DedupSystem::DrainUpTo(uint64_t epoch) {
   work_cv_.notify_all();
   std::unique_lock<std::mutex> l(work_mu_);
   for (;;) {
-    bool pending = false, dirty = false;
+    bool pending = false, parked = false;
     const auto served = Served();  // held for the loop: a change replaces the snapshot
     for (Volume* vol : *served) {
-      pending |= vol->buffer().HasPendingUpTo(epoch);
-      dirty |= vol->buffer().HasDirtyUpTo(epoch);
+      bool vol_pending = false, vol_parked = false;
+      vol->buffer().PendingAndParkedUpTo(epoch, &vol_pending, &vol_parked);
+      pending |= vol_pending;
+      parked |= vol_parked;
     }
     if (!pending) {
       // What is left is parked: acknowledged, never stored.
-      if (dirty) {
+      if (parked) {
         l.unlock();  // ReportParked takes block locks
-        return ReportParked(epoch);
+        bool dropped = false;
+        Status lost = ReportParked(epoch, &dropped);
+        if (dropped || !lost.ok()) return lost;
+        l.lock();  // unparked meanwhile: being stored
+        progress_cv_.wait_for(l, std::chrono::milliseconds(50));
+        continue;
       }
       std::lock_guard<std::mutex> e(error_mu_);
       // Parked bytes this sync covered were dropped by another one meanwhile.

@@ -254,8 +254,10 @@ class DedupSystem {
   // Called by DrainUpTo when only parked bytes are left among those a sync
   // of |epoch| covers: drops them (the blocks keep what they held before, as
   // after a crash) and returns the error that fails this sync and every other
-  // sync begun before the drop; later syncs do not report it again.
-  Status ReportParked(uint64_t epoch);
+  // sync begun before the drop; later syncs do not report it again. Sets
+  // |*dropped| false (and returns OK) if it found nothing to drop after all
+  // (another sync unparked the bytes meanwhile): the caller waits on.
+  Status ReportParked(uint64_t epoch, bool* dropped);
 
   const Options options_;
   // Set by OpenStore (first member: destroyed after everything using env_).

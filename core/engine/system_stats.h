@@ -10,8 +10,9 @@ namespace dedupv1 {
 struct SystemStats {
   std::atomic<uint64_t> read_ops{0}, write_ops{0}, unmap_ops{0}, sync_ops{0};
   std::atomic<uint64_t> bytes_read{0}, bytes_written{0}, bytes_unmapped{0};
-  // Blocks of a many-block read whose mapping changed while the request's
-  // chunks were read, read again on their own (core/engine/volume.cc).
+  // Blocks of a many-block read read again on their own under their lock
+  // (core/engine/volume.cc): a mapping changed while the request's chunks
+  // were read without block locks, or that lock-free read failed.
   std::atomic<uint64_t> reads_redone{0};
   // Reads, writes and unmaps completed and their summed latency, for idle
   // detection (core/engine/idle_detector.h).

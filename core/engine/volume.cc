@@ -114,9 +114,9 @@ Status Volume::ReadPieces(const std::vector<Piece>& pieces, uint8_t* out) {
   const bool read_ok = batch.size() == 0 || context_.chunk_store->ReadChunks(&batch).ok();
   for (size_t i = 0; i < pieces.size(); i++) {
     const Piece& p = pieces[i];
-    std::shared_lock<std::shared_mutex> lock(context_.block_locks->For(BlockId{id_, p.block}));
     const PiecePlan& plan = plans[i];
     if (plan.done) continue;
+    std::shared_lock<std::shared_mutex> lock(context_.block_locks->For(BlockId{id_, p.block}));
     bool unchanged = read_ok;
     if (unchanged && context_.pipeline->mapping_installs() != installs) {
       BlockMapping now;
@@ -172,10 +172,10 @@ Status Volume::Read(uint64_t offset, uint64_t length, uint8_t* out) {
   DEDUPV1_RETURN_IF_ERROR(CheckRange(offset, length, "read"));
   context_.stats->read_ops++;
   std::vector<Piece> pieces;
-  ForEachPiece(offset, length, [&](const Piece& p, bool*) {
+  DEDUPV1_RETURN_IF_ERROR(ForEachPiece(offset, length, [&](const Piece& p, bool*) {
     pieces.push_back(p);
     return Status::OK();
-  });
+  }));
   if (pieces.size() == 1) {
     const Piece& p = pieces[0];
     std::shared_lock<std::shared_mutex> lock(context_.block_locks->For(BlockId{id_, p.block}));

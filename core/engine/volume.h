@@ -21,12 +21,12 @@
 #include <memory>
 #include <string>
 
+#include "chunkstore/chunk_read_batch.h"
 #include "core/engine/block_locks.h"
 #include "core/base/fingerprint.h"
 #include "core/base/identity.h"
 #include "core/base/status.h"
 #include "core/engine/system_stats.h"
-#include "chunkstore/chunk_read_batch.h"
 #include "core/engine/write_buffer.h"
 #include "core/engine/write_pipeline.h"
 

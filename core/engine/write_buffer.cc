@@ -327,6 +327,17 @@ bool WriteBuffer::HasPendingUpTo(uint64_t epoch) const {
   return false;
 }
 
+void WriteBuffer::PendingAndParkedUpTo(uint64_t epoch, bool* pending, bool* parked) const {
+  std::lock_guard<std::mutex> l(mu_);
+  *pending = false;
+  *parked = false;
+  for (const auto& [block, b] : blocks_) {
+    if (b.first_epoch > epoch) continue;
+    *pending |= b.dirty.bytes() > b.parked.bytes();
+    *parked |= !b.parked.empty();
+  }
+}
+
 uint64_t WriteBuffer::parked_bytes() const {
   std::lock_guard<std::mutex> l(mu_);
   uint64_t n = 0;

@@ -134,6 +134,11 @@ class WriteBuffer {
   // Like HasDirtyUpTo, counting only bytes that are not parked (that a
   // worker will process).
   bool HasPendingUpTo(uint64_t epoch) const;
+  // Both at once, from one look under the buffer's lock: |pending| as
+  // HasPendingUpTo; |parked| if a block dirtied at or before |epoch| holds
+  // parked bytes. (Two separate looks can see a write that lands between
+  // them as dirty but not pending, as if it were parked.)
+  void PendingAndParkedUpTo(uint64_t epoch, bool* pending, bool* parked) const;
   uint64_t parked_bytes() const;
   uint64_t dirty_bytes() const;
   size_t dirty_blocks() const;

@@ -105,6 +105,13 @@ TEST(WriteBufferTest, ParkedRunIsReadableButNotClaimedAndDoesNotBlockTheRest) {
   EXPECT_FALSE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &rest));  // only parked bytes left
   EXPECT_FALSE(buf.HasPendingUpTo(3));
   EXPECT_TRUE(buf.HasDirtyUpTo(3));
+  bool pending = true, parked = false;
+  buf.PendingAndParkedUpTo(3, &pending, &parked);
+  EXPECT_FALSE(pending);
+  EXPECT_TRUE(parked);
+  buf.PendingAndParkedUpTo(2, &pending, &parked);  // nothing dirtied up to epoch 2
+  EXPECT_FALSE(pending);
+  EXPECT_FALSE(parked);
   std::vector<uint8_t> out(2 * kBlock);
   EXPECT_TRUE(buf.Overlay(0, 0, kBlock, out.data()));
   EXPECT_EQ(std::memcmp(out.data(), a.data(), kBlock), 0);
