@@ -13,6 +13,29 @@ namespace {
 
 std::string Name(ContainerId id) { return "container " + std::to_string(id); }
 
+// Chunk |fp| of container |id| as read from the store (|stored|, kept as
+// |loc| says): decompressed into |scratch| if it was compressed, then checked
+// against |fp|. |*raw| views the chunk's bytes (in |stored| or |scratch|).
+// Corruption naming the container and the chunk if either step fails.
+Status UnpackStoredChunk(FingerprintType fp_type, ContainerId id, const Fingerprint& fp,
+                         const Container::ChunkLocation& loc, std::string_view stored, std::string* scratch,
+                         std::string_view* raw) {
+  *raw = stored;
+  if (loc.compression != Compression::kNone) {
+    Status s = Decompress(loc.compression, reinterpret_cast<const uint8_t*>(stored.data()), stored.size(),
+                          loc.raw_size, scratch);
+    if (!s.ok()) return s.WithContext(Name(id) + ": chunk " + fp.ToHex());
+    *raw = *scratch;
+  }
+  Fingerprint actual;
+  ComputeFingerprint(fp_type, reinterpret_cast<const uint8_t*>(raw->data()), raw->size(), &actual);
+  if (actual != fp) {
+    return Status::Corruption(Name(id) + ": chunk " + fp.ToHex() +
+                              " does not match its fingerprint (the container's data is damaged)");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status ChunkStore::LoadCommitted(ContainerId requested, std::shared_ptr<const Container>* container) {
@@ -109,16 +132,13 @@ Status ChunkStore::ReadChunkFromStore(ContainerId requested, ContainerId id, con
   DEDUPV1_RETURN_IF_ERROR(s);
   chunk_reads_.fetch_add(1, std::memory_order_relaxed);
   bytes_read_.fetch_add(stored.size(), std::memory_order_relaxed);
-  s = Decompress(loc.compression, reinterpret_cast<const uint8_t*>(stored.data()), stored.size(),
-                 loc.raw_size, data);
-  if (!s.ok()) return s.WithContext(Name(id) + ": chunk " + fp.ToHex());
-  Fingerprint actual;
-  ComputeFingerprint(options_.fp_type, reinterpret_cast<const uint8_t*>(data->data()), data->size(), &actual);
-  if (actual != fp) {
+  std::string_view raw;
+  s = UnpackStoredChunk(options_.fp_type, id, fp, loc, stored, data, &raw);
+  if (!s.ok()) {
     data->clear();
-    return Status::Corruption(Name(id) + ": chunk " + fp.ToHex() +
-                              " does not match its fingerprint (the container's data is damaged)");
+    return s;
   }
+  if (raw.data() == stored.data()) *data = std::move(stored);  // stored raw: the range is the chunk
   return Status::OK();
 }
 
@@ -220,22 +240,12 @@ Status ChunkStore::ReadChunksFromStore(ChunkReadBatch* batch,
     std::string* range = batch->NewBuffer();
     range->swap(read.bytes);
     for (const Piece& p : pieces_of[r]) {
-      const Fingerprint& fp = batch->fingerprint(p.index);
-      std::string_view data = std::string_view(*range).substr(p.loc.offset - read.offset, p.loc.stored_size);
-      if (p.loc.compression != Compression::kNone) {
-        std::string* raw = batch->NewBuffer();
-        Status s = Decompress(p.loc.compression, reinterpret_cast<const uint8_t*>(data.data()), data.size(),
-                              p.loc.raw_size, raw);
-        if (!s.ok()) return s.WithContext(Name(read.id) + ": chunk " + fp.ToHex());
-        data = *raw;
-      }
-      Fingerprint actual;
-      ComputeFingerprint(options_.fp_type, reinterpret_cast<const uint8_t*>(data.data()), data.size(), &actual);
-      if (actual != fp) {
-        return Status::Corruption(Name(read.id) + ": chunk " + fp.ToHex() +
-                                  " does not match its fingerprint (the container's data is damaged)");
-      }
-      batch->SetData(p.index, data);
+      const std::string_view stored = std::string_view(*range).substr(p.loc.offset - read.offset, p.loc.stored_size);
+      std::string* scratch = p.loc.compression == Compression::kNone ? nullptr : batch->NewBuffer();
+      std::string_view raw;
+      DEDUPV1_RETURN_IF_ERROR(
+          UnpackStoredChunk(options_.fp_type, read.id, batch->fingerprint(p.index), p.loc, stored, scratch, &raw));
+      batch->SetData(p.index, raw);
     }
   }
   for (size_t i : one_by_one) {

@@ -1046,7 +1046,7 @@ Status ReadBatch(ChunkStore* cs, const std::vector<Chunk>& chunks) {
 TEST(ChunkStoreReadBatchTest, NeighboursAreReadWithOneRange) {
   test::TempDir dir;
   ChunkStoreOptions o = SmallOptions(dir.path());
-  o.container_size = 1 << 20;  // a quarter (256 KiB) is far above what the test reads
+  o.container_size = 1 << 20;  // all 40 chunks in one container
   std::unique_ptr<ChunkStore> cs;
   ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
   std::vector<Chunk> chunks;

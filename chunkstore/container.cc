@@ -56,10 +56,6 @@ bool Container::AddStored(const Fingerprint& fp, std::string_view stored, size_t
   if (fp.size != fp_size_) return false;
   if (index_.count(fp) != 0) return true;
   if (serialized_size() + ItemSize(fp_size_) + stored.size() > capacity_) return false;
-  if (data_begin_ != 0) {  // parsed whole: drop the serialized metadata before appending
-    data_.erase(0, data_begin_);
-    data_begin_ = 0;
-  }
   // Offsets and sizes are 32 bit on disk.
   if (data_.size() + stored.size() > std::numeric_limits<uint32_t>::max() ||
       raw_size > std::numeric_limits<uint32_t>::max()) {

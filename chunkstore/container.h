@@ -170,7 +170,11 @@ class Container {
   std::vector<Item> items_;  // in insertion order
   std::unordered_map<Fingerprint, size_t, FingerprintHasher> index_;  // fp -> items_ index
   std::string data_;
-  size_t data_begin_ = 0;  // a parsed container kept its whole serialized form in data_
+  // A container parsed from bytes it may keep (Parse(&&)) holds its whole
+  // serialized form in data_, the data section from here on. Such a
+  // container is sealed (capacity = serialized size), so AddStored never
+  // appends to it.
+  size_t data_begin_ = 0;
   uint64_t raw_size_ = 0;
 };
 

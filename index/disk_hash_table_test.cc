@@ -33,6 +33,16 @@ using test::Entry;
 using test::Erase;
 using test::Put;
 
+// Puts of the fingerprints of seeds [from, to), seed i with Entry(i + 1),
+// appended to |ops| and noted in |want|.
+void PutSeeds(uint64_t from, uint64_t to, std::map<uint64_t, ChunkIndexEntry>* want,
+              std::vector<DiskHashTable::Op>* ops) {
+  for (uint64_t i = from; i < to; i++) {
+    (*want)[i] = Entry(i + 1);
+    ops->push_back(Put(FpFromSeed(i), (*want)[i]));
+  }
+}
+
 class DiskHashTableTest : public ::testing::Test {
  protected:
   DiskHashTableOptions Options(uint64_t size = 1 << 20, size_t page = 4096) {
@@ -316,10 +326,7 @@ TEST_F(DiskHashTableTest, TornPageWriteIsRedoneFromJournal) {
   {
     auto t = MustOpen(o, &fenv);
     std::vector<DiskHashTable::Op> ops;
-    for (uint64_t i = 0; i < 30; i++) {
-      want[i] = Entry(i + 1);
-      ops.push_back(Put(FpFromSeed(i), want[i]));
-    }
+    PutSeeds(0, 30, &want, &ops);
     ASSERT_TRUE(t->Apply(ops).ok());
 
     // The batch's first write (the journal) goes through; every in-place
@@ -333,10 +340,7 @@ TEST_F(DiskHashTableTest, TornPageWriteIsRedoneFromJournal) {
     rule.torn_bytes = 8;
     fenv.AddRule(rule);
     ops.clear();
-    for (uint64_t i = 30; i < 60; i++) {
-      want[i] = Entry(i + 1);
-      ops.push_back(Put(FpFromSeed(i), want[i]));
-    }
+    PutSeeds(30, 60, &want, &ops);
     ops.push_back(Put(FpFromSeed(0), Entry(1000, 2)));
     want[0] = Entry(1000, 2);
     ops.push_back(Erase(FpFromSeed(1)));
@@ -387,10 +391,7 @@ TEST_F(DiskHashTableTest, LargeBatchJournalInPiecesIsRedone) {
   {
     auto t = MustOpen(o, &fenv);
     std::vector<DiskHashTable::Op> ops;
-    for (uint64_t i = 0; i < 900; i++) {
-      want[i] = Entry(i + 1);
-      ops.push_back(Put(FpFromSeed(i), want[i]));
-    }
+    PutSeeds(0, 900, &want, &ops);
     // ~600 pages (2.4 MB): the journal goes out in three writes of about
     // 1 MiB, then every in-place page write is torn.
     fenv.AddRule({FaultInjectionEnv::Op::kWrite, o.path, FaultInjectionEnv::Fault::kTorn, /*skip=*/3, /*count=*/-1,
