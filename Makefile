@@ -15,8 +15,10 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# Tests that skipped themselves (or a part) are named with their reasons.
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1800
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1800; rc=$$?; \
+	  bash $(CURDIR)/scripts/test-skips .; exit $$rc
 
 # The main job: target on 127.0.0.1:3260 with data in var/demo, two backup
 # generations written through iSCSI, what was stored; the target keeps running.

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "list.h"
 #include "util.h"
@@ -631,12 +632,8 @@ static int dedupv1_get_lba_status(int host_no, struct scsi_cmd *cmd)
 	return SAM_STAT_GOOD;
 }
 
-static void dedupv1_request(struct scsi_cmd *cmd)
+static void dedupv1_dispatch(struct scsi_cmd *cmd, struct dedupv1_lu *d)
 {
-	struct dedupv1_lu *d = DEDUPV1_LU(cmd->dev);
-
-	scsi_set_result(cmd, SAM_STAT_GOOD); /* overwritten on error */
-
 	switch (cmd->scb[0]) {
 	case READ_6:
 	case READ_10:
@@ -690,6 +687,34 @@ static void dedupv1_request(struct scsi_cmd *cmd)
 		set_sense(cmd, ILLEGAL_REQUEST, ASC_INVALID_OP_CODE);
 		break;
 	}
+}
+
+static uint64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A command served slower than this is logged: initiators give up on a
+ * command after 30 s by default (Linux sd) and start aborts and resets, so
+ * an admin (and a test's log) must see which command was that slow. */
+#define DEDUPV1_SLOW_CMD_MS 5000
+
+static void dedupv1_request(struct scsi_cmd *cmd)
+{
+	struct dedupv1_lu *d = DEDUPV1_LU(cmd->dev);
+	uint64_t t0 = monotonic_ms(), took;
+
+	scsi_set_result(cmd, SAM_STAT_GOOD); /* overwritten on error */
+	dedupv1_dispatch(cmd, d);
+	took = monotonic_ms() - t0;
+	if (took >= DEDUPV1_SLOW_CMD_MS)
+		eprintf("dedupv1: lun %" PRIu64 " (volume '%s'): opcode 0x%02x at byte %" PRIu64
+			" (%" PRIu64 " bytes) took %" PRIu64 ".%01" PRIu64 " s\n",
+			cmd->dev->lun, d->volume, cmd->scb[0], cmd->offset, (uint64_t)cmd->tl,
+			took / 1000, took % 1000 / 100);
 }
 
 /* Parses bsopts "volume=NAME[;datadir=DIR]" (';' separates: tgtd splits the

@@ -188,8 +188,8 @@ readback() {
     timeout "$(bound 120)" qemu-img convert -f raw -O raw "$LUN_URL" "$WORK/lun.raw"
   check "host: e2fsck -fn finds the file system clean" e2fsck -fn "$WORK/lun.raw"
   for f in "$@"; do
-    want="$want1"
-    [ "$f" = backup2.img ] && want="$want2"
+    want="$want2"  # backup2.img and backup3.img are copies of src2.img
+    [ "$f" = backup1.img ] && want="$want1"
     rm -f "$WORK/$f"
     debugfs -R "dump /$f $WORK/$f" "$WORK/lun.raw" >/dev/null 2>&1
     same "host: $f read back through libiscsi + debugfs matches" "$( [ -f "$WORK/$f" ] && sum_of "$WORK/$f")" "$want"
@@ -248,7 +248,8 @@ read -r kib0 kib1 <<<"$(sed -n 's/^fs-kib //p' "$WORK/vm3.out")"
   fail "guest 3: the file system did not grow (${kib0:-?} -> ${kib1:-?} KiB)"
 same "guest 3: backup1.img intact after the grow (kernel read)" "$(guest_sum 3 backup1.img)" "$want1"
 same "guest 3: backup2.img intact after the grow (kernel read)" "$(guest_sum 3 backup2.img)" "$want2"
-readback backup1.img backup2.img
+same "guest 3: backup3.img, written after the grow (kernel read)" "$(guest_sum 3 backup3.img)" "$want2"
+readback backup1.img backup2.img backup3.img
 
 check "dedupv1d stop (final)" timeout "$(bound 120)" "$DEDUPV1D" stop --config "$conf"
 # Stored bytes = apparent size of DATA-DIR/containers after a stop (the engine
@@ -265,4 +266,8 @@ echo "     stored bytes: ${stored1:-?} after backup1, ${stored2:-?} after backup
   ok "backup2 deduplicated against backup1 through ext4 (+$growth bytes < 16 MiB)" ||
   fail "backup2 added $growth bytes (expected more than 0, less than 16 MiB for 5 MiB new)"
 
+if [ "$failed" -gt 0 ] && [ -f "$data/tgtd.log" ]; then
+  echo "     tgtd's log (tail):"
+  tail -n 40 "$data/tgtd.log" | sed 's/^/     tgtd: /'
+fi
 dd_summary
