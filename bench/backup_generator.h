@@ -17,6 +17,8 @@
 #include <random>
 #include <vector>
 
+#include "bench/generation_source.h"
+
 namespace dedupv1 {
 namespace bench {
 
@@ -45,13 +47,13 @@ struct GroundTruth {
   double redundancy() const { return total() ? 1.0 - double(unique_bytes) / double(total()) : 0; }
 };
 
-class Generation {
+class Generation : public GenerationSource {
  public:
-  uint64_t size() const { return size_; }
+  uint64_t size() const override { return size_; }
   int number() const { return number_; }
   const GroundTruth& truth() const { return truth_; }
   // Fills out[0, len) with the bytes at [offset, offset + len).
-  void Read(uint64_t offset, size_t len, uint8_t* out) const;
+  void Read(uint64_t offset, size_t len, uint8_t* out) const override;
 
  private:
   friend class BackupGenerator;

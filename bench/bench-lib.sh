@@ -23,9 +23,10 @@ bench_bytes() {
 }
 
 # Sum of the apparent sizes of the regular files under $1 (directories'
-# own sizes left out: casync's store has thousands of them).
+# own sizes left out: casync's store has thousands of them). "%.0f", not
+# "%d": mawk's %d stops at 2^31 - 1 (2 GiB repositories read as 2147483647).
 bench_file_bytes() {
-  { find "$1" -type f -printf '%s\n' 2>/dev/null || true; } | awk '{ s += $1 } END { printf "%d\n", s }'
+  { find "$1" -type f -printf '%s\n' 2>/dev/null || true; } | awk '{ s += $1 } END { printf "%.0f\n", s }'
 }
 
 # Seconds since the epoch, with nanoseconds.

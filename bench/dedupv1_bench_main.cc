@@ -58,6 +58,7 @@
 
 #include "bench/backup_generator.h"
 #include "bench/engine_runs.h"
+#include "bench/file_bench.h"
 #include "bench/restore_bench.h"
 #include "core/base/chunker.h"
 #include "core/base/config.h"
@@ -85,41 +86,6 @@ struct Args {
   double start_at = 0;       // engine: wall-clock second (epoch) to start generation 1 at; 0 = at once
   double internal_redundancy = bench::GeneratorParams().internal_redundancy;  // engine: gen 1 repeats
 };
-
-// Rabin chunking + SHA-1 of |gen| on |threads| threads, each taking 8 MiB
-// stretches, as the engine's workers do: the speed limit of the cores.
-double CeilingMBs(const bench::Generation& gen, int threads) {
-  std::unique_ptr<Chunker> chunker;
-  Chunker::Create(ChunkerOptions(), &chunker);
-  const uint64_t kStretch = 8 << 20;
-  std::atomic<uint64_t> next{0};
-  auto start = Clock::now();
-  std::vector<std::thread> ts;
-  for (int t = 0; t < threads; t++) {
-    ts.emplace_back([&] {
-      std::vector<uint8_t> buf(kStretch);
-      std::vector<size_t> ends;
-      Fingerprint fp;
-      for (;;) {
-        uint64_t off = next.fetch_add(kStretch);
-        if (off >= gen.size()) return;
-        size_t len = static_cast<size_t>(std::min<uint64_t>(kStretch, gen.size() - off));
-        for (size_t p = 0; p < len; p += 1 << 20) {
-          gen.Read(off + p, std::min<size_t>(1 << 20, len - p), buf.data() + p);
-        }
-        ends.clear();
-        chunker->Split(buf.data(), len, true, &ends);
-        size_t s = 0;
-        for (size_t e : ends) {
-          ComputeFingerprint(FingerprintType::kSha1, buf.data() + s, e - s, &fp);
-          s = e;
-        }
-      }
-    });
-  }
-  for (auto& t : ts) t.join();
-  return gen.size() / 1e6 / Seconds(start);
-}
 
 // What one engine run measured.
 struct EngineResult {
@@ -399,7 +365,7 @@ int RunEngine(const Args& args) {
   EngineResult r;
   if (!args.json) std::fprintf(stderr, "measuring the chunk+hash ceiling...\n");
   const double cpu_before_ceiling = CpuSeconds();
-  r.ceiling = CeilingMBs(g1, options.dedup_threads);
+  r.ceiling = bench::ChunkHashCeilingMBs(g1, ChunkerOptions(), options.dedup_threads);
   r.ceiling_cpu_s = CpuSeconds() - cpu_before_ceiling;
   std::unique_ptr<DedupSystem> sys;
   if (!OpenSystem(options, &sys)) return 1;
@@ -571,7 +537,7 @@ int RunGcBench(const Args& args) {
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: dedupv1_bench engine|gc|restore [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...\n"
+               "usage: dedupv1_bench engine|gc|restore|files [--size SIZE] [--data-dir DIR] [--json] [--keep] [--set key=value]...\n"
                "                                [--seed N] [--no-reopen] [--start-at EPOCH] [--internal-redundancy P]\n"
                "                                (engine only)\n"
                "                                [--drop-caches] (gc only)\n"
@@ -582,8 +548,37 @@ int Usage() {
                "          rounds (first after open, after the overwrite, after unmapping half, after a restart)\n"
                "  restore [--generations N] [--every K] [--readers R] [--no-cold] [--seed N]:\n"
                "          writes N weekly generations into one volume and restores it warm and cold after\n"
-               "          generation 1, every K-th and the last, beside a plain file of the same bytes\n");
+               "          generation 1, every K-th and the last, beside a plain file of the same bytes\n"
+               "  files FILE... [--data-dir DIR] [--json] [--keep] [--set key=value]...:\n"
+               "          real data: each FILE is one generation (a tar of a tree, say), written into a\n"
+               "          volume of its own; MB/s, CPU and stored bytes per generation, the ceiling\n");
   return 2;
+}
+
+// dedupv1_bench files FILE... (bench/file_bench.h).
+int FilesMain(int argc, char** argv) {
+  bench::FileBenchArgs args;
+  for (int i = 2; i < argc; i++) {
+    std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--json") {
+      args.json = true;
+    } else if (a == "--keep") {
+      args.keep = true;
+    } else if (a == "--set" && has_value) {
+      std::string kv = argv[++i];
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos) return Usage();
+      args.store.overrides.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    } else if (a == "--data-dir" && has_value) {
+      args.store.data_dir = argv[++i];
+    } else if (a.rfind("--", 0) == 0) {
+      return Usage();
+    } else {
+      args.files.push_back(a);
+    }
+  }
+  return bench::RunFileBench(args);
 }
 
 // dedupv1_bench restore ... (bench/restore_bench.h).
@@ -633,6 +628,7 @@ int RestoreMain(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace dedupv1;
   if (argc >= 2 && std::strcmp(argv[1], "restore") == 0) return RestoreMain(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "files") == 0) return FilesMain(argc, argv);
   if (argc < 2 || (std::strcmp(argv[1], "engine") != 0 && std::strcmp(argv[1], "gc") != 0)) return Usage();
   const bool gc = std::strcmp(argv[1], "gc") == 0;
   Args args;

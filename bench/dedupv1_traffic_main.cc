@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "bench/backup_generator.h"
+#include "bench/file_generation.h"
 #include "bench/traffic_runner.h"
 #include "bench/traffic_target.h"
 #include "core/base/config.h"
@@ -61,6 +62,7 @@ struct Args {
   bool json = false;
   int progress = -1;  // -1: when stderr is a terminal
   bool sync = true;
+  std::string input;  // --input FILE: real data instead of the generator ("%d": per generation)
   GeneratorParams params;
 };
 
@@ -100,6 +102,9 @@ void PrintUsage(FILE* out) {
       "  --no-sync                 no SYNCHRONIZE CACHE / fdatasync after writing\n"
       "  --json                    the report as one JSON object\n"
       "  --progress, --no-progress progress bar on stderr (default: when it is a terminal)\n"
+      "  --input FILE              real data: generation g is FILE's bytes (\"%%d\" in FILE is\n"
+      "                            replaced by g), padded with zeros to whole 4 KiB blocks;\n"
+      "                            the generator and --size are not used, the truth is unknown\n"
       "generator (defaults in brackets):\n"
       "  --internal-redundancy F   generation 1: share of runs repeating earlier data [0.325]\n"
       "  --gen1-run-mean SIZE      generation 1: mean run length [64K]\n"
@@ -196,6 +201,9 @@ int ParseArgs(int argc, char** argv, Args* args) {
       ok = ParseIntIn(value, 1, 128, &args->queue_depth);
     } else if (a == "--timeout") {
       ok = ParseIntIn(value, 1, 86400, &args->timeout);
+    } else if (a == "--input") {
+      ok = !value.empty();
+      args->input = value;
     } else if (a == "--internal-redundancy") {
       ok = ParseProbability(value, &p.internal_redundancy);
     } else if (a == "--gen1-run-mean" || a == "--tr-run-mean" || a == "--u-run-mean" || a == "--ir-run-mean") {
@@ -232,6 +240,10 @@ int ParseArgs(int argc, char** argv, Args* args) {
                       std::to_string(args->generations));
   }
   if (args->targets.empty()) return UsageError("no TARGET");
+  if (!args->input.empty() && args->generations > 1 && args->input.find("%d") == std::string::npos) {
+    return UsageError("--input " + args->input + " names one file for " + std::to_string(args->generations) +
+                      " generations: put %d where the generation number goes");
+  }
   return -1;
 }
 
@@ -394,6 +406,7 @@ struct GenerationReport {
   int number = 0;
   std::string target;
   GroundTruth truth;
+  std::string input;  // --input: the file written (truth then unknown, all zero)
   GenerationResult result;
 };
 
@@ -462,6 +475,7 @@ void PrintJson(FILE* out, const Args& args, const std::vector<GenerationReport>&
                  i ? "," : "", r.number, JsonString(r.target).c_str(), static_cast<unsigned long long>(x.bytes),
                  x.seconds, x.sync_seconds, MBs(x.bytes, x.seconds), MBs(x.bytes, x.seconds - x.sync_seconds),
                  x.fill_seconds, TruthJson(r.truth).c_str());
+    if (!r.input.empty()) std::fprintf(out, ", \"input\": %s", JsonString(r.input).c_str());
     if (args.verify) {
       std::fprintf(out, ", \"ok\": %s", x.mismatch ? "false" : "true");
       if (x.mismatch) std::fprintf(out, ", \"first_mismatch\": %llu", static_cast<unsigned long long>(x.first_mismatch));
@@ -567,10 +581,20 @@ int Run(const Args& args) {
   std::unique_ptr<TrafficTarget> target;
   std::vector<GenerationReport> reports;
   bool mismatch = false;
+  std::unique_ptr<FileGeneration> file;  // --input: generation g's real data
   for (int g = 1; g <= args.generations; g++) {
-    gen = g == 1 ? generator.First(args.size) : generator.Next(gen);
+    if (args.input.empty()) gen = g == 1 ? generator.First(args.size) : generator.Next(gen);
     if (g < args.first_generation) continue;
     if (args.verify && !SeparateTargets(args) && g < args.generations) continue;
+    if (!args.input.empty()) {
+      file.reset();
+      Status s = FileGeneration::Open(ReplaceAll(args.input, "%d", std::to_string(g)), &file);
+      if (!s.ok()) {
+        std::fprintf(stderr, "dedupv1_traffic: generation %d: %s\n", g, s.ToString().c_str());
+        return s.IsInvalidArgument() ? kExitUsage : kExitError;
+      }
+    }
+    const GenerationSource& source = file != nullptr ? static_cast<const GenerationSource&>(*file) : gen;
     const std::string& name = names[static_cast<size_t>(g - args.first_generation)];
     if (target == nullptr || target->name() != name) {
       target.reset();
@@ -583,11 +607,12 @@ int Run(const Args& args) {
     GenerationReport r;
     r.number = g;
     r.target = name;
-    r.truth = gen.truth();
+    r.truth = file != nullptr ? GroundTruth() : gen.truth();  // real data: not known
+    if (file != nullptr) r.input = file->path();
     char label[64];
     std::snprintf(label, sizeof(label), "%s gen %d/%d", args.verify ? "verify" : "write", g, args.generations);
-    bar.Start(label, gen.size(), !args.verify && args.sync);
-    Status s = RunGeneration(gen, target.get(), ropt, bar.counter(), &r.result);
+    bar.Start(label, source.size(), !args.verify && args.sync);
+    Status s = RunGeneration(source, target.get(), ropt, bar.counter(), &r.result);
     if (!s.ok()) {
       bar.Stop();
       std::fprintf(stderr, "dedupv1_traffic: generation %d -> %s: %s\n", g, name.c_str(), s.ToString().c_str());

@@ -7,9 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <atomic>
 #include <fstream>
+#include <thread>
 
 #include "core/base/config.h"
+#include "core/base/fingerprint.h"
 
 namespace dedupv1 {
 namespace bench {
@@ -29,7 +32,7 @@ void Progress(bool json, const char* what, uint64_t done, uint64_t total, double
   if (done == total) std::fprintf(stderr, "\n");
 }
 
-double WriteGeneration(Volume* vol, const Generation& gen, bool json, const char* label) {
+double WriteGeneration(Volume* vol, const GenerationSource& gen, bool json, const char* label) {
   const size_t kRequest = 1 << 20;
   std::vector<uint8_t> buf(kRequest);
   auto start = Clock::now();
@@ -51,6 +54,43 @@ double WriteGeneration(Volume* vol, const Generation& gen, bool json, const char
   double secs = Seconds(start);
   Progress(json, label, gen.size(), gen.size(), secs);
   return gen.size() / 1e6 / secs;
+}
+
+double ChunkHashCeilingMBs(const GenerationSource& gen, const ChunkerOptions& chunking, int threads) {
+  std::unique_ptr<Chunker> chunker;
+  Status s = Chunker::Create(chunking, &chunker);
+  if (!s.ok()) {
+    std::fprintf(stderr, "chunker: %s\n", s.ToString().c_str());
+    std::exit(1);
+  }
+  const uint64_t kStretch = 8 << 20;
+  std::atomic<uint64_t> next{0};
+  auto start = Clock::now();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; t++) {
+    ts.emplace_back([&] {
+      std::vector<uint8_t> buf(kStretch);
+      std::vector<size_t> ends;
+      Fingerprint fp;
+      for (;;) {
+        uint64_t off = next.fetch_add(kStretch);
+        if (off >= gen.size()) return;
+        size_t len = static_cast<size_t>(std::min<uint64_t>(kStretch, gen.size() - off));
+        for (size_t p = 0; p < len; p += 1 << 20) {
+          gen.Read(off + p, std::min<size_t>(1 << 20, len - p), buf.data() + p);
+        }
+        ends.clear();
+        chunker->Split(buf.data(), len, true, &ends);
+        size_t b = 0;
+        for (size_t e : ends) {
+          ComputeFingerprint(FingerprintType::kSha1, buf.data() + b, e - b, &fp);
+          b = e;
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  return gen.size() / 1e6 / Seconds(start);
 }
 
 bool FreshStoreOptions(const StoreArgs& args, const char* name, const std::vector<std::string>& volumes,

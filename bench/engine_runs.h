@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/backup_generator.h"
+#include "core/base/chunker.h"
 #include "core/engine/dedup_system.h"
 
 namespace dedupv1 {
@@ -28,7 +29,12 @@ void Progress(bool json, const char* what, uint64_t done, uint64_t total, double
 
 // Writes |gen| into |vol| in 1 MiB requests and syncs; returns MB/s
 // (including the final sync). Exits the process on an error.
-double WriteGeneration(Volume* vol, const Generation& gen, bool json, const char* label);
+double WriteGeneration(Volume* vol, const GenerationSource& gen, bool json, const char* label);
+
+// Chunking (|chunking|) + SHA-1 of |gen| on |threads| threads, each taking
+// 8 MiB stretches, as the engine's workers do: the speed limit of the cores.
+// MB/s.
+double ChunkHashCeilingMBs(const GenerationSource& gen, const ChunkerOptions& chunking, int threads);
 
 // Where and how big a bench's fresh store is.
 struct StoreArgs {

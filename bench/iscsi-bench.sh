@@ -12,6 +12,11 @@
 # both are verified again cold (page cache dropped before each:
 # OUT/iscsi-*-verify-cold.json). Needs root and tgtd; exits 77 when they are
 # missing.
+#
+# Real data instead (bench/real-data-bench.sh): ISCSI_BENCH_INPUT=FILE with
+# "%d" for the generation number (dedupv1_traffic --input; the LUNs are sized
+# to the larger file, SIZE is ignored), reports named ISCSI_BENCH_PREFIX-*.json
+# (default "iscsi").
 set -uo pipefail
 
 module="$(readlink -f "${1:?usage: iscsi-bench.sh MODULE.so DEDUPV1_TRAFFIC WORK OUT SIZE [STREAMS]}")"
@@ -31,6 +36,16 @@ fi
 command -v tgtd >/dev/null || { bench_say "iscsi: skipped (tgtd not installed: apt-get install tgt)"; exit 77; }
 [ -f "$module" ] || bench_die "iscsi: no module $module"
 size="$(bench_bytes "$size_arg")" || bench_die "iscsi: bad size $size_arg"
+input="${ISCSI_BENCH_INPUT:-}"
+prefix="${ISCSI_BENCH_PREFIX:-iscsi}"
+if [ -n "$input" ]; then
+  size=0
+  for g in 1 2; do
+    f="${input//%d/$g}"
+    [ -s "$f" ] || bench_die "iscsi: generation file $f is missing or empty"
+    [ "$(stat -c %s "$f")" -le "$size" ] || size="$(stat -c %s "$f")"
+  done
+fi
 size=$(( (size + (1 << 20) - 1) >> 20 << 20 ))
 
 rm -rf "$work"
@@ -73,12 +88,13 @@ serve() {
 }
 serve
 
-opts=(--size "$size" --generations 2 --seed 1 --streams "$streams" --queue-depth 4 --no-progress --json
-      --lun-per-generation)
+opts=(--size "$size" --seed 1)
+[ -z "$input" ] || opts=(--input "$input")
+opts+=(--generations 2 --streams "$streams" --queue-depth 4 --no-progress --json --lun-per-generation)
 run() {  # run NAME write|verify LUN [cold]
   local name="$1" cmd="$2" lun="$3" tag="$2${4:+-$4}"
-  bench_say "iscsi: $cmd $name${4:+ ($4)} (2 x $(numfmt --to=iec "$size"), $streams streams, LUN $lun and $((lun + 1)))"
-  if ! "$traffic" "$cmd" "${opts[@]}" "$(tgt_url "$IQN" "$lun")" >"$out/iscsi-$name-$tag.json" 2>"$work/$name-$tag.err"; then
+  bench_say "iscsi: $cmd $name${4:+ ($4)} (2 x $(numfmt --to=iec "$size")${input:+ of real data}, $streams streams, LUN $lun and $((lun + 1)))"
+  if ! "$traffic" "$cmd" "${opts[@]}" "$(tgt_url "$IQN" "$lun")" >"$out/$prefix-$name-$tag.json" 2>"$work/$name-$tag.err"; then
     tail -n 5 "$work/$name-$tag.err" >&2
     tail -n 20 "$work/tgtd.log" >&2
     bench_die "iscsi: $cmd $name failed"
@@ -103,7 +119,7 @@ run rdwr verify 3 cold
 containers="$(bench_file_bytes "$work/data/containers")"
 rdwr="$(du -B1 -c "$work/rdwr-gen1.img" "$work/rdwr-gen2.img" | awk 'END { print $1 }')"
 printf '{"size": %d, "streams": %d, "dedup_container_bytes": %d, "rdwr_allocated_bytes": %d}\n' \
-  "$size" "$streams" "$containers" "$rdwr" >"$out/iscsi-stored.json"
+  "$size" "$streams" "$containers" "$rdwr" >"$out/$prefix-stored.json"
 cleanup
 trap - EXIT
 rm -rf "$work"

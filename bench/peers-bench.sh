@@ -19,6 +19,11 @@
 #   casync      make --chunk-size=8K (2K:8K:32K); --compression=zstd (no "none")
 # The generation files are read once before the tools run, so every tool
 # reads them from the page cache (dedupv1_bench generates its input in memory).
+#
+# Real data instead (bench/real-data-bench.sh): PEERS_FILES="GEN1 GEN2" names
+# the generations' files (SIZE is then ignored); the tools back up those
+# files, dedupv1's engine takes them through `dedupv1_bench files`, and the
+# reports are named PEERS_PREFIX-*.json (default "peers").
 set -uo pipefail
 
 traffic="$(readlink -f "${1:?usage: peers-bench.sh DEDUPV1_TRAFFIC DEDUPV1_BENCH WORK OUT SIZE [TOOLS]}")"
@@ -32,6 +37,9 @@ here="$(cd "$(dirname "$0")" && pwd)"
 
 size="$(bench_bytes "$size_arg")" || bench_die "peers: bad size $size_arg"
 size=$(( (size + (1 << 20) - 1) >> 20 << 20 ))
+prefix="${PEERS_PREFIX:-peers}"
+read -r -a files <<<"${PEERS_FILES:-}"
+[ ${#files[@]} -eq 0 ] || [ ${#files[@]} -eq 2 ] || bench_die "peers: PEERS_FILES names ${#files[@]} files, not 2"
 
 have=()
 for t in ${tools//,/ }; do
@@ -46,29 +54,46 @@ done
 
 rm -rf "$work"
 mkdir -p "$work/data" "$out"
-rm -f "$out"/peers-*.json
+rm -f "$out/$prefix"-*.json
 cleanup() { rm -rf "$work"; }
 trap cleanup EXIT
 
-bench_say "peers: writing 2 generations of $(numfmt --to=iec "$size") as files"
-"$traffic" write --size "$size" --generations 2 --seed 1 --json --no-progress "$work/data/gen%d.img" \
-  >"$out/peers-truth.json" || bench_die "peers: dedupv1_traffic failed"
-cat "$work/data/gen1.img" "$work/data/gen2.img" >/dev/null
+if [ ${#files[@]} -eq 2 ]; then
+  # The real generations, under the names the tools back up (hard links when
+  # the file system allows: the tools see regular files, never symlinks).
+  for g in 1 2; do
+    f="$(readlink -f "${files[$((g - 1))]}")"
+    [ -s "$f" ] || bench_die "peers: generation file $f is missing or empty"
+    ln "$f" "$work/data/gen$g.img" 2>/dev/null || cp "$f" "$work/data/gen$g.img" || bench_die "peers: cannot copy $f"
+  done
+  bench_say "peers: real data, generations of $(numfmt --to=iec "$(stat -c %s "$work/data/gen1.img")") and" \
+    "$(numfmt --to=iec "$(stat -c %s "$work/data/gen2.img")")"
+  cat "$work/data/gen1.img" "$work/data/gen2.img" >/dev/null
+  bench_say "peers: dedupv1 engine in process (dedupv1_bench files)"
+  "$engine" files "$work/data/gen1.img" "$work/data/gen2.img" --json --data-dir "$work/dedupv1" \
+    >"$out/$prefix-dedupv1.json" || bench_die "peers: dedupv1_bench files failed"
+else
+  bench_say "peers: writing 2 generations of $(numfmt --to=iec "$size") as files"
+  "$traffic" write --size "$size" --generations 2 --seed 1 --json --no-progress "$work/data/gen%d.img" \
+    >"$out/$prefix-truth.json" || bench_die "peers: dedupv1_traffic failed"
+  cat "$work/data/gen1.img" "$work/data/gen2.img" >/dev/null
 
-# dedupv1, in process, same generations (seed 1).
-bench_say "peers: dedupv1 engine in process"
-"$engine" engine --size "$size" --json --data-dir "$work/dedupv1" >"$out/peers-dedupv1.json" ||
-  bench_die "peers: dedupv1_bench failed"
+  # dedupv1, in process, same generations (seed 1).
+  bench_say "peers: dedupv1 engine in process"
+  "$engine" engine --size "$size" --json --data-dir "$work/dedupv1" >"$out/$prefix-dedupv1.json" ||
+    bench_die "peers: dedupv1_bench failed"
+fi
 printf '{"container_bytes": %d, "data_dir_bytes": %d}\n' "$(bench_file_bytes "$work/dedupv1/containers")" \
-  "$(bench_file_bytes "$work/dedupv1")" >"$out/peers-dedupv1-stored.json"
+  "$(bench_file_bytes "$work/dedupv1")" >"$out/$prefix-dedupv1-stored.json"
 rm -rf "$work/dedupv1"
 
 # record TOOL VERSION GENERATION SECONDS REPO_DIR DATA_DIR
 record() {
-  local tool="$1" version="$2" g="$3" secs="$4" repo="$5" data="$6"
+  local tool="$1" version="$2" g="$3" secs="$4" repo="$5" data="$6" bytes
+  bytes="$(stat -c %s "$work/data/gen$g.img")"
   printf '{"tool": "%s", "version": "%s", "generation": %d, "bytes": %d, "seconds": %.3f, "mb_s": %.1f, "repo_bytes": %d, "data_bytes": %d}\n' \
-    "$tool" "$version" "$g" "$size" "$secs" "$(awk -v b="$size" -v s="$secs" 'BEGIN { print b / 1e6 / s }')" \
-    "$(bench_file_bytes "$repo")" "$(bench_file_bytes "$data")" >>"$out/peers-$tool.json"
+    "$tool" "$version" "$g" "$bytes" "$secs" "$(awk -v b="$bytes" -v s="$secs" 'BEGIN { print b / 1e6 / s }')" \
+    "$(bench_file_bytes "$repo")" "$(bench_file_bytes "$data")" >>"$out/$prefix-$tool.json"
 }
 
 # ingest TOOL GENERATION CMD...: runs CMD then sync, timed; "$@" runs in $work/data.

@@ -19,7 +19,7 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 // State shared by the streams of one generation.
 struct Shared {
-  const Generation* gen;
+  const GenerationSource* gen;
   const RunOptions* options;
   std::atomic<uint64_t>* progress;
   std::atomic<bool> failed{false};
@@ -68,7 +68,7 @@ size_t FirstDifference(const uint8_t* a, const uint8_t* b, size_t len) {
 }
 
 void RunStream(StreamState* st, Shared* shared) {
-  const Generation& gen = *shared->gen;
+  const GenerationSource& gen = *shared->gen;
   const RunOptions& opt = *shared->options;
   double fill = 0;
   std::vector<Slot*> free_slots;
@@ -125,7 +125,7 @@ void RunStream(StreamState* st, Shared* shared) {
 
 }  // namespace
 
-Status RunGeneration(const Generation& gen, TrafficTarget* target, const RunOptions& options,
+Status RunGeneration(const GenerationSource& gen, TrafficTarget* target, const RunOptions& options,
                      std::atomic<uint64_t>* progress, GenerationResult* result) {
   *result = GenerationResult();
   const uint64_t size = gen.size();

@@ -3,16 +3,16 @@
 // do: the generation is split into |streams| contiguous parts (aligned to the
 // request size), each written front to back by its own stream (its own iSCSI
 // session) with up to the stream's depth of requests in flight. Data is
-// produced request by request (Generation::Read), so only the request buffers
-// are ever in memory. After writing, the target is synced (SYNCHRONIZE
-// CACHE) and the time includes the sync.
+// produced request by request (GenerationSource::Read: synthetic or a file),
+// so only the request buffers are ever in memory. After writing, the target
+// is synced (SYNCHRONIZE CACHE) and the time includes the sync.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
-#include "bench/backup_generator.h"
+#include "bench/generation_source.h"
 #include "bench/traffic_target.h"
 #include "core/base/status.h"
 
@@ -38,7 +38,7 @@ struct GenerationResult {
 // |progress| (may be null) is advanced by the bytes of every completed
 // request, for a progress display in another thread. A mismatch is not an
 // error: it is reported in |result|; errors are I/O or session failures.
-Status RunGeneration(const Generation& gen, TrafficTarget* target, const RunOptions& options,
+Status RunGeneration(const GenerationSource& gen, TrafficTarget* target, const RunOptions& options,
                      std::atomic<uint64_t>* progress, GenerationResult* result);
 
 }  // namespace bench

@@ -102,6 +102,26 @@ check "stdin verifies" sh -c "'$traffic' verify --size 1M --generations 2 --no-p
 check "null: (generator alone)" "$traffic" --size 16M --generations 2 --streams 2 --no-progress null:
 grep -q "generator:" "$work/last.out" || fail "no generator line"
 
+# Real data (--input): each generation is a file's bytes, padded to 4 KiB.
+head -c 3000001 /dev/urandom >"$work/in1.bin"
+cat "$work/in1.bin" "$work/in1.bin" >"$work/in2.bin"
+check "--input: two files written" "$traffic" write --input "$work/in%d.bin" --generations 2 --no-progress \
+  --json "$work/real%d.img"
+cp "$work/last.out" "$work/real.json"
+[ "$(stat -c %s "$work/real1.img")" = 3002368 ] && ok "--input: padded to whole 4 KiB blocks" || fail "--input: size"
+cmp -s -n 3000001 "$work/in1.bin" "$work/real1.img" && cmp -s -n 6000002 "$work/in2.bin" "$work/real2.img" &&
+  [ -z "$(tail -c +3000002 "$work/real1.img" | tr -d '\0')" ] && ok "--input: the files' bytes, then zeros" ||
+  fail "--input: bytes differ"
+check "--input: JSON names the files" python3 -c "import json,sys; j=json.load(open(sys.argv[1])); \
+assert [g['input'] for g in j['generations']] == [sys.argv[2] % 1, sys.argv[2] % 2], j" "$work/real.json" "$work/in%d.bin"
+check "--input: verify" "$traffic" verify --input "$work/in%d.bin" --generations 2 --no-progress "$work/real%d.img"
+printf 'X' | dd of="$work/real2.img" bs=1 seek=4000000 conv=notrunc status=none
+expect_exit 1 "--input: verify finds a changed byte" "$traffic" verify --input "$work/in%d.bin" --generations 2 \
+  --no-progress "$work/real%d.img"
+expect_exit 2 "--input: one file for two generations" "$traffic" --input "$work/in1.bin" --generations 2 "$work/x%d"
+expect_exit 3 "--input: a missing file" "$traffic" --input "$work/none%d.bin" --generations 2 "$work/x%d"
+expect_exit 2 "--input: an empty file" "$traffic" --input /dev/null "$work/x"
+
 # Usage errors.
 expect_exit 2 "no target" "$traffic" --size 1M
 expect_exit 2 "unknown option" "$traffic" --colour blue x
