@@ -502,6 +502,41 @@ if real_ours:
         targets.append(["real data through iSCSI: >= 1.0x of tgt's rdwr LUN, same client",
                         f"{ratio:.2f}x (slower generation)", met(ratio >= 1.0)])
 
+# --- streams --------------------------------------------------------------------------------
+
+streams = load("streams.json")
+if streams:
+    p("## 4c. Four backup streams at once (`bench/streams-bench.sh`)")
+    p()
+    p(NOISE.format(n=nproc) + " " + stage_note("streams"))
+    n = streams["clients"]
+    p(f"A client (`dedupv1_traffic`, one iSCSI session, queue depth 4) writes its backup server's two weekly "
+      f"generations of {human(streams['size'])} each to two LUNs of its own (client k: seed k, its own data). "
+      f"The same {n} clients run twice, each time into a fresh store behind a fresh tgtd: one after the other, "
+      "then all at once (own processes and sessions). Wall time from the first write to the last SYNCHRONIZE "
+      "CACHE; CPU seconds of the whole machine and of tgtd alone over the same span.")
+    p()
+    rows, mbs = [], {}
+    for phase, label in (("one", f"{n} clients one after the other"), ("many", f"{n} clients at once")):
+        secs = streams[f"{phase}_seconds"]
+        mbs[phase] = streams["bytes"] / 1e6 / secs
+        rows.append([label, human(streams["bytes"]), f"{secs:.1f}", f"{mbs[phase]:.0f}",
+                     f"{streams[phase + '_machine_cpu_seconds']:.1f}", f"{streams[phase + '_tgtd_cpu_seconds']:.1f}"])
+        for k in range(1, n + 1):
+            c = load(f"streams-{phase}-{k}.json")
+            if c:
+                g = c["generations"]
+                rows.append([f"  client {k}", human(sum(x["bytes"] for x in g)),
+                             f"{sum(x['seconds'] for x in g):.1f}",
+                             " / ".join(f"{x['mb_s']:.0f}" for x in g) + " (gen 1 / gen 2)", "", ""])
+    table(["", "bytes", "seconds", "MB/s", "CPU s (machine)", "CPU s (tgtd)"], rows)
+    write_csv("streams.csv", ["clients_at_once", "bytes", "seconds", "mb_s"],
+              [[1, streams["bytes"], streams["one_seconds"], mbs["one"]],
+               [n, streams["bytes"], streams["many_seconds"], mbs["many"]]])
+    targets.append([f"{n} backup streams at once reach at least one stream's throughput in total",
+                    f"{mbs['many']:.0f} vs {mbs['one']:.0f} MB/s ({mbs['many'] / mbs['one']:.2f}x)",
+                    met(mbs["many"] >= mbs["one"])])
+
 # --- scale ----------------------------------------------------------------------------------
 
 build = load("scale-build.json")
