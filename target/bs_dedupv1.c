@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "list.h"
 #include "util.h"
@@ -43,6 +44,7 @@
 #include "scsi.h"
 #include "spc.h"
 #include "bs_thread.h"
+#include "work.h"
 
 #include "core/engine/dedupv1_c.h"
 #include "target/engine_handle.h"
@@ -717,6 +719,76 @@ static void dedupv1_request(struct scsi_cmd *cmd)
 			took / 1000, took % 1000 / 100);
 }
 
+/* tgtd's event loop (its main thread) answers every initiator's pings and
+ * moves every command's data; when it does not run, initiators drop their
+ * connections after about 10 s and, past their replacement timeout, fail
+ * I/O. A tick on the loop (tgt's work timer, every second) records when the
+ * loop last ran; a watcher thread logs a loop that has not run for 5 s while
+ * tgtd runs, and the tick logs the length of any gap once the loop runs
+ * again (also after the whole process or machine stood still). Started by
+ * the first LU, on the main thread (the work list is the loop's own); runs
+ * as long as tgtd. */
+#define DEDUPV1_LOOP_STALL_MS 5000
+
+static struct tgt_work loop_tick_work;
+static uint64_t loop_last_tick_ms; /* atomic */
+static int loop_watch_started;     /* main thread only */
+
+static void loop_tick(void *data)
+{
+	uint64_t now = monotonic_ms();
+	uint64_t last = __atomic_load_n(&loop_last_tick_ms, __ATOMIC_ACQUIRE);
+
+	(void)data;
+	/* The timer is due every second; a gap well beyond it is a stall. */
+	if (last && now - last >= DEDUPV1_LOOP_STALL_MS)
+		eprintf("dedupv1: tgtd's event loop ran again after %" PRIu64 ".%01" PRIu64
+			" s without a turn: initiators' pings and commands waited that long\n",
+			(now - last) / 1000, (now - last) % 1000 / 100);
+	__atomic_store_n(&loop_last_tick_ms, now, __ATOMIC_RELEASE);
+	add_work(&loop_tick_work, 1);
+}
+
+static void *loop_watch(void *arg)
+{
+	uint64_t reported = 0; /* the tick whose stall was logged */
+
+	(void)arg;
+	for (;;) {
+		uint64_t last, now;
+
+		sleep(1);
+		last = __atomic_load_n(&loop_last_tick_ms, __ATOMIC_ACQUIRE);
+		now = monotonic_ms();
+		if (now - last >= DEDUPV1_LOOP_STALL_MS && last != reported) {
+			eprintf("dedupv1: tgtd's event loop has not run for %" PRIu64
+				" s: initiators get no answers (they drop the connection after about 10 s)\n",
+				(now - last) / 1000);
+			reported = last;
+		}
+	}
+	return NULL;
+}
+
+static void start_loop_watch(void)
+{
+	pthread_t thread;
+	pthread_attr_t attr;
+
+	if (loop_watch_started)
+		return;
+	loop_watch_started = 1;
+	__atomic_store_n(&loop_last_tick_ms, monotonic_ms(), __ATOMIC_RELEASE);
+	loop_tick_work.func = loop_tick;
+	loop_tick_work.data = NULL;
+	add_work(&loop_tick_work, 1);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&thread, &attr, loop_watch, NULL))
+		eprintf("dedupv1: no watcher of tgtd's event loop (pthread_create failed); stalls are logged when they end\n");
+	pthread_attr_destroy(&attr);
+}
+
 /* Parses bsopts "volume=NAME[;datadir=DIR]" (';' separates: tgtd splits the
  * whole LU parameter string at ','). Logs and returns -1 on anything else. */
 static int parse_bsopts(const char *bsopts, struct dedupv1_lu *d)
@@ -1152,6 +1224,7 @@ static int dedupv1_open_lu(struct scsi_lu *lu, char *path, int *fd, uint64_t *si
 	if (!lu->attrs.no_auto_lbppbe)
 		update_lbppbe(lu, DEDUPV1_PHYSICAL_BLOCK);
 	set_scsi_identity(lu, vol);
+	start_loop_watch();
 
 	eprintf("dedupv1: lun %" PRIu64 " serves volume '%s' (id %" PRIu32 ", %" PRIu64
 		" bytes, serial %s) from '%s'\n", lu->lun, d->volume,

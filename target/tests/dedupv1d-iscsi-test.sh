@@ -4,7 +4,8 @@
 # and thin provisioning, a second start refused, a clean stop (no tgtd, socket
 # or state file left); initiator-name ACL and incoming CHAP enforced; the
 # shipped docs/examples/dedupv1.conf works as is; discovery needs CHAP when
-# CHAP is configured (unless target.discovery-auth = false).
+# CHAP is configured (unless target.discovery-auth = false); a stall of
+# tgtd's event loop is logged.
 #
 #   dedupv1d-iscsi-test.sh DEDUPV1D
 #
@@ -51,6 +52,18 @@ for size in 64 32 16; do
 done
 check "iscsi-inq logical block provisioning VPD" iscsi-inq -e 1 -c 178 "$(dd_url 1)"
 check_output "VPD 0xb2 announces UNMAP" "^lbpu:1"
+
+# tgtd's event loop stood still (the process stopped for 7 s): the module
+# says so in tgtd's log once the loop runs again, and the target serves on.
+kill -STOP "$pid"
+sleep 7
+kill -CONT "$pid"
+if tgt_wait_for "grep -q \"event loop ran again after [0-9]*\\.[0-9] s\" '$data/tgtd.log'" 10; then
+  ok "tgtd's log names the event loop's stall: $(grep -o 'event loop ran again after [0-9.]* s' "$data/tgtd.log" | tail -n 1)"
+else
+  fail "no stall of tgtd's event loop in its log"
+fi
+check "iscsi-inq after the stall" iscsi-inq "$(dd_url 1)"
 
 check "dedupv1d stop" dd_stop "$conf"
 check_output "stop says so" "tgtd pid $pid stopped"

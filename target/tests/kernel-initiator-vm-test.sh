@@ -168,8 +168,8 @@ boot() {
   echo "     (boot $phase: $((SECONDS - t0)) s, qemu exit $rc)"
   if grep -qE "^kmsg .*(ping timeout|timing out)" "$WORK/vm$phase.out"; then
     echo "     NOTE: the target did not answer the guest for a while (ping timeout or command timeout above);" \
-      "tgtd's slow-command lines:"
-    grep "took [0-9.]* s" "$data/tgtd.log" 2>/dev/null | tail -n 5 | sed 's/^/     tgtd: /'
+      "what tgtd's log says of slow commands and of its event loop:"
+    grep -E "took [0-9.]* s|event loop" "$data/tgtd.log" 2>/dev/null | tail -n 5 | sed 's/^/     tgtd: /'
   fi
   if grep -qx "RESULT OK" "$WORK/vm$phase.out"; then
     ok "guest $phase: discovery, login, $([ "$phase" = 1 ] && echo "mkfs.ext4, ")mount, copy, sync, umount, logout"
