@@ -8,18 +8,27 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "core/base/coding.h"
+
 namespace dedupv1 {
 namespace {
 
 std::string Name(ContainerId id) { return "container " + std::to_string(id); }
 
 // Chunk |fp| of container |id| as read from the store (|stored|, kept as
-// |loc| says): decompressed into |scratch| if it was compressed, then checked
+// |loc| says): checked against its CRC32C (format 2 containers), decompressed
+// into |scratch| if it was compressed, and, in a format 1 container, checked
 // against |fp|. |*raw| views the chunk's bytes (in |stored| or |scratch|).
-// Corruption naming the container and the chunk if either step fails.
+// Corruption naming the container and the chunk if a step fails.
 Status UnpackStoredChunk(FingerprintType fp_type, ContainerId id, const Fingerprint& fp,
                          const Container::ChunkLocation& loc, std::string_view stored, std::string* scratch,
                          std::string_view* raw) {
+  // Format 2 containers carry each chunk's CRC32C: checked before the bytes
+  // are decompressed or used; the fingerprint is not recomputed then.
+  if (loc.has_crc && Crc32c(stored.data(), stored.size()) != loc.crc) {
+    return Status::Corruption(Name(id) + ": chunk " + fp.ToHex() +
+                              " does not match its checksum (the container's data is damaged)");
+  }
   *raw = stored;
   if (loc.compression != Compression::kNone) {
     Status s = Decompress(loc.compression, reinterpret_cast<const uint8_t*>(stored.data()), stored.size(),
@@ -27,6 +36,7 @@ Status UnpackStoredChunk(FingerprintType fp_type, ContainerId id, const Fingerpr
     if (!s.ok()) return s.WithContext(Name(id) + ": chunk " + fp.ToHex());
     *raw = *scratch;
   }
+  if (loc.has_crc) return Status::OK();
   Fingerprint actual;
   ComputeFingerprint(fp_type, reinterpret_cast<const uint8_t*>(raw->data()), raw->size(), &actual);
   if (actual != fp) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "chunkstore/container_summary_file.h"
+#include "chunkstore/container_testutil.h"
 #include "chunkstore/local_container_store.h"
 #include "core/base/fault_injection_env.h"
 #include "core/base/testutil.h"
@@ -1117,10 +1118,63 @@ TEST(ChunkStoreReadBatchTest, DamagedChunkInARangeIsCorruptionNamingIt) {
   ASSERT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_NE(s.message().find("container " + std::to_string(chunks[0].id)), std::string::npos) << s.message();
   EXPECT_NE(s.message().find(chunks[3].fp.ToHex()), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("does not match its checksum"), std::string::npos) << s.message();
   for (int round = 0; round < 4; round++) {
     ASSERT_TRUE(ReadBatch(cs.get(), {chunks[0], chunks[1], chunks[2], chunks[4], chunks[5]}).ok()) << round;
   }
   EXPECT_EQ(cs->stats().container_reads, 0u);
+}
+
+// A container of format 1 (written before each chunk had its CRC32C) is read
+// by ranges too; a damaged chunk in it is found by its fingerprint, alone
+// and in a batch, and the others read.
+TEST(ChunkStoreReadBatchTest, FormatOneContainerIsCheckedByFingerprints) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < 6; i++) {
+    chunks.push_back(MakeChunk(400 + i, 1000));
+    ASSERT_TRUE(Store(cs.get(), &chunks.back()).ok());
+  }
+  ASSERT_TRUE(cs->Close().ok());
+  cs.reset();
+  std::unique_ptr<LocalContainerStore> store;
+  ASSERT_TRUE(LocalContainerStore::Open(Env::Default(), dir.path(), &store).ok());
+  std::string bytes;
+  ASSERT_TRUE(store->Get(chunks[0].id, &bytes).ok());
+  bytes = test::ContainerInFormatOne(bytes);
+  ASSERT_TRUE(store->Put(chunks[0].id, bytes).ok());
+  store.reset();
+
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  ASSERT_TRUE(ReadBatch(cs.get(), chunks).ok());
+  for (const Chunk& c : chunks) {
+    std::string out;
+    ASSERT_TRUE(cs->ReadChunk(c.id, c.fp, &out).ok());
+    EXPECT_EQ(out, c.data);
+  }
+  ASSERT_TRUE(cs->Close().ok());
+  cs.reset();
+
+  ASSERT_TRUE(LocalContainerStore::Open(Env::Default(), dir.path(), &store).ok());
+  const size_t at = bytes.find(chunks[2].data.substr(0, 64));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 300] ^= 0x01;
+  ASSERT_TRUE(store->Put(chunks[0].id, bytes).ok());
+  store.reset();
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  ChunkReadBatch batch;
+  for (const Chunk& c : chunks) batch.Add(c.id, c.fp);
+  Status s = cs->ReadChunks(&batch);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find(chunks[2].fp.ToHex() + " does not match its fingerprint"), std::string::npos)
+      << s.message();
+  std::string out;
+  s = cs->ReadChunk(chunks[2].id, chunks[2].fp, &out);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  ASSERT_TRUE(ReadBatch(cs.get(), {chunks[0], chunks[1], chunks[3], chunks[4], chunks[5]}).ok());
 }
 
 // Compressed chunks, chunks of open and committing containers, of the read

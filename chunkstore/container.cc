@@ -39,7 +39,7 @@ Container::Container(ContainerId id, size_t capacity, FingerprintType fp_type)
       created_(std::chrono::steady_clock::now()) {}
 
 size_t Container::serialized_size() const {
-  return kHeaderSize + aliases_.size() * 8 + items_.size() * ItemSize(fp_size_) + Data().size();
+  return kHeaderSize + aliases_.size() * 8 + items_.size() * item_size() + Data().size();
 }
 
 bool Container::Add(const Fingerprint& fp, const uint8_t* data, size_t n, Compression compression) {
@@ -55,14 +55,14 @@ bool Container::AddStored(const Fingerprint& fp, std::string_view stored, size_t
                           Compression stored_as) {
   if (fp.size != fp_size_) return false;
   if (index_.count(fp) != 0) return true;
-  if (serialized_size() + ItemSize(fp_size_) + stored.size() > capacity_) return false;
+  if (serialized_size() + item_size() + stored.size() > capacity_) return false;
   // Offsets and sizes are 32 bit on disk.
   if (data_.size() + stored.size() > std::numeric_limits<uint32_t>::max() ||
       raw_size > std::numeric_limits<uint32_t>::max()) {
     return false;
   }
   Item item{fp, static_cast<uint32_t>(data_.size()), static_cast<uint32_t>(stored.size()),
-            static_cast<uint32_t>(raw_size), stored_as};
+            static_cast<uint32_t>(raw_size), stored_as, version_ >= 2 ? Crc32c(stored.data(), stored.size()) : 0};
   // One allocation for the whole data section: growing it step by step
   // would copy every chunk again at each reallocation.
   if (data_.empty()) data_.reserve(capacity_ - kHeaderSize);
@@ -114,7 +114,7 @@ std::vector<Fingerprint> Container::Fingerprints() const {
 size_t Container::FootprintOf(const Fingerprint& fp) const {
   auto it = index_.find(fp);
   if (it == index_.end()) return 0;
-  return items_[it->second].stored_size + ItemSize(fp_size_);
+  return items_[it->second].stored_size + item_size();
 }
 
 bool Container::SetAliases(std::vector<ContainerId> aliases) {
@@ -129,7 +129,7 @@ bool Container::AnswersTo(ContainerId id) const {
 }
 
 Status Container::Serialize(std::string* out) const {
-  const size_t item_size = ItemSize(fp_size_);
+  const size_t item_size = this->item_size();
   const size_t meta_end = kHeaderSize + aliases_.size() * 8 + items_.size() * item_size;
   out->assign(meta_end, '\0');
   const std::string_view data = Data();
@@ -138,7 +138,7 @@ Status Container::Serialize(std::string* out) const {
 
   EncodeFixed32(p + kMagicOffset, kMagic);
   EncodeFixed32(p + kDataCrcOffset, Crc32c(data.data(), data.size()));
-  EncodeFixed16(p + kVersionOffset, kFormatVersion);
+  EncodeFixed16(p + kVersionOffset, version_);
   p[kFpSizeOffset] = static_cast<uint8_t>(fp_size_);
   EncodeFixed64(p + kIdOffset, id_);
   EncodeFixed32(p + kItemCountOffset, static_cast<uint32_t>(items_.size()));
@@ -162,6 +162,7 @@ Status Container::Serialize(std::string* out) const {
     EncodeFixed32(q + fp_size_ + 4, item->stored_size);
     EncodeFixed32(q + fp_size_ + 8, item->raw_size);
     q[fp_size_ + 12] = static_cast<uint8_t>(item->compression);
+    if (version_ >= 2) EncodeFixed32(q + fp_size_ + 13, item->crc);
     q += item_size;
   }
   EncodeFixed32(p + kMetaCrcOffset, Crc32c(p + kMetaCrcStart, meta_end - kMetaCrcStart));
@@ -191,10 +192,16 @@ Status Container::MetadataSize(ContainerId expected_id, const std::string& head,
   DEDUPV1_RETURN_IF_ERROR(CheckHeaderPrefix(expected_id, head));
   const uint8_t* p = reinterpret_cast<const uint8_t*>(head.data());
   const uint64_t fp_size = p[kFpSizeOffset];
+  const uint16_t version = DecodeFixed16(p + kVersionOffset);
+  if (version < kOldestFormatVersion || version > kFormatVersion) {
+    return Status::Corruption(Name(expected_id) + ": unsupported format version " + std::to_string(version) +
+                              " (this build reads " + std::to_string(kOldestFormatVersion) + " to " +
+                              std::to_string(kFormatVersion) + ")");
+  }
   // Counts are 32 bit, so this cannot overflow; the size is verified (CRC,
   // bounds) by the parse that follows.
   *size = kHeaderSize + uint64_t{DecodeFixed32(p + kAliasCountOffset)} * 8 +
-          uint64_t{DecodeFixed32(p + kItemCountOffset)} * ItemSize(fp_size);
+          uint64_t{DecodeFixed32(p + kItemCountOffset)} * ItemSize(fp_size, version);
   return Status::OK();
 }
 
@@ -215,11 +222,11 @@ Status Container::ParseFingerprints(ContainerId expected_id, const std::string& 
   for (const Item& item : c->items_) fps->push_back(item.fp);
   if (footprints != nullptr) {
     footprints->clear();
-    for (const Item& item : c->items_) footprints->push_back(item.stored_size + ItemSize(c->fp_size_));
+    for (const Item& item : c->items_) footprints->push_back(item.stored_size + c->item_size());
   }
   if (serialized_size != nullptr) {
     const uint8_t* p = reinterpret_cast<const uint8_t*>(head.data());
-    *serialized_size = kHeaderSize + c->aliases_.size() * 8 + c->items_.size() * ItemSize(c->fp_size_) +
+    *serialized_size = kHeaderSize + c->aliases_.size() * 8 + c->items_.size() * c->item_size() +
                        DecodeFixed64(p + kDataSizeOffset);
   }
   return Status::OK();
@@ -236,11 +243,13 @@ Status Container::Locate(const Fingerprint& fp, ChunkLocation* location) const {
   if (it == items_.end() || it->fp != fp) {
     return Status::NotFound("chunk " + fp.ToHex() + " is not in " + Name(id_));
   }
-  const uint64_t data_start = kHeaderSize + aliases_.size() * 8 + items_.size() * ItemSize(fp_size_);
+  const uint64_t data_start = kHeaderSize + aliases_.size() * 8 + items_.size() * item_size();
   location->offset = data_start + it->offset;
   location->stored_size = it->stored_size;
   location->raw_size = it->raw_size;
   location->compression = it->compression;
+  location->has_crc = version_ >= 2;
+  location->crc = it->crc;
   return Status::OK();
 }
 
@@ -265,8 +274,9 @@ Status Container::ParseImpl(ContainerId expected_id, const std::string& bytes, b
   }
   if (DecodeFixed32(p + kMagicOffset) != kMagic) return corrupt("bad magic");
   const uint16_t version = DecodeFixed16(p + kVersionOffset);
-  if (version != kFormatVersion) {
-    return corrupt("unsupported format version " + std::to_string(version));
+  if (version < kOldestFormatVersion || version > kFormatVersion) {
+    return corrupt("unsupported format version " + std::to_string(version) + " (this build reads " +
+                   std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) + ")");
   }
   const size_t fp_size = p[kFpSizeOffset];
   FingerprintType fp_type;
@@ -280,7 +290,7 @@ Status Container::ParseImpl(ContainerId expected_id, const std::string& bytes, b
   const uint64_t item_count = DecodeFixed32(p + kItemCountOffset);
   const uint64_t alias_count = DecodeFixed32(p + kAliasCountOffset);
   const uint64_t data_size = DecodeFixed64(p + kDataSizeOffset);
-  const size_t item_size = ItemSize(fp_size);
+  const size_t item_size = ItemSize(fp_size, version);
   // All counts are at most 32 bit, so these sums cannot overflow 64 bit.
   const uint64_t meta_end = kHeaderSize + alias_count * 8 + item_count * item_size;
   if (!whole && meta_end > size) {
@@ -308,6 +318,7 @@ Status Container::ParseImpl(ContainerId expected_id, const std::string& bytes, b
   }
 
   auto c = std::make_unique<Container>(id, size, fp_type);
+  c->version_ = version;
   c->aliases_ = std::move(aliases);
   c->items_.reserve(item_count);
   // The fingerprint index serves ReadChunk; a metadata-only parse has no data to read.
@@ -325,6 +336,7 @@ Status Container::ParseImpl(ContainerId expected_id, const std::string& bytes, b
                      std::to_string(compression));
     }
     item.compression = static_cast<Compression>(compression);
+    item.crc = version >= 2 ? DecodeFixed32(q + fp_size + 13) : 0;
     if (static_cast<uint64_t>(item.offset) + item.stored_size > data_size) {
       return corrupt("item " + std::to_string(i) + " lies outside the data section");
     }

@@ -8,13 +8,19 @@
 //     reserved u8 | id u64 | item_count u32 | alias_count u32 | data_size u64
 //   aliases  (alias_count x u64): older ids this container also answers to
 //            (GC merges containers and the merged one keeps the old ids)
-//   items    (item_count x (fp_size + 13) bytes), sorted by fingerprint:
+//   items    (item_count x (fp_size + 17) bytes), sorted by fingerprint:
 //     fingerprint | offset u32 (in data section) | stored_size u32 |
-//     raw_size u32 | compression u8
+//     raw_size u32 | compression u8 | crc u32
 //   data     (data_size bytes), chunks in the order they were added
 // meta_crc is the CRC32C of bytes [8, end of items): it covers the header
 // (including data_crc), the aliases and the items. data_crc covers the data
 // section. Parse verifies both and every bound before trusting any field.
+// An item's crc is the CRC32C of the chunk's stored bytes: a chunk read alone
+// (a range of the container, without data_crc) is checked by it, a checksum
+// the cores compute ten times faster than the chunk's SHA-1 fingerprint.
+// Format 1 (written before format 2 existed) has 13-byte items without the
+// crc; it is still read, and its chunks read alone are checked by their
+// fingerprints. A container keeps the format it was parsed with.
 //
 // In memory the chunk data lives in one growing buffer plus a hash index
 // fingerprint -> item. A Container is not thread-safe; once no one calls Add
@@ -42,10 +48,13 @@ class Container {
  public:
   static constexpr size_t kDefaultCapacity = 4 << 20;
   static constexpr uint32_t kMagic = 0x31434444;  // "DDC1"
-  static constexpr uint16_t kFormatVersion = 1;
+  static constexpr uint16_t kFormatVersion = 2;        // what new containers are written in
+  static constexpr uint16_t kOldestFormatVersion = 1;  // the oldest that is read
   static constexpr size_t kHeaderSize = 40;
-  // Serialized size of one metadata item.
-  static constexpr size_t ItemSize(size_t fp_size) { return fp_size + 13; }
+  // Serialized size of one metadata item in format |version|.
+  static constexpr size_t ItemSize(size_t fp_size, uint16_t version = kFormatVersion) {
+    return fp_size + (version >= 2 ? 17 : 13);
+  }
   // Largest chunk (stored size) an empty container of |capacity| can take.
   static size_t MaxChunkSize(size_t capacity, FingerprintType fp_type);
 
@@ -55,6 +64,7 @@ class Container {
   void ReserveData() { data_.reserve(capacity_); }
 
   ContainerId id() const { return id_; }
+  uint16_t format_version() const { return version_; }
   FingerprintType fp_type() const { return fp_type_; }
   size_t capacity() const { return capacity_; }
 
@@ -117,6 +127,8 @@ class Container {
     uint32_t stored_size = 0;
     uint32_t raw_size = 0;
     Compression compression = Compression::kNone;
+    bool has_crc = false;  // format 2 on: |crc| checks the stored bytes
+    uint32_t crc = 0;      // CRC32C of the stored bytes
   };
   // Parses only the metadata of |head| (see ParseFingerprints) into a
   // container without data, for Locate.
@@ -159,12 +171,15 @@ class Container {
     uint32_t stored_size;
     uint32_t raw_size;
     Compression compression;
+    uint32_t crc;  // of the stored bytes; 0 in a format 1 container
   };
+  size_t item_size() const { return ItemSize(fp_size_, version_); }
 
   ContainerId id_;
   size_t capacity_;
   FingerprintType fp_type_;
   size_t fp_size_;
+  uint16_t version_ = kFormatVersion;
   std::chrono::steady_clock::time_point created_;
   std::vector<ContainerId> aliases_;
   std::vector<Item> items_;  // in insertion order

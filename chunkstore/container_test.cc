@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "chunkstore/container_testutil.h"
 #include "core/base/coding.h"
 #include "core/base/testutil.h"
 
@@ -220,11 +221,81 @@ TEST(ContainerTest, ItemsAreSortedInSerializedForm) {
   std::string bytes;
   ASSERT_TRUE(c.Serialize(&bytes).ok());
   const size_t item = Container::ItemSize(20);
+  EXPECT_EQ(item, 37u);  // format 2: fingerprint, offset, sizes, compression, crc
   for (int i = 1; i < 10; i++) {
     const char* prev = bytes.data() + Container::kHeaderSize + (i - 1) * item;
     const char* cur = prev + item;
     EXPECT_LT(std::memcmp(prev, cur, 20), 0) << "item " << i;
   }
+}
+
+// Format 2: each item carries the CRC32C of the chunk's stored bytes, which
+// Locate hands to readers of a single chunk (chunkstore reads ranges).
+TEST(ContainerTest, ItemsCarryTheStoredBytesCrc) {
+  for (Compression comp : {Compression::kNone, Compression::kZlib}) {
+    Container c(8, 256 << 10, FingerprintType::kSha1);
+    std::vector<Chunk> chunks;
+    for (int i = 0; i < 12; i++) {
+      chunks.push_back(MakeChunk(i, 3000 + 11 * i));
+      ASSERT_TRUE(AddChunk(&c, chunks.back(), comp));
+    }
+    std::string bytes;
+    ASSERT_TRUE(c.Serialize(&bytes).ok());
+    std::unique_ptr<Container> meta;
+    ASSERT_TRUE(Container::ParseMetadataOnly(8, bytes, &meta).ok());
+    EXPECT_EQ(meta->format_version(), 2);
+    for (const Chunk& ch : chunks) {
+      Container::ChunkLocation loc;
+      ASSERT_TRUE(meta->Locate(ch.fp, &loc).ok());
+      EXPECT_TRUE(loc.has_crc);
+      EXPECT_EQ(loc.crc, Crc32c(bytes.data() + loc.offset, loc.stored_size)) << CompressionName(comp);
+    }
+  }
+}
+
+// Containers written before format 2 (13-byte items, no crc) are read as
+// they are, whole or by their metadata, and keep their format.
+TEST(ContainerTest, FormatOneIsStillRead) {
+  Container c(9, 256 << 10, FingerprintType::kSha1);
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < 10; i++) {
+    chunks.push_back(MakeChunk(i, 2000 + 7 * i));
+    ASSERT_TRUE(AddChunk(&c, chunks.back(), i % 3 == 0 ? Compression::kZlib : Compression::kNone));
+  }
+  std::string v2;
+  ASSERT_TRUE(c.Serialize(&v2).ok());
+  const std::string v1 = test::ContainerInFormatOne(v2);
+  EXPECT_EQ(v1.size(), v2.size() - 10 * 4);
+  size_t meta_size = 0;
+  ASSERT_TRUE(Container::MetadataSize(9, v1, &meta_size).ok());
+  EXPECT_EQ(meta_size, Container::kHeaderSize + 10 * Container::ItemSize(20, 1));
+  std::unique_ptr<Container> parsed;
+  Status s = Container::Parse(9, v1, &parsed);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(parsed->format_version(), 1);
+  for (const Chunk& ch : chunks) {
+    std::string out;
+    ASSERT_TRUE(parsed->ReadChunk(ch.fp, &out).ok());
+    EXPECT_EQ(out, ch.data);
+    Container::ChunkLocation loc;
+    ASSERT_TRUE(parsed->Locate(ch.fp, &loc).ok());
+    EXPECT_FALSE(loc.has_crc);
+  }
+  std::string again;
+  ASSERT_TRUE(parsed->Serialize(&again).ok());
+  EXPECT_EQ(again, v1);  // a format 1 container stays format 1
+  std::vector<Fingerprint> fps;
+  std::vector<size_t> footprints;
+  ASSERT_TRUE(Container::ParseFingerprints(9, v1.substr(0, meta_size), &fps, &footprints).ok());
+  EXPECT_EQ(fps.size(), 10u);
+  EXPECT_EQ(footprints[0] - Container::ItemSize(20, 1), parsed->FootprintOf(fps[0]) - Container::ItemSize(20, 1));
+
+  // A format this build does not know is refused by name.
+  std::string v9 = v2;
+  EncodeFixed16(reinterpret_cast<uint8_t*>(v9.data()) + 12, 9);
+  EXPECT_NE(Container::Parse(9, v9, &parsed).message().find("unsupported format version 9"), std::string::npos);
+  EXPECT_NE(Container::MetadataSize(9, v9, &meta_size).message().find("unsupported format version 9"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -46,7 +46,10 @@ Status DecodeMappingEvent(const std::string& payload, BlockId* id, BlockMapping*
 // Format 3 also brought checksum lines to `system` and `volumes`, and Tokyo
 // Cabinet page checksums to block index stores created from then on (a
 // build without them cannot open such a store).
-constexpr int kFormatVersion = 3;
+// 4: containers are written in container format 2 (each chunk's CRC32C in
+// its item, chunkstore/container.h), which a build of format 3 refuses as
+// "unsupported format version"; format 1 containers stay and are read.
+constexpr int kFormatVersion = 4;
 constexpr int kOldestFormatRead = 1;
 
 }  // namespace

@@ -50,7 +50,11 @@ ContainerDump DumpContainer(ContainerId expected_id, const std::string& bytes) {
     d.decode_error = fmt::format("fingerprint size {} is impossible; items not decoded", d.fp_size);
     return d;
   }
-  const size_t item_size = Container::ItemSize(d.fp_size);
+  if (d.version < Container::kOldestFormatVersion || d.version > Container::kFormatVersion) {
+    d.decode_error = fmt::format("format version {} is unknown to this build; items not decoded", d.version);
+    return d;
+  }
+  const size_t item_size = Container::ItemSize(d.fp_size, d.version);
   for (uint32_t i = 0; i < d.item_count; i++) {
     if (pos + item_size > n) {
       d.decode_error = fmt::format("item {} of {} lies past the end of the file", i, d.item_count);
@@ -62,6 +66,8 @@ ContainerDump DumpContainer(ContainerId expected_id, const std::string& bytes) {
     item.stored_size = DecodeFixed32(p + pos + d.fp_size + 4);
     item.raw_size = DecodeFixed32(p + pos + d.fp_size + 8);
     item.compression = p[pos + d.fp_size + 12];
+    item.has_crc = d.version >= 2;
+    if (item.has_crc) item.crc = DecodeFixed32(p + pos + d.fp_size + 13);
     d.items.push_back(item);
     pos += item_size;
   }
@@ -74,6 +80,11 @@ ContainerDump DumpContainer(ContainerId expected_id, const std::string& bytes) {
   d.crcs_computed = true;
   d.computed_meta_crc = Crc32c(p + kMetaCrcStart, meta_end - kMetaCrcStart);
   d.computed_data_crc = Crc32c(p + meta_end, d.data_size);
+  for (ContainerDumpItem& item : d.items) {
+    if (!item.has_crc || uint64_t{item.offset} + item.stored_size > d.data_size) continue;
+    item.crc_computed = true;
+    item.computed_crc = Crc32c(p + meta_end + item.offset, item.stored_size);
+  }
   if (meta_end + d.data_size != n) {
     d.decode_error = fmt::format("{} trailing bytes after the data section", n - meta_end - d.data_size);
   }
@@ -91,8 +102,15 @@ std::string DescribeItem(const ContainerDumpItem& item) {
   const char* comp = IsValidCompression(item.compression)
                          ? CompressionName(static_cast<Compression>(item.compression))
                          : "INVALID";
-  return fmt::format("fp {} offset {} stored {} raw {} compression {}", item.fp.ToHex(), item.offset,
-                     item.stored_size, item.raw_size, comp);
+  std::string crc;
+  if (item.has_crc) {
+    crc = fmt::format(" crc 0x{:08x}", item.crc);
+    if (item.crc_computed && item.computed_crc != item.crc) {
+      crc += fmt::format(" MISMATCH (computed 0x{:08x})", item.computed_crc);
+    }
+  }
+  return fmt::format("fp {} offset {} stored {} raw {} compression {}{}", item.fp.ToHex(), item.offset,
+                     item.stored_size, item.raw_size, comp, crc);
 }
 
 void PrintContainerDump(const ContainerDump& d, std::ostream& out, size_t max_items) {

@@ -24,6 +24,10 @@ struct ContainerDumpItem {
   uint32_t stored_size = 0;  // bytes as stored (after compression)
   uint32_t raw_size = 0;     // bytes after decompression
   uint8_t compression = 0;   // chunkstore/compression.h value
+  bool has_crc = false;      // format 2 on: the stored bytes' CRC32C
+  uint32_t crc = 0;
+  bool crc_computed = false;  // the stored bytes lie within the file
+  uint32_t computed_crc = 0;
 };
 
 struct ContainerDump {

@@ -658,10 +658,12 @@ struct ContainerFile {
   ContainerId id = 0;
   std::string path;
   size_t fp_size = 0;
+  uint16_t version = 0;
   uint32_t items = 0, aliases = 0;
   uint64_t data_size = 0;
   uint64_t ItemsBegin() const { return Container::kHeaderSize + 8ull * aliases; }
-  uint64_t DataBegin() const { return ItemsBegin() + uint64_t{items} * Container::ItemSize(fp_size); }
+  uint64_t ItemSize() const { return Container::ItemSize(fp_size, version); }
+  uint64_t DataBegin() const { return ItemsBegin() + uint64_t{items} * ItemSize(); }
 };
 
 std::vector<ContainerFile> ListContainers(const std::string& data_dir) {
@@ -675,6 +677,7 @@ std::vector<ContainerFile> ListContainers(const std::string& data_dir) {
     c.path = e.path();
     c.id = DecodeFixed64(p + 16);
     c.fp_size = p[14];
+    c.version = DecodeFixed16(p + 12);
     c.items = DecodeFixed32(p + 24);
     c.aliases = DecodeFixed32(p + 28);
     c.data_size = DecodeFixed64(p + 32);
@@ -732,7 +735,7 @@ Locator ContainerItem(uint64_t at, size_t n) {
     if (c.items == 0) return Status::NotFound("empty container");
     d->file = c.path;
     d->names = "container " + std::to_string(c.id);
-    const uint64_t item = c.ItemsBegin() + (t.rng() % c.items) * Container::ItemSize(c.fp_size);
+    const uint64_t item = c.ItemsBegin() + (t.rng() % c.items) * c.ItemSize();
     d->flips = Range(item + at, n, t.rng);
     return Status::OK();
   };
