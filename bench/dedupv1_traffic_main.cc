@@ -33,6 +33,7 @@
 
 #include "bench/backup_generator.h"
 #include "bench/file_generation.h"
+#include "bench/json_string.h"
 #include "bench/traffic_runner.h"
 #include "bench/traffic_target.h"
 #include "core/base/config.h"
@@ -410,23 +411,6 @@ struct GenerationReport {
   GenerationResult result;
 };
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof(b), "\\u%04x", c);
-      out += b;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 std::string TruthJson(const GroundTruth& t) {
   char b[256];
   std::snprintf(b, sizeof(b),
@@ -450,20 +434,28 @@ void PrintJson(FILE* out, const Args& args, const std::vector<GenerationReport>&
   GroundTruth total;
   uint64_t bytes = 0;
   double secs = 0, fill = 0;
-  std::fprintf(out, "{\"command\": \"%s\", \"seed\": %llu, \"size\": %llu, \"request_size\": %llu, "
-               "\"streams\": %d, \"queue_depth\": %d, \"sync\": %s,\n",
-               args.verify ? "verify" : "write", static_cast<unsigned long long>(args.seed),
-               static_cast<unsigned long long>(args.size), static_cast<unsigned long long>(args.request_size),
-               args.streams, args.queue_depth, args.sync ? "true" : "false");
+  const bool real = !args.input.empty();  // --input: no generator, no ground truth
+  std::fprintf(out, "{\"command\": \"%s\", \"request_size\": %llu, \"streams\": %d, \"queue_depth\": %d, "
+               "\"sync\": %s,\n",
+               args.verify ? "verify" : "write", static_cast<unsigned long long>(args.request_size), args.streams,
+               args.queue_depth, args.sync ? "true" : "false");
+  if (real) {
+    std::fprintf(out, " \"input\": %s,\n", JsonString(args.input).c_str());
+  } else {
+    std::fprintf(out, " \"seed\": %llu, \"size\": %llu,\n", static_cast<unsigned long long>(args.seed),
+                 static_cast<unsigned long long>(args.size));
+  }
   const GeneratorParams& p = args.params;
-  std::fprintf(out,
-               " \"params\": {\"internal_redundancy\": %g, \"gen1_run_mean\": %llu, \"tr_run_mean\": %llu, "
-               "\"u_run_mean\": %llu, \"ir_run_mean\": %llu, \"tr_to_u\": %g, \"tr_to_ir\": %g, \"u_to_tr\": %g, "
-               "\"u_to_ir\": %g, \"ir_to_tr\": %g, \"ir_to_u\": %g},\n",
-               p.internal_redundancy, static_cast<unsigned long long>(p.gen1_run_mean),
-               static_cast<unsigned long long>(p.tr_run_mean), static_cast<unsigned long long>(p.u_run_mean),
-               static_cast<unsigned long long>(p.ir_run_mean), p.tr_to_u, p.tr_to_ir, p.u_to_tr, p.u_to_ir,
-               p.ir_to_tr, p.ir_to_u);
+  if (!real) {
+    std::fprintf(out,
+                 " \"params\": {\"internal_redundancy\": %g, \"gen1_run_mean\": %llu, \"tr_run_mean\": %llu, "
+                 "\"u_run_mean\": %llu, \"ir_run_mean\": %llu, \"tr_to_u\": %g, \"tr_to_ir\": %g, \"u_to_tr\": %g, "
+                 "\"u_to_ir\": %g, \"ir_to_tr\": %g, \"ir_to_u\": %g},\n",
+                 p.internal_redundancy, static_cast<unsigned long long>(p.gen1_run_mean),
+                 static_cast<unsigned long long>(p.tr_run_mean), static_cast<unsigned long long>(p.u_run_mean),
+                 static_cast<unsigned long long>(p.ir_run_mean), p.tr_to_u, p.tr_to_ir, p.u_to_tr, p.u_to_ir,
+                 p.ir_to_tr, p.ir_to_u);
+  }
   std::fprintf(out, " \"generations\": [");
   for (size_t i = 0; i < reports.size(); i++) {
     const GenerationReport& r = reports[i];
@@ -474,7 +466,7 @@ void PrintJson(FILE* out, const Args& args, const std::vector<GenerationReport>&
                  "\"truth\": %s",
                  i ? "," : "", r.number, JsonString(r.target).c_str(), static_cast<unsigned long long>(x.bytes),
                  x.seconds, x.sync_seconds, MBs(x.bytes, x.seconds), MBs(x.bytes, x.seconds - x.sync_seconds),
-                 x.fill_seconds, TruthJson(r.truth).c_str());
+                 x.fill_seconds, real ? "null" : TruthJson(r.truth).c_str());
     if (!r.input.empty()) std::fprintf(out, ", \"input\": %s", JsonString(r.input).c_str());
     if (args.verify) {
       std::fprintf(out, ", \"ok\": %s", x.mismatch ? "false" : "true");
@@ -489,11 +481,16 @@ void PrintJson(FILE* out, const Args& args, const std::vector<GenerationReport>&
     fill += x.fill_seconds;
   }
   std::fprintf(out, "],\n");
-  std::fprintf(out,
-               " \"total\": {\"bytes\": %llu, \"seconds\": %.3f, \"mb_s\": %.1f, \"ideal_stored_bytes\": %llu, "
-               "\"truth\": %s},\n",
-               static_cast<unsigned long long>(bytes), secs, MBs(bytes, secs),
-               static_cast<unsigned long long>(total.unique_bytes), TruthJson(total).c_str());
+  if (real) {
+    std::fprintf(out, " \"total\": {\"bytes\": %llu, \"seconds\": %.3f, \"mb_s\": %.1f, \"truth\": null},\n",
+                 static_cast<unsigned long long>(bytes), secs, MBs(bytes, secs));
+  } else {
+    std::fprintf(out,
+                 " \"total\": {\"bytes\": %llu, \"seconds\": %.3f, \"mb_s\": %.1f, \"ideal_stored_bytes\": %llu, "
+                 "\"truth\": %s},\n",
+                 static_cast<unsigned long long>(bytes), secs, MBs(bytes, secs),
+                 static_cast<unsigned long long>(total.unique_bytes), TruthJson(total).c_str());
+  }
   std::fprintf(out, " \"generator\": {\"seconds\": %.3f, \"mb_s_per_stream\": %.1f, \"share_of_stream_time\": %.4f}",
                fill, MBs(bytes, fill), secs > 0 ? fill / (secs * args.streams) : 0);
   if (args.verify) std::fprintf(out, ",\n \"ok\": %s", mismatch ? "false" : "true");
@@ -524,11 +521,15 @@ void PrintHuman(FILE* out, const Args& args, const std::vector<GenerationReport>
       }
       std::fprintf(out, "\n");
     }
-    std::fprintf(out, "  ground truth: unique %s (%s), internal redundant %s (%s), temporal redundant %s (%s)\n",
+    if (!r.input.empty()) {
+      std::fprintf(out, "  real data from %s: ground truth unknown\n", r.input.c_str());
+    } else {
+      std::fprintf(out, "  ground truth: unique %s (%s), internal redundant %s (%s), temporal redundant %s (%s)\n",
                  HumanBytes(t.unique_bytes).c_str(), Percent(t.unique_bytes, t.total()).c_str(),
                  HumanBytes(t.internal_redundant_bytes).c_str(), Percent(t.internal_redundant_bytes, t.total()).c_str(),
                  HumanBytes(t.temporal_redundant_bytes).c_str(),
                  Percent(t.temporal_redundant_bytes, t.total()).c_str());
+    }
     total.unique_bytes += t.unique_bytes;
     total.internal_redundant_bytes += t.internal_redundant_bytes;
     total.temporal_redundant_bytes += t.temporal_redundant_bytes;
@@ -536,10 +537,15 @@ void PrintHuman(FILE* out, const Args& args, const std::vector<GenerationReport>
     secs += x.seconds;
     fill += x.fill_seconds;
   }
-  std::fprintf(out, "total: %s %s in %.1f s: %.1f MB/s; ground truth redundancy %.1f%% "
-               "(an ideal deduplicator stores %s of %s)\n",
-               HumanBytes(bytes).c_str(), args.verify ? "verified" : "written", secs, MBs(bytes, secs),
-               100 * total.redundancy(), HumanBytes(total.unique_bytes).c_str(), HumanBytes(total.total()).c_str());
+  if (!args.input.empty()) {
+    std::fprintf(out, "total: %s %s in %.1f s: %.1f MB/s (real data: ground truth unknown)\n",
+                 HumanBytes(bytes).c_str(), args.verify ? "verified" : "written", secs, MBs(bytes, secs));
+  } else {
+    std::fprintf(out, "total: %s %s in %.1f s: %.1f MB/s; ground truth redundancy %.1f%% "
+                 "(an ideal deduplicator stores %s of %s)\n",
+                 HumanBytes(bytes).c_str(), args.verify ? "verified" : "written", secs, MBs(bytes, secs),
+                 100 * total.redundancy(), HumanBytes(total.unique_bytes).c_str(), HumanBytes(total.total()).c_str());
+  }
   if (fill > 0 && secs > 0) {
     std::fprintf(out, "generator: %.1f%% of the stream time (%.0f MB/s per stream)\n",
                  100 * fill / (secs * args.streams), MBs(bytes, fill));

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "bench/file_generation.h"
+#include "bench/json_string.h"
 #include "core/base/config.h"
 
 namespace dedupv1 {
@@ -22,24 +23,6 @@ struct FileResult {
   uint64_t chunks = 0;           // chunks the engine cut
 };
 
-// |s| as a JSON string body (paths: quotes, backslashes and control bytes escaped).
-std::string JsonEscaped(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof(b), "\\u%04x", c);
-      out += b;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 double Ratio(uint64_t stored, uint64_t written) { return written ? 1.0 - double(stored) / double(written) : 0; }
 
 void PrintJson(const std::vector<FileResult>& results, double ceiling, double peak_rss_mb) {
@@ -49,9 +32,9 @@ void PrintJson(const std::vector<FileResult>& results, double ceiling, double pe
     const FileResult& r = results[i];
     written += r.file->file_bytes();
     stored += r.stored;
-    std::printf("%s\n  {\"generation\": %zu, \"input\": \"%s\", \"bytes\": %llu, \"mb_s\": %.1f, \"cpu_seconds\": %.2f, "
+    std::printf("%s\n  {\"generation\": %zu, \"input\": %s, \"bytes\": %llu, \"mb_s\": %.1f, \"cpu_seconds\": %.2f, "
                 "\"stored_bytes\": %llu, \"raw_new_bytes\": %llu, \"chunks\": %llu, \"dedup_ratio\": %.4f}",
-                i ? "," : "", i + 1, JsonEscaped(r.file->path()).c_str(), (unsigned long long)r.file->file_bytes(), r.mbs, r.cpu_s,
+                i ? "," : "", i + 1, JsonString(r.file->path()).c_str(), (unsigned long long)r.file->file_bytes(), r.mbs, r.cpu_s,
                 (unsigned long long)r.stored, (unsigned long long)r.raw, (unsigned long long)r.chunks,
                 Ratio(r.stored, r.file->file_bytes()));
   }
@@ -97,6 +80,14 @@ int RunFileBench(const FileBenchArgs& args) {
     files.push_back(std::move(f));
     volumes.push_back("gen" + std::to_string(files.size()));
   }
+  // The chunk index sized for all files (FreshStoreOptions sizes it for two
+  // generations of store.size), unless --set says otherwise: a table that
+  // grows during the timed writes would be measured too.
+  uint64_t total = 0;
+  for (const auto& f : files) total += f->size();
+  const bool sized = std::any_of(store.overrides.begin(), store.overrides.end(),
+                                 [](const auto& kv) { return kv.first == "chunk-index.size"; });
+  if (!sized) store.overrides.emplace_back("chunk-index.size", std::to_string(std::max<uint64_t>(64 << 20, total / 8192 * 64)));
   std::string dir;
   bool temp = false;
   uint64_t vol_size = 0;

@@ -21,6 +21,10 @@ Status FileGeneration::Open(const std::string& path, std::unique_ptr<FileGenerat
     ::close(fd);
     return Status::IOError("cannot stat generation file " + path + ": " + std::strerror(e));
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::InvalidArgument("generation file " + path + " is not a regular file");
+  }
   if (st.st_size <= 0) {
     ::close(fd);
     return Status::InvalidArgument("generation file " + path + " is empty");

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Real data (issue 17, item 5): two weekly full backups made from files that
-# Debian packages ship (bench/real-data-gen.sh: 16 packages, the second
-# generation with the point release's security updates), ingested in one run
+# Real data (issue 17, item 5): two full backups made from files that Debian
+# packages ship (bench/real-data-gen.sh: 16 packages, the second generation
+# after the security updates since the point release), ingested in one run
 #   - by borg and restic (bench/peers-bench.sh: they back up the same tar
 #     files), next to dedupv1's engine in process (dedupv1_bench files);
 #   - through iSCSI by one client (dedupv1_traffic --input, one stream) into
@@ -24,10 +24,13 @@ here="$(cd "$(dirname "$0")" && pwd)"
 cache="${BENCH_REAL_CACHE:-/var/cache/dedupv1/realdata}"
 
 bench_say "real: the generations (Debian packages, cached in $cache)"
-if ! bash "$here/real-data-gen.sh" "$cache"; then
-  bench_say "real: skipped (the generations could not be built; the Debian archive unreachable?)"
+rc=0
+bash "$here/real-data-gen.sh" "$cache" || rc=$?
+if [ "$rc" -eq 3 ]; then
+  bench_say "real: skipped (a package could not be downloaded: no Debian archive reachable)"
   exit 77
 fi
+[ "$rc" -eq 0 ] || bench_die "real: the generations could not be built (exit $rc)"
 cp "$cache/versions.txt" "$out/real-versions.txt"
 
 rc=0

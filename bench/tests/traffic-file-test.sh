@@ -120,7 +120,9 @@ expect_exit 1 "--input: verify finds a changed byte" "$traffic" verify --input "
   --no-progress "$work/real%d.img"
 expect_exit 2 "--input: one file for two generations" "$traffic" --input "$work/in1.bin" --generations 2 "$work/x%d"
 expect_exit 3 "--input: a missing file" "$traffic" --input "$work/none%d.bin" --generations 2 "$work/x%d"
-expect_exit 2 "--input: an empty file" "$traffic" --input /dev/null "$work/x"
+: >"$work/empty.bin"
+expect_exit 2 "--input: an empty file" "$traffic" --input "$work/empty.bin" "$work/x"
+expect_exit 2 "--input: not a regular file" "$traffic" --input /dev/null "$work/x"
 
 # Usage errors.
 expect_exit 2 "no target" "$traffic" --size 1M
