@@ -555,23 +555,42 @@ int Usage() {
   return 2;
 }
 
+// The store flags the files and restore modes share: --set key=value and
+// --data-dir DIR into |store|, and with |size| --size SIZE (at least 1M).
+// 1 if argv[*i] was one (its value consumed: *i advanced), 0 if it is no
+// store flag, 2 (the exit code) if it is malformed.
+int ParseStoreFlag(int argc, char** argv, int* i, bool size, bench::StoreArgs* store) {
+  const std::string a = argv[*i];
+  if (*i + 1 >= argc || (a != "--set" && a != "--data-dir" && !(size && a == "--size"))) return 0;
+  const std::string v = argv[++*i];
+  if (a == "--data-dir") {
+    store->data_dir = v;
+  } else if (a == "--set") {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos) return Usage();
+    store->overrides.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+  } else {
+    Status s = ParseSize(v, &store->size);
+    if (!s.ok() || store->size < (1 << 20)) {
+      std::fprintf(stderr, "--size: %s\n", s.ok() ? "at least 1M" : s.message().c_str());
+      return 2;
+    }
+  }
+  return 1;
+}
+
 // dedupv1_bench files FILE... (bench/file_bench.h).
 int FilesMain(int argc, char** argv) {
   bench::FileBenchArgs args;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
-    const bool has_value = i + 1 < argc;
+    const int flag = ParseStoreFlag(argc, argv, &i, /*size=*/false, &args.store);
+    if (flag == 2) return 2;
+    if (flag == 1) continue;
     if (a == "--json") {
       args.json = true;
     } else if (a == "--keep") {
       args.keep = true;
-    } else if (a == "--set" && has_value) {
-      std::string kv = argv[++i];
-      size_t eq = kv.find('=');
-      if (eq == std::string::npos) return Usage();
-      args.store.overrides.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-    } else if (a == "--data-dir" && has_value) {
-      args.store.data_dir = argv[++i];
     } else if (a.rfind("--", 0) == 0) {
       return Usage();
     } else {
@@ -587,6 +606,9 @@ int RestoreMain(int argc, char** argv) {
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
     const bool has_value = i + 1 < argc;
+    const int flag = ParseStoreFlag(argc, argv, &i, /*size=*/true, &args.store);
+    if (flag == 2) return 2;
+    if (flag == 1) continue;
     if (a == "--json") {
       args.json = true;
     } else if (a == "--keep") {
@@ -602,19 +624,6 @@ int RestoreMain(int argc, char** argv) {
       if (a == "--every") args.every = static_cast<int>(n);
       if (a == "--readers") args.readers = static_cast<int>(n);
       if (a == "--seed") args.seed = static_cast<uint64_t>(n);
-    } else if (a == "--set" && has_value) {
-      std::string kv = argv[++i];
-      size_t eq = kv.find('=');
-      if (eq == std::string::npos) return Usage();
-      args.store.overrides.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-    } else if (a == "--size" && has_value) {
-      Status s = ParseSize(argv[++i], &args.store.size);
-      if (!s.ok() || args.store.size < (1 << 20)) {
-        std::fprintf(stderr, "--size: %s\n", s.ok() ? "at least 1M" : s.message().c_str());
-        return 2;
-      }
-    } else if (a == "--data-dir" && has_value) {
-      args.store.data_dir = argv[++i];
     } else {
       return Usage();
     }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -1085,6 +1086,38 @@ TEST(ChunkStoreReadBatchTest, NeighboursAreReadWithOneRange) {
   EXPECT_EQ(batch.size(), 2u);
 }
 
+// Six 1000-byte chunks from |seed| stored in one container of a store in
+// |o|'s dir, which is then closed.
+std::vector<Chunk> StoreSixAndClose(const ChunkStoreOptions& o, uint64_t seed) {
+  std::unique_ptr<ChunkStore> cs;
+  EXPECT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < 6; i++) {
+    chunks.push_back(MakeChunk(seed + i, 1000));
+    EXPECT_TRUE(Store(cs.get(), &chunks.back()).ok());
+  }
+  EXPECT_TRUE(cs->Close().ok());
+  return chunks;
+}
+
+// Container |id| of the closed store in |dir| stored again as |change|
+// leaves its bytes.
+void RewriteContainer(const std::string& dir, ContainerId id, const std::function<void(std::string*)>& change) {
+  std::unique_ptr<LocalContainerStore> store;
+  ASSERT_TRUE(LocalContainerStore::Open(Env::Default(), dir, &store).ok());
+  std::string bytes;
+  ASSERT_TRUE(store->Get(id, &bytes).ok());
+  change(&bytes);
+  ASSERT_TRUE(store->Put(id, bytes).ok());
+}
+
+// Flips a byte |into| bytes into |chunk|'s data in |bytes|.
+void FlipInside(const Chunk& chunk, size_t into, std::string* bytes) {
+  const size_t at = bytes->find(chunk.data.substr(0, 64));
+  ASSERT_NE(at, std::string::npos);
+  (*bytes)[at + into] ^= 0x01;
+}
+
 // A damaged byte in a chunk read by range is Corruption naming the
 // container and the chunk, never other bytes; the chunks around it read (a
 // container is never read whole for a batch, so its data CRC does not stand
@@ -1092,25 +1125,10 @@ TEST(ChunkStoreReadBatchTest, NeighboursAreReadWithOneRange) {
 TEST(ChunkStoreReadBatchTest, DamagedChunkInARangeIsCorruptionNamingIt) {
   test::TempDir dir;
   ChunkStoreOptions o = SmallOptions(dir.path());
-  std::unique_ptr<ChunkStore> cs;
-  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
-  std::vector<Chunk> chunks;
-  for (int i = 0; i < 6; i++) {
-    chunks.push_back(MakeChunk(300 + i, 1000));
-    ASSERT_TRUE(Store(cs.get(), &chunks.back()).ok());
-  }
-  ASSERT_TRUE(cs->Close().ok());
-  cs.reset();
-  std::unique_ptr<LocalContainerStore> store;
-  ASSERT_TRUE(LocalContainerStore::Open(Env::Default(), dir.path(), &store).ok());
-  std::string bytes;
-  ASSERT_TRUE(store->Get(chunks[0].id, &bytes).ok());
-  const size_t at = bytes.find(chunks[3].data.substr(0, 64));
-  ASSERT_NE(at, std::string::npos);
-  bytes[at + 500] ^= 0x01;  // inside chunk 3
-  ASSERT_TRUE(store->Put(chunks[0].id, bytes).ok());
-  store.reset();
+  const std::vector<Chunk> chunks = StoreSixAndClose(o, 300);
+  RewriteContainer(dir.path(), chunks[0].id, [&](std::string* b) { FlipInside(chunks[3], 500, b); });
 
+  std::unique_ptr<ChunkStore> cs;
   ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
   ChunkReadBatch batch;
   for (const Chunk& c : chunks) batch.Add(c.id, c.fp);
@@ -1131,23 +1149,10 @@ TEST(ChunkStoreReadBatchTest, DamagedChunkInARangeIsCorruptionNamingIt) {
 TEST(ChunkStoreReadBatchTest, FormatOneContainerIsCheckedByFingerprints) {
   test::TempDir dir;
   ChunkStoreOptions o = SmallOptions(dir.path());
-  std::unique_ptr<ChunkStore> cs;
-  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
-  std::vector<Chunk> chunks;
-  for (int i = 0; i < 6; i++) {
-    chunks.push_back(MakeChunk(400 + i, 1000));
-    ASSERT_TRUE(Store(cs.get(), &chunks.back()).ok());
-  }
-  ASSERT_TRUE(cs->Close().ok());
-  cs.reset();
-  std::unique_ptr<LocalContainerStore> store;
-  ASSERT_TRUE(LocalContainerStore::Open(Env::Default(), dir.path(), &store).ok());
-  std::string bytes;
-  ASSERT_TRUE(store->Get(chunks[0].id, &bytes).ok());
-  bytes = test::ContainerInFormatOne(bytes);
-  ASSERT_TRUE(store->Put(chunks[0].id, bytes).ok());
-  store.reset();
+  const std::vector<Chunk> chunks = StoreSixAndClose(o, 400);
+  RewriteContainer(dir.path(), chunks[0].id, [](std::string* b) { *b = test::ContainerInFormatOne(*b); });
 
+  std::unique_ptr<ChunkStore> cs;
   ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
   ASSERT_TRUE(ReadBatch(cs.get(), chunks).ok());
   for (const Chunk& c : chunks) {
@@ -1158,12 +1163,7 @@ TEST(ChunkStoreReadBatchTest, FormatOneContainerIsCheckedByFingerprints) {
   ASSERT_TRUE(cs->Close().ok());
   cs.reset();
 
-  ASSERT_TRUE(LocalContainerStore::Open(Env::Default(), dir.path(), &store).ok());
-  const size_t at = bytes.find(chunks[2].data.substr(0, 64));
-  ASSERT_NE(at, std::string::npos);
-  bytes[at + 300] ^= 0x01;
-  ASSERT_TRUE(store->Put(chunks[0].id, bytes).ok());
-  store.reset();
+  RewriteContainer(dir.path(), chunks[0].id, [&](std::string* b) { FlipInside(chunks[2], 300, b); });
   ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
   ChunkReadBatch batch;
   for (const Chunk& c : chunks) batch.Add(c.id, c.fp);

@@ -223,6 +223,13 @@ TEST(DedupSystemTest, OlderFormatIsUpgradedNewerOneRefused) {
     ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
     ASSERT_TRUE(v->Sync().ok());
   }
+  auto ExpectData = [&](DedupSystem* sys) {
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    std::vector<uint8_t> out(data.size());
+    ASSERT_TRUE(v->Read(0, out.size(), out.data()).ok());
+    EXPECT_EQ(out, data);
+  };
   const std::string path = JoinPath(dir.path(), "system");
   std::string text;
   ASSERT_TRUE(ReadFileToString(Env::Default(), path, &text).ok());
@@ -245,11 +252,7 @@ TEST(DedupSystemTest, OlderFormatIsUpgradedNewerOneRefused) {
     {
       auto sys = test::OpenSystemOrDie(o);
       EXPECT_EQ(sys->block_index()->stats().upgraded_at_open, records);
-      Volume* v;
-      ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
-      std::vector<uint8_t> out(data.size());
-      ASSERT_TRUE(v->Read(0, out.size(), out.data()).ok());
-      EXPECT_EQ(out, data);
+      ExpectData(sys.get());
     }
     std::string upgraded;
     ASSERT_TRUE(ReadFileToString(Env::Default(), path, &upgraded).ok());
@@ -261,11 +264,7 @@ TEST(DedupSystemTest, OlderFormatIsUpgradedNewerOneRefused) {
   ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, with_format("3")).ok());
   {
     auto sys = test::OpenSystemOrDie(o);
-    Volume* v;
-    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
-    std::vector<uint8_t> out(data.size());
-    ASSERT_TRUE(v->Read(0, out.size(), out.data()).ok());
-    EXPECT_EQ(out, data);
+    ExpectData(sys.get());
   }
   std::string upgraded;
   ASSERT_TRUE(ReadFileToString(Env::Default(), path, &upgraded).ok());
