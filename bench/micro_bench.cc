@@ -149,21 +149,8 @@ void BM_Fingerprint(benchmark::State& state, FingerprintType type) {
 BENCHMARK_CAPTURE(BM_Fingerprint, sha1, FingerprintType::kSha1)->Name("Fingerprint/sha1")->Arg(kChunk);
 BENCHMARK_CAPTURE(BM_Fingerprint, sha256, FingerprintType::kSha256)->Name("Fingerprint/sha256")->Arg(kChunk);
 
-void BM_Crc32c(benchmark::State& state) {
-  static const std::vector<uint8_t> data = RandomData(kStretch, 13);
-  const size_t n = static_cast<size_t>(state.range(0));
-  size_t off = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(Crc32c(data.data() + off, n));
-    off += n;
-    if (off + n > data.size()) off = 0;
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n));
-}
-BENCHMARK(BM_Crc32c)->Name("Crc32c")->Arg(kChunk)->Arg(4 << 20);
-
 // The loop Crc32c was before it kept three registers: one crc32 instruction
-// after the other, each waiting for the last (the baseline of Crc32c above).
+// after the other, each waiting for the last (the baseline of Crc32c).
 uint32_t Crc32cOneRegister(const uint8_t* p, size_t n) {
   uint64_t c = 0xFFFFFFFFu;
   for (; n >= 8; p += 8, n -= 8) {
@@ -175,18 +162,23 @@ uint32_t Crc32cOneRegister(const uint8_t* p, size_t n) {
   for (; n > 0; n--) c32 = _mm_crc32_u8(c32, *p++);
   return ~c32;
 }
-void BM_Crc32cOneRegister(benchmark::State& state) {
+uint32_t Crc32cLibrary(const uint8_t* p, size_t n) { return Crc32c(p, n); }
+
+// |crc| over pieces of state.range(0) bytes, one after the other.
+void BM_Crc32c(benchmark::State& state, uint32_t (*crc)(const uint8_t*, size_t)) {
   static const std::vector<uint8_t> data = RandomData(kStretch, 13);
   const size_t n = static_cast<size_t>(state.range(0));
   size_t off = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(Crc32cOneRegister(data.data() + off, n));
+    benchmark::DoNotOptimize(crc(data.data() + off, n));
     off += n;
     if (off + n > data.size()) off = 0;
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n));
 }
-BENCHMARK(BM_Crc32cOneRegister)->Name("Crc32c/one_register")->Arg(kChunk)->Arg(4 << 20);
+BENCHMARK_CAPTURE(BM_Crc32c, library, Crc32cLibrary)->Name("Crc32c")->Arg(kChunk)->Arg(4 << 20);
+BENCHMARK_CAPTURE(BM_Crc32c, one_register, Crc32cOneRegister)
+    ->Name("Crc32c/one_register")->Arg(kChunk)->Arg(4 << 20);
 
 // Chunking + SHA-1 of every chunk on one core: what one dedup worker can do
 // at most (dedupv1_bench's ceiling runs this on dedup.threads cores).
