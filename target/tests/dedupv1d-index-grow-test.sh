@@ -88,10 +88,15 @@ check "Prometheus has the table size" bash -c "curl -sf http://127.0.0.1:$MON/me
 # ---- kill -9 in the middle of a growth asked for
 # A growth of its own may still run after the writes; one asked for behind
 # it waits in memory only (a restart forgets it), so ask once it is done.
-check "no growth of its own runs any more" tgt_wait_for "[ \"\$(index_value growing)\" = 0 ]" 120
+check "no growth of its own runs or waits any more" \
+  tgt_wait_for "[ \"\$(index_value growing)\" = 0 ] && [ \"\$(index_value growth_requested)\" = 0 ]" 120
 check "index grow 16M" grow 16M
 check_output "it says the growth runs" "chunk index growth requested \(to at least 16777216 bytes"
-check "a growth is running" test "$(index_value growing)" = 1
+# The request is queued for the index's background thread, which begins the
+# growth on its next turn: wait for it (a check right away can see it still
+# requested, not yet running).
+check "the growth to 16 MiB is running" \
+  tgt_wait_for "[ \"\$(index_value growing)\" = 1 ] && [ \"\$(index_value table_size_bytes)\" -ge $((16 * MiB)) ]" 60
 moved="$(index_value growth_pages_moved) of $(index_value growth_pages_total)"
 kill -KILL "$pid"
 tgt_wait_for "! tgt_alive $pid" 10
