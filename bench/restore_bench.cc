@@ -69,6 +69,7 @@ struct ReadCounts {
   uint64_t metadata_reads = 0;
   uint64_t chunks_read = 0;
   uint64_t bytes_read = 0;  // from the container store
+  uint64_t chunks_in_place = 0;  // read straight into the reader's buffer
 };
 
 ReadCounts CountsOf(DedupSystem* sys) {
@@ -80,6 +81,7 @@ ReadCounts CountsOf(DedupSystem* sys) {
   c.metadata_reads = st.metadata_reads;
   c.chunks_read = st.chunk_reads;
   c.bytes_read = st.bytes_read;
+  c.chunks_in_place = st.chunks_read_in_place;
   return c;
 }
 
@@ -99,6 +101,7 @@ bool RestoreOnce(DedupSystem* sys, Volume* vol, uint64_t size, int readers, Rest
   r->reads.metadata_reads = after.metadata_reads - before.metadata_reads;
   r->reads.chunks_read = after.chunks_read - before.chunks_read;
   r->reads.bytes_read = after.bytes_read - before.bytes_read;
+  r->reads.chunks_in_place = after.chunks_in_place - before.chunks_in_place;
   return r->mbs >= 0;
 }
 
@@ -180,10 +183,12 @@ void PrintJson(const RestoreArgs& args, uint64_t size, double plain_warm, double
     if (g.measured) {
       for (const auto& [name, r] : {std::pair<const char*, const Restore&>{"warm", g.warm}, {"cold", g.cold}}) {
         std::printf(", \"%s_mb_s\": %.1f, \"%s_container_reads\": %llu, \"%s_metadata_reads\": %llu, "
-                    "\"%s_chunks_read\": %llu, \"%s_bytes_read\": %llu, \"%s_speed_factor\": %.3f",
+                    "\"%s_chunks_read\": %llu, \"%s_chunks_in_place\": %llu, \"%s_bytes_read\": %llu, "
+                    "\"%s_speed_factor\": %.3f",
                     name, r.mbs, name, (unsigned long long)r.reads.container_reads, name,
                     (unsigned long long)r.reads.metadata_reads, name, (unsigned long long)r.reads.chunks_read, name,
-                    (unsigned long long)r.reads.bytes_read, name, r.SpeedFactor(size));
+                    (unsigned long long)r.reads.chunks_in_place, name, (unsigned long long)r.reads.bytes_read, name,
+                    r.SpeedFactor(size));
       }
     }
     std::printf("}");

@@ -8,6 +8,14 @@ size_t ChunkReadBatch::Add(ContainerId id, const Fingerprint& fp) {
   return it->second;
 }
 
+void ChunkReadBatch::Place(size_t i, uint8_t* dst, uint32_t chunk_offset, uint32_t bytes) {
+  Item& item = items_[i];
+  const uintptr_t place = reinterpret_cast<uintptr_t>(dst) - chunk_offset;
+  if (item.covered != 0 && item.place != place) item.place_conflict = true;
+  item.place = place;
+  item.covered += bytes;
+}
+
 std::string* ChunkReadBatch::NewBuffer() {
   buffers_.push_back(std::make_unique<std::string>());
   return buffers_.back().get();

@@ -6,10 +6,19 @@
 // Add the wanted chunks (a chunk added twice is read once), call
 // ChunkStore::ReadChunks, then data(i) is chunk i's raw bytes. The views stay
 // valid as long as the batch lives and is not reset; the batch pins what
-// they point into (its own buffers or a cached container). Not thread-safe.
+// they point into (its own buffers, a cached container, or the caller's
+// output where a chunk was placed). Not thread-safe.
+//
+// Placement: a reader that copies a chunk's bytes into its output tells
+// where with Place(i, where chunk byte 0 would go, bytes copied). When the
+// places of a chunk agree and the copies cover the whole chunk, every byte
+// of [place, place + chunk size) is that chunk's: ReadChunks may then read it
+// straight there (data(i) views it in place) instead of into a buffer the
+// reader copies from, one copy fewer.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,8 +41,19 @@ class ChunkReadBatch {
   const Fingerprint& fingerprint(size_t i) const { return items_[i].fp; }
   // The chunk's raw bytes, once ChunkStore::ReadChunks returned OK.
   std::string_view data(size_t i) const { return items_[i].data; }
+  // The reader copies |bytes| of chunk i from |chunk_offset| on to |dst| in
+  // its output (so chunk byte 0 would go |chunk_offset| bytes before |dst|).
+  void Place(size_t i, uint8_t* dst, uint32_t chunk_offset, uint32_t bytes);
   void Reset();
 
+  // For ChunkStore::ReadChunks: where chunk i may be read to when it has
+  // |size| raw bytes (the places agreed and covered all of them), else
+  // nullptr.
+  uint8_t* placement(size_t i, uint64_t size) const {
+    const Item& item = items_[i];
+    // Covered whole: the chunk's bytes all lie in the output, so |place| does.
+    return !item.place_conflict && item.covered == size ? reinterpret_cast<uint8_t*>(item.place) : nullptr;
+  }
   // For ChunkStore::ReadChunks: where chunk i's bytes are.
   void SetData(size_t i, std::string_view data) { items_[i].data = data; }
   // A buffer that lives as long as the batch (views may point into it).
@@ -46,6 +66,10 @@ class ChunkReadBatch {
     ContainerId container;
     Fingerprint fp;
     std::string_view data;
+    uintptr_t place = 0;          // where chunk byte 0 goes in the reader's output (an
+                                  // address: before the output for a chunk cut at its start)
+    uint64_t covered = 0;         // bytes the reader copies to |place| + offset
+    bool place_conflict = false;  // two places: read into a buffer
   };
   struct KeyHash {
     size_t operator()(const std::pair<ContainerId, Fingerprint>& k) const {

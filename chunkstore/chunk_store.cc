@@ -150,6 +150,7 @@ ChunkStoreStats ChunkStore::stats() const {
   st.metadata_reads = metadata_reads_.load(std::memory_order_relaxed);
   st.chunk_reads = chunk_reads_.load(std::memory_order_relaxed);
   st.range_reads = range_reads_.load(std::memory_order_relaxed);
+  st.chunks_read_in_place = chunks_read_in_place_.load(std::memory_order_relaxed);
   st.bytes_read = bytes_read_.load(std::memory_order_relaxed);
   st.commit_latency_ms_total = commit_latency_ms_total_.load(std::memory_order_relaxed);
   st.read_cache_hits = read_cache_.hits();

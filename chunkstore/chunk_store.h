@@ -97,6 +97,7 @@ struct ChunkStoreStats {
   uint64_t metadata_reads = 0;        // container heads read (metadata only)
   uint64_t chunk_reads = 0;           // chunks read from the store one by one (ReadChunk)
   uint64_t range_reads = 0;           // ranges of a container read for a batch of chunks (ReadChunks)
+  uint64_t chunks_read_in_place = 0;  // of their chunks, read straight into the reader's output
   uint64_t bytes_read = 0;            // bytes read from the container store (whole, heads, ranges)
   uint64_t commit_latency_ms_total = 0;
   uint64_t dead_chunks_marked = 0;    // GC's dead marks held (chunks kept in containers as garbage)
@@ -390,6 +391,7 @@ class ChunkStore {
   std::atomic<uint64_t> metadata_reads_{0};
   std::atomic<uint64_t> chunk_reads_{0};
   std::atomic<uint64_t> range_reads_{0};
+  std::atomic<uint64_t> chunks_read_in_place_{0};
   std::atomic<uint64_t> bytes_read_{0};
   // Metadata of containers whose chunks were read one by one (~20 KiB each).
   static constexpr size_t kMetadataCacheContainers = 256;

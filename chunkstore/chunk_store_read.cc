@@ -202,6 +202,7 @@ Status ChunkStore::ReadChunksFromStore(ChunkReadBatch* batch,
   struct Piece {
     size_t index;  // in the batch
     Container::ChunkLocation loc;
+    uint8_t* place = nullptr;  // stored raw and placed by the reader: read straight there
   };
   std::vector<ContainerStore::RangeRead> reads;
   std::vector<std::vector<Piece>> pieces_of;  // per read
@@ -218,13 +219,25 @@ Status ChunkStore::ReadChunksFromStore(ChunkReadBatch* batch,
     for (size_t i : indexes) {
       Piece p{i, {}};
       DEDUPV1_RETURN_IF_ERROR(meta->Locate(batch->fingerprint(i), &p.loc));
+      if (p.loc.compression == Compression::kNone && p.loc.stored_size == p.loc.raw_size) {
+        p.place = batch->placement(i, p.loc.raw_size);
+      }
       pieces.push_back(p);
     }
     std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.loc.offset < b.loc.offset; });
     for (const Piece& p : pieces) {
       const uint64_t end = p.loc.offset + p.loc.stored_size;
       ContainerStore::RangeRead* last = reads.empty() || reads.back().id != id ? nullptr : &reads.back();
-      if (last != nullptr && p.loc.offset <= last->offset + last->n + kMaxGap && end - last->offset <= kMaxRange) {
+      // A placed chunk joins a range read into place only where it follows
+      // both in the container and in the reader's output; other chunks
+      // share a range read into a buffer, with gaps.
+      const bool joins =
+          last != nullptr && (p.place != nullptr
+                                  ? last->into != nullptr && p.loc.offset == last->offset + last->n &&
+                                        reinterpret_cast<char*>(p.place) == last->into + last->n
+                                  : last->into == nullptr && p.loc.offset <= last->offset + last->n + kMaxGap) &&
+          end - last->offset <= kMaxRange;
+      if (joins) {
         last->n = static_cast<size_t>(std::max<uint64_t>(last->offset + last->n, end) - last->offset);
         pieces_of.back().push_back(p);
         continue;
@@ -233,6 +246,7 @@ Status ChunkStore::ReadChunksFromStore(ChunkReadBatch* batch,
       r.id = id;
       r.offset = p.loc.offset;
       r.n = p.loc.stored_size;
+      r.into = reinterpret_cast<char*>(p.place);
       reads.push_back(std::move(r));
       pieces_of.push_back({p});
     }
@@ -246,11 +260,18 @@ Status ChunkStore::ReadChunksFromStore(ChunkReadBatch* batch,
     }
     DEDUPV1_RETURN_IF_ERROR(read.status);
     range_reads_.fetch_add(1, std::memory_order_relaxed);
-    bytes_read_.fetch_add(read.bytes.size(), std::memory_order_relaxed);
-    std::string* range = batch->NewBuffer();
-    range->swap(read.bytes);
+    bytes_read_.fetch_add(read.n, std::memory_order_relaxed);
+    std::string_view range;
+    if (read.into != nullptr) {
+      range = std::string_view(read.into, read.n);  // in place: checked there, never copied
+      chunks_read_in_place_.fetch_add(pieces_of[r].size(), std::memory_order_relaxed);
+    } else {
+      std::string* buffer = batch->NewBuffer();
+      buffer->swap(read.bytes);
+      range = *buffer;
+    }
     for (const Piece& p : pieces_of[r]) {
-      const std::string_view stored = std::string_view(*range).substr(p.loc.offset - read.offset, p.loc.stored_size);
+      const std::string_view stored = range.substr(p.loc.offset - read.offset, p.loc.stored_size);
       std::string* scratch = p.loc.compression == Compression::kNone ? nullptr : batch->NewBuffer();
       std::string_view raw;
       DEDUPV1_RETURN_IF_ERROR(

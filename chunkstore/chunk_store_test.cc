@@ -1216,5 +1216,63 @@ TEST(ChunkStoreReadBatchTest, EveryKindOfChunkInOneBatch) {
   EXPECT_TRUE(cs->ReadChunks(&batch).IsInvalidArgument());
 }
 
+// Chunks a reader places (ChunkReadBatch::Place) are read straight into its
+// output where they follow each other in their container and in the
+// output; the others (a chunk cut at the output's edge, one the reader puts
+// in two places) go through a buffer; every chunk is checked where it lands.
+TEST(ChunkStoreReadBatchTest, PlacedChunksAreReadStraightIntoTheOutput) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  const std::vector<Chunk> chunks = StoreSixAndClose(o, 600);
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+
+  // The output holds chunks 1-4 back to back, without chunk 1's first 100
+  // bytes; chunk 3 is also wanted a second time, at the output's end (so it
+  // has two places); chunk 0 is wanted in a buffer (not placed).
+  const size_t n = 1000;
+  std::string out(4 * n - 100 + n, '\0');
+  uint8_t* base = reinterpret_cast<uint8_t*>(out.data());
+  ChunkReadBatch batch;
+  size_t at[6];
+  at[1] = batch.Add(chunks[1].id, chunks[1].fp);
+  batch.Place(at[1], base, 100, n - 100);
+  for (int i = 2; i <= 4; i++) {
+    at[i] = batch.Add(chunks[i].id, chunks[i].fp);
+    batch.Place(at[i], base + (i - 1) * n - 100, 0, n);
+  }
+  batch.Place(at[3], base + 4 * n - 100, 0, n);
+  at[0] = batch.Add(chunks[0].id, chunks[0].fp);
+  EXPECT_EQ(batch.placement(at[2], n), base + n - 100);
+  EXPECT_EQ(batch.placement(at[2], n + 1), nullptr) << "a chunk longer than what is copied is not placed";
+  EXPECT_EQ(batch.placement(at[1], n), nullptr) << "cut at the output's start";
+  EXPECT_EQ(batch.placement(at[3], n), nullptr) << "two places";
+
+  ASSERT_TRUE(cs->ReadChunks(&batch).ok());
+  for (int i : {0, 1, 2, 3, 4}) EXPECT_EQ(batch.data(at[i]), chunks[i].data) << i;
+  EXPECT_EQ(batch.data(at[2]).data(), out.data() + n - 100) << "chunk 2 was read in place";
+  EXPECT_EQ(batch.data(at[4]).data(), out.data() + 3 * n - 100) << "chunk 4 was read in place";
+  EXPECT_EQ(out.substr(n - 100, n), chunks[2].data);
+  EXPECT_EQ(out.substr(3 * n - 100, n), chunks[4].data);
+  EXPECT_EQ(cs->stats().chunks_read_in_place, 2u);
+  // Chunks 0 and 1 share a range into a buffer, chunk 3 (between the placed
+  // 2 and 4) has one of its own: four ranges.
+  EXPECT_EQ(cs->stats().range_reads, 4u);
+  ASSERT_TRUE(cs->Close().ok());
+  cs.reset();
+
+  // A damaged chunk read in place is Corruption naming it; no other bytes
+  // are taken for it.
+  RewriteContainer(dir.path(), chunks[0].id, [&](std::string* b) { FlipInside(chunks[2], 10, b); });
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  ChunkReadBatch again;
+  const size_t i2 = again.Add(chunks[2].id, chunks[2].fp);
+  again.Place(i2, base, 0, n);
+  Status s = cs->ReadChunks(&again);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find(chunks[2].fp.ToHex() + " does not match its checksum"), std::string::npos)
+      << s.message();
+}
+
 }  // namespace
 }  // namespace dedupv1

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -62,12 +63,17 @@ class ContainerStore {
     bytes->assign(all, offset, n);
     return Status::OK();
   }
-  // One GetRange of a batch (GetRanges): in |id|, |offset|, |n|; out
-  // |bytes| and |status|, as GetRange would return them.
+  // One GetRange of a batch (GetRanges): in |id|, |offset|, |n| and
+  // optionally |into|; out |bytes| (or the n bytes at |into|) and |status|,
+  // as GetRange would return them.
   struct RangeRead {
     ContainerId id = kNoContainer;
     uint64_t offset = 0;
     size_t n = 0;
+    // Where the caller wants the n bytes (its own memory, n bytes long), if
+    // anywhere: then |bytes| stays empty. A failed read may have written
+    // part of them.
+    char* into = nullptr;
     std::string bytes;
     Status status;
   };
@@ -76,7 +82,10 @@ class ContainerStore {
   // all at once (many operations in flight) instead of one round trip after
   // the other. The default reads them one after the other.
   virtual void GetRanges(std::vector<RangeRead>* reads) {
-    for (RangeRead& r : *reads) r.status = GetRange(r.id, r.offset, r.n, &r.bytes);
+    for (RangeRead& r : *reads) {
+      r.status = GetRange(r.id, r.offset, r.n, &r.bytes);
+      MoveInto(&r);
+    }
   }
   // NotFound if absent. Durable when OK is returned.
   virtual Status Delete(ContainerId id) = 0;
@@ -109,6 +118,13 @@ class ContainerStore {
   virtual std::string Where(ContainerId id) const { return "container " + std::to_string(id); }
 
  protected:
+  // For GetRanges of stores that read into their own buffers: a read that
+  // wanted its bytes |into| the caller's memory gets them copied there.
+  static void MoveInto(RangeRead* r) {
+    if (r->into == nullptr || !r->status.ok()) return;
+    std::memcpy(r->into, r->bytes.data(), r->bytes.size());
+    r->bytes.clear();
+  }
   // PutNew's verdict on |stored|, found under |id| where |bytes| were to go.
   Status SameOrOwnedByAnother(ContainerId id, const std::string& stored, const std::string& bytes) const {
     if (stored == bytes) return Status::OK();

@@ -119,22 +119,52 @@ Status LocalContainerStore::Get(ContainerId id, std::string* bytes) {
   return s.WithContext("get " + Name(id));
 }
 
+Status LocalContainerStore::OpenForRead(ContainerId id, std::unique_ptr<File>* f, uint64_t* size) {
+  Status s = env_->OpenFile(ContainerPath(id), OpenMode::kReadOnly, f);
+  if (s.IsNotFound()) return Status::NotFound(Name(id) + " is not in the container store");
+  if (s.ok()) s = (*f)->Size(size);
+  return s.WithContext("read from " + Name(id));
+}
+
+Status LocalContainerStore::ReadOpen(File* f, uint64_t size, ContainerId id, uint64_t offset, size_t n, bool exact,
+                                     std::string* bytes, char* into) {
+  if (offset > size) offset = size;
+  if (exact && n > size - offset) {
+    return Status::Corruption(Name(id) + " has " + std::to_string(size) + " bytes, less than its metadata says");
+  }
+  n = static_cast<size_t>(std::min<uint64_t>(n, size - offset));
+  if (into == nullptr) {
+    bytes->resize(n);
+    into = bytes->data();
+  }
+  if (n == 0) return Status::OK();
+  return f->Read(offset, n, into).WithContext("read from " + Name(id));
+}
+
 Status LocalContainerStore::ReadPart(ContainerId id, uint64_t offset, size_t n, bool exact,
                                      std::string* bytes) {
   std::unique_ptr<File> f;
-  Status s = env_->OpenFile(ContainerPath(id), OpenMode::kReadOnly, &f);
-  if (s.IsNotFound()) return Status::NotFound(Name(id) + " is not in the container store");
   uint64_t size = 0;
-  if (s.ok()) s = f->Size(&size);
-  if (s.ok() && offset > size) offset = size;
-  if (s.ok() && exact && n > size - offset) {
-    return Status::Corruption(Name(id) + " has " + std::to_string(size) + " bytes, less than its metadata says");
+  DEDUPV1_RETURN_IF_ERROR(OpenForRead(id, &f, &size));
+  return ReadOpen(f.get(), size, id, offset, n, exact, bytes, nullptr);
+}
+
+// Reads straight into the caller's memory where it asks, and opens a
+// container once for the ranges of it that follow each other in |reads|.
+void LocalContainerStore::GetRanges(std::vector<RangeRead>* reads) {
+  std::unique_ptr<File> f;
+  uint64_t size = 0;
+  ContainerId open_id = kNoContainer;
+  Status opened;
+  for (RangeRead& r : *reads) {
+    r.bytes.clear();
+    if (open_id != r.id || f == nullptr) {
+      f.reset();
+      open_id = r.id;
+      opened = OpenForRead(r.id, &f, &size);
+    }
+    r.status = opened.ok() ? ReadOpen(f.get(), size, r.id, r.offset, r.n, /*exact=*/true, &r.bytes, r.into) : opened;
   }
-  if (s.ok()) {
-    bytes->resize(std::min<uint64_t>(n, size - offset));
-    if (!bytes->empty()) s = f->Read(offset, bytes->size(), bytes->data());
-  }
-  return s.WithContext("read from " + Name(id));
 }
 
 Status LocalContainerStore::GetHead(ContainerId id, size_t n, std::string* bytes) {

@@ -31,6 +31,7 @@ class LocalContainerStore : public ContainerStore {
   Status Get(ContainerId id, std::string* bytes) override;
   Status GetHead(ContainerId id, size_t n, std::string* bytes) override;
   Status GetRange(ContainerId id, uint64_t offset, size_t n, std::string* bytes) override;
+  void GetRanges(std::vector<RangeRead>* reads) override;
   Status Delete(ContainerId id) override;
   Status List(std::vector<ContainerId>* ids) override;
   Status UsedBytes(uint64_t* bytes) override;
@@ -49,6 +50,12 @@ class LocalContainerStore : public ContainerStore {
   // Bytes [offset, offset + n) of a container file; with |exact| a file too
   // short for them is Corruption, else the read stops at the end of the file.
   Status ReadPart(ContainerId id, uint64_t offset, size_t n, bool exact, std::string* bytes);
+  // The container's file, opened for reading, and its size.
+  Status OpenForRead(ContainerId id, std::unique_ptr<File>* f, uint64_t* size);
+  // ReadPart's read from the open |f| of |size| bytes: into |into| (n bytes
+  // of the caller's) if not null, else into |bytes|.
+  Status ReadOpen(File* f, uint64_t size, ContainerId id, uint64_t offset, size_t n, bool exact, std::string* bytes,
+                  char* into);
 
   Env* const env_;
   const std::string dir_;

@@ -255,12 +255,14 @@ void RadosContainerStore::GetRanges(std::vector<RangeRead>* reads) {
     cluster_->Record(RadosOpKind::kRead, f.start, r >= 0 ? f.bl.length() : 0, r >= 0);
     RangeRead& rr = (*reads)[f.index];
     rr.status = ReadResult(rr.id, rr.offset, rr.n, /*exact=*/true, r, f.bl, &rr.bytes);
+    MoveInto(&rr);
     flying.pop_front();
   };
   for (size_t i = 0; i < reads->size(); i++) {
     RangeRead& rr = (*reads)[i];
     if (rr.n == 0) {
       rr.status = GetRange(rr.id, rr.offset, rr.n, &rr.bytes);
+      MoveInto(&rr);
       continue;
     }
     if (flying.size() >= kReadsInFlight) finish_oldest();
@@ -274,6 +276,7 @@ void RadosContainerStore::GetRanges(std::vector<RangeRead>* reads) {
       f.done->release();
       flying.pop_back();
       rr.status = ReadResult(rr.id, rr.offset, rr.n, /*exact=*/true, r, {}, &rr.bytes);
+      MoveInto(&rr);
     }
   }
   while (!flying.empty()) finish_oldest();

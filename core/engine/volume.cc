@@ -67,7 +67,9 @@ Status Volume::PlanPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_t*
       std::memset(dst, 0, size);
       return;
     }
-    plan->copies.push_back(PiecePlan::Copy{dst, batch->Add(item.container, item.fp), chunk_offset, size});
+    const size_t chunk = batch->Add(item.container, item.fp);
+    batch->Place(chunk, dst, chunk_offset, size);
+    plan->copies.push_back(PiecePlan::Copy{dst, chunk, chunk_offset, size});
   });
   return Status::OK();
 }
@@ -81,7 +83,9 @@ Status Volume::FinishPiece(uint64_t block, uint32_t offset, uint32_t len, uint8_
       return Status::Corruption("read block " + std::to_string(block) + " of volume " + name_ +
                                 ": it maps bytes beyond the end of chunk " + batch.fingerprint(c.chunk).ToHex());
     }
-    std::memcpy(c.dst, chunk.data() + c.chunk_offset, c.size);
+    // A chunk the store read straight into place needs no copy.
+    const char* src = chunk.data() + c.chunk_offset;
+    if (src != reinterpret_cast<const char*>(c.dst)) std::memcpy(c.dst, src, c.size);
   }
   buffer_.Overlay(block, offset, len, out);
   return Status::OK();
