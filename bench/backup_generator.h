@@ -52,6 +52,9 @@ class Generation : public GenerationSource {
   uint64_t size() const override { return size_; }
   int number() const { return number_; }
   const GroundTruth& truth() const { return truth_; }
+  // Memory this generation's description takes (it grows with its size), so
+  // a bench can tell the generator's memory from the engine's.
+  uint64_t MemoryBytes() const { return extents_.capacity() * sizeof(Extent); }
   // Fills out[0, len) with the bytes at [offset, offset + len).
   void Read(uint64_t offset, size_t len, uint8_t* out) const override;
 

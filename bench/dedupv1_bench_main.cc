@@ -287,14 +287,14 @@ void PrintEngineJson(const bench::Generation& g1, const bench::Generation& g2, c
       "\"gen1_ground_truth_ratio\": %.4f, \"gen1_dedup_ratio\": %.4f, \"chunks\": %llu, \"gen1_chunks\": %llu, "
       "\"gen2_chunks\": %llu, \"cpu_seconds\": %.1f, \"gen1_cpu_seconds\": %.2f, \"gen2_cpu_seconds\": %.2f, "
       "\"ceiling_cpu_seconds\": %.2f, "
-      "\"peak_rss_mb\": %.0f",
+      "\"peak_rss_mb\": %.0f, \"generator_mb\": %.1f",
       (unsigned long long)g1.size(), (unsigned long long)seed, r.gen1_start, r.gen1_end, r.gen2_start, r.gen2_end,
       r.rados ? "rados" : "local", r.mbs1, r.mbs2, r.ceiling, r.mbs1 / r.ceiling,
       r.mbs2 / r.ceiling, (unsigned long long)r.stored1, (unsigned long long)r.stored2,
       1.0 - double(r.stored2) / double(g2.size()), g2.truth().redundancy(), g1.truth().redundancy(),
       1.0 - double(r.stored1) / double(g1.size()), (unsigned long long)(r.chunks1 + r.chunks2),
       (unsigned long long)r.chunks1, (unsigned long long)r.chunks2, r.cpu_s, r.gen1_cpu_s, r.gen2_cpu_s,
-      r.ceiling_cpu_s, r.peak_rss_mb);
+      r.ceiling_cpu_s, r.peak_rss_mb, (g1.MemoryBytes() + g2.MemoryBytes()) / 1048576.0);
   if (r.rados) PrintRadosJson(r, g1.size() + g2.size());
   std::printf("}\n");
 }

@@ -1,5 +1,7 @@
 #include "chunkstore/chunk_read_batch.h"
 
+#include <algorithm>
+
 namespace dedupv1 {
 
 size_t ChunkReadBatch::Add(ContainerId id, const Fingerprint& fp) {
@@ -14,6 +16,8 @@ void ChunkReadBatch::Place(size_t i, uint8_t* dst, uint32_t chunk_offset, uint32
   if (item.covered != 0 && item.place != place) item.place_conflict = true;
   item.place = place;
   item.covered += bytes;
+  item.lowest = std::min<uint64_t>(item.lowest, chunk_offset);
+  item.highest = std::max<uint64_t>(item.highest, uint64_t{chunk_offset} + bytes);
 }
 
 std::string* ChunkReadBatch::NewBuffer() {

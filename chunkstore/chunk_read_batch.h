@@ -47,12 +47,16 @@ class ChunkReadBatch {
   void Reset();
 
   // For ChunkStore::ReadChunks: where chunk i may be read to when it has
-  // |size| raw bytes (the places agreed and covered all of them), else
-  // nullptr.
+  // |size| raw bytes (the places agreed, and the copies, which never overlap
+  // in the output, tile [0, size) of the chunk exactly), else nullptr.
   uint8_t* placement(size_t i, uint64_t size) const {
     const Item& item = items_[i];
-    // Covered whole: the chunk's bytes all lie in the output, so |place| does.
-    return !item.place_conflict && item.covered == size ? reinterpret_cast<uint8_t*>(item.place) : nullptr;
+    // Tiled whole: every byte of [place, place + size) is one the reader
+    // copies from this chunk, all inside its output. A copy reaching
+    // beyond the chunk (a damaged mapping) is never placed: the reader
+    // reports it, and no byte outside its copies is written.
+    const bool tiled = item.covered == size && item.lowest == 0 && item.highest == size;
+    return !item.place_conflict && tiled ? reinterpret_cast<uint8_t*>(item.place) : nullptr;
   }
   // For ChunkStore::ReadChunks: where chunk i's bytes are.
   void SetData(size_t i, std::string_view data) { items_[i].data = data; }
@@ -69,6 +73,8 @@ class ChunkReadBatch {
     uintptr_t place = 0;          // where chunk byte 0 goes in the reader's output (an
                                   // address: before the output for a chunk cut at its start)
     uint64_t covered = 0;         // bytes the reader copies to |place| + offset
+    uint64_t lowest = UINT64_MAX;  // the lowest chunk offset copied
+    uint64_t highest = 0;          // the end of the highest copy in the chunk
     bool place_conflict = false;  // two places: read into a buffer
   };
   struct KeyHash {

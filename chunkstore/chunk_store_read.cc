@@ -219,7 +219,8 @@ Status ChunkStore::ReadChunksFromStore(ChunkReadBatch* batch,
     for (size_t i : indexes) {
       Piece p{i, {}};
       DEDUPV1_RETURN_IF_ERROR(meta->Locate(batch->fingerprint(i), &p.loc));
-      if (p.loc.compression == Compression::kNone && p.loc.stored_size == p.loc.raw_size) {
+      if (store_->ReadsIntoPlace() && p.loc.compression == Compression::kNone &&
+          p.loc.stored_size == p.loc.raw_size) {
         p.place = batch->placement(i, p.loc.raw_size);
       }
       pieces.push_back(p);
@@ -264,7 +265,6 @@ Status ChunkStore::ReadChunksFromStore(ChunkReadBatch* batch,
     std::string_view range;
     if (read.into != nullptr) {
       range = std::string_view(read.into, read.n);  // in place: checked there, never copied
-      chunks_read_in_place_.fetch_add(pieces_of[r].size(), std::memory_order_relaxed);
     } else {
       std::string* buffer = batch->NewBuffer();
       buffer->swap(read.bytes);
@@ -278,6 +278,7 @@ Status ChunkStore::ReadChunksFromStore(ChunkReadBatch* batch,
           UnpackStoredChunk(options_.fp_type, read.id, batch->fingerprint(p.index), p.loc, stored, scratch, &raw));
       batch->SetData(p.index, raw);
     }
+    if (read.into != nullptr) chunks_read_in_place_.fetch_add(pieces_of[r].size(), std::memory_order_relaxed);
   }
   for (size_t i : one_by_one) {
     std::string* buf = batch->NewBuffer();

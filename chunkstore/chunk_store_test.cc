@@ -1247,6 +1247,15 @@ TEST(ChunkStoreReadBatchTest, PlacedChunksAreReadStraightIntoTheOutput) {
   EXPECT_EQ(batch.placement(at[2], n + 1), nullptr) << "a chunk longer than what is copied is not placed";
   EXPECT_EQ(batch.placement(at[1], n), nullptr) << "cut at the output's start";
   EXPECT_EQ(batch.placement(at[3], n), nullptr) << "two places";
+  {
+    // A damaged mapping copying beyond the chunk's end: as many bytes as the
+    // chunk has, but not [0, n) of it. Never placed (the read would land
+    // before the output).
+    ChunkReadBatch damaged;
+    const size_t d = damaged.Add(chunks[5].id, chunks[5].fp);
+    damaged.Place(d, base, 100, n);
+    EXPECT_EQ(damaged.placement(d, n), nullptr);
+  }
 
   ASSERT_TRUE(cs->ReadChunks(&batch).ok());
   for (int i : {0, 1, 2, 3, 4}) EXPECT_EQ(batch.data(at[i]), chunks[i].data) << i;
@@ -1254,10 +1263,26 @@ TEST(ChunkStoreReadBatchTest, PlacedChunksAreReadStraightIntoTheOutput) {
   EXPECT_EQ(batch.data(at[4]).data(), out.data() + 3 * n - 100) << "chunk 4 was read in place";
   EXPECT_EQ(out.substr(n - 100, n), chunks[2].data);
   EXPECT_EQ(out.substr(3 * n - 100, n), chunks[4].data);
+  // Nothing else of the output was written (the reader copies the rest).
+  EXPECT_EQ(out.substr(0, n - 100), std::string(n - 100, '\0'));
+  EXPECT_EQ(out.substr(2 * n - 100, n), std::string(n, '\0'));
+  EXPECT_EQ(out.substr(4 * n - 100), std::string(n, '\0'));
   EXPECT_EQ(cs->stats().chunks_read_in_place, 2u);
   // Chunks 0 and 1 share a range into a buffer, chunk 3 (between the placed
   // 2 and 4) has one of its own: four ranges.
   EXPECT_EQ(cs->stats().range_reads, 4u);
+
+  // Chunks 2, 3 and 4 placed back to back: one range straight into place.
+  std::string out2(3 * n, '\0');
+  uint8_t* base2 = reinterpret_cast<uint8_t*>(out2.data());
+  ChunkReadBatch run;
+  for (int i = 2; i <= 4; i++) run.Place(run.Add(chunks[i].id, chunks[i].fp), base2 + (i - 2) * n, 0, n);
+  const ChunkStoreStats before_run = cs->stats();
+  ASSERT_TRUE(cs->ReadChunks(&run).ok());
+  EXPECT_EQ(out2, chunks[2].data + chunks[3].data + chunks[4].data);
+  for (size_t i = 0; i < 3; i++) EXPECT_EQ(run.data(i).data(), out2.data() + i * n) << i;
+  EXPECT_EQ(cs->stats().range_reads - before_run.range_reads, 1u);
+  EXPECT_EQ(cs->stats().chunks_read_in_place - before_run.chunks_read_in_place, 3u);
   ASSERT_TRUE(cs->Close().ok());
   cs.reset();
 
@@ -1272,6 +1297,37 @@ TEST(ChunkStoreReadBatchTest, PlacedChunksAreReadStraightIntoTheOutput) {
   ASSERT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_NE(s.message().find(chunks[2].fp.ToHex() + " does not match its checksum"), std::string::npos)
       << s.message();
+  EXPECT_EQ(cs->stats().range_reads, 1u) << "read in place (one range), then refused";
+  EXPECT_EQ(cs->stats().chunks_read_in_place, 0u) << "a chunk that fails its check is not counted";
+}
+
+// A store that copies anyway (not ReadsIntoPlace: the memory store, RADOS)
+// keeps neighbours in one coalesced range, placed or not.
+TEST(ChunkStoreReadBatchTest, StoresThatCopyAnywayKeepCoalescedRanges) {
+  test::TempDir dir;
+  ChunkStoreOptions o = SmallOptions(dir.path());
+  o.backend = "memory";
+  o.container_size = 1 << 20;
+  o.read_cache_containers = 0;  // every read goes to the backend
+  std::unique_ptr<ChunkStore> cs;
+  ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
+  std::vector<Chunk> chunks;
+  for (int i = 0; i < 5; i++) {
+    chunks.push_back(MakeChunk(700 + i, 1000));
+    ASSERT_TRUE(Store(cs.get(), &chunks.back()).ok());
+  }
+  ASSERT_TRUE(cs->Flush().ok());
+  const size_t n = 1000;
+  std::string out(5 * n - 100, '\0');
+  uint8_t* base = reinterpret_cast<uint8_t*>(out.data());
+  ChunkReadBatch batch;
+  batch.Place(batch.Add(chunks[0].id, chunks[0].fp), base, 100, n - 100);
+  for (size_t i = 1; i < 5; i++) batch.Place(batch.Add(chunks[i].id, chunks[i].fp), base + i * n - 100, 0, n);
+  const ChunkStoreStats before = cs->stats();
+  ASSERT_TRUE(cs->ReadChunks(&batch).ok());
+  for (size_t i = 0; i < 5; i++) EXPECT_EQ(batch.data(i), chunks[i].data) << i;
+  EXPECT_EQ(cs->stats().range_reads - before.range_reads, 1u);
+  EXPECT_EQ(cs->stats().chunks_read_in_place, 0u);
 }
 
 }  // namespace

@@ -77,6 +77,12 @@ class ContainerStore {
     std::string bytes;
     Status status;
   };
+  // True if GetRanges reads a range |into| the caller's memory without a
+  // copy of its own (a local file's pread). Then a reader gains by asking
+  // for the chunks it can place, at the price of ranges split where placed
+  // and other chunks meet; a store that copies anyway (RADOS: its buffers)
+  // keeps the fewer, coalesced ranges.
+  virtual bool ReadsIntoPlace() const { return false; }
   // Many ranges, of one or many containers, each with its own result: for a
   // read path that knows several chunks it needs, an object store reads them
   // all at once (many operations in flight) instead of one round trip after
@@ -122,7 +128,13 @@ class ContainerStore {
   // wanted its bytes |into| the caller's memory gets them copied there.
   static void MoveInto(RangeRead* r) {
     if (r->into == nullptr || !r->status.ok()) return;
-    std::memcpy(r->into, r->bytes.data(), r->bytes.size());
+    if (r->bytes.size() != r->n) {
+      r->status = Status::Corruption("container " + std::to_string(r->id) + ": a read of " + std::to_string(r->n) +
+                                     " bytes at " + std::to_string(r->offset) + " returned " +
+                                     std::to_string(r->bytes.size()));
+    } else {
+      std::memcpy(r->into, r->bytes.data(), r->n);
+    }
     r->bytes.clear();
   }
   // PutNew's verdict on |stored|, found under |id| where |bytes| were to go.

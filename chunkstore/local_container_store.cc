@@ -123,6 +123,7 @@ Status LocalContainerStore::OpenForRead(ContainerId id, std::unique_ptr<File>* f
   Status s = env_->OpenFile(ContainerPath(id), OpenMode::kReadOnly, f);
   if (s.IsNotFound()) return Status::NotFound(Name(id) + " is not in the container store");
   if (s.ok()) s = (*f)->Size(size);
+  if (!s.ok()) f->reset();  // a later range of |id| tries again
   return s.WithContext("read from " + Name(id));
 }
 

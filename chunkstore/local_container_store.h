@@ -32,6 +32,7 @@ class LocalContainerStore : public ContainerStore {
   Status GetHead(ContainerId id, size_t n, std::string* bytes) override;
   Status GetRange(ContainerId id, uint64_t offset, size_t n, std::string* bytes) override;
   void GetRanges(std::vector<RangeRead>* reads) override;
+  bool ReadsIntoPlace() const override { return true; }
   Status Delete(ContainerId id) override;
   Status List(std::vector<ContainerId>* ids) override;
   Status UsedBytes(uint64_t* bytes) override;

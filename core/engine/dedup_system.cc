@@ -992,6 +992,7 @@ void DedupSystem::CheckpointLoop() {
         RecordError(s.WithContext("checkpoint"));
       } else {
         (soft_limit ? soft_limit_checkpoints_ : idle_checkpoints_)++;
+        ReturnFreedMemory();
       }
     }
     // Idle: a GC round if one has work (candidates, garbage not looked at

@@ -10,4 +10,6 @@ void TuneAllocatorForLargeBuffers() {
   mallopt(M_MMAP_THRESHOLD, static_cast<int>(kLargeBufferThreshold));
 }
 
+void ReturnFreedMemory() { malloc_trim(0); }
+
 }  // namespace dedupv1

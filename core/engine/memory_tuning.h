@@ -22,4 +22,12 @@ constexpr size_t kLargeBufferThreshold = 1 << 20;
 // host process (tgtd, a tool) shares.
 void TuneAllocatorForLargeBuffers();
 
+// Gives the pages of freed heap memory back to the system (malloc_trim).
+// A checkpoint writes the auxiliary indexes back and frees hundreds of
+// thousands of small nodes at once; glibc keeps their pages, and the holes
+// they leave in the arenas are reused only in part, so the RSS crept upwards
+// with the data written although the live heap stayed flat. Called after
+// each checkpoint of the checkpoint thread (a few ms per call).
+void ReturnFreedMemory();
+
 }  // namespace dedupv1
