@@ -619,7 +619,7 @@ if rss:
     table(["per generation", "gen 1 MB/s", "gen 2 MB/s", "stored", "peak RSS MB", "anon / file MB (sampled)",
            "generator MB", "engine anon MB", "bytes per chunk", "wall s"], rows)
     write_csv("scale_rss.csv", ["gib_per_generation", "peak_rss_mb", "stored_bytes", "engine_anon_mb"], csv_rows)
-    full = [r for r in rss if r["size"] >= 5 * 2**30]  # the configured caches are full by about 5 GiB
+    full = [r for r in rss if r["size"] >= 10 * 2**30]  # the configured caches are full by about 10 GiB
     if len(full) >= 2:
         lo, hi = full[0], full[-1]
         rr = engine_anon(hi) / engine_anon(lo) if engine_anon(lo) else 0
@@ -628,7 +628,7 @@ if rss:
                         f"{engine_anon(lo):.0f} -> {engine_anon(hi):.0f} MB (x{rr:.2f})", met(rr <= 1.10)])
     elif len(rss) >= 2:
         targets.append(["RSS flat (within 10%) once the caches are full",
-                        "not assessed (needs two sizes of 5 GiB or more: BENCH_RSS_SIZES)", "-"])
+                        "not assessed (needs two sizes of 10 GiB or more: BENCH_RSS_SIZES)", "-"])
 
 # --- targets ------------------------------------------------------------------------------------
 
