@@ -70,9 +70,11 @@ mon_gw() {
 check "A starts gateway slot gw-a" dd_start "$confA"
 pidA="$(dd_pid "$WORK/a/data")"
 check "generation 1 written and synced through A" put "$WORK/gen1.img" "$(urlA)"
+# The heartbeat thread writes the volume list after the LUN was added:
+# waited for, like B's below.
 check "cluster view: A holds gw-a and beats, vol1 belongs to gw-a" \
-  gw ".lock_held and .state == \"serving\" and .holder.pid == $pidA and .heartbeat.state == \"serving\"
-      and .heartbeat.portal == \"127.0.0.1:$PORT\" and .heartbeat.volumes == [\"vol1\"] and .takeovers == 0"
+  tgt_wait_for "gw '.lock_held and .state == \"serving\" and .holder.pid == $pidA and .heartbeat.state == \"serving\"
+      and .heartbeat.portal == \"127.0.0.1:$PORT\" and .heartbeat.volumes == [\"vol1\"] and .takeovers == 0'" 10
 check "cluster view: the volume -> slot map" jq -e '.volumes.vol1 == "gw-a"' "$WORK/cluster.json"
 # The LUN's identity (VPD 0x80 serial, 0x83 device ids: what multipath's
 # WWID is made of) comes from the volume's uid in the slot's volume table.

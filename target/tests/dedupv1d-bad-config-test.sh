@@ -160,7 +160,7 @@ PYEOF
 dying=$!
 tgt_wait_for "test -e '$WORK/dying.ready'" 10
 sed "s/^pid = .*/pid = $dying/" "$WORK/state.kept" >"$data/dedupv1d.state"
-check "the dying process's main thread is a zombie" bash -c "ps -o stat= -p $dying | grep -q '^Z'"
+check "the dying process's main thread is a zombie" tgt_wait_for "ps -o stat= -p $dying | grep -q '^Z'" 10
 (sleep 3; kill -KILL "$dying") &
 killer=$!
 check "start after a kill whose last thread lingers: waits for it" dd_start "$WORK/good.conf"

@@ -75,6 +75,10 @@ check "every synced segment reads back" bash -c "timeout 180 qemu-img convert -f
 # The whole image again (what is stored deduplicates).
 check "the writer writes all 128 MiB" dd_segment_writer w2 "$(dd_url 1)" "$WORK/w.img" "$seg"
 check "LUN 1 reads back all 128 MiB" same "$WORK/w.img" 1
+# A growth of the table's own may still run or wait after the writes; the
+# sizes below are read once it is done (a growth changes them).
+check "no growth of its own runs or waits any more" \
+  tgt_wait_for "[ \"\$(index_value growing)\" = 0 ] && [ \"\$(index_value growth_requested)\" = 0 ]" 120
 used="$(index_value used_entries)"
 capacity="$(index_value capacity_entries)"
 table="$(index_value table_size_bytes)"
@@ -86,10 +90,8 @@ check "the status page has the growth line" bash -c "curl -sf http://127.0.0.1:$
 check "Prometheus has the table size" bash -c "curl -sf http://127.0.0.1:$MON/metrics | grep -q '^dedupv1_chunk_index_table_bytes $table'"
 
 # ---- kill -9 in the middle of a growth asked for
-# A growth of its own may still run after the writes; one asked for behind
-# it waits in memory only (a restart forgets it), so ask once it is done.
-check "no growth of its own runs or waits any more" \
-  tgt_wait_for "[ \"\$(index_value growing)\" = 0 ] && [ \"\$(index_value growth_requested)\" = 0 ]" 120
+# Asked for once the table's own growths are done (above): a request behind
+# a running growth waits in memory only, and a restart forgets it.
 check "index grow 16M" grow 16M
 check_output "it says the growth runs" "chunk index growth requested \(to at least 16777216 bytes"
 # The request is queued for the index's background thread, which begins the

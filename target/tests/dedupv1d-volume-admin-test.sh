@@ -140,11 +140,16 @@ check_output "status lists it" "^LUN 3: +volume vol4, 16.0 MiB"
 
 # ---- remove: not while an initiator is logged in, unless --force
 check "write 4 MiB to vol4's LUN 3 (synced)" put "$WORK/d.img" 3
-timeout 60 qemu-io -f raw -c "sleep 50000" "$(dd_url 1)" >/dev/null 2>&1 &
+# A session of its own initiator name: the LUN 1 writer's short sessions come
+# and go meanwhile, so only this one's login says a session stays logged in.
+sleeper_iqn="iqn.2026-11.org.dedupv1.test:sleeper-$$"
+timeout 60 qemu-io -c "sleep 50000" --image-opts \
+  "driver=iscsi,transport=tcp,portal=127.0.0.1:$PORT,target=$IQN,lun=1,initiator-name=$sleeper_iqn" \
+  >"$WORK/sleeper.out" 2>&1 &
 session=$!
 DD_PIDS+=("$session")
-tgt_wait_for "tgtadm -C $CTL --lld iscsi --op show --mode target | grep -q 'I_T nexus:'" 20 ||
-  fail "the session did not log in"
+tgt_wait_for "tgtadm -C $CTL --lld iscsi --op show --mode target | grep -q 'Initiator: $sleeper_iqn'" 20 ||
+  fail "the session did not log in: $(cat "$WORK/sleeper.out")"
 cp "$conf" "$WORK/conf.before"
 check_exit 2 "volume remove vol4 while a session is logged in" vol remove vol4
 check_output "it names the sessions and --force" "session\(s\) are logged in to $IQN and may use LUN 3 \(volume vol4\).*--force"
