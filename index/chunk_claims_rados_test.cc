@@ -80,7 +80,9 @@ TEST_F(GatewayChunkClaims, ManyLostClaimsOfADeadClaimerWaitOneHold) {
   EXPECT_EQ(kChunks, st.takeovers);
   EXPECT_EQ(0u, st.claims_lost);
   EXPECT_GE(ms, static_cast<int64_t>(kHoldMs)) << "taken over before the hold ended";
-  EXPECT_LT(ms, static_cast<int64_t>(3 * kHoldMs)) << "more than one hold for one round of claims";
+  // A hold per claim would take 40 s; one hold plus the cluster's round
+  // trips stays far below 10 s even on a loaded machine.
+  EXPECT_LT(ms, static_cast<int64_t>(10 * kHoldMs)) << "more than one hold for one round of claims";
   // The table names B's copies now.
   std::vector<std::optional<SharedEntry>> entries;
   s = b_->table()->LookupMany(fps, &entries);

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -563,9 +564,24 @@ TEST_F(GatewayClusterIndexGc, SecondHoldIsMeasuredFromTheObservation) {
   ASSERT_TRUE(gc.RunRound().ok());  // slow probe, then found missing
   ASSERT_EQ(probes.load(), 1);
   ASSERT_EQ(gc.stats().stale_claims_pending, 1u);
+  std::chrono::steady_clock::time_point third_round;
+  {
+    std::lock_guard<std::mutex> l(t_mu);
+    third_round = std::chrono::steady_clock::now();
+    ASSERT_NE(found_missing, std::chrono::steady_clock::time_point{});
+  }
   ASSERT_TRUE(gc.RunRound().ok());  // at once: within the hold of the finding
-  EXPECT_TRUE(Record(fp).entry) << "erased before a hold since it was found missing";
-  EXPECT_EQ(gc.stats().stale_claims_erased, 0u);
+  // Only a round that began within the hold proves it: on a machine that
+  // stalled this thread for a hold, erasing would be right.
+  if (third_round - found_missing < std::chrono::milliseconds(kHoldMs)) {
+    EXPECT_TRUE(Record(fp).entry) << "erased before a hold since it was found missing";
+    EXPECT_EQ(gc.stats().stale_claims_erased, 0u);
+  } else {
+    std::fprintf(stderr, "note: the third round began %lld ms after the finding (the machine stalled); its erase is "
+                 "right then, so this run does not check the early round\n",
+                 static_cast<long long>(
+                     std::chrono::duration_cast<std::chrono::milliseconds>(third_round - found_missing).count()));
+  }
   ASSERT_TRUE(RoundsUntil(&gc, [&] { return gc.stats().stale_claims_erased == 1; }, std::chrono::seconds(10)));
   std::lock_guard<std::mutex> l(t_mu);
   EXPECT_GE(std::chrono::steady_clock::now() - found_missing, std::chrono::milliseconds(kHoldMs));
