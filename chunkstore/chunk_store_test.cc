@@ -490,12 +490,12 @@ TEST(ChunkStoreTest, FullDiskWhileReservingIdsIsNoSpace) {
   ExpectReadable(cs.get(), {c});
 }
 
-// Stores |n| chunks of 2 KiB into one stream (so they fill containers in
-// order) and commits them.
-std::vector<Chunk> StoreMany(ChunkStore* cs, uint64_t seed, int n) {
+// Stores |n| chunks of |size| bytes (2 KiB unless said) into one stream (so
+// they fill containers in order) and commits them.
+std::vector<Chunk> StoreMany(ChunkStore* cs, uint64_t seed, int n, size_t size = 2048) {
   std::vector<Chunk> chunks;
   for (int i = 0; i < n; i++) {
-    Chunk c = MakeChunk(seed + i, 2048);
+    Chunk c = MakeChunk(seed + i, size);
     EXPECT_TRUE(Store(cs, &c).ok());
     chunks.push_back(std::move(c));
   }
@@ -1311,13 +1311,8 @@ TEST(ChunkStoreReadBatchTest, StoresThatCopyAnywayKeepCoalescedRanges) {
   o.read_cache_containers = 0;  // every read goes to the backend
   std::unique_ptr<ChunkStore> cs;
   ASSERT_TRUE(ChunkStore::Open(o, Env::Default(), &cs).ok());
-  std::vector<Chunk> chunks;
-  for (int i = 0; i < 5; i++) {
-    chunks.push_back(MakeChunk(700 + i, 1000));
-    ASSERT_TRUE(Store(cs.get(), &chunks.back()).ok());
-  }
-  ASSERT_TRUE(cs->Flush().ok());
   const size_t n = 1000;
+  const std::vector<Chunk> chunks = StoreMany(cs.get(), 700, 5, n);
   std::string out(5 * n - 100, '\0');
   uint8_t* base = reinterpret_cast<uint8_t*>(out.data());
   ChunkReadBatch batch;

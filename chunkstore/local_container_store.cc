@@ -153,18 +153,17 @@ Status LocalContainerStore::ReadPart(ContainerId id, uint64_t offset, size_t n, 
 // Reads straight into the caller's memory where it asks, and opens a
 // container once for the ranges of it that follow each other in |reads|.
 void LocalContainerStore::GetRanges(std::vector<RangeRead>* reads) {
-  std::unique_ptr<File> f;
+  std::unique_ptr<File> f;  // of container |open_id|; none after a failed open
   uint64_t size = 0;
   ContainerId open_id = kNoContainer;
-  Status opened;
   for (RangeRead& r : *reads) {
     r.bytes.clear();
-    if (open_id != r.id || f == nullptr) {
-      f.reset();
+    if (f == nullptr || open_id != r.id) {
       open_id = r.id;
-      opened = OpenForRead(r.id, &f, &size);
+      r.status = OpenForRead(r.id, &f, &size);
+      if (!r.status.ok()) continue;
     }
-    r.status = opened.ok() ? ReadOpen(f.get(), size, r.id, r.offset, r.n, /*exact=*/true, &r.bytes, r.into) : opened;
+    r.status = ReadOpen(f.get(), size, r.id, r.offset, r.n, /*exact=*/true, &r.bytes, r.into);
   }
 }
 
