@@ -145,6 +145,7 @@ struct GenerationResult {
   double write_mbs = 0;
   uint64_t stored = 0;  // chunk bytes stored after this generation
   uint64_t written = 0;  // bytes written so far
+  uint64_t rewritten = 0;  // bytes of known chunks stored again so far (dedup.rewrite)
   bool measured = false;
   Restore warm, cold;
 };
@@ -153,14 +154,16 @@ void PrintText(const RestoreArgs& args, uint64_t size, double plain_warm, double
                const std::vector<GenerationResult>& gens) {
   std::printf("\nrestore of a %s volume, %d readers x 512 KiB; plain file of the same bytes: warm %.0f MB/s, cold %.0f MB/s\n",
               HumanBytes(size).c_str(), args.readers, plain_warm, plain_cold);
-  std::printf("%4s %9s %10s %6s | %9s %7s %9s %8s | %9s %7s %9s %8s %9s\n", "gen", "write", "stored", "ratio",
+  std::printf("%4s %9s %10s %6s %9s | %9s %7s %9s %8s | %9s %7s %9s %8s %9s\n", "gen", "write", "stored", "ratio",
+              "rewritten",
               "warm MB/s", "/plain", "reads", "factor", "cold MB/s", "/plain", "reads", "factor", "/gen 1");
   double first_cold = 0;
   for (const GenerationResult& g : gens) {
     if (!g.measured) continue;
     if (first_cold == 0) first_cold = g.cold.mbs;
-    std::printf("%4d %9.0f %10s %6.3f | %9.0f %7.2f %9llu %8.2f | %9.0f %7.2f %9llu %8.2f %9.2f\n", g.number,
+    std::printf("%4d %9.0f %10s %6.3f %9s | %9.0f %7.2f %9llu %8.2f | %9.0f %7.2f %9llu %8.2f %9.2f\n", g.number,
                 g.write_mbs, HumanBytes(g.stored).c_str(), 1.0 - static_cast<double>(g.stored) / g.written,
+                HumanBytes(g.rewritten).c_str(),
                 g.warm.mbs, plain_warm > 0 ? g.warm.mbs / plain_warm : 0,
                 (unsigned long long)g.warm.reads.container_reads, g.warm.SpeedFactor(size), g.cold.mbs,
                 plain_cold > 0 ? g.cold.mbs / plain_cold : 0, (unsigned long long)g.cold.reads.container_reads,
@@ -177,8 +180,10 @@ void PrintJson(const RestoreArgs& args, uint64_t size, double plain_warm, double
               (unsigned long long)size, args.readers, plain_warm, plain_cold);
   bool first = true;
   for (const GenerationResult& g : gens) {
-    std::printf("%s{\"gen\": %d, \"write_mb_s\": %.1f, \"stored_bytes\": %llu, \"written_bytes\": %llu", first ? "" : ", ",
-                g.number, g.write_mbs, (unsigned long long)g.stored, (unsigned long long)g.written);
+    std::printf("%s{\"gen\": %d, \"write_mb_s\": %.1f, \"stored_bytes\": %llu, \"written_bytes\": %llu, "
+                "\"rewritten_bytes\": %llu",
+                first ? "" : ", ", g.number, g.write_mbs, (unsigned long long)g.stored, (unsigned long long)g.written,
+                (unsigned long long)g.rewritten);
     first = false;
     if (g.measured) {
       for (const auto& [name, r] : {std::pair<const char*, const Restore&>{"warm", g.warm}, {"cold", g.cold}}) {
@@ -222,15 +227,19 @@ int RunRestoreBench(const RestoreArgs& args) {
   if (!open()) return 1;
   std::vector<GenerationResult> results;
   uint64_t stored = 0;
+  uint64_t rewritten = 0;
   for (int n = 1; n <= args.generations; n++) {
     if (n > 1) gen = generator.Next(gen);
     GenerationResult g;
     g.number = n;
     const std::string label = "generation " + std::to_string(n);
     const uint64_t stored_before = sys->chunk_store()->stats().bytes_stored;  // since the open
+    const uint64_t rewritten_before = sys->stats().bytes_rewritten.load();
     g.write_mbs = WriteGeneration(vol, gen, args.json, label.c_str());
     stored += sys->chunk_store()->stats().bytes_stored - stored_before;
+    rewritten += sys->stats().bytes_rewritten.load() - rewritten_before;
     g.stored = stored;
+    g.rewritten = rewritten;
     g.written = size * n;
     g.measured = n == 1 || n == args.generations || (args.every > 0 && n % args.every == 0);
     if (g.measured) {

@@ -1,9 +1,10 @@
 // ChunkIndexFilter is the basic deduplication filter: a chunk index lookup
 // gives STRONG-MAYBE with the chunk's container, or NOT-EXISTING. UpdateNew
 // records a newly stored chunk in the auxiliary index (memory only; the index
-// writes it back in the background after the container commits). On a table
-// that batches lookups (RadosChunkTable) it prefetches the run's chunks that
-// reach it in one ChunkIndex::Prefetch, so Check costs no round trip each.
+// writes it back in the background after the container commits), UpdateMoved
+// points the entry to a rewritten copy (ChunkIndex::Move). On a table that
+// batches lookups (RadosChunkTable) it prefetches the run's chunks that reach
+// it in one ChunkIndex::Prefetch, so Check costs no round trip each.
 #pragma once
 
 #include "filters/filter.h"
@@ -34,6 +35,15 @@ class ChunkIndexFilter : public Filter {
   void FinishRun(const std::vector<const ChunkRequest*>& chunks) override { index_->DropPrefetch(Fps(chunks)); }
   Status UpdateNew(const ChunkRequest& chunk) override {
     return index_->PutNew(chunk.fp, chunk.container);
+  }
+  // Later backups find the rewritten copy, next to the data it was stored
+  // with. A chunk the container-cache filter found may have no entry (GC
+  // erased it while another copy, no longer in use, stayed listed): its
+  // mapping's count re-creates the entry, naming the copy it maps.
+  Status UpdateMoved(const ChunkRequest& chunk) override {
+    bool moved = false;
+    Status s = index_->Move(chunk.fp, chunk.container, &moved);
+    return s.IsNotFound() ? Status::OK() : s;
   }
 
  private:

@@ -59,6 +59,11 @@ class Filter {
   virtual Status UpdateNew(const ChunkRequest& chunk) { return Status::OK(); }
   // The chain decided the chunk is known (chunk->container is where it is).
   virtual Status UpdateKnown(const ChunkRequest& chunk) { return Status::OK(); }
+  // A known chunk was stored again, in chunk->container, to keep a backup's
+  // chunks together (container rewriting, core/engine/rewrite_policy.h). A
+  // filter that records where chunks are may point them to the new copy;
+  // the old copy stays readable.
+  virtual Status UpdateMoved(const ChunkRequest& chunk) { return Status::OK(); }
   // Garbage collection marked chunks dead (under its barrier, so no chunk
   // is between decision and mapping). A filter that remembers where chunks
   // are forgets it, so it cannot hand a dead chunk out again.

@@ -41,6 +41,11 @@ Status FilterChain::UpdateNew(const ChunkRequest& chunk) {
   return Status::OK();
 }
 
+Status FilterChain::UpdateMoved(const ChunkRequest& chunk) {
+  for (auto& f : filters_) DEDUPV1_RETURN_IF_ERROR(f->UpdateMoved(chunk));
+  return Status::OK();
+}
+
 Status FilterChain::UpdateKnown(const ChunkRequest& chunk) {
   for (auto& f : filters_) DEDUPV1_RETURN_IF_ERROR(f->UpdateKnown(chunk));
   return Status::OK();

@@ -7,7 +7,8 @@
 // The chunk is known if the final result is EXISTING or STRONG-MAYBE; anything
 // else (NOT-EXISTING, or WEAK-MAYBE when no filter could decide) means new.
 // After the caller stored a new chunk it calls UpdateNew so every filter can
-// record it; known chunks get UpdateKnown. The chain does not lock: the caller
+// record it; known chunks get UpdateKnown, known chunks stored again
+// (container rewriting) UpdateMoved. The chain does not lock: the caller
 // holds the chunk's fingerprint lock across Decide, store and Update so two
 // writers of the same new chunk never both store it.
 #pragma once
@@ -32,6 +33,7 @@ class FilterChain {
   }
   Status UpdateNew(const ChunkRequest& chunk);
   Status UpdateKnown(const ChunkRequest& chunk);
+  Status UpdateMoved(const ChunkRequest& chunk);
   // Run-level batching (Filter::WantsRun): hands each filter that wants it
   // the chunks of |chunks| no earlier filter Settles, and on destruction of
   // the result calls its FinishRun with the same chunks. Null (and no work at

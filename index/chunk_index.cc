@@ -405,6 +405,7 @@ void ChunkIndex::OnContainerCommitted(ContainerId container, const std::vector<F
     AuxEntry& e = it->second;
     if (e.entry.container != container || e.entry.committed) continue;
     e.entry.committed = true;
+    e.moved_from = kNoContainer;
     e.table_delete = false;  // writing the entry replaces the table's older one
     e.version = ++next_version_;
     aux_uncommitted_--;
@@ -420,6 +421,17 @@ void ChunkIndex::OnContainerFailed(ContainerId container, const std::vector<Fing
     if (it == aux_.end()) continue;
     AuxEntry& e = it->second;
     if (e.entry.container != container || e.entry.committed) continue;
+    if (e.moved_from != kNoContainer) {
+      // Moved to a copy that never became durable: the former copy, with the
+      // counts changed meanwhile, is the entry again.
+      e.entry.container = e.moved_from;
+      e.entry.committed = true;
+      e.moved_from = kNoContainer;
+      e.version = ++next_version_;
+      aux_uncommitted_--;
+      EnqueueLocked(fp, &e);
+      continue;
+    }
     if (e.table_delete) {
       // It replaced a tombstone whose deletion may not be written yet: it
       // is that tombstone again (the table's older entry must go).
@@ -470,6 +482,7 @@ void ChunkIndex::ApplyUsageLocked(const Fingerprint& fp, AuxEntry* e, const Usag
   if (!e->entry.committed && change.committed_copy != kNoContainer && is_committed_(change.committed_copy)) {
     e->entry.container = change.committed_copy;
     e->entry.committed = true;
+    e->moved_from = kNoContainer;
     e->table_delete = false;  // writing the entry replaces the table's older one
     aux_uncommitted_--;
   }
@@ -625,6 +638,50 @@ Status ChunkIndex::AddUsageEach(const std::vector<UsageChange>& changes, std::ve
   return Status::OK();
 }
 
+Status ChunkIndex::Move(const Fingerprint& fp, ContainerId container, bool* moved) {
+  *moved = false;
+  if (claims_) return Status::NotSupported("chunk index move of " + fp.ToHex() + " in cluster scope");
+  // As Erase: holding write_back_mu_ keeps a write-back from changing the
+  // table entry between the read below and the insert.
+  std::lock_guard<std::mutex> wb(write_back_mu_);
+  std::unique_lock<std::mutex> l(mu_);
+  if (stop_) return Status::Aborted("chunk index is closed");
+  auto it = aux_.find(fp);
+  if (it == aux_.end()) {
+    l.unlock();
+    ChunkIndexEntry loaded;
+    DEDUPV1_RETURN_IF_ERROR(table_->Get(fp, &loaded));
+    l.lock();
+    it = aux_.find(fp);
+    if (it == aux_.end()) {
+      AuxEntry e;
+      e.entry = loaded;
+      e.entry.committed = true;  // only committed entries ever reach the table
+      e.in_table = true;
+      it = aux_.emplace(fp, e).first;
+    }
+  }
+  AuxEntry& e = it->second;
+  if (e.erased) return Status::NotFound("chunk " + fp.ToHex() + " was erased");
+  if (!e.entry.committed || e.table_delete || e.entry.container == container) return Status::OK();
+  const ContainerId from = e.entry.container;
+  e.entry.container = container;
+  e.entry.committed = is_committed_(container);
+  if (!e.entry.committed) {
+    e.moved_from = from;
+    aux_uncommitted_++;
+    if (e.stuck) {  // only committed entries are stuck; Flush retries it once committed
+      e.stuck = false;
+      stuck_--;
+    }
+  }
+  e.version = ++next_version_;
+  EnqueueLocked(fp, &e);
+  if (WorkAvailableLocked()) work_cv_.notify_one();
+  *moved = true;
+  return Status::OK();
+}
+
 Status ChunkIndex::Erase(const Fingerprint& fp) {
   if (claims_) {
     return Status::NotSupported("chunk index erase of " + fp.ToHex() +
@@ -654,6 +711,7 @@ Status ChunkIndex::Erase(const Fingerprint& fp) {
   if (!e.entry.committed) {
     // Written back once committed: as a tombstone it must go out now.
     e.entry.committed = true;
+    e.moved_from = kNoContainer;
     aux_uncommitted_--;
   }
   if (!e.in_table) {

@@ -247,6 +247,19 @@ class ChunkIndex {
   // when retried).
   Status AddUsageMany(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes);
 
+  // Points the entry of |fp| to a newer copy of its chunk in |container|
+  // (container rewriting, core/engine/rewrite_policy.h), keeping its usage
+  // count and last event id. Only a committed entry moves (*moved = false
+  // otherwise, e.g. a copy stored by another run that has not committed):
+  // until |container| commits, the moved entry is an uncommitted one in the
+  // auxiliary index and the table keeps the entry as it was, so a crash
+  // leaves the entry naming the older copy, which still exists. If
+  // |container| fails to commit, the entry names its former copy again; a
+  // usage change of a mapping that names the former copy before the commit
+  // points it back there too (AddUsage's |committed_copy|). NotFound if there
+  // is no entry. Not in cluster scope (NotSupported).
+  Status Move(const Fingerprint& fp, ContainerId container, bool* moved);
+
   // Removes the entry of |fp| (garbage collection). In memory an erased entry
   // is a tombstone in the auxiliary index (Lookup reports NotFound at once);
   // write-back deletes it from the table. NotFound if there is no entry. A
@@ -330,6 +343,9 @@ class ChunkIndex {
     // entries: their own write replaces the table's entry.
     bool table_delete = false;
     uint64_t claim_epoch = 0;  // cluster scope: the GC epoch of our claim (ChunkClaims::Claim)
+    // Set while an entry Move pointed to an uncommitted container: the
+    // committed copy it named before, named again if that container fails.
+    ContainerId moved_from = kNoContainer;
   };
   using AuxMap = std::unordered_map<Fingerprint, AuxEntry, FingerprintHasher>;
 

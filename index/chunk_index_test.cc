@@ -773,6 +773,66 @@ TEST_F(ChunkIndexTest, CountedIncrementMovesAnUncommittedEntryToTheCommittedCopy
   }
 }
 
+// Container rewriting moves an entry to a newer copy: the table keeps the
+// old entry until the new container commits; a failed commit names the old
+// copy again; usage counts survive either way.
+TEST_F(ChunkIndexTest, MoveKeepsCountsAndReachesTheTableOnlyOnceTheNewCopyCommits) {
+  auto o = Options();
+  auto idx = MustOpen(o);
+  StoreCommittedInTable(idx.get(), {Fp(1), Fp(2)}, 1);
+  ASSERT_TRUE(idx->AddUsage(Fp(1), 3, 10).ok());
+  ASSERT_TRUE(idx->AddUsage(Fp(2), 2, 11).ok());
+  ASSERT_TRUE(idx->Flush().ok());
+
+  bool moved = false;
+  ASSERT_TRUE(idx->Move(Fp(1), 5, &moved).ok());
+  EXPECT_TRUE(moved);
+  ASSERT_TRUE(idx->Move(Fp(2), 6, &moved).ok());
+  EXPECT_TRUE(moved);
+  ChunkIndexEntry e;
+  ASSERT_TRUE(idx->Lookup(Fp(1), &e).ok());
+  EXPECT_EQ(e.container, 5u);
+  EXPECT_FALSE(e.committed);
+  EXPECT_EQ(e.usage_count, 3u);
+  EXPECT_EQ(e.last_event_id, 10u);
+  // An uncommitted entry does not move again.
+  ASSERT_TRUE(idx->Move(Fp(1), 7, &moved).ok());
+  EXPECT_FALSE(moved);
+  EXPECT_TRUE(idx->Move(Fp(99), 7, &moved).IsNotFound());
+  EXPECT_EQ(idx->stats().aux_uncommitted, 2u);
+  ASSERT_TRUE(idx->Flush().ok());
+  {
+    // What a crash now leaves: the table still names the old copy.
+    std::unique_ptr<DiskHashTable> table;
+    ASSERT_TRUE(DiskHashTable::Open(o.table, Env::Default(), &table).ok());
+    ASSERT_TRUE(table->Get(Fp(1), &e).ok());
+    EXPECT_EQ(e.container, 1u);
+    EXPECT_EQ(e.usage_count, 3u);
+  }
+  // Counted while moved: the count goes with the entry.
+  ASSERT_TRUE(idx->AddUsage(Fp(1), 1, 12).ok());
+  ASSERT_TRUE(idx->AddUsage(Fp(2), -1, 13).ok());
+  oracle_.Commit(5);
+  idx->OnContainerCommitted(5, {Fp(1)});
+  idx->OnContainerFailed(6, {Fp(2)});
+  EXPECT_EQ(idx->stats().aux_uncommitted, 0u);
+  ASSERT_TRUE(idx->Lookup(Fp(2), &e).ok());
+  EXPECT_EQ(e.container, 1u);  // its new copy failed: the old one again
+  EXPECT_TRUE(e.committed);
+  ASSERT_TRUE(idx->Flush().ok());
+  EXPECT_EQ(idx->stats().aux_entries, 0u);
+  std::unique_ptr<DiskHashTable> table;
+  ASSERT_TRUE(DiskHashTable::Open(o.table, Env::Default(), &table).ok());
+  ASSERT_TRUE(table->Get(Fp(1), &e).ok());
+  EXPECT_EQ(e.container, 5u);
+  EXPECT_EQ(e.usage_count, 4u);
+  EXPECT_EQ(e.last_event_id, 12u);
+  ASSERT_TRUE(table->Get(Fp(2), &e).ok());
+  EXPECT_EQ(e.container, 1u);
+  EXPECT_EQ(e.usage_count, 1u);
+  EXPECT_EQ(e.last_event_id, 13u);
+}
+
 TEST_F(ChunkIndexTest, PutNewAfterCloseIsAborted) {
   auto idx = MustOpen(Options());
   ASSERT_TRUE(idx->Close().ok());

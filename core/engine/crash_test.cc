@@ -41,6 +41,23 @@ TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
   EXPECT_GE(done, std::min<uint64_t>(cycles, 10));
 }
 
+// The kill -9 cycles with container rewriting at a high limit: slots whose
+// content recurs take their chunks from old containers, which are sparse for
+// a 48 KiB slot, so kills land while chunks are stored again and their
+// entries moved (ChunkIndex::Move) and while GC rounds judge the old copies.
+// DEDUPV1_REWRITE_CRASH_CYCLES cycles (default 12), bounded by 150 s.
+TEST(CrashTest, KillNineWithContainerRewritingKeepsEverySyncedWrite) {
+  const uint64_t cycles = test::EnvKnob("DEDUPV1_REWRITE_CRASH_CYCLES", 12);
+  test::TempDir dir;
+  Options o = KillNineOptions(dir.path());
+  o.rewrite.enabled = true;
+  o.rewrite.sparse_bytes = 1 << 20;
+  o.rewrite.limit = 0.5;
+  ASSERT_TRUE(o.Finish().ok());
+  const uint64_t done = RunKillNineCycles(o, cycles, 150);
+  EXPECT_GE(done, std::min<uint64_t>(cycles, 5));
+}
+
 // The kill -9 cycles on a store whose chunk index starts tiny (8 buckets,
 // 554 entries) and grows online while the children write (and write back
 // often): kills land before, during and after growths, and every synced

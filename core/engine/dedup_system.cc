@@ -115,6 +115,16 @@ class DedupSystem::GcAccess : public GcHost {
   GcBarrier* gc_barrier() override { return &sys_->pipeline_->gc_barrier(); }
   FingerprintLocks* fingerprint_locks() override { return &sys_->pipeline_->fingerprint_locks(); }
   void OnChunksMarkedDead() override { sys_->pipeline_->OnChunksMarkedDead(); }
+  void WaitForInstalledMappings() override { (void)sys_->pipeline_->LastAppliedEventId(); }
+  Status ForEachMapping(const std::function<void(const BlockMapping&)>& f, bool* complete) override {
+    *complete = true;
+    return sys_->block_index_->ForEachBlock(
+        [&](const BlockId&, const BlockMapping& mapping) {
+          f(mapping);
+          return true;
+        },
+        [&](const std::string&, const Status&) { *complete = false; });
+  }
   ClusterGcRules* cluster_rules() override { return sys_->cluster_gc_rules_.get(); }
 
  private:
@@ -162,6 +172,7 @@ Status DedupSystem::Init() {
   parts.stats = &stats_;
   parts.wake_workers = [this] { WakeWorkers(); };
   if (chunk_index_->cluster_scope()) parts.claim_index = chunk_index_.get();
+  parts.rewrite = options_.rewrite;
   pipeline_ = std::make_unique<WritePipeline>(std::move(parts));
   // Every event still in the log may be uncounted (idempotent per entry).
   usage_ = std::make_unique<UsageCounter>(log_.get(), chunk_index_.get(), chunk_store_.get(), log_->head_id());

@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <set>
 #include <shared_mutex>
 #include <vector>
 
 #include "chunkstore/chunk_store.h"
 #include "core/engine/cluster_gc_rules.h"
+#include "core/engine/spare_copies.h"
 #include "index/chunk_index.h"
 #include "log/operations_log.h"
 #include "log/log_event.h"
@@ -65,6 +67,7 @@ Status GarbageCollector::Run() {
   stats_.chunks_deleted += round.chunks_deleted;
   stats_.chunks_survived += round.chunks_survived;
   stats_.orphans_found += round.orphans_found;
+  stats_.spare_copies_dead += round.spare_copies_dead;
   stats_.inbox_chunks += round.inbox_chunks;
   stats_.inbox_foreign_keys += round.inbox_foreign_keys;
   stats_.inbox_damaged_keys += round.inbox_damaged_keys;
@@ -111,13 +114,35 @@ struct GarbageCollector::Round {
   Status marks_persisted;
   // 5a: containers less than half live, with their live bytes.
   std::vector<std::pair<ContainerId, uint64_t>> underfilled;
+  // 2b-2c: copies the chunk index does not name (it names another copy),
+  // and whether the walk of the block index saw every mapping.
+  std::unique_ptr<SpareCopies> spares;
+  bool spares_walked = false;
 };
+
+namespace {
+
+// Registers a round's spare copies with the usage counter for as long as it
+// lives (core/engine/spare_copies.h).
+class SpareCopyWatch {
+ public:
+  SpareCopyWatch(UsageCounter* usage, SpareCopies* copies) : usage_(usage) { usage_->WatchSpareCopies(copies); }
+  ~SpareCopyWatch() { usage_->WatchSpareCopies(nullptr); }
+  SpareCopyWatch(const SpareCopyWatch&) = delete;
+  SpareCopyWatch& operator=(const SpareCopyWatch&) = delete;
+
+ private:
+  UsageCounter* const usage_;
+};
+
+}  // namespace
 
 Status GarbageCollector::RunLocked(GcStats* stats) {
   ChunkStore* store = host_->chunk_store();
   uint64_t used_before = 0;
   DEDUPV1_RETURN_IF_ERROR(store->UsedBytes(&used_before));
   Round round(stats);
+  round.spares = std::make_unique<SpareCopies>(store);
 
   ClusterGcRules* rules = host_->cluster_rules();
   if (rules != nullptr) {
@@ -130,8 +155,17 @@ Status GarbageCollector::RunLocked(GcStats* stats) {
     round.full_scan = !full_scan_done_.load();
     DEDUPV1_RETURN_IF_ERROR(ListContainersToScan(&round));
     DEDUPV1_RETURN_IF_ERROR(ScanContainers(&round));
+    // Copies the index does not name are watched from here until they are
+    // judged under the barrier: the walk sees the mappings installed so
+    // far, the usage counter those logged later.
+    std::unique_ptr<SpareCopyWatch> watch;
+    if (!round.spares->empty()) {
+      watch = std::make_unique<SpareCopyWatch>(host_->usage(), round.spares.get());
+      DEDUPV1_RETURN_IF_ERROR(WalkMappings(&round));
+    }
     // 3. Hold and recheck under the barrier.
     DEDUPV1_RETURN_IF_ERROR(RecheckUnderBarrier(&round));
+    watch.reset();
     // 4. The erasures become persistent and the log forgets the garbage.
     DEDUPV1_RETURN_IF_ERROR(PersistErasures(&round));
   }
@@ -317,14 +351,41 @@ Status GarbageCollector::ScanContainers(Round* round) {
         continue;
       }
       DEDUPV1_RETURN_IF_ERROR(l);
-      // An entry naming another copy: this copy is kept (a mapping may name it).
+      // An entry naming another copy: this copy is kept while a mapping
+      // names it (2c and step 3 find out).
       scan.live_bytes += c.bytes;
       scan.live_chunks++;
+      if (store->Resolve(entry.container) != id) round->spares->Add(id, c.fp, c.bytes);
       if (entry.usage_count == 0 && store->Resolve(entry.container) == id) host_->usage()->AddCandidate(c.fp);
     }
     round->scans.emplace(id, std::move(scan));
   }
   scan_done_ = ids.size();
+  return Status::OK();
+}
+
+// Step 2c, no lock held (dedup runs go on), with the round's spare copies
+// watched by the usage counter. Before: round->spares holds the copies the
+// scan found unnamed by their entries. After: every mapping installed before
+// the walk began is noted; round->spares_walked says whether the walk read
+// every stored mapping (a damaged record may name a copy: then none is
+// judged).
+Status GarbageCollector::WalkMappings(Round* round) {
+  SetPhase("mappings");
+  // Events counted before the watch began were logged before it: once
+  // installed, the walk below sees their mappings.
+  host_->WaitForInstalledMappings();
+  SpareCopies* spares = round->spares.get();
+  bool complete = false;
+  DEDUPV1_RETURN_IF_ERROR(
+      host_->ForEachMapping([spares](const BlockMapping& mapping) { spares->NoteMapping(mapping); }, &complete));
+  round->spares_walked = complete;
+  if (!complete) {
+    std::fprintf(stderr,
+                 "dedupv1: GC keeps %zu copies of chunks stored twice: a block mapping could not be read "
+                 "(dedupv1_check names it)\n",
+                 spares->size());
+  }
   return Status::OK();
 }
 
@@ -348,6 +409,7 @@ Status GarbageCollector::RecheckUnderBarrier(Round* round) {
   DEDUPV1_RETURN_IF_ERROR(host_->usage()->CountUpTo(round->logged));
   DEDUPV1_RETURN_IF_ERROR(EraseUnusedCandidates(round));
   DEDUPV1_RETURN_IF_ERROR(ConfirmSuspects(round));
+  DEDUPV1_RETURN_IF_ERROR(JudgeSpareCopies(round));
   MarkGarbageDead(round);
   return Status::OK();
 }
@@ -393,6 +455,29 @@ Status GarbageCollector::ConfirmSuspects(Round* round) {
       round->dead[id].push_back(fp);
       round->stats->orphans_found++;
     }
+  }
+  return Status::OK();
+}
+
+// Step 3, under the barrier, after every logged event was counted (so
+// noted by the watch): a spare copy no mapping named is garbage if its entry
+// still names another committed copy, or none (its chunk is unused). Under
+// the barrier no run is between its decision and its logged mapping, and an
+// unmap only drops items: no mapping can come to name such a copy.
+Status GarbageCollector::JudgeSpareCopies(Round* round) {
+  if (round->spares->empty() || !round->spares_walked) return Status::OK();
+  ChunkStore* store = host_->chunk_store();
+  ChunkIndex* index = host_->chunk_index();
+  for (const SpareCopies::Copy& copy : round->spares->Unreferenced()) {
+    std::lock_guard<std::mutex> fp_lock(host_->fingerprint_locks()->For(copy.fp));
+    ChunkIndexEntry entry;
+    Status l = index->Lookup(copy.fp, &entry);
+    if (l.ok() && (!entry.committed || store->Resolve(entry.container) == copy.container)) continue;
+    if (!l.ok() && !l.IsNotFound()) return l;
+    round->dead[copy.container].push_back(copy.fp);
+    round->stats->spare_copies_dead++;
+    auto scan = round->scans.find(copy.container);
+    if (scan != round->scans.end()) scan->second.recount = true;
   }
   return Status::OK();
 }

@@ -14,13 +14,18 @@
 //     holding a candidate or garbage the last round marked but did not scan.
 //     A chunk whose entry resolves to this container is live; a chunk without
 //     an entry is suspected garbage; a chunk whose entry names another copy
-//     is kept (a mapping may still name this copy).
+//     (container rewriting, or two writers at once) is a spare copy, live
+//     while a mapping names it.
+//  2c. Spare copies (if the scan found any): watched by the usage counter,
+//     then a walk of the block index notes the mappings that name them
+//     (core/engine/spare_copies.h).
 //  3. Hold and recheck, under the system's GC barrier (exclusive: no dedup
 //     run is between its filter-chain decision and its mapping being logged):
 //     containers committed and the log synced, every logged event counted,
 //     then each candidate is rechecked under its fingerprint lock and its
 //     chunk-index entry erased only if its usage is still 0; suspects still
-//     without an entry are confirmed. The garbage is marked dead in the chunk
+//     without an entry are confirmed; spare copies no mapping named whose
+//     entry still names another committed copy (or is gone) are garbage. The garbage is marked dead in the chunk
 //     store (the container-cache filter, cleared here, cannot find it again).
 //  4. Checkpoint + chunk-index flush: the erasures are persistent and no log
 //     event naming garbage remains before any container is touched.
@@ -69,6 +74,7 @@ struct GcStats {
   uint64_t chunks_deleted = 0;      // chunk-index entries erased
   uint64_t chunks_survived = 0;     // candidates re-referenced before the recheck
   uint64_t orphans_found = 0;       // stored chunks without an index entry, marked dead
+  uint64_t spare_copies_dead = 0;   // copies no mapping names whose entry names another copy, marked dead
   uint64_t inbox_chunks = 0;        // cluster scope: chunks taken from the slot's dead inbox, marked dead
   uint64_t inbox_foreign_keys = 0;  // cluster scope: inbox keys naming another slot's container, dropped (logged)
   uint64_t inbox_damaged_keys = 0;  // cluster scope: inbox keys failing their checksum, dropped (logged)
@@ -109,9 +115,11 @@ class GarbageCollector {
   Status RunLocked(GcStats* stats);
   Status ListContainersToScan(Round* round);   // 2a
   Status ScanContainers(Round* round);         // 2b
+  Status WalkMappings(Round* round);           // 2c
   Status RecheckUnderBarrier(Round* round);    // 3
   Status EraseUnusedCandidates(Round* round);  // 3, under the barrier
   Status ConfirmSuspects(Round* round);        // 3, under the barrier
+  Status JudgeSpareCopies(Round* round);       // 3, under the barrier
   void MarkGarbageDead(Round* round);          // 3, under the barrier
   Status PersistErasures(Round* round);        // 4
   Status DeleteEmptyContainers(Round* round);  // 5a

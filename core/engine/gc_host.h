@@ -13,12 +13,15 @@
 // The stores, the log and the usage counter lock themselves.
 #pragma once
 
+#include <functional>
+
 #include "core/engine/block_locks.h"
 #include "core/engine/gc_barrier.h"
 #include "core/base/status.h"
 
 namespace dedupv1 {
 
+class BlockMapping;
 class ChunkIndex;
 class ChunkStore;
 class ClusterGcRules;
@@ -46,6 +49,14 @@ class GcHost {
   virtual FingerprintLocks* fingerprint_locks() = 0;
   // Chunks were marked dead: filters that cache where chunks are forget it.
   virtual void OnChunksMarkedDead() = 0;
+  // Returns once every mapping event logged so far is installed in the
+  // block index (takes the mapping lock exclusively for a moment).
+  virtual void WaitForInstalledMappings() = 0;
+  // Calls |f| with the mapping of every written block of every volume (a
+  // walk of the block index; blocks written meanwhile may show either
+  // version). *complete is false if a stored record could not be read (so
+  // a mapping may have been missed).
+  virtual Status ForEachMapping(const std::function<void(const BlockMapping&)>& f, bool* complete) = 0;
 
   // Cluster scope: the rule set of a slot's container GC
   // (core/engine/cluster_gc_rules.h); null for every other store, which

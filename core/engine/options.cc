@@ -292,6 +292,25 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          o->dedup_threads = static_cast<int>(x);
          return Status::OK();
        }},
+      {"dedup.rewrite", [](const std::string& v, Options* o) {
+         if (v != "off" && v != "sparse") return Status::InvalidArgument("dedup.rewrite must be off or sparse, got '" + v + "'");
+         o->rewrite.enabled = v == "sparse";
+         return Status::OK();
+       }},
+      {"dedup.rewrite.sparse-bytes", [](const std::string& v, Options* o) {
+         DEDUPV1_RETURN_IF_ERROR(ParseSize(v, &o->rewrite.sparse_bytes));
+         if (o->rewrite.sparse_bytes == 0) return Status::InvalidArgument("dedup.rewrite.sparse-bytes must be above 0, got " + v);
+         return Status::OK();
+       }},
+      {"dedup.rewrite.limit", [](const std::string& v, Options* o) {
+         double share;
+         DEDUPV1_RETURN_IF_ERROR(ParseDouble(v, &share));
+         if (!(share > 0 && share <= 0.5)) {
+           return Status::InvalidArgument("dedup.rewrite.limit must be a share of the written bytes above 0 and at most 0.5, got " + v);
+         }
+         o->rewrite.limit = share;
+         return Status::OK();
+       }},
       {"idle.throughput-threshold", [](const std::string& v, Options* o) { return ParseSize(v, &o->idle.throughput_threshold); }},
       {"idle.period", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.period_ms); }},
       {"idle.latency-threshold", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.latency_threshold_ms); }},
@@ -427,6 +446,10 @@ Status Options::DerivePathsFrom(const std::string& dir) {
 }
 
 Status Options::FinishStorageBackend() {
+  if (chunk_index.cluster_scope && rewrite.enabled) {
+    return Status::InvalidArgument("dedup.rewrite = sparse needs storage.rados.dedup-scope = gateway (a cluster-scope "
+                                   "store shares its chunk index: a rewritten copy would move every gateway's entry)");
+  }
   if (chunk_index.cluster_scope && (storage_backend != "rados" || rados.gateway.empty())) {
     return Status::InvalidArgument("storage.rados.dedup-scope = cluster needs storage.backend = rados and "
                                    "storage.rados.gateway (the gateway slots of one store share its chunk index)");
@@ -521,6 +544,9 @@ std::string Options::SettingsToString() const {
     << "write-buffer.size = " << write_buffer_size << "\n"
     << "write-buffer.flush-delay = " << write_buffer_flush_delay_ms << "ms\n"
     << "dedup.threads = " << dedup_threads << "\n"
+    << "dedup.rewrite = " << (rewrite.enabled ? "sparse" : "off") << "\n"
+    << "dedup.rewrite.sparse-bytes = " << rewrite.sparse_bytes << "\n"
+    << "dedup.rewrite.limit = " << rewrite.limit << "\n"
     << "idle.throughput-threshold = " << idle.throughput_threshold << "\n"
     << "idle.period = " << idle.period_ms << "ms\n"
     << "idle.window = " << idle.window_ms << "ms\n"

@@ -24,6 +24,7 @@
 #include "core/base/config_keys.h"
 #include "core/base/fingerprint.h"
 #include "core/engine/idle_detector.h"
+#include "core/engine/rewrite_policy.h"
 #include "core/rados/rados_options.h"
 #include "filters/filter_options.h"
 #include "index/block_index.h"
@@ -62,6 +63,7 @@ struct Options {
   uint64_t write_buffer_size = 64 << 20;
   uint64_t write_buffer_flush_delay_ms = 500;
   int dedup_threads = 2;
+  RewriteOptions rewrite;  // dedup.rewrite*: container rewriting (core/engine/rewrite_policy.h)
   IdleOptions idle;  // when background work (replay, write-back, GC) runs
   std::vector<VolumeOptions> volumes;
 

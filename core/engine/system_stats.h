@@ -22,6 +22,8 @@ struct SystemStats {
   std::atomic<uint64_t> bytes_chunked{0};   // logical bytes that went through the chain
   std::atomic<uint64_t> bytes_new{0};       // raw bytes of new chunks (before compression)
   std::atomic<uint64_t> bytes_zero{0};
+  // Known chunks stored again by container rewriting (core/engine/rewrite_policy.h).
+  std::atomic<uint64_t> chunks_rewritten{0}, bytes_rewritten{0};
   std::atomic<uint64_t> mappings_skipped{0};  // a newer write raced a worker; redone later
   std::atomic<uint64_t> damaged_mappings_overwritten{0};  // whole-block writes over an unreadable stored mapping
   std::atomic<uint64_t> errors{0};

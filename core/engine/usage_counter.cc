@@ -95,6 +95,11 @@ Status UsageCounter::CountUpTo(uint64_t up_to) {
   return Status::OK();
 }
 
+void UsageCounter::WatchSpareCopies(SpareCopies* copies) {
+  std::lock_guard<std::mutex> l(mu_);
+  spare_copies_ = copies;
+}
+
 Status UsageCounter::CollectEvent(const LogEvent& e, Batch* batch) {
   BlockMappingWrittenData data;  // a deletion: no new mapping
   if (e.type == LogEventType::kBlockMappingDeleted) {
@@ -108,6 +113,10 @@ Status UsageCounter::CollectEvent(const LogEvent& e, Batch* batch) {
   const BlockId& block = data.block;
   BlockMapping new_mapping;
   if (!data.new_mapping.empty()) DEDUPV1_RETURN_IF_ERROR(BlockMapping::Parse(data.new_mapping, block, &new_mapping));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (spare_copies_ != nullptr) spare_copies_->NoteMapping(new_mapping);
+  }
   if (!AllContainersCommitted(new_mapping, *store_)) {
     // Recover drops this mapping: the block keeps what it had.
     std::lock_guard<std::mutex> l(mu_);

@@ -37,6 +37,7 @@
 
 #include "chunkstore/chunk_store.h"
 #include "core/base/status.h"
+#include "core/engine/spare_copies.h"
 #include "index/block_mapping.h"
 #include "index/chunk_index.h"
 #include "log/operations_log.h"
@@ -78,6 +79,12 @@ class UsageCounter {
   void AddCandidate(const Fingerprint& fp);
   size_t candidate_count() const;
 
+  // While set (not null), every mapping event this counter collects from
+  // now on, dropped ones too, notes its new mapping in |copies| (garbage
+  // collection's spare copies, core/engine/spare_copies.h). Unset with null
+  // before |copies| goes away.
+  void WatchSpareCopies(SpareCopies* copies);
+
   UsageCounterStats stats() const;
 
  private:
@@ -117,6 +124,7 @@ class UsageCounter {
   // have (what their next counted event replaces).
   std::unordered_map<BlockId, std::string, BlockIdHasher> dropped_;
   UsageCounterStats stats_;
+  SpareCopies* spare_copies_ = nullptr;
 };
 
 }  // namespace dedupv1

@@ -44,6 +44,7 @@ WritePipeline::WritePipeline(Parts parts)
       stats_(parts.stats),
       wake_workers_(std::move(parts.wake_workers)),
       claim_index_(parts.claim_index),
+      rewrite_(parts.rewrite),
       hash_pool_(1) {}
 
 void WritePipeline::InstallFilterChain(FilterChain chain) {
@@ -97,6 +98,9 @@ Status WritePipeline::ProcessRun(uint32_t volume_id, WriteBuffer* buffer, WriteB
   // 4. The filter chain decides; new chunks are stored.
   std::vector<size_t> stored;
   DEDUPV1_RETURN_IF_ERROR(FilterAndStore(volume_id, &chunks, outcome, &stored));
+  // 4a. Container rewriting: known chunks of sparse old containers are
+  //     stored again next to this run's new data.
+  if (rewrite_.options().enabled) DEDUPV1_RETURN_IF_ERROR(RewriteSparseChunks(volume_id, processed, stored, &chunks));
   // 4b. Cluster scope: the new chunks are claimed in the shared chunk index;
   //     lost claims map the winner's container. The claims' journal record
   //     is handed back when the run ends (claim_step.h).
@@ -186,6 +190,35 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, Chunks* chunks, RunOutc
       stats_->chunks_new++;
       stats_->bytes_new += c.size;
     }
+  }
+  return Status::OK();
+}
+
+// Holds the GC barrier shared (ProcessRun), so the old copies the policy
+// judges stay where the filter chain found them.
+Status WritePipeline::RewriteSparseChunks(uint32_t volume_id, uint64_t run_bytes, const std::vector<size_t>& stored,
+                                          Chunks* chunks) {
+  std::vector<RewritePolicy::Chunk> seen(chunks->size());
+  for (size_t i = 0; i < chunks->size(); i++) seen[i].size = (*chunks)[i].size;
+  std::vector<bool> is_new(chunks->size(), false);
+  for (size_t i : stored) is_new[i] = true;
+  for (size_t i = 0; i < chunks->size(); i++) {
+    const ChunkRequest& c = (*chunks)[i];
+    // Known chunks only (this run's new ones may sit in a container that
+    // committed meanwhile). A chunk found in a container not committed yet
+    // was stored moments ago, by this stream most likely: no old copy.
+    if (!is_new[i] && !c.is_zero && c.container != kNoContainer && c.container != kZeroContainer &&
+        chunk_store_->IsCommitted(c.container)) {
+      seen[i].container = chunk_store_->Resolve(c.container);
+    }
+  }
+  for (size_t i : rewrite_.Choose(volume_id, run_bytes, seen)) {
+    ChunkRequest& c = (*chunks)[i];
+    std::lock_guard<std::mutex> fp_lock(fp_locks_.For(c.fp));
+    DEDUPV1_RETURN_IF_ERROR(chunk_store_->StoreChunk(c.fp, c.data, c.size, volume_id, &c.container));
+    DEDUPV1_RETURN_IF_ERROR(filter_chain_.UpdateMoved(c));
+    stats_->chunks_rewritten++;
+    stats_->bytes_rewritten += c.size;
   }
   return Status::OK();
 }

@@ -38,6 +38,7 @@
 #include "core/base/chunker.h"
 #include "core/base/fingerprint.h"
 #include "core/engine/gc_barrier.h"
+#include "core/engine/rewrite_policy.h"
 #include "core/base/status.h"
 #include "core/engine/system_stats.h"
 #include "core/base/thread_pool.h"
@@ -70,6 +71,8 @@ class WritePipeline {
     // Cluster scope only (core/engine/claim_step.h): the chunk index whose
     // ClaimNew claims each run's new chunks before its mappings are logged.
     ChunkIndex* claim_index = nullptr;
+    // Container rewriting (core/engine/rewrite_policy.h); local scope only.
+    RewriteOptions rewrite;
   };
   explicit WritePipeline(Parts parts);
 
@@ -136,6 +139,12 @@ class WritePipeline {
   // Step 4: decides every chunk under its fingerprint lock and stores new ones.
   // |stored| receives the indices of the chunks stored new.
   Status FilterAndStore(uint32_t volume_id, Chunks* chunks, RunOutcome* outcome, std::vector<size_t>* stored);
+  // Step 4a (container rewriting on): the known chunks the rewrite policy
+  // chooses are stored again, each under its fingerprint lock, and the
+  // chunk's container becomes the new copy's (the filters are told).
+  // |stored| are the indices of the run's new chunks (never rewritten).
+  Status RewriteSparseChunks(uint32_t volume_id, uint64_t run_bytes, const std::vector<size_t>& stored,
+                             Chunks* chunks);
   // Step 5: the new mapping of every block the processed bytes touch.
   // |skipped| is set when a block was rewritten meanwhile and not mapped
   // (its bytes are redone by a later run).
@@ -155,6 +164,7 @@ class WritePipeline {
   SystemStats* const stats_;
   const std::function<void()> wake_workers_;
   ChunkIndex* const claim_index_;
+  RewritePolicy rewrite_;
 
   ThreadPool hash_pool_;
   FilterChain filter_chain_;

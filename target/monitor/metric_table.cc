@@ -151,6 +151,10 @@ std::vector<MetricRow> DedupAndIoRows() {
       Row("dedup", "chunks_zero", U::kCount, [](C c) -> Json { return c.stats().chunks_zero.load(); })
           .Counter("dedupv1_chunks_total", "Chunks deduplicated, by filter chain outcome.")
           .Labeled("result", "zero"),
+      Row("dedup", "chunks_rewritten", U::kCount, [](C c) -> Json { return c.stats().chunks_rewritten.load(); })
+          .Counter("dedupv1_chunks_rewritten_total", "Known chunks stored again by container rewriting."),
+      Row("dedup", "rewritten_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_rewritten.load(); })
+          .Counter("dedupv1_rewritten_bytes_total", "Bytes of known chunks stored again by container rewriting."),
       Row("dedup", "runs", U::kCount, [](C c) -> Json { return c.stats().runs.load(); }),
       Row("dedup", "mappings_skipped", U::kCount, [](C c) -> Json { return c.stats().mappings_skipped.load(); }),
       Row("dedup", "damaged_mappings_overwritten", U::kCount,
@@ -537,6 +541,9 @@ std::vector<MetricRow> GcRows() {
       Row("gc", "chunks_survived_recheck", U::kCount, [](C c) -> Json { return c.gc().chunks_survived; })
           .Counter("dedupv1_gc_chunks_survived_total", "Candidates referenced again before the recheck."),
       Row("gc", "orphan_chunks_found", U::kCount, [](C c) -> Json { return c.gc().orphans_found; }),
+      Row("gc", "spare_copies_dead", U::kCount, [](C c) -> Json { return c.gc().spare_copies_dead; })
+          .Counter("dedupv1_gc_spare_copies_dead_total",
+                   "Copies of chunks stored twice that no mapping names any more, given back."),
       Row("gc", "reclaimed_bytes", U::kBytes, [](C c) -> Json { return c.gc().bytes_reclaimed; })
           .Counter("dedupv1_gc_reclaimed_bytes_total", "Container store bytes given back by garbage collection."),
       Row("gc", "containers_merged", U::kCount, [](C c) -> Json { return c.gc().containers_merged; })
