@@ -113,10 +113,11 @@ std::vector<Fingerprint> RandomFingerprints(size_t n, uint64_t seed, size_t size
 
 // --- chunking and fingerprinting -------------------------------------------------
 
-void BM_Chunking(benchmark::State& state, const char* kind) {
+void BM_Chunking(benchmark::State& state, const char* kind, size_t min_size) {
   static const std::vector<uint8_t> data = RandomData(kStretch, 11);
   ChunkerOptions o;
   o.name = kind;
+  if (min_size != 0) o.min_size = min_size;
   std::unique_ptr<Chunker> chunker;
   Status s = Chunker::Create(o, &chunker);
   if (!s.ok()) Die("chunker", s);
@@ -130,8 +131,9 @@ void BM_Chunking(benchmark::State& state, const char* kind) {
   state.counters["avg_chunk_bytes"] = static_cast<double>(data.size()) / static_cast<double>(ends.size());
 }
 // (The static chunker is not measured: it computes offsets without reading the data.)
-BENCHMARK_CAPTURE(BM_Chunking, rabin, "rabin")->Name("Chunking/rabin");
-BENCHMARK_CAPTURE(BM_Chunking, fastcdc, "fastcdc")->Name("Chunking/fastcdc");
+BENCHMARK_CAPTURE(BM_Chunking, rabin, "rabin", 0)->Name("Chunking/rabin");
+BENCHMARK_CAPTURE(BM_Chunking, fastcdc, "fastcdc", 0)->Name("Chunking/fastcdc");
+BENCHMARK_CAPTURE(BM_Chunking, fastcdc_min4k, "fastcdc", 4096)->Name("Chunking/fastcdc_min4k");
 
 void BM_Fingerprint(benchmark::State& state, FingerprintType type) {
   static const std::vector<uint8_t> data = RandomData(kStretch, 12);
@@ -182,10 +184,11 @@ BENCHMARK_CAPTURE(BM_Crc32c, one_register, Crc32cOneRegister)
 
 // Chunking + SHA-1 of every chunk on one core: what one dedup worker can do
 // at most (dedupv1_bench's ceiling runs this on dedup.threads cores).
-void BM_ChunkAndHash(benchmark::State& state, const char* kind) {
+void BM_ChunkAndHash(benchmark::State& state, const char* kind, size_t min_size) {
   static const std::vector<uint8_t> data = RandomData(kStretch, 13);
   ChunkerOptions o;
   o.name = kind;
+  if (min_size != 0) o.min_size = min_size;
   std::unique_ptr<Chunker> chunker;
   Status s = Chunker::Create(o, &chunker);
   if (!s.ok()) Die("chunker", s);
@@ -203,8 +206,9 @@ void BM_ChunkAndHash(benchmark::State& state, const char* kind) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * data.size()));
 }
-BENCHMARK_CAPTURE(BM_ChunkAndHash, rabin, "rabin")->Name("ChunkAndHash/rabin_sha1");
-BENCHMARK_CAPTURE(BM_ChunkAndHash, fastcdc, "fastcdc")->Name("ChunkAndHash/fastcdc_sha1");
+BENCHMARK_CAPTURE(BM_ChunkAndHash, rabin, "rabin", 0)->Name("ChunkAndHash/rabin_sha1");
+BENCHMARK_CAPTURE(BM_ChunkAndHash, fastcdc, "fastcdc", 0)->Name("ChunkAndHash/fastcdc_sha1");
+BENCHMARK_CAPTURE(BM_ChunkAndHash, fastcdc_min4k, "fastcdc", 4096)->Name("ChunkAndHash/fastcdc_min4k_sha1");
 
 // --- bloom filter -----------------------------------------------------------------
 

@@ -280,7 +280,7 @@ void ChunkIndex::DropPrefetch(const std::vector<Fingerprint>& fps) {
 }
 
 void ChunkIndex::EnqueueLocked(const Fingerprint& fp, AuxEntry* e) {
-  if (e->queued || e->stuck || !(e->entry.committed || e->table_delete)) return;
+  if (e->queued || e->stuck || !WritableLocked(*e)) return;
   e->queued = true;
   ready_.push_back(fp);
 }
@@ -749,10 +749,16 @@ Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
       auto it = aux_.find(fp);
       if (it == aux_.end()) continue;
       const AuxEntry& e = it->second;
-      if (!e.entry.committed && !e.table_delete) continue;
+      if (!WritableLocked(e)) continue;
       ChunkTable::Op op;
       op.fp = fp;
       op.entry = e.entry;
+      if (e.moved_from != kNoContainer) {
+        // Moved to a copy not committed yet: the table gets the entry's
+        // counts with the copy it names durably (Move).
+        op.entry.container = e.moved_from;
+        op.entry.committed = true;
+      }
       op.erase = e.erased || e.table_delete;
       ops.push_back(op);
       versions.push_back(e.version);
@@ -791,7 +797,15 @@ Status ChunkIndex::WriteBack(const std::vector<Fingerprint>& fps) {
         EnqueueLocked(ops[i].fp, &e);
         continue;
       }
-      if (it->second.version == versions[i]) {
+      if (it->second.moved_from != kNoContainer) {
+        // Written with its former copy; it stays here until its new copy
+        // commits (and is written then).
+        if (!it->second.in_table) {
+          it->second.in_table = true;
+          aux_new_--;
+        }
+        if (it->second.version != versions[i]) EnqueueLocked(ops[i].fp, &it->second);
+      } else if (it->second.version == versions[i]) {
         EraseLocked(it);
       } else {
         // Changed while being written: the table holds an older version now.
@@ -861,7 +875,7 @@ void ChunkIndex::WriteBackThread() {
       if (it == aux_.end() || !it->second.queued) continue;  // stale name
       it->second.queued = false;
       const AuxEntry& e = it->second;
-      if ((e.entry.committed || e.table_delete) && !e.stuck) batch.push_back(fp);
+      if (WritableLocked(e) && !e.stuck) batch.push_back(fp);
     }
     if (batch.empty()) continue;
     l.unlock();
@@ -883,7 +897,7 @@ Status ChunkIndex::Flush() {
   {
     std::lock_guard<std::mutex> l(mu_);
     for (auto& [fp, e] : aux_) {
-      if (!e.entry.committed && !e.table_delete) continue;
+      if (!WritableLocked(e)) continue;
       if (e.stuck) {  // Flush retries entries the thread gave up on
         e.stuck = false;
         stuck_--;

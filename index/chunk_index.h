@@ -250,14 +250,16 @@ class ChunkIndex {
   // Points the entry of |fp| to a newer copy of its chunk in |container|
   // (container rewriting, core/engine/rewrite_policy.h), keeping its usage
   // count and last event id. Only a committed entry moves (*moved = false
-  // otherwise, e.g. a copy stored by another run that has not committed):
-  // until |container| commits, the moved entry is an uncommitted one in the
-  // auxiliary index and the table keeps the entry as it was, so a crash
-  // leaves the entry naming the older copy, which still exists. If
-  // |container| fails to commit, the entry names its former copy again; a
-  // usage change of a mapping that names the former copy before the commit
-  // points it back there too (AddUsage's |committed_copy|). NotFound if there
-  // is no entry. Not in cluster scope (NotSupported).
+  // otherwise, e.g. a copy stored by another run that has not committed).
+  // Until |container| commits, lookups see the new copy (uncommitted), while
+  // write-back writes the entry, with its current counts, naming the former
+  // copy: the table never names an uncommitted copy, and a flush still
+  // persists every count (a checkpoint trims the events counted), so a crash
+  // leaves the entry on the former copy, which still exists. Once |container|
+  // commits the entry is written naming it. A usage change of a mapping that
+  // names the former copy before that points the entry back there
+  // (AddUsage's |committed_copy|), as does OnContainerFailed. NotFound if
+  // there is no entry. Not in cluster scope (NotSupported).
   Status Move(const Fingerprint& fp, ContainerId container, bool* moved);
 
   // Removes the entry of |fp| (garbage collection). In memory an erased entry
@@ -388,6 +390,11 @@ class ChunkIndex {
   void KeepPrefetchedLocked(const std::vector<Fingerprint>& fps, const std::vector<ChunkIndexEntry>& got,
                             const std::vector<bool>& found, uint64_t generation);
   void EnqueueLocked(const Fingerprint& fp, AuxEntry* e);
+  // Whether write-back writes |e| to the table: committed entries, table
+  // deletions, and moved entries (with their former copy, see Move).
+  static bool WritableLocked(const AuxEntry& e) {
+    return e.entry.committed || e.table_delete || e.moved_from != kNoContainer;
+  }
   void EraseLocked(AuxMap::iterator it);
 
   // Entries per table batch. Every batch rewrites (journal + in place) each

@@ -54,8 +54,12 @@ TEST(CrashTest, KillNineWithContainerRewritingKeepsEverySyncedWrite) {
   o.rewrite.sparse_bytes = 1 << 20;
   o.rewrite.limit = 0.5;
   ASSERT_TRUE(o.Finish().ok());
-  const uint64_t done = RunKillNineCycles(o, cycles, 150);
+  KillNineTotals totals;
+  const uint64_t done = RunKillNineCycles(o, cycles, 150, nullptr, &totals);
   EXPECT_GE(done, std::min<uint64_t>(cycles, 5));
+  std::printf("chunks rewritten by the children: %llu, spare copies given back by the parent's rounds: %llu\n",
+              (unsigned long long)totals.chunks_rewritten, (unsigned long long)totals.spare_copies_dead);
+  EXPECT_GT(totals.chunks_rewritten, 0u) << "no chunk was rewritten: the test did not test rewriting";
 }
 
 // The kill -9 cycles on a store whose chunk index starts tiny (8 buckets,

@@ -114,7 +114,9 @@ Options KillNineOptions(const std::string& dir) {
 namespace {
 
 struct Record {
-  char kind;  // 'O' the store is open, 'W' write issued, 'A' acknowledged by a sync
+  // 'O' the store is open, 'W' write issued, 'A' acknowledged by a sync, 'R'
+  // the chunks the child rewrote so far (version; container rewriting)
+  char kind;
   uint32_t slot;
   uint64_t version;
 };
@@ -164,6 +166,7 @@ struct Record {
           }
           for (const auto& r : unacked) send(r);
           unacked.clear();
+          send({'R', 0, sys->stats().chunks_rewritten.load()});
         }
       }
     });
@@ -175,7 +178,8 @@ struct Record {
 }  // namespace
 
 void RunKillNineCyclesInto(const Options& o, uint64_t cycles, uint64_t budget_s,
-                           const std::function<void(uint64_t cycle)>& after_kill, uint64_t* done_out) {
+                           const std::function<void(uint64_t cycle)>& after_kill, uint64_t* done_out,
+                           KillNineTotals* totals) {
   std::vector<uint64_t> acked(kSlots, 0);             // last acknowledged version per slot
   std::vector<std::set<uint64_t>> written(kSlots);    // versions written after it
   std::mt19937_64 rng(4242);
@@ -198,14 +202,18 @@ void RunKillNineCyclesInto(const Options& o, uint64_t cycles, uint64_t budget_s,
     EXPECT_TRUE(WIFSIGNALED(status)) << "child exited early with code " << WEXITSTATUS(status);
     ASSERT_TRUE(open) << "cycle " << cycle << ": the child did not report its store open";
     Record r;
+    uint64_t child_rewritten = 0;
     while (read(report_fd, &r, sizeof(r)) == sizeof(r)) {
       if (r.kind == 'W') {
         written[r.slot].insert(r.version);
+      } else if (r.kind == 'R') {
+        child_rewritten = std::max(child_rewritten, r.version);
       } else if (r.version > acked[r.slot]) {
         acked[r.slot] = r.version;
       }
     }
     close(report_fd);
+    if (totals != nullptr) totals->chunks_rewritten += child_rewritten;
     if (after_kill) after_kill(cycle);
 
     std::unique_ptr<DedupSystem> sys;
@@ -274,6 +282,7 @@ void RunKillNineCyclesInto(const Options& o, uint64_t cycles, uint64_t budget_s,
       // A round in the parent too, then everything must still read back.
       ASSERT_TRUE(sys->RunGc().ok());
       gc_rounds++;
+      if (totals != nullptr) totals->spare_copies_dead += sys->gc_stats().spare_copies_dead;
       for (uint64_t slot = 0; slot < kSlots; slot += 7) {
         ASSERT_TRUE(v->Read(slot * kCrashSlot, kCrashSlot, got.data()).ok());
         ASSERT_TRUE(got == CrashSlotData(slot, acked[slot])) << "cycle " << cycle << " slot " << slot << " after GC";
@@ -293,9 +302,9 @@ void RunKillNineCyclesInto(const Options& o, uint64_t cycles, uint64_t budget_s,
 
 
 uint64_t RunKillNineCycles(const Options& o, uint64_t cycles, uint64_t budget_s,
-                           const std::function<void(uint64_t cycle)>& after_kill) {
+                           const std::function<void(uint64_t cycle)>& after_kill, KillNineTotals* totals) {
   uint64_t done = 0;
-  RunKillNineCyclesInto(o, cycles, budget_s, after_kill, &done);
+  RunKillNineCyclesInto(o, cycles, budget_s, after_kill, &done, totals);
   return done;
 }
 

@@ -30,7 +30,13 @@ Options KillNineOptions(const std::string& dir);
 // DedupSystem::OpenStore, so a rados store too), within |budget_s| seconds;
 // failures are test failures. Returns the cycles completed. |after_kill|, if
 // given, runs after each kill, before the store is opened again.
+// What the cycles did that a test may want to see happen (not only pass).
+struct KillNineTotals {
+  uint64_t chunks_rewritten = 0;   // by the children, up to their last sync
+  uint64_t spare_copies_dead = 0;  // by the parent's GC rounds
+};
 uint64_t RunKillNineCycles(const Options& o, uint64_t cycles, uint64_t budget_s,
-                           const std::function<void(uint64_t cycle)>& after_kill = nullptr);
+                           const std::function<void(uint64_t cycle)>& after_kill = nullptr,
+                           KillNineTotals* totals = nullptr);
 
 }  // namespace dedupv1
