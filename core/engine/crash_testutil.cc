@@ -175,6 +175,24 @@ struct Record {
   _exit(0);
 }
 
+// Reads the killed child's records until the pipe ends: writes issued into
+// |written|, acknowledged versions into |acked|; returns the chunks it
+// reported rewritten last.
+uint64_t ReadChildRecords(int fd, std::vector<std::set<uint64_t>>* written, std::vector<uint64_t>* acked) {
+  Record r;
+  uint64_t rewritten = 0;
+  while (read(fd, &r, sizeof(r)) == sizeof(r)) {
+    if (r.kind == 'W') {
+      (*written)[r.slot].insert(r.version);
+    } else if (r.kind == 'R') {
+      rewritten = std::max(rewritten, r.version);
+    } else if (r.version > (*acked)[r.slot]) {
+      (*acked)[r.slot] = r.version;
+    }
+  }
+  return rewritten;
+}
+
 }  // namespace
 
 void RunKillNineCyclesInto(const Options& o, uint64_t cycles, uint64_t budget_s,
@@ -201,17 +219,7 @@ void RunKillNineCyclesInto(const Options& o, uint64_t cycles, uint64_t budget_s,
     waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFSIGNALED(status)) << "child exited early with code " << WEXITSTATUS(status);
     ASSERT_TRUE(open) << "cycle " << cycle << ": the child did not report its store open";
-    Record r;
-    uint64_t child_rewritten = 0;
-    while (read(report_fd, &r, sizeof(r)) == sizeof(r)) {
-      if (r.kind == 'W') {
-        written[r.slot].insert(r.version);
-      } else if (r.kind == 'R') {
-        child_rewritten = std::max(child_rewritten, r.version);
-      } else if (r.version > acked[r.slot]) {
-        acked[r.slot] = r.version;
-      }
-    }
+    const uint64_t child_rewritten = ReadChildRecords(report_fd, &written, &acked);
     close(report_fd);
     if (totals != nullptr) totals->chunks_rewritten += child_rewritten;
     if (after_kill) after_kill(cycle);

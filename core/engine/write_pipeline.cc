@@ -97,10 +97,9 @@ Status WritePipeline::ProcessRun(uint32_t volume_id, WriteBuffer* buffer, WriteB
 
   // 4. The filter chain decides; new chunks are stored.
   std::vector<size_t> stored;
-  DEDUPV1_RETURN_IF_ERROR(FilterAndStore(volume_id, &chunks, outcome, &stored));
-  // 4a. Container rewriting: known chunks of sparse old containers are
-  //     stored again next to this run's new data.
-  if (rewrite_.options().enabled) DEDUPV1_RETURN_IF_ERROR(RewriteSparseChunks(volume_id, processed, stored, &chunks));
+  //     With container rewriting on, known chunks of sparse old containers
+  //     are stored again too, between this run's new chunks.
+  DEDUPV1_RETURN_IF_ERROR(FilterAndStore(volume_id, processed, &chunks, outcome, &stored));
   // 4b. Cluster scope: the new chunks are claimed in the shared chunk index;
   //     lost claims map the winner's container. The claims' journal record
   //     is handed back when the run ends (claim_step.h).
@@ -157,70 +156,101 @@ void WritePipeline::ComputeFingerprints(const uint8_t* data, const std::vector<s
 }
 
 // The fingerprint lock covers decide + store + update so a chunk is stored
-// once. Holds the GC barrier shared (ProcessRun).
-Status WritePipeline::FilterAndStore(uint32_t volume_id, Chunks* chunks, RunOutcome* outcome,
+// once. Holds the GC barrier shared (ProcessRun), so the copies the filter
+// chain finds stay where it found them until the run's mappings are logged.
+//
+// With container rewriting on, two passes: the first decides every chunk
+// (known ones are done), the rewrite policy picks known chunks of sparse
+// containers, and the second, in the run's order, stores the new chunks
+// (each decided again under its lock: another run may have stored it since)
+// and the picked ones. So a rewritten chunk lands between the run's new
+// chunks as in the stream, and a restore reads them in one range. Deciding
+// a new chunk twice costs little: the filters before the chunk index answer
+// from memory, and the bloom filter stops a new chunk there.
+Status WritePipeline::FilterAndStore(uint32_t volume_id, uint64_t run_bytes, Chunks* chunks, RunOutcome* outcome,
                                      std::vector<size_t>* stored) {
   // Filters that read a remote table (the chunk index on RADOS) fetch the
   // run's answers in one batch first; nothing happens on the local backend.
   auto prepared = filter_chain_.PrepareRun(*chunks);
+  const bool rewriting = rewrite_.options().enabled;
+  std::vector<bool> known(chunks->size(), false);
   for (size_t i = 0; i < chunks->size(); i++) {
     ChunkRequest& c = (*chunks)[i];
     std::lock_guard<std::mutex> fp_lock(fp_locks_.For(c.fp));
-    Status error;
-    FilterResult r = filter_chain_.Decide(&c, &error);
-    if (r == FilterResult::kError) return error;
-    if (FilterChain::IsKnown(r)) {
-      DEDUPV1_RETURN_IF_ERROR(filter_chain_.UpdateKnown(c));
-      if (c.is_zero) {
-        stats_->chunks_zero++;
-        stats_->bytes_zero += c.size;
-      } else {
-        stats_->chunks_known++;
-      }
-    } else {
+    bool is_known = false;
+    DEDUPV1_RETURN_IF_ERROR(DecideChunk(&c, &is_known));
+    known[i] = is_known;
+    if (!is_known && !rewriting) DEDUPV1_RETURN_IF_ERROR(StoreNewChunk(volume_id, i, &c, outcome, stored));
+  }
+  if (!rewriting) return Status::OK();
+
+  const std::vector<bool> rewrite = ChooseRewrites(volume_id, run_bytes, *chunks, known);
+  for (size_t i = 0; i < chunks->size(); i++) {
+    if (known[i] && !rewrite[i]) continue;
+    ChunkRequest& c = (*chunks)[i];
+    std::lock_guard<std::mutex> fp_lock(fp_locks_.For(c.fp));
+    if (rewrite[i]) {
       DEDUPV1_RETURN_IF_ERROR(chunk_store_->StoreChunk(c.fp, c.data, c.size, volume_id, &c.container));
-      stored->push_back(i);
-      Status updated = filter_chain_.UpdateNew(c);
-      // Only the chunk index refuses an insert for want of space ("chunk
-      // index full"): the run waits parked, the rest of the buffer goes on.
-      // The chunk just stored stays in its container as garbage.
-      outcome->parked = updated.IsNoSpace();
-      DEDUPV1_RETURN_IF_ERROR(updated);
-      outcome->new_chunks = true;
-      stats_->chunks_new++;
-      stats_->bytes_new += c.size;
+      DEDUPV1_RETURN_IF_ERROR(filter_chain_.UpdateMoved(c));
+      stats_->chunks_rewritten++;
+      stats_->bytes_rewritten += c.size;
+      continue;
     }
+    bool is_known = false;
+    DEDUPV1_RETURN_IF_ERROR(DecideChunk(&c, &is_known));
+    if (!is_known) DEDUPV1_RETURN_IF_ERROR(StoreNewChunk(volume_id, i, &c, outcome, stored));
   }
   return Status::OK();
 }
 
-// Holds the GC barrier shared (ProcessRun), so the old copies the policy
-// judges stay where the filter chain found them.
-Status WritePipeline::RewriteSparseChunks(uint32_t volume_id, uint64_t run_bytes, const std::vector<size_t>& stored,
-                                          Chunks* chunks) {
-  std::vector<RewritePolicy::Chunk> seen(chunks->size());
-  for (size_t i = 0; i < chunks->size(); i++) seen[i].size = (*chunks)[i].size;
-  std::vector<bool> is_new(chunks->size(), false);
-  for (size_t i : stored) is_new[i] = true;
-  for (size_t i = 0; i < chunks->size(); i++) {
-    const ChunkRequest& c = (*chunks)[i];
-    // Known chunks only (this run's new ones may sit in a container that
-    // committed meanwhile). A chunk found in a container not committed yet
-    // was stored moments ago, by this stream most likely: no old copy.
-    if (!is_new[i] && !c.is_zero && c.container != kNoContainer && c.container != kZeroContainer &&
+Status WritePipeline::DecideChunk(ChunkRequest* c, bool* known) {
+  Status error;
+  FilterResult r = filter_chain_.Decide(c, &error);
+  if (r == FilterResult::kError) return error;
+  *known = FilterChain::IsKnown(r);
+  if (!*known) return Status::OK();
+  DEDUPV1_RETURN_IF_ERROR(filter_chain_.UpdateKnown(*c));
+  if (c->is_zero) {
+    stats_->chunks_zero++;
+    stats_->bytes_zero += c->size;
+  } else {
+    stats_->chunks_known++;
+  }
+  return Status::OK();
+}
+
+Status WritePipeline::StoreNewChunk(uint32_t volume_id, size_t i, ChunkRequest* c, RunOutcome* outcome,
+                                    std::vector<size_t>* stored) {
+  DEDUPV1_RETURN_IF_ERROR(chunk_store_->StoreChunk(c->fp, c->data, c->size, volume_id, &c->container));
+  stored->push_back(i);
+  Status updated = filter_chain_.UpdateNew(*c);
+  // Only the chunk index refuses an insert for want of space ("chunk
+  // index full"): the run waits parked, the rest of the buffer goes on.
+  // The chunk just stored stays in its container as garbage.
+  outcome->parked = updated.IsNoSpace();
+  DEDUPV1_RETURN_IF_ERROR(updated);
+  outcome->new_chunks = true;
+  stats_->chunks_new++;
+  stats_->bytes_new += c->size;
+  return Status::OK();
+}
+
+std::vector<bool> WritePipeline::ChooseRewrites(uint32_t volume_id, uint64_t run_bytes, const Chunks& chunks,
+                                                const std::vector<bool>& known) {
+  std::vector<RewritePolicy::Chunk> seen(chunks.size());
+  for (size_t i = 0; i < chunks.size(); i++) {
+    const ChunkRequest& c = chunks[i];
+    seen[i].size = c.size;
+    // A chunk found in a container not committed yet was stored moments
+    // ago, by this stream most likely: it is no old copy.
+    if (known[i] && !c.is_zero && c.container != kNoContainer && c.container != kZeroContainer &&
         chunk_store_->IsCommitted(c.container)) {
       seen[i].container = chunk_store_->Resolve(c.container);
     }
   }
-  for (size_t i : rewrite_.Choose(volume_id, run_bytes, seen)) {
-    ChunkRequest& c = (*chunks)[i];
-    std::lock_guard<std::mutex> fp_lock(fp_locks_.For(c.fp));
-    DEDUPV1_RETURN_IF_ERROR(chunk_store_->StoreChunk(c.fp, c.data, c.size, volume_id, &c.container));
-    DEDUPV1_RETURN_IF_ERROR(filter_chain_.UpdateMoved(c));
-    stats_->chunks_rewritten++;
-    stats_->bytes_rewritten += c.size;
-  }
-  return Status::OK();
+  std::vector<bool> rewrite(chunks.size(), false);
+  for (size_t i : rewrite_.Choose(volume_id, run_bytes, seen)) rewrite[i] = true;
+  return rewrite;
 }
 
 // Block by block, in the run's order. A block rewritten or unmapped since its

@@ -136,15 +136,22 @@ class WritePipeline {
   using Chunks = std::vector<ChunkRequest>;
   // Step 2: fingerprints, in parallel. All-zero chunks are not hashed.
   void ComputeFingerprints(const uint8_t* data, const std::vector<size_t>& ends, Chunks* chunks);
-  // Step 4: decides every chunk under its fingerprint lock and stores new ones.
-  // |stored| receives the indices of the chunks stored new.
-  Status FilterAndStore(uint32_t volume_id, Chunks* chunks, RunOutcome* outcome, std::vector<size_t>* stored);
-  // Step 4a (container rewriting on): the known chunks the rewrite policy
-  // chooses are stored again, each under its fingerprint lock, and the
-  // chunk's container becomes the new copy's (the filters are told).
-  // |stored| are the indices of the run's new chunks (never rewritten).
-  Status RewriteSparseChunks(uint32_t volume_id, uint64_t run_bytes, const std::vector<size_t>& stored,
-                             Chunks* chunks);
+  // Step 4: decides every chunk under its fingerprint lock and stores new ones
+  // (and, with container rewriting on, the known ones the rewrite policy
+  // picks: their container becomes the new copy's, the filters are told).
+  // |stored| receives the indices of the chunks stored new; |run_bytes| are
+  // the run's logical bytes (the rewrite budget grows with them).
+  Status FilterAndStore(uint32_t volume_id, uint64_t run_bytes, Chunks* chunks, RunOutcome* outcome,
+                        std::vector<size_t>* stored);
+  // Step 4's pieces, each called under the chunk's fingerprint lock: the
+  // filter chain's decision (a known chunk is done: UpdateKnown, counted),
+  // and the store of a new chunk (UpdateNew, counted).
+  Status DecideChunk(ChunkRequest* c, bool* known);
+  Status StoreNewChunk(uint32_t volume_id, size_t i, ChunkRequest* c, RunOutcome* outcome,
+                       std::vector<size_t>* stored);
+  // The rewrite policy's pick among the run's |known| chunks.
+  std::vector<bool> ChooseRewrites(uint32_t volume_id, uint64_t run_bytes, const Chunks& chunks,
+                                   const std::vector<bool>& known);
   // Step 5: the new mapping of every block the processed bytes touch.
   // |skipped| is set when a block was rewritten meanwhile and not mapped
   // (its bytes are redone by a later run).
