@@ -2,11 +2,13 @@
 // building blocks, each alone on one core (or a few threads where the engine
 // runs it concurrently):
 //
-//   Chunking/{rabin,fastcdc}        Chunker::Split over 8 MiB of incompressible data
+//   Chunking/{rabin,fastcdc,fastcdc_min4k}  Chunker::Split over 8 MiB of incompressible data
+//                                   (fastcdc with ChunkerOptions' 2K minimum; fastcdc_min4k with the
+//                                   4K the engine gives it unless configured)
 //   Fingerprint/{sha1,sha256}/8192  ComputeFingerprint over 8 KiB chunks
 //   Crc32c/{8192,4194304}           Crc32c (three registers) over a chunk and a container;
 //   Crc32c/one_register/...         beside it the plain one-register loop it replaced
-//   ChunkAndHash/{rabin,fastcdc}_sha1  both, one core: the per-core ceiling
+//   ChunkAndHash/{rabin,fastcdc,fastcdc_min4k}_sha1  both, one core: the per-core ceiling
 //   Bloom/{add,hit,miss}            BloomSet sized as the engine's default (16M, 1%)
 //   IndexAux/hit                    ChunkIndex::Lookup answered by the auxiliary index
 //   IndexTable/warm                 ChunkIndex::Lookup from the hash table, pages cached

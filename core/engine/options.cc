@@ -1,6 +1,7 @@
 #include "core/engine/options.h"
 
 #include "core/base/chunker_registry.h"
+#include "core/base/fastcdc_chunker.h"
 #include "filters/filter_registry.h"
 
 #include <cctype>
@@ -61,7 +62,10 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          o->chunking.name = v;
          return Status::OK();
        }},
-      {"chunking.min-size", [](const std::string& v, Options* o) { return SizeInto(v, &o->chunking.min_size); }},
+      {"chunking.min-size", [](const std::string& v, Options* o) {
+         o->chunking_min_size_set_ = true;
+         return SizeInto(v, &o->chunking.min_size);
+       }},
       {"chunking.avg-size", [](const std::string& v, Options* o) { return SizeInto(v, &o->chunking.avg_size); }},
       {"chunking.max-size", [](const std::string& v, Options* o) { return SizeInto(v, &o->chunking.max_size); }},
       {"filter-chain", [](const std::string& v, Options* o) {
@@ -385,6 +389,10 @@ Status Options::FromConfig(const Config& config, Options* options) {
 }
 
 Status Options::Finish() {
+  if (chunking.name == FastCdcChunker::kName && !chunking_min_size_set_ &&
+      chunking.min_size == ChunkerOptions().min_size) {
+    chunking.min_size = FastCdcChunker::kDefaultMinSize;
+  }
   std::unique_ptr<Chunker> probe;
   Status s = Chunker::Create(chunking, &probe);
   if (!s.ok()) {

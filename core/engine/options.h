@@ -105,6 +105,7 @@ struct Options {
   bool chunk_store_dir_set_ = false, chunk_index_path_set_ = false, block_index_path_set_ = false,
        log_path_set_ = false;
   bool block_index_backend_set_ = false, container_backend_set_ = false;
+  bool chunking_min_size_set_ = false;  // else fastcdc takes its own default (Finish)
 };
 
 // Whether |options| keep their durable state in a Ceph cluster.

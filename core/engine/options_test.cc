@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/base/env.h"
+#include "core/base/fastcdc_chunker.h"
 
 namespace dedupv1 {
 namespace {
@@ -115,6 +116,23 @@ TEST(OptionsTest, DefaultsRoundTrip) {
   Status s = FromText(empty.ToString(), &again, "tostring");
   ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << empty.ToString();
   EXPECT_EQ(again.ToString(), empty.ToString());
+}
+
+// FastCDC skips more bytes with a larger minimum: its own default unless the
+// config names one (any chunker keeps a minimum the config names).
+TEST(OptionsTest, FastCdcTakesItsOwnMinimumUnlessOneIsNamed) {
+  Options o;
+  ASSERT_TRUE(FromText("chunking = fastcdc\n", &o).ok());
+  EXPECT_EQ(o.chunking.min_size, FastCdcChunker::kDefaultMinSize);
+  ASSERT_TRUE(FromText("chunking = fastcdc\nchunking.min-size = 2K\n", &o).ok());
+  EXPECT_EQ(o.chunking.min_size, 2048u);
+  ASSERT_TRUE(FromText("chunking = rabin\n", &o).ok());
+  EXPECT_EQ(o.chunking.min_size, 2048u);
+  // The dump names the minimum, so it reads back the same.
+  ASSERT_TRUE(FromText("chunking = fastcdc\n", &o).ok());
+  Options again;
+  ASSERT_TRUE(FromText(o.ToString(), &again).ok());
+  EXPECT_EQ(again.chunking.min_size, FastCdcChunker::kDefaultMinSize);
 }
 
 TEST(OptionsTest, NonDefaultValuesRoundTrip) {
