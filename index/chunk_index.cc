@@ -638,20 +638,14 @@ Status ChunkIndex::AddUsageEach(const std::vector<UsageChange>& changes, std::ve
   return Status::OK();
 }
 
-Status ChunkIndex::Move(const Fingerprint& fp, ContainerId container, bool* moved) {
-  *moved = false;
-  if (claims_) return Status::NotSupported("chunk index move of " + fp.ToHex() + " in cluster scope");
-  // As Erase: holding write_back_mu_ keeps a write-back from changing the
-  // table entry between the read below and the insert.
-  std::lock_guard<std::mutex> wb(write_back_mu_);
-  std::unique_lock<std::mutex> l(mu_);
-  if (stop_) return Status::Aborted("chunk index is closed");
+Status ChunkIndex::FindOrLoadLocked(const Fingerprint& fp, std::unique_lock<std::mutex>* l, AuxMap::iterator* out) {
   auto it = aux_.find(fp);
   if (it == aux_.end()) {
-    l.unlock();
+    l->unlock();
     ChunkIndexEntry loaded;
-    DEDUPV1_RETURN_IF_ERROR(table_->Get(fp, &loaded));
-    l.lock();
+    Status s = table_->Get(fp, &loaded);
+    l->lock();
+    DEDUPV1_RETURN_IF_ERROR(s);
     it = aux_.find(fp);
     if (it == aux_.end()) {
       AuxEntry e;
@@ -661,6 +655,20 @@ Status ChunkIndex::Move(const Fingerprint& fp, ContainerId container, bool* move
       it = aux_.emplace(fp, e).first;
     }
   }
+  *out = it;
+  return Status::OK();
+}
+
+Status ChunkIndex::Move(const Fingerprint& fp, ContainerId container, bool* moved) {
+  *moved = false;
+  if (claims_) return Status::NotSupported("chunk index move of " + fp.ToHex() + " in cluster scope");
+  // As Erase: holding write_back_mu_ keeps a write-back from changing the
+  // table entry between the read below and the insert.
+  std::lock_guard<std::mutex> wb(write_back_mu_);
+  std::unique_lock<std::mutex> l(mu_);
+  if (stop_) return Status::Aborted("chunk index is closed");
+  AuxMap::iterator it;
+  DEDUPV1_RETURN_IF_ERROR(FindOrLoadLocked(fp, &l, &it));
   AuxEntry& e = it->second;
   if (e.erased) return Status::NotFound("chunk " + fp.ToHex() + " was erased");
   if (!e.entry.committed || e.table_delete || e.entry.container == container) return Status::OK();
@@ -690,21 +698,8 @@ Status ChunkIndex::Erase(const Fingerprint& fp) {
   }
   std::lock_guard<std::mutex> wb(write_back_mu_);
   std::unique_lock<std::mutex> l(mu_);
-  auto it = aux_.find(fp);
-  if (it == aux_.end()) {
-    l.unlock();
-    ChunkIndexEntry loaded;
-    DEDUPV1_RETURN_IF_ERROR(table_->Get(fp, &loaded));
-    l.lock();
-    it = aux_.find(fp);
-    if (it == aux_.end()) {
-      AuxEntry e;
-      e.entry = loaded;
-      e.entry.committed = true;
-      e.in_table = true;
-      it = aux_.emplace(fp, e).first;
-    }
-  }
+  AuxMap::iterator it;
+  DEDUPV1_RETURN_IF_ERROR(FindOrLoadLocked(fp, &l, &it));
   AuxEntry& e = it->second;
   if (e.erased) return Status::NotFound("chunk " + fp.ToHex() + " was erased");
   e.table_delete = false;  // the tombstone deletes the table's entry

@@ -390,6 +390,11 @@ class ChunkIndex {
   void KeepPrefetchedLocked(const std::vector<Fingerprint>& fps, const std::vector<ChunkIndexEntry>& got,
                             const std::vector<bool>& found, uint64_t generation);
   void EnqueueLocked(const Fingerprint& fp, AuxEntry* e);
+  // The auxiliary entry of |fp|, loaded from the table (as a committed entry
+  // already in it) if memory has none; NotFound if neither has it. Holds
+  // *l (on mu_) on return; releases it for the table read, so the caller
+  // holds write_back_mu_ to keep the table entry from changing meanwhile.
+  Status FindOrLoadLocked(const Fingerprint& fp, std::unique_lock<std::mutex>* l, AuxMap::iterator* out);
   // Whether write-back writes |e| to the table: committed entries, table
   // deletions, and moved entries (with their former copy, see Move).
   static bool WritableLocked(const AuxEntry& e) {

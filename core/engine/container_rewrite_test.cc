@@ -49,12 +49,6 @@ std::vector<uint8_t> SecondBackup(const std::vector<uint8_t>& first) {
   return second;
 }
 
-uint64_t UsedBytes(DedupSystem* sys) {
-  uint64_t used = 0;
-  EXPECT_TRUE(sys->chunk_store()->UsedBytes(&used).ok());
-  return used;
-}
-
 TEST(ContainerRewriteTest, SparseDuplicatesAreStoredAgainAndTheirOldCopiesGivenBackOnceUnused) {
   test::TempDir dir;
   const Options o = RewriteOptionsFor(dir.path(), true);
@@ -96,7 +90,7 @@ TEST(ContainerRewriteTest, SparseDuplicatesAreStoredAgainAndTheirOldCopiesGivenB
     EXPECT_LE(gc.spare_copies_dead, sys->stats().chunks_rewritten.load());
     // Only the second backup's data is left (plus its rewritten copies and
     // a container of slack at the ends).
-    used_end = UsedBytes(sys.get());
+    used_end = test::UsedBytes(sys.get());
     EXPECT_LE(used_end, kVolumeSize + 2 * kContainerSize);
     EXPECT_TRUE(test::ReadsBack(b, 0, second));
     ExpectUsageMatchesRecount(sys.get());
@@ -106,7 +100,7 @@ TEST(ContainerRewriteTest, SparseDuplicatesAreStoredAgainAndTheirOldCopiesGivenB
   Volume* b = test::Vol(sys.get(), "second");
   EXPECT_TRUE(test::ReadsBack(b, 0, second));
   ASSERT_TRUE(sys->RunGc().ok());
-  EXPECT_LE(UsedBytes(sys.get()), used_end);
+  EXPECT_LE(test::UsedBytes(sys.get()), used_end);
   EXPECT_TRUE(test::ReadsBack(b, 0, second));
   ExpectUsageMatchesRecount(sys.get());
 }

@@ -49,12 +49,6 @@ Options GcOptions(const std::string& dir) {
   return o;
 }
 
-uint64_t UsedBytes(DedupSystem* sys) {
-  uint64_t used = 0;
-  EXPECT_TRUE(sys->chunk_store()->UsedBytes(&used).ok());
-  return used;
-}
-
 }  // namespace
 
 namespace {
@@ -93,12 +87,12 @@ TEST(GarbageCollectorTest, OverwriteThreeTimesAndUnmapHalfGivesTheSpaceBack) {
     ASSERT_TRUE(v->Unmap(0, kVolumeSize / 2).ok());
     std::fill(expected.begin(), expected.begin() + kVolumeSize / 2, 0);
     ASSERT_TRUE(v->Sync().ok());
-    const uint64_t used_before = UsedBytes(sys.get());
+    const uint64_t used_before = test::UsedBytes(sys.get());
     // Four generations of incompressible data are stored.
     EXPECT_GE(used_before, 4 * kVolumeSize);
 
     ASSERT_TRUE(sys->RunGc().ok());  // what the idle checkpoint thread runs
-    used_after = UsedBytes(sys.get());
+    used_after = test::UsedBytes(sys.get());
     const GcStats st = sys->gc_stats();
     EXPECT_EQ(st.runs, 1u) << "an idle round ran during the test? it would be harmless but unexpected";
     EXPECT_GT(st.chunks_deleted, 0u);
@@ -118,8 +112,8 @@ TEST(GarbageCollectorTest, OverwriteThreeTimesAndUnmapHalfGivesTheSpaceBack) {
     // A second round finds nothing more to do.
     ASSERT_TRUE(sys->RunGc().ok());
     EXPECT_EQ(sys->gc_stats().chunks_deleted, st.chunks_deleted);
-    EXPECT_LE(UsedBytes(sys.get()), used_after);
-    used_after = UsedBytes(sys.get());
+    EXPECT_LE(test::UsedBytes(sys.get()), used_after);
+    used_after = test::UsedBytes(sys.get());
     ASSERT_EQ(sys->gc_stats().rounds_deferred, 0u) << "the marks would wait for a later round";
     EXPECT_EQ(sys->chunk_store()->stats().dead_marks_unpersisted, 0u);
     marks_kept = sys->chunk_store()->stats().dead_chunks_marked;
@@ -128,7 +122,7 @@ TEST(GarbageCollectorTest, OverwriteThreeTimesAndUnmapHalfGivesTheSpaceBack) {
   auto sys = test::OpenSystemOrDie(o);
   Volume* v;
   ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
-  EXPECT_EQ(UsedBytes(sys.get()), used_after);
+  EXPECT_EQ(test::UsedBytes(sys.get()), used_after);
   // The first round after a start scans every container from the summaries
   // taken at commit and after the marks (nothing is left to collect or
   // merge): no container is read, not even its metadata.
@@ -136,7 +130,7 @@ TEST(GarbageCollectorTest, OverwriteThreeTimesAndUnmapHalfGivesTheSpaceBack) {
   EXPECT_EQ(sys->chunk_store()->stats().container_reads, 0u);
   EXPECT_EQ(sys->chunk_store()->stats().metadata_reads, 0u);
   EXPECT_EQ(sys->gc_stats().containers_summarized, sys->gc_stats().containers_scanned);
-  EXPECT_EQ(UsedBytes(sys.get()), used_after);
+  EXPECT_EQ(test::UsedBytes(sys.get()), used_after);
   // The garbage kept in containers at least half live was marked dead
   // persistently, so every container holds as many chunks as index entries
   // name it (merged ones through their old ids too): no container needs a
@@ -279,12 +273,12 @@ TEST(GarbageCollectorTest, GarbageKeptInHalfLiveContainersIsRememberedAcrossARes
     ExpectUsageMatchesRecount(sys.get());
     // Now one and a half blocks more in four: the containers fall below half
     // and are merged, without the garbage of the first round.
-    const uint64_t before = UsedBytes(sys.get());
+    const uint64_t before = test::UsedBytes(sys.get());
     ASSERT_NO_FATAL_FAILURE(UnmapInEveryFourBlocks(v, bs, 2 * bs, bs + bs / 2, &expected));
     ASSERT_TRUE(v->Sync().ok());
     ASSERT_TRUE(sys->RunGc().ok());
     EXPECT_GT(sys->gc_stats().containers_merged, 1u);
-    EXPECT_LT(UsedBytes(sys.get()), before * 3 / 4);
+    EXPECT_LT(test::UsedBytes(sys.get()), before * 3 / 4);
     ExpectContent(v, expected);
     ASSERT_TRUE(sys->Close().ok());
   }
@@ -368,13 +362,13 @@ TEST(GarbageCollectorTest, MergeKeepsOldIdsReadable) {
     // then a bit more so they fall below half.
     ASSERT_NO_FATAL_FAILURE(UnmapInEveryFourBlocks(v, bs, 0, 2 * bs + bs / 2, &expected));
     ASSERT_TRUE(v->Sync().ok());
-    const uint64_t before = UsedBytes(sys.get());
+    const uint64_t before = test::UsedBytes(sys.get());
     ASSERT_TRUE(sys->RunGc().ok());
     const GcStats st = sys->gc_stats();
     EXPECT_GT(st.containers_merged, 1u);
     EXPECT_GT(st.containers_written, 0u);
     EXPECT_LT(st.containers_written, st.containers_merged);
-    EXPECT_LT(UsedBytes(sys.get()), before * 6 / 10);
+    EXPECT_LT(test::UsedBytes(sys.get()), before * 6 / 10);
     ExpectContent(v, expected);
     ExpectUsageMatchesRecount(sys.get());
     ASSERT_TRUE(sys->Close().ok());
@@ -424,7 +418,7 @@ TEST(GarbageCollectorTest, FullScanAfterRestartFindsOrphansAndCandidates) {
     ASSERT_TRUE(sys->chunk_index()->Erase(unused[0]).ok());
     ASSERT_TRUE(sys->chunk_index()->Erase(unused[1]).ok());
     ASSERT_TRUE(sys->chunk_index()->Flush().ok());
-    used_with_a = UsedBytes(sys.get());
+    used_with_a = test::UsedBytes(sys.get());
     EXPECT_EQ(sys->gc_stats().runs, 0u);
     ASSERT_TRUE(sys->Close().ok());
   }
@@ -438,7 +432,7 @@ TEST(GarbageCollectorTest, FullScanAfterRestartFindsOrphansAndCandidates) {
   EXPECT_GE(st.containers_looked_up, 1u);
   EXPECT_LT(st.containers_looked_up, st.containers_scanned) << "b's containers need no lookups";
   // a's containers held only a: all of it is given back.
-  EXPECT_LE(UsedBytes(sys.get()), used_with_a - a.size());
+  EXPECT_LE(test::UsedBytes(sys.get()), used_with_a - a.size());
   ExpectContent(v, b);
   ExpectUsageMatchesRecount(sys.get());
 }
@@ -459,7 +453,7 @@ TEST(GarbageCollectorTest, IdleProcessingCollectsWithoutBeingAsked) {
     ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
     ASSERT_TRUE(v->Sync().ok());
   }
-  const uint64_t before = UsedBytes(sys.get());
+  const uint64_t before = test::UsedBytes(sys.get());
   // The idle round comes about 2 s after the last write; poll for what it
   // gives back. (A stall between the generations may start an earlier round
   // that finds only part of the garbage; idle ticks run rounds while there
@@ -469,7 +463,7 @@ TEST(GarbageCollectorTest, IdleProcessingCollectsWithoutBeingAsked) {
   uint64_t used = before;
   for (;;) {
     st = sys->gc_stats();
-    used = UsedBytes(sys.get());
+    used = test::UsedBytes(sys.get());
     if (st.chunks_deleted > 0 && !st.running && used < before * 6 / 10) break;
     ASSERT_LT(std::chrono::steady_clock::now(), deadline)
         << "idle GC did not give back the first generation within 60 s: " << st.chunks_deleted

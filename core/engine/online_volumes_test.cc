@@ -161,12 +161,6 @@ TEST(OnlineVolumesTest, VolumeLeftOutStaysServed) {
   EXPECT_EQ(Table(dir.path()).size(), 2u);
 }
 
-uint64_t UsedBytes(DedupSystem* sys) {
-  uint64_t used = 0;
-  EXPECT_TRUE(sys->chunk_store()->UsedBytes(&used).ok());
-  return used;
-}
-
 // dedupv1d volume remove: a volume's data dropped while another is served;
 // GC gives its space back; its table line (id) stays, so the name added
 // again is an empty volume.
@@ -185,7 +179,7 @@ TEST(OnlineVolumesTest, DroppedVolumeGivesItsSpaceBackAndTheOtherKeepsItsData) {
     ASSERT_TRUE(vol1->Write(0, one.size(), one.data(), false).ok());
     ASSERT_TRUE(vol2->Write(0, two.size(), two.data(), false).ok());
     ASSERT_TRUE(sys->Sync().ok());
-    const uint64_t used_before = UsedBytes(sys.get());
+    const uint64_t used_before = test::UsedBytes(sys.get());
     EXPECT_GE(used_before, 32 * kMiB);
 
     EXPECT_TRUE(sys->DropVolume("nope").IsNotFound());
@@ -194,7 +188,7 @@ TEST(OnlineVolumesTest, DroppedVolumeGivesItsSpaceBackAndTheOtherKeepsItsData) {
     EXPECT_TRUE(sys->GetVolume("vol2", &gone).IsNotFound());
     EXPECT_EQ(sys->volumes().size(), 1u);
     ASSERT_TRUE(sys->RunGc().ok());
-    const uint64_t used_after = UsedBytes(sys.get());
+    const uint64_t used_after = test::UsedBytes(sys.get());
     // All of vol2's chunks are garbage; containers shared with vol1's data
     // at the boundary may keep a little of it.
     EXPECT_LE(used_after, used_before - 12 * kMiB) << used_before << " -> " << used_after;

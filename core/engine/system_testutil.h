@@ -44,6 +44,14 @@ inline Volume* Vol(DedupSystem* sys, const std::string& name) {
   return v;
 }
 
+// The container store's used bytes (a failure is a test failure, and 0).
+inline uint64_t UsedBytes(DedupSystem* sys) {
+  uint64_t used = 0;
+  Status s = sys->chunk_store()->UsedBytes(&used);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return used;
+}
+
 // Whether |v| reads |want| at |offset|: the read succeeds and every byte
 // matches (the message names the first that differs).
 inline ::testing::AssertionResult ReadsBack(Volume* v, uint64_t offset, const std::vector<uint8_t>& want) {
