@@ -7,17 +7,17 @@ void FilterChain::Add(std::unique_ptr<Filter> filter) {
   counters_.push_back(std::make_unique<FilterCounters>());
 }
 
-FilterResult FilterChain::Decide(ChunkRequest* chunk, Status* error) {
+FilterResult FilterChain::Decide(ChunkRequest* chunk, Status* error, bool counted) {
   FilterResult result = FilterResult::kWeakMaybe;
   for (size_t i = 0; i < filters_.size(); i++) {
     Filter* f = filters_[i].get();
     if (result == FilterResult::kStrongMaybe && f->MaxResult() != FilterResult::kExisting) {
-      counters_[i]->skipped++;
+      if (counted) counters_[i]->skipped++;
       continue;
     }
     Status s;
     FilterResult r = f->Check(chunk, &s);
-    counters_[i]->Count(r);
+    if (counted) counters_[i]->Count(r);
     switch (r) {
       case FilterResult::kError:
         *error = s.ok() ? Status::IOError(std::string("filter ") + f->name() + " failed")

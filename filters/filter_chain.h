@@ -27,7 +27,10 @@ class FilterChain {
   void Add(std::unique_ptr<Filter> filter);
 
   // Runs the chain. Returns the final result; on kError |error| is set.
-  FilterResult Decide(ChunkRequest* chunk, Status* error);
+  // |counted| false: a second decision of the same chunk in one run (the
+  // write path's second pass with container rewriting) leaves the per-filter
+  // counters as they are, so they count each chunk once.
+  FilterResult Decide(ChunkRequest* chunk, Status* error, bool counted = true);
   static bool IsKnown(FilterResult r) {
     return r == FilterResult::kExisting || r == FilterResult::kStrongMaybe;
   }

@@ -119,7 +119,11 @@ Status ChunkIndex::Lookup(const Fingerprint& fp, ChunkIndexEntry* entry, bool* f
     auto p = prefetch_.find(fp);
     if (p != prefetch_.end()) {
       const Prefetched got = p->second;
-      prefetch_.erase(p);
+      // A "none" read at the current table generation stays for a second
+      // decision of the chunk in the same run (the write path's second pass
+      // with container rewriting; a chunk stored meanwhile is found in the
+      // auxiliary index first); DropPrefetch forgets it when the run ends.
+      if (got.skipped || got.found || got.generation != table_generation_) prefetch_.erase(p);
       if (got.skipped) {
         if (skipped_.size() >= kMaxPrefetched) skipped_.clear();  // runs that never claimed
         skipped_.insert(fp);

@@ -40,8 +40,9 @@ class FastCdcChunker : public Chunker {
   static constexpr size_t kMinMinSize = 64;  // the window must fit before the first boundary
   static constexpr size_t kMinAvgSize = 256;  // masks of at least 6 bits
   static constexpr int kMaxMaskBits = 24;     // every other bit of 63..17 (avg up to 4 MiB)
-  // The engine's min_size for this chunker when the config names none
-  // (core/engine/options.cc): no hash is computed before min_size - 64 bytes
+  // The engine's min_size for this chunker when the config names none (at
+  // most half of avg_size; core/engine/options.cc): no hash is computed
+  // before min_size - 64 bytes
   // of a chunk (cut-point skipping), so a larger minimum skips more of the
   // bytes. At 4 KiB against 2 KiB chunking is 1.3-1.45x faster and the
   // chunk+hash ceiling 1.63-2.16x Rabin's (median 1.87x), while real backup

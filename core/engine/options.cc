@@ -4,6 +4,7 @@
 #include "core/base/fastcdc_chunker.h"
 #include "filters/filter_registry.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <set>
@@ -391,7 +392,10 @@ Status Options::FromConfig(const Config& config, Options* options) {
 Status Options::Finish() {
   if (chunking.name == FastCdcChunker::kName && !chunking_min_size_set_ &&
       chunking.min_size == ChunkerOptions().min_size) {
-    chunking.min_size = FastCdcChunker::kDefaultMinSize;
+    // At most half the average (a small avg-size keeps the generic minimum,
+    // so a config valid before stays valid).
+    chunking.min_size = std::max(ChunkerOptions().min_size,
+                                 std::min(FastCdcChunker::kDefaultMinSize, chunking.avg_size / 2));
   }
   std::unique_ptr<Chunker> probe;
   Status s = Chunker::Create(chunking, &probe);

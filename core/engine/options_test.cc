@@ -128,6 +128,13 @@ TEST(OptionsTest, FastCdcTakesItsOwnMinimumUnlessOneIsNamed) {
   EXPECT_EQ(o.chunking.min_size, 2048u);
   ASSERT_TRUE(FromText("chunking = rabin\n", &o).ok());
   EXPECT_EQ(o.chunking.min_size, 2048u);
+  // At most half a smaller average, never below the generic minimum: what
+  // was valid before stays valid.
+  ASSERT_TRUE(FromText("chunking = fastcdc\nchunking.avg-size = 4K\n", &o).ok());
+  EXPECT_EQ(o.chunking.min_size, 2048u);
+  Status s = FromText("chunking = fastcdc\nchunking.avg-size = 2K\n", &o);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(o.chunking.min_size, 2048u);
   // The dump names the minimum, so it reads back the same.
   ASSERT_TRUE(FromText("chunking = fastcdc\n", &o).ok());
   Options again;

@@ -44,4 +44,11 @@ std::vector<size_t> RewritePolicy::Choose(uint32_t volume, uint64_t run_bytes, c
   return out;
 }
 
+void RewritePolicy::Refund(uint32_t volume, uint64_t written, uint64_t rewritten) {
+  std::lock_guard<std::mutex> l(mu_);
+  Budget& b = budgets_[volume];
+  b.written -= std::min(b.written, written);
+  b.rewritten -= std::min(b.rewritten, rewritten);
+}
+
 }  // namespace dedupv1

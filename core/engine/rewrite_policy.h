@@ -58,6 +58,12 @@ class RewritePolicy {
   // bytes of the run (all its chunks).
   std::vector<size_t> Choose(uint32_t volume, uint64_t run_bytes, const std::vector<Chunk>& chunks);
 
+  // Takes back part of what Choose charged: the run's |written| bytes when
+  // it failed (it is redone and charged again), and chosen bytes that were
+  // not stored again after all (the run failed first, or a chunk repeated in
+  // the run was stored once).
+  void Refund(uint32_t volume, uint64_t written, uint64_t rewritten);
+
   const RewriteOptions& options() const { return options_; }
 
  private:

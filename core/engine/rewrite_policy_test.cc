@@ -58,5 +58,20 @@ TEST(RewritePolicyTest, TheBudgetTakesTheSparsestContainersFirstAndIsPerVolume) 
   EXPECT_EQ(p.Choose(2, 20000, chunks), (std::vector<size_t>{4}));
 }
 
+// A failed run gives its charge back (it is charged again when redone), and
+// chosen bytes not stored again return to the budget.
+TEST(RewritePolicyTest, RefundsGiveTheBudgetBack) {
+  RewritePolicy p(On(/*sparse_bytes=*/10000, /*limit=*/0.05));
+  std::vector<RewritePolicy::Chunk> chunks;
+  Add(&chunks, 1, 5);  // 5,000
+  EXPECT_EQ(p.Choose(1, 100000, chunks).size(), 5u);
+  EXPECT_TRUE(p.Choose(1, 0, chunks).empty());  // spent
+  p.Refund(1, 100000, 5000);                     // the run failed
+  EXPECT_TRUE(p.Choose(1, 0, chunks).empty());  // nothing written counts now
+  EXPECT_EQ(p.Choose(1, 100000, chunks).size(), 5u);  // the redone run
+  p.Refund(1, 0, 5000);  // none of them stored after all
+  EXPECT_EQ(p.Choose(1, 0, chunks).size(), 5u);
+}
+
 }  // namespace
 }  // namespace dedupv1

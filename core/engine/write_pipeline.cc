@@ -185,27 +185,44 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, uint64_t run_bytes, Chu
   if (!rewriting) return Status::OK();
 
   const std::vector<bool> rewrite = ChooseRewrites(volume_id, run_bytes, *chunks, known);
-  for (size_t i = 0; i < chunks->size(); i++) {
+  uint64_t picked = 0, rewritten = 0;
+  for (size_t i = 0; i < chunks->size(); i++) picked += rewrite[i] ? (*chunks)[i].size : 0;
+  // A chunk that repeats in the run is stored again once; the later ones
+  // name that copy.
+  std::unordered_map<Fingerprint, ContainerId, FingerprintHasher> copies;
+  Status s;
+  for (size_t i = 0; i < chunks->size() && s.ok(); i++) {
     if (known[i] && !rewrite[i]) continue;
     ChunkRequest& c = (*chunks)[i];
     std::lock_guard<std::mutex> fp_lock(fp_locks_.For(c.fp));
     if (rewrite[i]) {
-      DEDUPV1_RETURN_IF_ERROR(chunk_store_->StoreChunk(c.fp, c.data, c.size, volume_id, &c.container));
-      DEDUPV1_RETURN_IF_ERROR(filter_chain_.UpdateMoved(c));
+      auto copy = copies.find(c.fp);
+      if (copy != copies.end()) {
+        c.container = copy->second;
+        continue;
+      }
+      s = chunk_store_->StoreChunk(c.fp, c.data, c.size, volume_id, &c.container);
+      if (s.ok()) s = filter_chain_.UpdateMoved(c);
+      if (!s.ok()) break;
+      copies.emplace(c.fp, c.container);
+      rewritten += c.size;
       stats_->chunks_rewritten++;
       stats_->bytes_rewritten += c.size;
       continue;
     }
     bool is_known = false;
-    DEDUPV1_RETURN_IF_ERROR(DecideChunk(&c, &is_known));
-    if (!is_known) DEDUPV1_RETURN_IF_ERROR(StoreNewChunk(volume_id, i, &c, outcome, stored));
+    s = DecideChunk(&c, &is_known, /*counted=*/false);
+    if (s.ok() && !is_known) s = StoreNewChunk(volume_id, i, &c, outcome, stored);
   }
-  return Status::OK();
+  // The budget keeps only what was stored again; a failed (or parked) run is
+  // charged again when it is redone.
+  rewrite_.Refund(volume_id, s.ok() ? 0 : run_bytes, picked - rewritten);
+  return s;
 }
 
-Status WritePipeline::DecideChunk(ChunkRequest* c, bool* known) {
+Status WritePipeline::DecideChunk(ChunkRequest* c, bool* known, bool counted) {
   Status error;
-  FilterResult r = filter_chain_.Decide(c, &error);
+  FilterResult r = filter_chain_.Decide(c, &error, counted);
   if (r == FilterResult::kError) return error;
   *known = FilterChain::IsKnown(r);
   if (!*known) return Status::OK();

@@ -146,7 +146,8 @@ class WritePipeline {
   // Step 4's pieces, each called under the chunk's fingerprint lock: the
   // filter chain's decision (a known chunk is done: UpdateKnown, counted),
   // and the store of a new chunk (UpdateNew, counted).
-  Status DecideChunk(ChunkRequest* c, bool* known);
+  // |counted| false for a chunk's second decision in a run (FilterChain::Decide).
+  Status DecideChunk(ChunkRequest* c, bool* known, bool counted = true);
   Status StoreNewChunk(uint32_t volume_id, size_t i, ChunkRequest* c, RunOutcome* outcome,
                        std::vector<size_t>* stored);
   // The rewrite policy's pick among the run's |known| chunks.
