@@ -20,17 +20,9 @@ constexpr size_t kContainerSize = 1 << 20;
 constexpr uint64_t kPiece = 64 << 10;  // what the second backup takes from the first, per MiB
 
 Options RewriteOptionsFor(const std::string& dir, bool rewrite) {
-  Options o;
-  o.data_dir = dir;
-  o.block_size = 64 << 10;
-  o.chunk_index.table.size_bytes = 32 << 20;
-  o.filters.bloom_expected_chunks = 1 << 18;
-  o.write_buffer_size = 16 << 20;
-  o.write_buffer_flush_delay_ms = 20;
-  o.chunk_store.container_size = kContainerSize;
-  o.chunk_store.commit_timeout_ms = 500;
+  Options o = test::GcTestOptions(dir);
+  EXPECT_EQ(o.chunk_store.container_size, kContainerSize);
   o.volumes = {{"first", kVolumeSize}, {"second", kVolumeSize}};
-  o.idle.period_ms = 3600 * 1000;  // rounds run when the test says so
   o.rewrite.enabled = rewrite;
   o.rewrite.sparse_bytes = 256 << 10;
   o.rewrite.limit = 0.1;

@@ -355,8 +355,11 @@ Status GarbageCollector::ScanContainers(Round* round) {
       // names it (2c and step 3 find out).
       scan.live_bytes += c.bytes;
       scan.live_chunks++;
-      if (store->Resolve(entry.container) != id) round->spares->Add(id, c.fp, c.bytes);
-      if (entry.usage_count == 0 && store->Resolve(entry.container) == id) host_->usage()->AddCandidate(c.fp);
+      if (store->Resolve(entry.container) != id) {
+        round->spares->Add(id, c.fp, c.bytes);
+      } else if (entry.usage_count == 0) {
+        host_->usage()->AddCandidate(c.fp);
+      }
     }
     round->scans.emplace(id, std::move(scan));
   }

@@ -32,19 +32,9 @@ constexpr uint64_t kVolumeSize = 24 << 20;
 constexpr size_t kContainerSize = 1 << 20;
 
 Options GcOptions(const std::string& dir) {
-  Options o;
-  o.data_dir = dir;
-  o.block_size = 64 << 10;
-  o.chunk_index.table.size_bytes = 32 << 20;
-  o.filters.bloom_expected_chunks = 1 << 18;
-  o.write_buffer_size = 16 << 20;
-  o.write_buffer_flush_delay_ms = 20;
-  o.chunk_store.container_size = kContainerSize;
-  o.chunk_store.commit_timeout_ms = 500;
+  Options o = test::GcTestOptions(dir);
+  EXPECT_EQ(o.chunk_store.container_size, kContainerSize);
   o.volumes = {{"vol1", kVolumeSize}};
-  // Rounds run when a test says so: a stall of a few seconds on a loaded host
-  // must not start an idle round in the middle of one.
-  o.idle.period_ms = 3600 * 1000;
   EXPECT_TRUE(o.Finish().ok());
   return o;
 }

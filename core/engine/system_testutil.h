@@ -27,6 +27,25 @@ inline Options SmallSystemOptions(const std::string& dir) {
   return o;
 }
 
+// Options for garbage collection tests in |dir|: 64 KiB blocks, 1 MiB
+// containers (so a few MiB of data spread over many), a 32 MiB chunk index,
+// and idle rounds held off (rounds run when a test says so: a stall of a few
+// seconds on a loaded host must not start an idle round in the middle of
+// one). No volumes; Finish() is not called.
+inline Options GcTestOptions(const std::string& dir) {
+  Options o;
+  o.data_dir = dir;
+  o.block_size = 64 << 10;
+  o.chunk_index.table.size_bytes = 32 << 20;
+  o.filters.bloom_expected_chunks = 1 << 18;
+  o.write_buffer_size = 16 << 20;
+  o.write_buffer_flush_delay_ms = 20;
+  o.chunk_store.container_size = 1 << 20;
+  o.chunk_store.commit_timeout_ms = 500;
+  o.idle.period_ms = 3600 * 1000;
+  return o;
+}
+
 // Opens the system on the default Env; a failure is a test failure (and a
 // null result).
 inline std::unique_ptr<DedupSystem> OpenSystemOrDie(const Options& o) {
