@@ -16,9 +16,10 @@
 // opening. What losing marks costs differs by scope:
 //  - local: nothing but GC work; the first round after open scans every
 //    container and finds the garbage again (chunks without an index entry);
-//  - cluster: space. Nothing in cluster scope finds a lost mark again (no
-//    scan may judge another slot's references; the orphan scan of design 2.6
-//    is not built), so the copy stays until then: a leak. The claim step's
+//  - cluster: space. Nothing online in cluster scope finds a lost mark
+//    again (no scan may judge another slot's references while they change),
+//    so the copy stays: a leak, until the offline orphan scan of
+//    `dedupv1_check --cluster --repair` marks it (target/tools/orphan_copies.h). The claim step's
 //    marks are counted when made (ChunkClaims claims_lost, bytes_wasted) and
 //    persisted at every engine checkpoint and GC round, so a crash leaks at
 //    most those made since the last checkpoint; a dead-mark part dropped at

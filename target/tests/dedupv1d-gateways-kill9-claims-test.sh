@@ -31,6 +31,12 @@
 #    erasure for every claim whose container was missing; if they show bytes
 #    reclaimed, the store's containers shrank. Both LUNs still read back, and
 #    `dedupv1_check --cluster` is clean after every gateway stopped.
+#  - Orphan copies (target/tools/orphan_copies.h): the check reports the
+#    copies nothing names (A's dead marks made since its last checkpoint die
+#    with it); `--cluster --repair` marks them dead, a second check finds
+#    none; if there were any, B and the taker start again, a GC round each
+#    acts on the marks (containers under half live go), and both LUNs still
+#    read back.
 #
 #   dedupv1d-gateways-kill9-claims-test.sh DEDUPV1D
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -219,6 +225,41 @@ check "stop B" dd_stop "$confB"
 check "stop gw-a on B's machine" dd_stop "$confA2"
 check "dedupv1_check --cluster is clean" timeout 300 "$bin/dedupv1_check" --cluster --config "$confB"
 sed 's/^/     /' "$WORK/last.out" | tail -n 12
+# cluster_check_json FILE ARGS...: dedupv1_check --cluster --json ARGS, the
+# report into FILE.
+cluster_check_json() {
+  local out="$1"
+  shift
+  timeout 300 "$bin/dedupv1_check" --cluster --json --config "$confB" "$@" >"$WORK/check.raw" || return 1
+  sed -n '/^{/,$p' "$WORK/check.raw" >"$out"
+}
+check "dedupv1_check --cluster --json is clean" cluster_check_json "$WORK/check1.json"
+orphans="$(jq -e .orphans.copies "$WORK/check1.json" || echo -1)"
+orphan_bytes="$(jq -e .orphans.bytes "$WORK/check1.json" || echo -1)"
+echo "     orphan copies after the kill -9 and GC: $orphans ($orphan_bytes bytes)," \
+  "per slot: $(jq -c '[.slots[] | {(.name): .orphan_copies}] | add' "$WORK/check1.json")"
+check "the check counted the orphan copies" test "$orphans" -ge 0
+check "dedupv1_check --cluster --repair marks every orphan copy dead" cluster_check_json "$WORK/check2.json" --repair
+check "--repair reclaimed all $orphans" test "$(jq .orphans.reclaimed "$WORK/check2.json")" -eq "$orphans"
+check "dedupv1_check --cluster: clean, and no orphan copy left" cluster_check_json "$WORK/check3.json"
+check "no orphan copy left" test "$(jq .orphans.copies "$WORK/check3.json")" -eq 0
+if [ "$orphans" -gt 0 ]; then
+  bytes_before_orphan_gc="$(dd_container_bytes "$store")"
+  check "B starts again" timeout 300 "$DEDUPV1D" start --config "$confB" --portal "127.0.0.1:$PORT2"
+  check "slot gw-a starts again on B's machine" timeout 300 "$DEDUPV1D" start --config "$confA2" --portal "127.0.0.1:$PORT3"
+  check "a GC round on each gives the orphans' space back" gc_round
+  bytes_after_orphan_gc="$(dd_container_bytes "$store")"
+  echo "     the store's containers $bytes_before_orphan_gc -> $bytes_after_orphan_gc bytes (a container at least" \
+    "half live keeps its dead chunks until it falls below half)"
+  check "the store's containers did not grow" test "$bytes_after_orphan_gc" -le "$bytes_before_orphan_gc"
+  check "B's LUN reads back intact after the orphans' GC" same "$WORK/stream.img" "$(urlB)"
+  check "every segment A synced reads back after the orphans' GC" same "$WORK/syncedA.img" "$(urlA2)"
+  check "stop B" dd_stop "$confB"
+  check "stop gw-a on B's machine" dd_stop "$confA2"
+  check "dedupv1_check --cluster is clean after the orphans' GC" cluster_check_json "$WORK/check4.json"
+else
+  echo "     (no orphan copy this run)"
+fi
 a_bytes="$(dd_container_bytes "$store" 0001)"
 b_bytes="$(dd_container_bytes "$store" 0002)"
 echo "     containers: A $a_bytes bytes, B $b_bytes bytes; the stream $stream bytes" \

@@ -18,6 +18,13 @@ std::string FormatClusterReportText(const ClusterCheckReport& r, size_t max_per_
                            : "clean stop before",
                        s.volumes, s.volumes == 1 ? "" : "s", s.containers, s.containers_ok, s.blocks_mapped,
                        s.chunk_references, s.foreign_references);
+    if (s.inbox_chunks > 0 || s.orphan_copies > 0) {
+      out += fmt::format("    {} chunk{} in its dead inbox (its next GC round marks them); {} orphan cop{} ({} "
+                         "bytes){}\n",
+                         s.inbox_chunks, s.inbox_chunks == 1 ? "" : "s", s.orphan_copies,
+                         s.orphan_copies == 1 ? "y" : "ies", s.orphan_bytes,
+                         s.orphans_reclaimed > 0 ? fmt::format(", {} marked dead now", s.orphans_reclaimed) : "");
+    }
   }
   out += fmt::format("  shared index:  {} shards, {} fingerprints: {} committed, {} uncommitted, {} dead entries; {} "
                      "usage keys\n",
@@ -34,12 +41,23 @@ std::string FormatClusterReportText(const ClusterCheckReport& r, size_t max_per_
                      "allowed after a crash)\n",
                      r.duplicate_fingerprints, r.duplicate_fingerprints == 1 ? "" : "s", r.duplicate_copies,
                      r.duplicate_copies == 1 ? "y" : "ies");
+  out += fmt::format("  orphans:       {} cop{} ({} bytes) in {} container{} that no mapping, entry or dead inbox "
+                     "names (a leak, left by a crash; --cluster --repair marks them dead)\n",
+                     r.orphan_copies, r.orphan_copies == 1 ? "y" : "ies", r.orphan_bytes, r.orphan_containers,
+                     r.orphan_containers == 1 ? "" : "s");
+  if (r.orphan_reclaim_requested) {
+    out += r.orphan_reclaim_refused.empty()
+               ? fmt::format("  reclaimed:     {} orphan cop{} ({} bytes) marked dead; each slot's next GC round "
+                             "gives the space back\n",
+                             r.orphans_reclaimed, r.orphans_reclaimed == 1 ? "y" : "ies", r.orphan_bytes_reclaimed)
+               : fmt::format("  reclaimed:     nothing: {}\n", r.orphan_reclaim_refused);
+  }
   if (r.problems.empty()) {
     out += "result: clean, no problems found\n";
     return out;
   }
   out += FormatProblemsText(r.problems, false, max_per_kind);
-  out += fmt::format("result: {} problems (--cluster repairs nothing)\n", r.problems.size());
+  out += fmt::format("result: {} problems (--cluster repairs none of them)\n", r.problems.size());
   return out;
 }
 
@@ -60,7 +78,11 @@ std::string FormatClusterReportJson(const ClusterCheckReport& r) {
                      {"containers_ok", s.containers_ok},
                      {"blocks_mapped", s.blocks_mapped},
                      {"chunk_references", s.chunk_references},
-                     {"foreign_references", s.foreign_references}});
+                     {"foreign_references", s.foreign_references},
+                     {"inbox_chunks", s.inbox_chunks},
+                     {"orphan_copies", s.orphan_copies},
+                     {"orphan_bytes", s.orphan_bytes},
+                     {"orphans_reclaimed", s.orphans_reclaimed}});
   }
   j["slots"] = std::move(slots);
   j["shared_index"] = {{"shards", r.shards},
@@ -75,6 +97,13 @@ std::string FormatClusterReportJson(const ClusterCheckReport& r) {
                        {"recount_complete", r.recount_complete}};
   j["claims"] = {{"closed_incarnations", r.closed_claims}, {"container_exists", r.closed_claims_container_exists}};
   j["duplicates"] = {{"fingerprints", r.duplicate_fingerprints}, {"extra_copies", r.duplicate_copies}};
+  j["orphans"] = {{"copies", r.orphan_copies},
+                  {"bytes", r.orphan_bytes},
+                  {"containers", r.orphan_containers},
+                  {"reclaim_requested", r.orphan_reclaim_requested},
+                  {"reclaimed", r.orphans_reclaimed},
+                  {"bytes_reclaimed", r.orphan_bytes_reclaimed},
+                  {"reclaim_refused", r.orphan_reclaim_refused}};
   json problems = json::array();
   for (const auto& p : r.problems) problems.push_back(ProblemToJson(p));
   j["problems"] = std::move(problems);

@@ -27,6 +27,10 @@ struct ClusterSlotReport {
   uint64_t blocks_mapped = 0;
   uint64_t chunk_references = 0;    // non-zero mapping items
   uint64_t foreign_references = 0;  // ... naming another slot's container
+  uint64_t inbox_chunks = 0;        // in its dead inbox, waiting for its GC
+  uint64_t orphan_copies = 0;       // copies nothing reaches (a leak)
+  uint64_t orphan_bytes = 0;
+  uint64_t orphans_reclaimed = 0;   // of them, marked dead by ReclaimOrphans
 };
 
 struct ClusterCheckReport {
@@ -54,6 +58,16 @@ struct ClusterCheckReport {
   // them whose container exists (GC backlog: information, not damage).
   uint64_t closed_claims = 0;
   uint64_t closed_claims_container_exists = 0;
+  // Information: copies in the slots' containers that no mapping, entry or
+  // dead inbox names (target/tools/orphan_copies.h), and how many of them
+  // --repair marked dead (given back by each slot's next GC round).
+  uint64_t orphan_copies = 0;
+  uint64_t orphan_bytes = 0;
+  uint64_t orphan_containers = 0;  // containers holding any
+  bool orphan_reclaim_requested = false;
+  uint64_t orphans_reclaimed = 0;
+  uint64_t orphan_bytes_reclaimed = 0;
+  std::string orphan_reclaim_refused;  // why --repair reclaimed nothing ("" if it ran)
 
   std::vector<CheckProblem> problems;
 

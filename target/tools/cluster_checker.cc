@@ -10,6 +10,7 @@
 #include "chunkstore/foreign_containers.h"
 #include "core/engine/shard_keys.h"
 #include "index/block_mapping.h"
+#include "index/dead_inbox.h"
 #include "index/rados_chunk_table.h"
 #include "target/tools/checker_slot_beat.h"
 #include "target/tools/data_dir_lock.h"
@@ -62,6 +63,16 @@ Status ClusterChecker::Check(ClusterCheckReport* report) {
   }
   // The incarnations now current (the opens above made new ones).
   DEDUPV1_RETURN_IF_ERROR(registry.List(&slots_));
+  for (const auto& [name, record] : slots_) {
+    if (std::find(locked_.begin(), locked_.end(), name) != locked_.end()) continue;
+    // Its mappings were not walked: the recount and the orphan scan miss them.
+    CheckProblem p;
+    p.kind = "slot-unchecked";
+    p.message = fmt::format("gateway slot {} was registered during the check and was not checked; run the check "
+                            "again", name);
+    p.slot = name;
+    report->problems.push_back(std::move(p));
+  }
 
   RadosSharedChunkTableOptions to;
   to.rados = options_.chunk_index.rados;
@@ -70,10 +81,89 @@ Status ClusterChecker::Check(ClusterCheckReport* report) {
   to.slot = 0;  // read-only
   std::unique_ptr<RadosSharedChunkTable> table;
   Status s = RadosSharedChunkTable::Open(to, &table);
+  CheckMappedCopiesLive(report);
   if (s.ok()) s = CheckTable(last.get(), table.get(), report);
   if (s.ok()) s = CheckStaleClaims(last.get(), report);
+  if (s.ok()) ReportOrphans(report);
   Status closed = CloseSlot(&last);
   return s.ok() ? closed : s;
+}
+
+void ClusterChecker::CheckMappedCopiesLive(ClusterCheckReport* report) {
+  for (const auto& [fp, refs] : refs_) {
+    for (ContainerId at : refs.containers) {
+      if (!orphans_.Listed(at) || orphans_.Holds(at, fp)) continue;
+      // The walk found the chunk in the container (Holds), the owner's
+      // listing leaves it out: the owner marked it dead. A merge drops it.
+      std::vector<std::string> slots;
+      for (const auto& [slot, n] : refs.by_slot) slots.push_back(SlotLabel(slot_names_, slot));
+      CheckProblem p;
+      p.kind = "mapping-to-dead-chunk";
+      p.message = fmt::format("chunk {} in container {}: its slot marked it dead, yet block mappings of slot(s) {} "
+                              "name it (a merge would drop it)",
+                              fp.ToHex(), at, fmt::join(slots, ", "));
+      p.container = at;
+      p.fingerprint = fp.ToHex();
+      p.repair = "cannot be repaired by --cluster";
+      report->problems.push_back(std::move(p));
+    }
+  }
+}
+
+void ClusterChecker::ReportOrphans(ClusterCheckReport* report) {
+  found_orphans_ = orphans_.Find();
+  std::set<ContainerId> containers;
+  for (const OrphanCopies::Orphan& o : found_orphans_) {
+    report->orphan_copies++;
+    report->orphan_bytes += o.bytes;
+    containers.insert(o.container);
+    for (ClusterSlotReport& sr : report->slots) {
+      if (sr.slot != o.slot) continue;
+      sr.orphan_copies++;
+      sr.orphan_bytes += o.bytes;
+    }
+  }
+  report->orphan_containers = containers.size();
+}
+
+Status ClusterChecker::ReclaimOrphans(ClusterCheckReport* report) {
+  report->orphan_reclaim_requested = true;
+  if (!report->Clean() || !report->recount_complete) {
+    report->orphan_reclaim_refused =
+        "the check found problems; orphans are judged only on a store without damage (repair or let GC clear "
+        "those first)";
+    return Status::Aborted("orphan copies not reclaimed: " + report->orphan_reclaim_refused);
+  }
+  // Per slot, per container, the fingerprints to mark.
+  std::map<uint16_t, std::map<ContainerId, std::vector<Fingerprint>>> by_slot;
+  std::map<uint16_t, uint64_t> bytes;
+  for (const OrphanCopies::Orphan& o : found_orphans_) {
+    by_slot[o.slot][o.container].push_back(o.fp);
+    bytes[o.slot] += o.bytes;
+  }
+  for (size_t i = 0; i < locked_.size(); i++) {
+    const std::string& name = locked_[i];
+    const GatewayRecord& record = slots_[name];
+    auto it = by_slot.find(record.slot);
+    if (it == by_slot.end()) continue;
+    std::unique_ptr<DedupSystem> sys;
+    DEDUPV1_RETURN_IF_ERROR(OpenSlot(name, i, &sys));
+    uint64_t marked = 0;
+    for (const auto& [id, fps] : it->second) {
+      sys->chunk_store()->MarkDead(id, fps);
+      marked += fps.size();
+    }
+    Status s = sys->chunk_store()->PersistDeadMarks().WithContext("persist the dead marks of slot " + name);
+    Status closed = CloseSlot(&sys);
+    DEDUPV1_RETURN_IF_ERROR(s);
+    DEDUPV1_RETURN_IF_ERROR(closed);
+    report->orphans_reclaimed += marked;
+    report->orphan_bytes_reclaimed += bytes[record.slot];
+    for (ClusterSlotReport& sr : report->slots) {
+      if (sr.slot == record.slot) sr.orphans_reclaimed += marked;
+    }
+  }
+  return Status::OK();
 }
 
 Status ClusterChecker::CloseSlot(std::unique_ptr<DedupSystem>* sys) {
@@ -106,6 +196,7 @@ Status ClusterChecker::LockSlots(const std::map<std::string, GatewayRecord>& slo
     }
     locks_.push_back(std::move(lock));
     slot_options_.push_back(std::move(o));
+    locked_.push_back(name);
   }
   return Status::OK();
 }
@@ -137,26 +228,8 @@ Status ClusterChecker::CheckSlot(const std::string& name, uint16_t slot, DedupSy
   ChunkStore* store = sys->chunk_store();
   std::vector<ContainerId> ids;
   DEDUPV1_RETURN_IF_ERROR(store->ListCommitted(&ids).WithContext("list the containers of slot " + name));
-  for (ContainerId id : ids) {
-    ContainerFps c;
-    Status s = store->GetFingerprintsVerified(id, &c.fps);
-    sr.containers++;
-    if (s.ok()) {
-      std::sort(c.fps.begin(), c.fps.end());
-      c.exists = true;
-      c.at = id;
-      sr.containers_ok++;
-    } else {
-      c.error = s.ToString();
-      CheckProblem p;
-      p.kind = s.IsCorruption() ? "container-corrupt" : "container-unreadable";
-      p.message = fmt::format("slot {}: container {} cannot be read: {}", name, id, s.ToString());
-      p.slot = name;
-      p.container = id;
-      report->problems.push_back(std::move(p));
-    }
-    containers_[id] = std::move(c);
-  }
+  for (ContainerId id : ids) ListContainer(name, slot, store, id, &sr, report);
+  DEDUPV1_RETURN_IF_ERROR(ReadDeadInbox(name, sys, &sr));
 
   Status s = sys->block_index()->ForEachBlock(
       [&](const BlockId& id, const BlockMapping& mapping) {
@@ -175,8 +248,12 @@ Status ClusterChecker::CheckSlot(const std::string& name, uint16_t slot, DedupSy
           std::string why;
           const bool holds = Holds(sys, item.container, item.fp, &why);
           // Copies count by where the chunk is now: a merged id and its target are one.
-          refs.containers.insert(holds ? Container(sys, item.container).at : item.container);
-          if (holds) continue;
+          if (holds) {
+            refs.containers.insert(Container(sys, item.container).at);
+            orphans_.Reach(Container(sys, item.container).at, item.fp);
+            continue;
+          }
+          orphans_.Reach(item.container, item.fp);  // an id no listing has: keeps every copy
           CheckProblem p;
           p.kind = "mapping-unrecoverable";
           p.message = fmt::format("slot {} volume id {} block {} bytes [{}, {}): chunk {}: {}", name, id.volume,
@@ -205,6 +282,68 @@ Status ClusterChecker::CheckSlot(const std::string& name, uint16_t slot, DedupSy
   DEDUPV1_RETURN_IF_ERROR(s.WithContext("walk the block index of slot " + name));
   report->slots.push_back(std::move(sr));
   return Status::OK();
+}
+
+void ClusterChecker::ListContainer(const std::string& name, uint16_t slot, ChunkStore* store, ContainerId id,
+                                   ClusterSlotReport* sr, ClusterCheckReport* report) {
+  auto problem = [&](const Status& s) {
+    CheckProblem p;
+    p.kind = s.IsCorruption() ? "container-corrupt" : "container-unreadable";
+    p.message = fmt::format("slot {}: container {} cannot be read: {}", name, id, s.ToString());
+    p.slot = name;
+    p.container = id;
+    report->problems.push_back(std::move(p));
+  };
+  ContainerFps c;
+  sr->containers++;
+  Status s = store->GetFingerprintsVerified(id, &c.fps);
+  if (!s.ok()) {
+    c.error = s.ToString();
+    problem(s);
+    containers_[id] = std::move(c);
+    return;
+  }
+  std::sort(c.fps.begin(), c.fps.end());
+  c.exists = true;
+  c.at = id;
+  sr->containers_ok++;
+  containers_[id] = std::move(c);
+  // The orphan scan needs each chunk's bytes (from the metadata the
+  // verified read just checked; dead-marked chunks left out like above).
+  std::vector<ChunkStore::ChunkFootprint> footprints;
+  uint64_t total = 0;
+  s = store->GetChunkFootprints(id, &footprints, &total);
+  if (!s.ok()) {
+    problem(s);
+    return;
+  }
+  std::vector<OrphanCopies::Chunk> chunks;
+  chunks.reserve(footprints.size());
+  for (const auto& f : footprints) chunks.push_back({f.fp, f.bytes});
+  orphans_.AddContainer(slot, id, std::move(chunks));
+}
+
+Status ClusterChecker::ReadDeadInbox(const std::string& name, DedupSystem* sys, ClusterSlotReport* sr) {
+  RadosDeadInbox inbox(cluster_);
+  std::string after;
+  for (;;) {
+    constexpr size_t kPage = 1024;
+    std::vector<DeadChunk> chunks;
+    std::vector<std::string> damaged;  // removed by the slot's GC round, logged there
+    std::string last;
+    DEDUPV1_RETURN_IF_ERROR(
+        inbox.ReadPage(name, after, kPage, &chunks, &last, &damaged).WithContext("read " + inbox.Where(name)));
+    for (const DeadChunk& c : chunks) {
+      // The slot's GC drops a key naming another slot's container unmarked
+      // (ClusterGcRules::TakeDeadInbox): it keeps nothing.
+      if (sys->chunk_store()->IsForeign(c.container)) continue;
+      sr->inbox_chunks++;
+      const ContainerFps& at = Container(sys, c.container);
+      orphans_.Reach(at.exists ? at.at : c.container, c.fp);
+    }
+    if (chunks.size() + damaged.size() < kPage) return Status::OK();
+    after = last;
+  }
 }
 
 const ClusterChecker::ContainerFps& ClusterChecker::Container(DedupSystem* sys, ContainerId id) {
@@ -336,13 +475,19 @@ void ClusterChecker::CheckRecord(DedupSystem* sys, const Fingerprint& fp, const 
           fmt::format("usage key (count {}) without a chunk index entry", usage.count));
     }
     if (!refs.by_slot.empty()) {
-      add("index-entry-missing", "", *refs.containers.begin(),
+      add("index-entry-missing", "", refs.containers.empty() ? kNoContainer : *refs.containers.begin(),
           fmt::format("referenced by block mappings (containers {}) but has no chunk index entry",
                       fmt::join(refs.containers, ", ")));
     }
     return;
   }
   const SharedEntry& e = *record.entry;
+  // An entry in any state keeps the copy it names (orphan scan); one whose
+  // container cannot be found keeps every copy.
+  if (e.container != kNoContainer) {
+    const ContainerFps& named = Container(sys, e.container);
+    orphans_.Reach(named.exists ? named.at : e.container, fp);
+  }
   std::string why;
   switch (e.state) {
     case SharedEntry::State::kCommitted:

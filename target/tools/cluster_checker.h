@@ -16,7 +16,11 @@
 //    the `ca.` aliases of merges) that exists and holds the chunk;
 //  - no `u` key without an `e` entry, none of a slot the registry lacks;
 //  - a fingerprint referenced in more than one container is counted as
-//    information (allowed after a crash, design-15 4), not damage.
+//    information (allowed after a crash, design-15 4), not damage;
+//  - orphan copies (target/tools/orphan_copies.h): chunks of a slot's
+//    committed container that no mapping, no entry and no dead inbox names,
+//    left by a crash in a narrow window; information (a leak, not damage),
+//    with their bytes. ReclaimOrphans marks them dead in their slots.
 //
 // Offline semantics, like the single-slot check: it takes every slot's lock
 // (the local LOCK of a temporary gateway directory and gw.NAME/LOCK in RADOS)
@@ -30,7 +34,8 @@
 // DedupSystem in turn (its log replayed after an unclean stop, as the
 // single-slot check does, which also bumps its incarnation), walked, and
 // closed; the last one stays open until the table checks are done, for the
-// probes of containers no slot lists. Nothing is repaired.
+// probes of containers no slot lists. Check repairs nothing; ReclaimOrphans,
+// called after it with every lock still held, changes only dead marks.
 //
 // Memory: per referenced fingerprint one counter per slot and the set of
 // containers named, per container its sorted fingerprints, and every
@@ -52,6 +57,7 @@
 #include "chunkstore/rados_container_store.h"
 #include "index/rados_shared_chunk_table.h"
 #include "target/tools/cluster_check_report.h"
+#include "target/tools/orphan_copies.h"
 
 namespace dedupv1 {
 namespace tools {
@@ -68,6 +74,12 @@ class ClusterChecker {
   // Runs every check into |report|. Fails only if checking itself cannot
   // proceed (a slot is in use: Busy; the registry or a shard unreadable).
   Status Check(ClusterCheckReport* report);
+  // After a Check that found no problem and a complete recount: marks every
+  // orphan copy it found dead in its slot (each slot reopened in turn,
+  // ChunkStore::MarkDead, PersistDeadMarks, closed); the slot's next GC round
+  // gives the space back. Aborted, changing nothing, if |report| has
+  // problems: the judgement needs a view without damage.
+  Status ReclaimOrphans(ClusterCheckReport* report);
 
  private:
   struct ContainerFps {
@@ -78,7 +90,7 @@ class ClusterChecker {
   };
   struct SlotRefs {
     std::map<uint16_t, int64_t> by_slot;  // references per slot
-    std::set<ContainerId> containers;     // containers the mappings name
+    std::set<ContainerId> containers;     // where the chunks the mappings name are (mappings that hold)
   };
 
   Status LockSlots(const std::map<std::string, GatewayRecord>& slots);
@@ -95,6 +107,18 @@ class ClusterChecker {
   // most ForeignContainers::kMaxHops); NotFound if there is none.
   Status Locate(ContainerId* at);
   bool Holds(DedupSystem* sys, ContainerId id, const Fingerprint& fp, std::string* why);
+  // Lists container |id| of slot |slot| (verified) for the recount and the
+  // orphan scan.
+  void ListContainer(const std::string& name, uint16_t slot, ChunkStore* store, ContainerId id,
+                     ClusterSlotReport* sr, ClusterCheckReport* report);
+  // The chunks in |name|'s dead inbox reach their copies (orphan scan).
+  Status ReadDeadInbox(const std::string& name, DedupSystem* sys, ClusterSlotReport* sr);
+  // After every slot's walk: a mapping that names a chunk its owner marked
+  // dead is damage (the walk's probe of another slot's container cannot see
+  // that slot's marks).
+  void CheckMappedCopiesLive(ClusterCheckReport* report);
+  // Fills the report's orphan figures from orphans_.
+  void ReportOrphans(ClusterCheckReport* report);
   // Every fingerprint with a key in the shared table's shards.
   Status ScanTableKeys(RadosSharedChunkTable* table, std::set<Fingerprint>* fps);
   Status CheckTable(DedupSystem* sys, RadosSharedChunkTable* table, ClusterCheckReport* report);
@@ -110,6 +134,7 @@ class ClusterChecker {
   std::vector<std::string> temp_dirs_;
   std::vector<std::unique_ptr<DataDirLock>> locks_;  // one per slot, held to the end
   std::vector<Options> slot_options_;                 // per slot, same order
+  std::vector<std::string> locked_;                   // the slots' names, same order
   std::map<ContainerId, ContainerFps> containers_;
   std::map<Fingerprint, SlotRefs> refs_;
   struct Claim {
@@ -118,6 +143,8 @@ class ClusterChecker {
   };
   std::vector<Claim> closed_claims_;  // U entries of incarnations not current
   bool recount_complete_ = true;
+  OrphanCopies orphans_;
+  std::vector<OrphanCopies::Orphan> found_orphans_;
 };
 
 }  // namespace tools

@@ -2,7 +2,7 @@
 // can be repaired. See docs/tools.md.
 //
 //   dedupv1_check --config FILE [--data-dir DIR] [--repair] [--json] [--progress]
-//   dedupv1_check --cluster --config FILE [--json]
+//   dedupv1_check --cluster --config FILE [--repair] [--json]
 //
 // Exit codes: 0 clean (or every problem repaired), 1 problems remain or the
 // check failed, 2 usage error, 3 cannot open (locked, bad config, no store).
@@ -25,7 +25,7 @@ namespace {
 
 const char kUsage[] =
     "usage: dedupv1_check --config FILE [--data-dir DIR] [--repair] [--json] [--progress]\n"
-    "       dedupv1_check --cluster --config FILE [--json]\n"
+    "       dedupv1_check --cluster --config FILE [--repair] [--json]\n"
     "Verifies a stopped dedupv1 store: opens it (replaying the operations log after an\n"
     "unclean stop), checks every container's CRCs and chunks, the chunk index pages and\n"
     "entries, and every block mapping of every volume; recounts chunk references.\n"
@@ -39,8 +39,10 @@ const char kUsage[] =
     "  --cluster         a store with storage.rados.dedup-scope = cluster as a whole: every\n"
     "                    registered gateway slot (each slot's lock is taken, so every gateway\n"
     "                    must be stopped) against the shared chunk index: usage recount per\n"
-    "                    slot, committed entries, stale claims, mappings, orphan usage keys;\n"
-    "                    repairs nothing\n"
+    "                    slot, committed entries, stale claims, mappings, orphan usage keys,\n"
+    "                    orphan copies (chunks nothing names: a leak a crash left); with\n"
+    "                    --repair, and only if nothing else is wrong, marks the orphan copies\n"
+    "                    dead (each slot's next GC round gives the space back)\n"
     "exit codes: 0 clean (or all repaired), 1 problems remain or failure, 2 usage,\n"
     "            3 cannot open (in use by another process, bad config, not a data directory)\n";
 
@@ -51,10 +53,6 @@ int Fail(int code, const std::string& what, const Status& s) {
 
 // --cluster: every slot of a cluster-scope store (target/tools/cluster_checker.h).
 int CheckCluster(const ToolArgs& args) {
-  if (args.repair) {
-    std::fprintf(stderr, "dedupv1_check: --cluster repairs nothing; --repair is for one slot\n%s", kUsage);
-    return kExitUsage;
-  }
   Options options;
   Status s = LoadToolOptions(args.config, args.data_dir, &options);
   if (!s.ok()) return Fail(ExitCodeForLoadError(s), "cannot open", s);
@@ -62,9 +60,17 @@ int CheckCluster(const ToolArgs& args) {
   ClusterChecker checker(options);
   s = checker.Check(&report);
   if (!s.ok()) return Fail(s.IsBusy() ? kExitCannotOpen : ExitCodeForOpenError(s), "cluster check failed", s);
+  if (args.repair) {
+    // Refused (Aborted) with problems in the report: it names why itself.
+    s = checker.ReclaimOrphans(&report);
+    if (!s.ok() && !s.IsAborted()) {
+      report.orphan_reclaim_refused = s.ToString();
+      std::fprintf(stderr, "dedupv1_check: reclaiming orphan copies: %s\n", s.ToString().c_str());
+    }
+  }
   const std::string out = args.json ? FormatClusterReportJson(report) : FormatClusterReportText(report);
   std::fputs(out.c_str(), stdout);
-  return report.Clean() ? kExitOk : kExitProblems;
+  return report.Clean() && report.orphan_reclaim_refused.empty() ? kExitOk : kExitProblems;
 }
 
 }  // namespace
