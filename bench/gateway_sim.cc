@@ -93,6 +93,11 @@ const std::vector<InputSpec>& InputSpecs() {
       {"key_skew", &In::key_skew, "max/mean",
        "dedupv1_gateway_sim shard-balance on real files (benchmarks.md 12): within sampling noise of uniform"},
       {"placement_trials", &In::placement_trials, "trials", "model setting: shard placements averaged"},
+      {"index_osd_ratio", &In::index_osd_ratio, "per data OSD",
+       "deployment choice: 0 = the index pool on the data OSDs (as measured); above 0 = on OSDs of its own (a "
+       "CRUSH rule, docs/ceph.md), this many per data OSD, at least `replicas`"},
+      {"index_osd_speed", &In::index_osd_speed, "ratio",
+       "assumption: 1 = an index OSD as fast as a measured OSD (NVMe OSDs for omap would be faster)"},
   };
   return specs;
 }
@@ -144,7 +149,7 @@ Status ValidateGatewaySimInputs(const GatewaySimInputs& in) {
     const std::string key = spec.key;
     if (key == "dup" || key == "dup_locality" || key == "shards" || key == "rounds_per_run" ||
         key == "cluster_scope" || key == "other_ops_per_100_chunks" || key == "rtt_ms" || key == "lookup_share" ||
-        key == "gc_hint_page") {
+        key == "gc_hint_page" || key == "index_osd_ratio") {
       if (in.*spec.field < 0) return bad(spec.key, "must not be negative");
       continue;
     }
@@ -267,9 +272,21 @@ GatewayCap GatewaySim::Gateway() const {
   return g;
 }
 
-double ClusterCost::CapacityMBps(int osds) const { return osds / (data_bw_s + data_ops_s + hot * index_s()); }
+double ClusterCost::CapacityMBps(int osds) const {
+  if (index_osds == 0) return osds / (data_bw_s + data_ops_s + hot * index_s());
+  const double data = osds / (data_bw_s + data_ops_s);
+  if (index_s() <= 0) return data;
+  return std::min(data, index_osds * index_speed / (hot * index_s()));
+}
 
-const char* ClusterCost::Limit() const {
+const char* ClusterCost::Limit(int osds) const {
+  if (index_osds > 0) {
+    const double data = osds / (data_bw_s + data_ops_s);
+    if (index_s() > 0 && index_osds * index_speed / (hot * index_s()) < data) {
+      return hot > 2 ? "index shard hot spot" : "index OSDs";  // the hot spot is most of their time
+    }
+    return data_bw_s >= data_ops_s ? "OSD bandwidth" : "OSD ops";
+  }
   const double bw = data_bw_s, ops = data_ops_s + index_s(), hotspot = (hot - 1) * index_s();
   if (hotspot > bw && hotspot > ops) return "shard hot spot";
   return bw >= ops ? "OSD bandwidth" : "OSD ops";
@@ -294,7 +311,12 @@ ClusterCost GatewaySim::Cluster(int osds, uint32_t shards) const {
     c.index_ops_per_chunk += ops;
     c.index_keys_per_chunk += share * step.per_chunk * step.keys_per_chunk;
   }
-  c.hot = HotFactor(shards, osds, c.index_read_s, c.index_write_s) * in_.key_skew;
+  if (in_.index_osd_ratio > 0) {
+    c.index_osds = std::max(static_cast<int>(std::lround(in_.replicas)),
+                            static_cast<int>(std::lround(in_.index_osd_ratio * osds)));
+    c.index_speed = in_.index_osd_speed;
+  }
+  c.hot = HotFactor(shards, c.index_osds > 0 ? c.index_osds : osds, c.index_read_s, c.index_write_s) * in_.key_skew;
   c.rados_ops_per_chunk = c.index_ops_per_chunk + in_.other_ops_per_100_chunks / 100 +
                           (1 - in_.dup) * in_.chunk_bytes / in_.container_bytes;
   return c;
@@ -348,7 +370,7 @@ Projection GatewaySim::ProjectAt(int gateways, int osds, double dup) const {
   p.cluster_mbps = cost.CapacityMBps(osds);
   p.ideal_mbps = gateways * gw.mbps;
   p.mbps = std::min(p.ideal_mbps, p.cluster_mbps);
-  p.bottleneck = p.ideal_mbps <= p.cluster_mbps ? gw.limit : cost.Limit();
+  p.bottleneck = p.ideal_mbps <= p.cluster_mbps ? gw.limit : cost.Limit(osds);
   const double one = std::min(Gateway().mbps, Cluster(osds, p.shards).CapacityMBps(osds));
   p.efficiency = p.mbps / (gateways * one);
   p.marginal = p.efficiency;
@@ -356,6 +378,7 @@ Projection GatewaySim::ProjectAt(int gateways, int osds, double dup) const {
   p.loss = 1 - p.mbps / p.plain_rados_mbps;
   p.cluster_loss = 1 - p.cluster_mbps / (osds * OsdReplicaMBps() / in_.replicas);
   p.hot = cost.hot;
+  p.index_osds = cost.index_osds;
   p.index_ops_per_100_chunks = cost.index_ops_per_chunk * 100;
   p.index_ops_per_s = p.mbps * ChunksPerMB() * cost.index_ops_per_chunk;
   p.index_keys_per_s = p.mbps * ChunksPerMB() * cost.index_keys_per_chunk;
@@ -418,6 +441,13 @@ std::string GatewaySimExplain() {
     (an assumption, not a measurement).
   - Loss against plain RADOS: plain 4 MiB writes of the same bytes by as many
     clients (each on a link like a gateway's).
+  - Where the index pool lives (index_osd_ratio): on the data OSDs (0, as
+    measured here), or on OSDs of its own (a CRUSH rule for the index pool),
+    index_osd_ratio per data OSD at index_osd_speed of a measured OSD. Then
+    the data OSDs carry containers and small writes, the index OSDs the
+    omap operations (hot spots over their count), and the loss is against
+    plain writes to the data OSDs: the index OSDs are hardware added beside
+    them, not counted in "plain RADOS".
 
 What it leaves out:
   - Queueing: these are bounds; real throughput bends below them near

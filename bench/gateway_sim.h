@@ -80,6 +80,12 @@ struct GatewaySimInputs {
   double gc_hint_page = 256;
   double writeback_keys_per_shard = 256;  // ChunkIndex write-back batch = this x shards, clamped to [1024, 65536]
   double key_skew = 1.0;            // max/mean keys per shard (bench shard-balance)
+  // Where the index pool lives. 0: on the data OSDs (as measured here).
+  // Above 0: on OSDs of its own (a CRUSH rule for the index pool, as RGW
+  // deployments place bucket indexes), this many per data OSD (at least
+  // `replicas`); the loss is then against plain writes to the data OSDs.
+  double index_osd_ratio = 0;
+  double index_osd_speed = 1;       // an index OSD's omap speed over a measured OSD's
   double placement_trials = 8;      // placements averaged for the hot factor
 };
 
@@ -126,15 +132,18 @@ struct ClusterCost {
   double index_read_s = 0;    // chunk-index reads (primaries)
   double index_write_s = 0;   // chunk-index writes (all replicas)
   double hot = 1;             // busiest OSD's index load / mean
+  int index_osds = 0;         // OSDs of the index pool's own (0: it shares the data OSDs)
+  double index_speed = 1;     // their omap speed over a measured OSD's
   double index_ops_per_chunk = 0;
   double index_keys_per_chunk = 0;
   double rados_ops_per_chunk = 0;  // index + containers + small writes
   double index_s() const { return index_read_s + index_write_s; }
-  // MB/s the cluster of |osds| can take.
+  // MB/s the cluster of |osds| (data) OSDs can take.
   double CapacityMBps(int osds) const;
   // "OSD bandwidth", "OSD ops" or "shard hot spot": the largest part of the
-  // busiest OSD's time.
-  const char* Limit() const;
+  // busiest OSD's time; with an index pool of its own, "index OSDs" or
+  // "index shard hot spot" when those bound the cluster.
+  const char* Limit(int osds) const;
 };
 
 struct GatewayCap {
@@ -159,6 +168,7 @@ struct Projection {
   double marginal = 1;         // per added gateway since the previous row of a grid, in units of 1 gateway's mbps
   const char* bottleneck = "";
   double hot = 1;
+  int index_osds = 0;              // OSDs of the index pool's own (0: shared)
   double index_ops_per_100_chunks = 0;
   double index_ops_per_s = 0, index_keys_per_s = 0;
   double rados_ops_per_gib = 0;

@@ -76,13 +76,13 @@ void PrintCsv(const std::vector<Projection>& rows) {
   std::printf(
       "gateways,osds,shards,mbps,ideal_mbps,gateway_mbps,cluster_mbps,plain_rados_mbps,loss,cluster_loss,"
       "efficiency,marginal,bottleneck,hot,index_ops_per_100_chunks,index_ops_per_s,index_keys_per_s,"
-      "rados_ops_per_gib,dedup_ratio,dedup_ratio_per_gateway\n");
+      "rados_ops_per_gib,dedup_ratio,dedup_ratio_per_gateway,index_osds\n");
   for (const Projection& p : rows) {
-    std::printf("%d,%d,%u,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.4f,%.4f,%s,%.3f,%.3f,%.0f,%.0f,%.1f,%.3f,%.3f\n",
+    std::printf("%d,%d,%u,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.4f,%.4f,%s,%.3f,%.3f,%.0f,%.0f,%.1f,%.3f,%.3f,%d\n",
                 p.gateways, p.osds, p.shards, p.mbps, p.ideal_mbps, p.gateway_mbps, p.cluster_mbps,
                 p.plain_rados_mbps, p.loss, p.cluster_loss, p.efficiency, p.marginal, p.bottleneck, p.hot,
                 p.index_ops_per_100_chunks, p.index_ops_per_s, p.index_keys_per_s, p.rados_ops_per_gib,
-                p.dedup_ratio, p.dedup_ratio_per_gateway);
+                p.dedup_ratio, p.dedup_ratio_per_gateway, p.index_osds);
   }
 }
 
@@ -97,6 +97,11 @@ void PrintTable(const GatewaySim& sim, const std::vector<Projection>& rows) {
               "link %.0f), chunk+hash %.0f%% of its CPU\n",
               in.dup * 100, in.cluster_scope != 0 ? "cluster" : "per-gateway", gw.mbps, gw.limit, gw.cpu_mbps,
               gw.latency_mbps, gw.net_mbps, chunk_hash_share * 100);
+  if (in.index_osd_ratio > 0) {
+    std::printf("index pool on OSDs of its own: %g per data OSD (at least %g) at %gx a measured OSD's omap speed; "
+                "\"osds\" counts the data OSDs\n",
+                in.index_osd_ratio, in.replicas, in.index_osd_speed);
+  }
   std::printf("%4s %5s %6s %9s %9s %9s %6s %6s %6s %6s %-20s %5s %8s %9s %6s %6s\n", "gw", "osds", "shards",
               "MB/s", "ideal", "plain", "loss", "cl.los", "eff", "marg", "bottleneck", "hot", "idx/100c",
               "ops/GiB", "dedup", "dd/gw");
@@ -115,6 +120,10 @@ void PrintCosts(const GatewaySim& sim, int osds) {
   const double chunks_per_mb = 1e6 / in.chunk_bytes;
   std::printf("%d OSDs, %u shards, %.1f%% duplicates: OSD time per ingested chunk (all OSDs, replicas included)\n",
               osds, c.shards, in.dup * 100);
+  if (c.index_osds > 0) {
+    std::printf("the index pool on %d OSDs of its own at %gx speed: the index rows below are their time\n",
+                c.index_osds, c.index_speed);
+  }
   std::printf("%-22s %12s %12s %14s\n", "part", "ops/100 ch", "keys/op", "OSD us/chunk");
   std::printf("%-22s %12.3f %12s %14.1f\n", "containers", 100 * (1 - in.dup) * in.chunk_bytes / in.container_bytes,
               "", 1e6 * c.data_bw_s / chunks_per_mb);
@@ -127,7 +136,7 @@ void PrintCosts(const GatewaySim& sim, int osds) {
   std::printf("%-22s %12s %12s %14.1f  (busiest OSD's index load / mean: %.2f)\n", "index hot spot extra", "", "",
               1e6 * (c.hot - 1) * c.index_s() / chunks_per_mb, c.hot);
   std::printf("cluster: %.0f MB/s (%s); plain 4 MiB writes: %.0f MB/s; omap op = %.1f us + %.2f us/key per replica\n",
-              c.CapacityMBps(osds), c.Limit(), sim.PlainRadosMBps(1 << 20, osds), 1e6 * sim.OmapOpSeconds(0),
+              c.CapacityMBps(osds), c.Limit(osds), sim.PlainRadosMBps(1 << 20, osds), 1e6 * sim.OmapOpSeconds(0),
               1e6 * (sim.OmapOpSeconds(1) - sim.OmapOpSeconds(0)));
 }
 

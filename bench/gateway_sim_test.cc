@@ -80,6 +80,53 @@ TEST(GatewaySimTest, LinearWhileOsdsArePlentifulThenOsdBandwidth) {
   EXPECT_NEAR(rows[3].loss, 0.0, 1e-5);
 }
 
+// The index pool on OSDs of its own (a CRUSH rule): an index that costs the
+// data OSDs as much time as the container bytes halves the cluster when it
+// shares them; on as many OSDs of its own it bounds at about the data OSDs'
+// rate, and on twice as many (or on OSDs twice as fast) the data OSDs set the
+// rate and nothing is lost against plain writes to them.
+TEST(GatewaySimTest, IndexPoolOnOsdsOfItsOwn) {
+  GatewaySimInputs in = HandInputs();
+  // No lookups, no GC hints: per new chunk a claim (2 keys), a flip (1) and
+  // a usage write (1) on 3 replicas, a usage read (1) on the primary: 13
+  // key-replicas x 100 chunks per MB; at 130 K keys/s per OSD and no fixed
+  // cost per operation that is 0.01 s per MB, what 3 replicas of a MB of
+  // containers cost (3 / 300 MB/s).
+  in.lookup_share = 0;
+  in.gc_hint_page = 0;
+  in.omap_keys_s_lo = 130000;
+  in.omap_keys_s_hi = 130000;
+  in.shards = 65536;  // every shard on all 3 index OSDs: writes spread evenly
+  ASSERT_TRUE(ValidateGatewaySimInputs(in).ok());
+  const Projection shared = GatewaySim(in).Project(100, 3);
+  EXPECT_EQ(shared.index_osds, 0);
+  EXPECT_NEAR(shared.cluster_mbps, 150, 1.5);
+  EXPECT_NEAR(shared.loss, 0.5, 0.01);
+
+  in.index_osd_ratio = 1;
+  const Projection own = GatewaySim(in).Project(100, 3);
+  EXPECT_EQ(own.index_osds, 3);
+  EXPECT_NEAR(own.cluster_mbps, 300, 3);
+  EXPECT_LE(own.cluster_mbps, 300 + 1e-6);
+  EXPECT_STREQ(own.bottleneck, "index OSDs");
+  EXPECT_NEAR(own.plain_rados_mbps, 300, 1e-6);  // plain writes to the 3 data OSDs
+
+  in.index_osd_ratio = 2;
+  const Projection twice = GatewaySim(in).Project(100, 3);
+  EXPECT_EQ(twice.index_osds, 6);
+  EXPECT_NEAR(twice.cluster_mbps, 300, 1e-6);
+  EXPECT_STREQ(twice.bottleneck, "OSD bandwidth");
+  EXPECT_NEAR(twice.loss, 0.0, 1e-6);
+
+  in.index_osd_ratio = 1;
+  in.index_osd_speed = 2;
+  EXPECT_NEAR(GatewaySim(in).Project(100, 3).cluster_mbps, 300, 1e-6);
+
+  in.index_osd_ratio = 0.01;  // never fewer index OSDs than replicas
+  in.index_osd_speed = 1;
+  EXPECT_EQ(GatewaySim(in).Project(100, 30).index_osds, 3);
+}
+
 TEST(GatewaySimTest, DuplicatesCostNoContainerBandwidth) {
   GatewaySimInputs in = HandInputs();
   in.dup = 0.75;
