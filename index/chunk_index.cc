@@ -482,6 +482,7 @@ void ChunkIndex::ApplyUsageLocked(const Fingerprint& fp, AuxEntry* e, const Usag
   const bool changed = ApplyUsageTo(&e->entry, change.delta, change.event_id);
   outcome->applied = changed;
   outcome->usage = e->entry.usage_count;
+  outcome->entry_container = e->entry.container;
   if (!changed) return;
   if (!e->entry.committed && change.committed_copy != kNoContainer && is_committed_(change.committed_copy)) {
     e->entry.container = change.committed_copy;
@@ -489,6 +490,7 @@ void ChunkIndex::ApplyUsageLocked(const Fingerprint& fp, AuxEntry* e, const Usag
     e->moved_from = kNoContainer;
     e->table_delete = false;  // writing the entry replaces the table's older one
     aux_uncommitted_--;
+    outcome->entry_container = e->entry.container;
   }
   e->version = ++next_version_;
   EnqueueLocked(fp, e);
@@ -501,6 +503,7 @@ void ChunkIndex::ApplyUsageToLoadedLocked(const Fingerprint& fp, const ChunkInde
   e.entry = loaded;
   e.entry.committed = true;  // only committed entries ever reach the table
   e.in_table = true;
+  outcome->entry_container = loaded.container;
   if (!ApplyUsageTo(&e.entry, change.delta, change.event_id)) {
     // Already counted: nothing to write back.
     outcome->applied = false;
@@ -517,26 +520,28 @@ void ChunkIndex::ApplyUsageToLoadedLocked(const Fingerprint& fp, const ChunkInde
 
 Status ChunkIndex::AddUsage(const Fingerprint& fp, int64_t delta, uint64_t event_id, uint32_t* usage,
                             bool* applied, ContainerId committed_copy) {
-  const UsageChange change{fp, delta, event_id, committed_copy};
   UsageOutcome outcome;
+  DEDUPV1_RETURN_IF_ERROR(AddUsageOne(UsageChange{fp, delta, event_id, committed_copy}, &outcome));
+  if (applied != nullptr) *applied = outcome.applied;
+  if (usage != nullptr) *usage = outcome.usage;
+  return Status::OK();
+}
+
+Status ChunkIndex::AddUsageOne(const UsageChange& change, UsageOutcome* outcome) {
+  const Fingerprint& fp = change.fp;
   if (claims_) {
     std::vector<UsageOutcome> outcomes;
     DEDUPV1_RETURN_IF_ERROR(AddUsageShared({change}, &outcomes));
-    outcome = outcomes[0];
-  }
-  auto report = [&] {
-    if (applied != nullptr) *applied = outcome.applied;
-    if (usage != nullptr) *usage = outcome.usage;
+    *outcome = outcomes[0];
     return Status::OK();
-  };
-  if (claims_) return report();
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = aux_.find(fp);
     if (it != aux_.end()) {
       if (it->second.erased) return Status::NotFound("chunk " + fp.ToHex() + " was erased");
-      ApplyUsageLocked(fp, &it->second, change, &outcome);
-      return report();
+      ApplyUsageLocked(fp, &it->second, change, outcome);
+      return Status::OK();
     }
   }
   // Load from the table. Holding write_back_mu_ keeps a write-back from
@@ -549,12 +554,12 @@ Status ChunkIndex::AddUsage(const Fingerprint& fp, int64_t delta, uint64_t event
   if (it != aux_.end()) {
     // Someone put it into the auxiliary index meanwhile; that version is newer.
     if (it->second.erased) return Status::NotFound("chunk " + fp.ToHex() + " was erased");
-    ApplyUsageLocked(fp, &it->second, change, &outcome);
-    return report();
+    ApplyUsageLocked(fp, &it->second, change, outcome);
+    return Status::OK();
   }
   DEDUPV1_RETURN_IF_ERROR(s);
-  ApplyUsageToLoadedLocked(fp, loaded, change, &outcome);
-  return report();
+  ApplyUsageToLoadedLocked(fp, loaded, change, outcome);
+  return Status::OK();
 }
 
 Status ChunkIndex::AddUsageMany(const std::vector<UsageChange>& changes, std::vector<UsageOutcome>* outcomes) {
@@ -631,7 +636,7 @@ Status ChunkIndex::AddUsageEach(const std::vector<UsageChange>& changes, std::ve
       o.status = Status::NotFound("chunk " + c.fp.ToHex() + ": an earlier change found no entry");
       continue;
     }
-    o.status = AddUsage(c.fp, c.delta, c.event_id, &o.usage, &o.applied, c.committed_copy);
+    o.status = AddUsageOne(c, &o);
     if (o.status.IsNotFound()) {
       o.no_entry = true;
       without_entry.insert(c.fp);

@@ -233,7 +233,14 @@ class ChunkIndex {
     // table, or an erased one), as opposed to one not tried because an
     // earlier change of its fingerprint in the batch found none.
     bool no_entry = false;
+    // The container the entry names after the change, if the change found
+    // one (kNoContainer otherwise, and always in cluster scope).
+    ContainerId entry_container = kNoContainer;
   };
+  // AddUsage of one change, with the whole outcome (its status is the
+  // return value; local tables leave |outcome->status| alone, cluster scope
+  // fills the outcome whole).
+  Status AddUsageOne(const UsageChange& change, UsageOutcome* outcome);
   // AddUsage for each change, in order, with the entries the auxiliary index
   // does not hold loaded from the table in one GetMany (a batching table:
   // one round trip per shard instead of one per entry; otherwise a loop of

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 
 #include "core/base/testutil.h"
 #include "core/engine/crash_testutil.h"
@@ -39,6 +40,16 @@ std::vector<uint8_t> SecondBackup(const std::vector<uint8_t>& first) {
     std::memcpy(second.data() + (mib << 20) + 100000, first.data() + from + 300000, kPiece);
   }
   return second;
+}
+
+// Writes |first| into volume "first", then |second| into "second", each synced.
+void WriteBothBackups(DedupSystem* sys, const std::vector<uint8_t>& first, const std::vector<uint8_t>& second) {
+  Volume* a = test::Vol(sys, "first");
+  Volume* b = test::Vol(sys, "second");
+  ASSERT_TRUE(a->Write(0, kVolumeSize, first.data(), false).ok());
+  ASSERT_TRUE(a->Sync().ok());
+  ASSERT_TRUE(b->Write(0, kVolumeSize, second.data(), false).ok());
+  ASSERT_TRUE(b->Sync().ok());
 }
 
 TEST(ContainerRewriteTest, SparseDuplicatesAreStoredAgainAndTheirOldCopiesGivenBackOnceUnused) {
@@ -97,6 +108,73 @@ TEST(ContainerRewriteTest, SparseDuplicatesAreStoredAgainAndTheirOldCopiesGivenB
   ExpectUsageMatchesRecount(sys.get());
 }
 
+// A spare copy in a container that holds no GC candidate: the first backup
+// replaces exactly the chunks the second one had stored again (their old
+// copies' only references), so no fingerprint reaches usage 0 and no
+// container holds a candidate. The usage counter queues the old copies'
+// containers (UsageCounter::TakeReleasedCopies), and the next round gives
+// every such copy back without waiting for the full scan after a restart.
+TEST(ContainerRewriteTest, OldCopiesLetGoOfAreGivenBackWithoutACandidate) {
+  test::TempDir dir;
+  const Options o = RewriteOptionsFor(dir.path(), true);
+  const std::vector<uint8_t> first = test::RandomBytes(kVolumeSize, 1);
+  std::vector<uint8_t> now = first;  // what the first volume holds
+  const std::vector<uint8_t> second = SecondBackup(first);
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* a = test::Vol(sys.get(), "first");
+  Volume* b = test::Vol(sys.get(), "second");
+  WriteBothBackups(sys.get(), first, second);
+  ASSERT_GE(sys->stats().chunks_rewritten.load(), 16u);
+  ASSERT_TRUE(sys->RunGc().ok());  // the full scan after open: every spare copy still mapped
+  EXPECT_EQ(sys->gc_stats().spare_copies_dead, 0u);
+  // A deferred round would leave its containers pending for the next one,
+  // which would then scan them without the usage counter's queue.
+  ASSERT_EQ(sys->gc_stats().rounds_deferred, 0u);
+
+  // The first volume's items naming a copy the chunk index does not name.
+  struct Range {
+    uint64_t offset;
+    uint32_t size;
+  };
+  std::vector<Range> spare_refs;  // a chunk across a block boundary is two items, one copy
+  std::set<std::pair<ContainerId, Fingerprint>> spare_copies;
+  ASSERT_TRUE(sys->block_index()
+                  ->ForEachBlock([&](const BlockId& id, const BlockMapping& m) {
+                    if (id.volume != a->id()) return true;
+                    uint32_t pos = 0;
+                    for (const BlockMappingItem& item : m.items()) {
+                      ChunkIndexEntry entry;
+                      if (!item.IsZero() && sys->chunk_index()->Lookup(item.fp, &entry).ok() &&
+                          sys->chunk_store()->Resolve(entry.container) != sys->chunk_store()->Resolve(item.container)) {
+                        spare_refs.push_back({id.block * o.block_size + pos, item.size});
+                        spare_copies.insert({sys->chunk_store()->Resolve(item.container), item.fp});
+                      }
+                      pos += item.size;
+                    }
+                    return true;
+                  })
+                  .ok());
+  ASSERT_GE(spare_copies.size(), 16u);
+  uint64_t seed = 100;
+  for (const Range& r : spare_refs) {
+    const std::vector<uint8_t> fresh = test::RandomBytes(r.size, seed++);
+    std::memcpy(now.data() + r.offset, fresh.data(), r.size);
+    ASSERT_TRUE(a->Write(r.offset, r.size, fresh.data(), false).ok());
+  }
+  ASSERT_TRUE(a->Sync().ok());
+  ASSERT_TRUE(sys->Checkpoint().ok());
+  EXPECT_EQ(sys->gc_stats().candidates, 0u) << "a candidate would lead GC there anyway: nothing to prove";
+  ASSERT_TRUE(sys->RunGc().ok());
+  EXPECT_EQ(sys->gc_stats().spare_copies_dead, spare_copies.size());
+  EXPECT_TRUE(test::ReadsBack(a, 0, now));
+  EXPECT_TRUE(test::ReadsBack(b, 0, second));
+  ExpectUsageMatchesRecount(sys.get());
+  ASSERT_TRUE(sys->Close().ok());
+  sys = test::OpenSystemOrDie(o);
+  EXPECT_TRUE(test::ReadsBack(test::Vol(sys.get(), "first"), 0, now));
+  EXPECT_TRUE(test::ReadsBack(test::Vol(sys.get(), "second"), 0, second));
+}
+
 // Without rewriting the same two backups leave the old containers in place
 // once the first backup is gone: the second one's pieces keep them.
 TEST(ContainerRewriteTest, WithoutRewritingTheOldContainersStay) {
@@ -107,10 +185,7 @@ TEST(ContainerRewriteTest, WithoutRewritingTheOldContainersStay) {
   auto sys = test::OpenSystemOrDie(o);
   Volume* a = test::Vol(sys.get(), "first");
   Volume* b = test::Vol(sys.get(), "second");
-  ASSERT_TRUE(a->Write(0, kVolumeSize, first.data(), false).ok());
-  ASSERT_TRUE(a->Sync().ok());
-  ASSERT_TRUE(b->Write(0, kVolumeSize, second.data(), false).ok());
-  ASSERT_TRUE(b->Sync().ok());
+  WriteBothBackups(sys.get(), first, second);
   EXPECT_EQ(sys->stats().chunks_rewritten.load(), 0u);
   ASSERT_TRUE(a->Unmap(0, kVolumeSize).ok());
   ASSERT_TRUE(a->Sync().ok());

@@ -146,6 +146,9 @@ Status GarbageCollector::RunLocked(GcStats* stats) {
 
   ClusterGcRules* rules = host_->cluster_rules();
   if (rules != nullptr) {
+    // Cluster scope judges only dead marks; released copies are not its
+    // way to garbage (cluster_gc_rules.h), and the queue must not grow.
+    if (host_->usage() != nullptr) host_->usage()->TakeReleasedCopies();
     DEDUPV1_RETURN_IF_ERROR(RunClusterRound(rules, &round));
   } else {
     // 1. Usage counts catch up; the log is trimmed.
@@ -250,8 +253,9 @@ Status GarbageCollector::ScanMarkedContainers(const std::vector<ContainerId>& id
 // After: round->ids holds the committed containers to scan: every one for a
 // full scan (with round->entries_in counted in one sequential pass over the
 // chunk index instead of one random lookup per stored chunk, and every usage
-// 0 entry a candidate), else those holding a candidate or pending garbage
-// (pending_containers_ is then empty: taken by this round).
+// 0 entry a candidate), else those holding a candidate, pending garbage
+// (pending_containers_ is then empty: taken by this round) or a copy the
+// usage counter saw released (UsageCounter::TakeReleasedCopies).
 Status GarbageCollector::ListContainersToScan(Round* round) {
   ChunkStore* store = host_->chunk_store();
   ChunkIndex* index = host_->chunk_index();
@@ -259,6 +263,7 @@ Status GarbageCollector::ListContainersToScan(Round* round) {
   std::vector<ContainerId>& ids = round->ids;
   uint64_t marks_repaired = 0;
   if (round->full_scan) {
+    usage->TakeReleasedCopies();  // every container is scanned anyway
     DEDUPV1_RETURN_IF_ERROR(store->ListCommitted(&ids));  // sorted
     std::vector<uint64_t>& entries_in = round->entries_in;
     entries_in.assign(ids.size(), 0);
@@ -280,6 +285,12 @@ Status GarbageCollector::ListContainersToScan(Round* round) {
       std::lock_guard<std::mutex> l(pending_mu_);
       wanted.swap(pending_containers_);
     }
+    // Copies mappings let go of whose entry names another copy (or none):
+    // spare copies that may be garbage with no candidate in their container.
+    // Resolved now: queued before a merge that folded them into another
+    // container, they answer to that one (scanned under an alias id, every
+    // live chunk would look like a copy the index does not name).
+    for (ContainerId id : usage->TakeReleasedCopies()) wanted.insert(store->Resolve(id));
     for (const Fingerprint& fp : usage->Candidates()) {
       ChunkIndexEntry entry;
       Status l = index->Lookup(fp, &entry);
@@ -314,6 +325,10 @@ Status GarbageCollector::ScanContainers(Round* round) {
   for (size_t i = 0; i < ids.size(); i++) {
     scan_done_ = i;
     const ContainerId id = ids[i];
+    // Only a container's own id: under an id a merge folded into another,
+    // the entries name the other id and the chunks would pass for spare
+    // copies. (The lists above hold resolved ids; skipping scans no garbage.)
+    if (store->Resolve(id) != id) continue;
     ContainerScan scan;
     ContainerSummary summary;
     if (round->full_scan && store->GetSummary(id, &summary) && round->entries_in[i] == summary.chunks) {
@@ -609,7 +624,7 @@ bool GarbageCollector::HasWork() const {
   if (ClusterGcRules* rules = host_->cluster_rules()) return rules->HasWork();
   if (!full_scan_done_.load()) return true;
   UsageCounter* usage = host_->usage();
-  if (usage != nullptr && usage->candidate_count() > 0) return true;
+  if (usage != nullptr && (usage->candidate_count() > 0 || usage->released_count() > 0)) return true;
   std::lock_guard<std::mutex> l(pending_mu_);
   return !pending_containers_.empty();
 }

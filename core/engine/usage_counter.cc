@@ -145,7 +145,11 @@ Status UsageCounter::CollectEvent(const LogEvent& e, Batch* batch) {
   for (const auto& [fp, c] : before) {
     auto& d = deltas[fp];
     d.first -= 1;
-    if (d.second == kNoContainer) d.second = c;
+    if (d.second == kNoContainer) {
+      d.second = c;
+    } else if (store_->Resolve(d.second) != store_->Resolve(c)) {
+      batch->moved_away.push_back(store_->Resolve(c));  // same chunk, the block now names another copy
+    }
   }
   for (const auto& [fp, d] : deltas) {
     if (d.first == 0) continue;
@@ -153,12 +157,17 @@ Status UsageCounter::CollectEvent(const LogEvent& e, Batch* batch) {
     // see above): an entry waiting for a newer copy's container moves to it.
     const ContainerId copy = d.first > 0 ? d.second : kNoContainer;
     batch->changes.push_back(ChunkIndex::UsageChange{fp, d.first, e.id, copy});
+    batch->released.push_back(d.first < 0 ? d.second : kNoContainer);
   }
   batch->events_counted++;
   return Status::OK();
 }
 
 Status UsageCounter::ApplyBatch(const Batch& batch) {
+  if (!batch.moved_away.empty()) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (ContainerId id : batch.moved_away) QueueReleasedLocked(id);
+  }
   if (batch.changes.empty()) return Status::OK();
   std::vector<ChunkIndex::UsageOutcome> outcomes;
   DEDUPV1_RETURN_IF_ERROR(index_->AddUsageMany(batch.changes, &outcomes));
@@ -171,9 +180,11 @@ Status UsageCounter::ApplyBatch(const Batch& batch) {
     if (o.status.IsNotFound()) {
       if (o.no_entry && c.delta < 0 && restored.count(c.fp) == 0) {
         // A decrement of a chunk without an entry: AddUsage alone would
-        // only read the table again to find none.
+        // only read the table again to find none. The copy it let go of
+        // is one no entry names: GC's scan judges it.
         std::lock_guard<std::mutex> l(mu_);
         stats_.missing_entries++;
+        if (batch.released[i] != kNoContainer) QueueReleasedLocked(store_->Resolve(batch.released[i]));
         continue;
       }
       bool counted = false;
@@ -187,15 +198,27 @@ Status UsageCounter::ApplyBatch(const Batch& batch) {
     std::lock_guard<std::mutex> l(mu_);
     if (!o.applied) stats_.changes_skipped++;
     if (o.usage == 0) candidates_.insert(c.fp);
+    NoteReleasedLocked(batch.released[i], o.entry_container);
   }
   return Status::OK();
+}
+
+void UsageCounter::NoteReleasedLocked(ContainerId released, ContainerId entry_container) {
+  if (released == kNoContainer || entry_container == kNoContainer) return;
+  const ContainerId copy = store_->Resolve(released);
+  if (copy == store_->Resolve(entry_container)) return;  // the entry's own copy: candidates cover it
+  QueueReleasedLocked(copy);
+}
+
+void UsageCounter::QueueReleasedLocked(ContainerId copy) {
+  if (released_.insert(copy).second) stats_.copies_released++;
 }
 
 Status UsageCounter::ApplyAlone(const ChunkIndex::UsageChange& c, ChunkIndex::UsageOutcome* o, bool* counted,
                                 bool* restored) {
   *counted = false;
   *restored = false;
-  Status s = index_->AddUsage(c.fp, c.delta, c.event_id, &o->usage, &o->applied, c.committed_copy);
+  Status s = index_->AddUsageOne(c, o);
   if (s.IsNotFound() && c.delta > 0) {
     // The chunk's entry was erased by GC, yet a mapping references it again
     // (e.g. the container-cache filter found it in its container after a
@@ -209,7 +232,7 @@ Status UsageCounter::ApplyAlone(const ChunkIndex::UsageChange& c, ChunkIndex::Us
     // A writer may have stored the chunk again meanwhile (PutNew keeps its
     // entry): the copy moves that entry to committed_copy if it is
     // uncommitted.
-    s = index_->AddUsage(c.fp, c.delta, c.event_id, &o->usage, &o->applied, c.committed_copy);
+    s = index_->AddUsageOne(c, o);
     *restored = true;
     std::lock_guard<std::mutex> l(mu_);
     stats_.entries_restored++;
@@ -222,6 +245,18 @@ Status UsageCounter::ApplyAlone(const ChunkIndex::UsageChange& c, ChunkIndex::Us
   DEDUPV1_RETURN_IF_ERROR(s);
   *counted = true;
   return Status::OK();
+}
+
+std::vector<ContainerId> UsageCounter::TakeReleasedCopies() {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<ContainerId> out(released_.begin(), released_.end());
+  released_.clear();
+  return out;
+}
+
+size_t UsageCounter::released_count() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return released_.size();
 }
 
 std::vector<Fingerprint> UsageCounter::TakeCandidates() {

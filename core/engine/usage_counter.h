@@ -59,6 +59,7 @@ struct UsageCounterStats {
   uint64_t changes_skipped = 0;   // per-entry changes already counted (replayed twice)
   uint64_t missing_entries = 0;   // decrements of chunks without an entry
   uint64_t entries_restored = 0;  // increments that re-created an erased entry
+  uint64_t copies_released = 0;   // containers queued for GC: a mapping let go of a copy the entry does not name
   uint64_t applied_id = 0;        // every event up to this id is counted
 };
 
@@ -79,6 +80,15 @@ class UsageCounter {
   void AddCandidate(const Fingerprint& fp);
   size_t candidate_count() const;
 
+  // Containers holding a copy that a counted event let go of while the
+  // chunk's entry names another container (a spare copy: rewriting, two
+  // writers at once) or none: the copy may be garbage now, though its
+  // fingerprint's usage did not reach 0, so no candidate leads GC there.
+  // Also a copy a block's mapping moved away from (same chunk, another
+  // container). Resolved ids; taken by GC's next round.
+  std::vector<ContainerId> TakeReleasedCopies();
+  size_t released_count() const;
+
   // While set (not null), every mapping event this counter collects from
   // now on, dropped ones too, notes its new mapping in |copies| (garbage
   // collection's spare copies, core/engine/spare_copies.h). Unset with null
@@ -91,6 +101,8 @@ class UsageCounter {
   // Changes collected from consecutive events, counted together.
   struct Batch {
     std::vector<ChunkIndex::UsageChange> changes;
+    std::vector<ContainerId> released;  // per change: a decrement's copy (kNoContainer for increments)
+    std::vector<ContainerId> moved_away;  // copies a mapping moved away from (same chunk)
     uint64_t last_id = 0;  // the last event collected
     uint64_t events_counted = 0;
     uint64_t events_dropped = 0;
@@ -111,6 +123,9 @@ class UsageCounter {
   // |counted| is false if the change found no entry (counted in the stats
   // here).
   Status ApplyAlone(const ChunkIndex::UsageChange& c, ChunkIndex::UsageOutcome* o, bool* counted, bool* restored);
+  // Queues |released| (a decrement's copy) unless the entry names it.
+  void NoteReleasedLocked(ContainerId released, ContainerId entry_container);
+  void QueueReleasedLocked(ContainerId copy);
 
   OperationsLog* const log_;
   ChunkIndex* const index_;
@@ -120,6 +135,7 @@ class UsageCounter {
   mutable std::mutex mu_;  // guards the members below
   uint64_t applied_id_;
   std::unordered_set<Fingerprint, FingerprintHasher> candidates_;
+  std::unordered_set<ContainerId> released_;  // TakeReleasedCopies
   // Blocks whose latest event was dropped: the serialized mapping they still
   // have (what their next counted event replaces).
   std::unordered_map<BlockId, std::string, BlockIdHasher> dropped_;

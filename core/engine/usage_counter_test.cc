@@ -128,6 +128,52 @@ TEST_F(UsageCounterTest, CountsOncePerBlockAndEventEvenWhenReplayedAfterACrash) 
   EXPECT_EQ(counter.TakeCandidates(), std::vector<Fingerprint>{fps_[0]});
 }
 
+// A mapping that lets go of a copy the chunk's entry does not name (a spare
+// copy: stored again by rewriting or two writers) queues that copy's
+// container for GC, though the chunk's usage stays above 0; letting go of the
+// entry's own copy queues nothing (candidates cover it). A block moving from
+// one copy to another of the same chunk queues the copy it left.
+TEST_F(UsageCounterTest, ReleasedSpareCopiesAreQueuedForGc) {
+  const std::vector<uint8_t> data = test::RandomBytes(1000, 1);  // fps_[0]'s bytes
+  ContainerId spare;
+  ASSERT_TRUE(store_->StoreChunk(fps_[0], data.data(), data.size(), 0, &spare).ok());
+  ASSERT_TRUE(store_->Flush().ok());
+  ASSERT_NE(spare, containers_[0]);
+  const auto x = std::make_pair(fps_[0], containers_[0]);  // the entry's copy
+  const auto x2 = std::make_pair(fps_[0], spare);          // a spare copy
+  const auto y = std::make_pair(fps_[1], containers_[1]);
+  Log(1, "", Mapping(1, {x2}));
+  Log(2, "", Mapping(2, {x}));
+  Log(3, "", Mapping(3, {y}));
+  ASSERT_TRUE(log_->Sync().ok());
+  UsageCounter counter(log_.get(), index_.get(), store_.get(), log_->head_id());
+  ASSERT_TRUE(counter.CountUpTo(log_->last_id()).ok());
+  EXPECT_EQ(Usage(0), 2u);
+  EXPECT_EQ(counter.released_count(), 0u);
+  // Block 1 lets go of the spare copy: x keeps usage 1 through block 2.
+  Log(1, Mapping(1, {x2}), Mapping(1, {}));
+  // Block 3 lets go of y's only copy, the entry's own: a candidate, not released.
+  Log(3, Mapping(3, {y}), Mapping(3, {}));
+  ASSERT_TRUE(log_->Sync().ok());
+  ASSERT_TRUE(counter.CountUpTo(log_->last_id()).ok());
+  EXPECT_EQ(Usage(0), 1u);
+  EXPECT_EQ(counter.TakeReleasedCopies(), std::vector<ContainerId>{spare});
+  EXPECT_EQ(counter.TakeCandidates(), std::vector<Fingerprint>{fps_[1]});
+  EXPECT_EQ(counter.released_count(), 0u);
+  // Block 2 moves from the entry's copy to the spare one and back: the copy
+  // it leaves is queued each time, whatever the entry names.
+  Log(2, Mapping(2, {x}), Mapping(2, {x2}));
+  ASSERT_TRUE(log_->Sync().ok());
+  ASSERT_TRUE(counter.CountUpTo(log_->last_id()).ok());
+  EXPECT_EQ(counter.TakeReleasedCopies(), std::vector<ContainerId>{containers_[0]});
+  Log(2, Mapping(2, {x2}), Mapping(2, {x}));
+  ASSERT_TRUE(log_->Sync().ok());
+  ASSERT_TRUE(counter.CountUpTo(log_->last_id()).ok());
+  EXPECT_EQ(counter.TakeReleasedCopies(), std::vector<ContainerId>{spare});
+  EXPECT_EQ(Usage(0), 1u);
+  EXPECT_EQ(counter.stats().copies_released, 3u);
+}
+
 // An event naming a container that never committed is dropped (as Recover
 // drops the mapping); the block's next event replaces what the block still
 // has, not the dropped mapping.
