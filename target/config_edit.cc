@@ -65,7 +65,13 @@ Status SetVolumeSize(const std::string& text, const std::string& name, const std
     if (VolumeOfLine(line) != name) continue;
     const size_t hash = line.find('#');
     const std::string comment = hash == std::string::npos ? "" : "  " + line.substr(hash);
-    line = "volume = " + name + " " + size + comment;
+    // The words after the size (policy=...) stay as they were.
+    std::istringstream words(line.substr(0, hash).substr(line.find('=') + 1));
+    std::string word, rest;
+    for (int i = 0; words >> word; i++) {
+      if (i >= 2) rest += " " + word;
+    }
+    line = "volume = " + name + " " + size + rest + comment;
     *out = Join(lines);
     return Status::OK();
   }

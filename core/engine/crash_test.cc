@@ -41,6 +41,19 @@ TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
   EXPECT_GE(done, std::min<uint64_t>(cycles, 10));
 }
 
+// Kill -9 cycles of a store that stores known chunks again (|what|: container
+// rewriting or policy off): at least |min_done| cycles, and the children
+// must have stored some chunk again, or the test did not test |what|.
+void RunCyclesThatStoreAgain(const Options& o, uint64_t cycles, uint64_t budget_s, uint64_t min_done,
+                             const char* what) {
+  KillNineTotals totals;
+  const uint64_t done = RunKillNineCycles(o, cycles, budget_s, nullptr, &totals);
+  EXPECT_GE(done, std::min<uint64_t>(cycles, min_done));
+  std::printf("%s: chunks stored again by the children: %llu, spare copies given back by the parent's rounds: %llu\n",
+              what, (unsigned long long)totals.chunks_rewritten, (unsigned long long)totals.spare_copies_dead);
+  EXPECT_GT(totals.chunks_rewritten, 0u) << "no chunk was stored again: the test did not test " << what;
+}
+
 // The kill -9 cycles with container rewriting at a high limit: slots whose
 // content recurs take their chunks from old containers, which are sparse for
 // a 48 KiB slot, so kills land while chunks are stored again and their
@@ -54,12 +67,21 @@ TEST(CrashTest, KillNineWithContainerRewritingKeepsEverySyncedWrite) {
   o.rewrite.sparse_bytes = 1 << 20;
   o.rewrite.limit = 0.5;
   ASSERT_TRUE(o.Finish().ok());
-  KillNineTotals totals;
-  const uint64_t done = RunKillNineCycles(o, cycles, 150, nullptr, &totals);
-  EXPECT_GE(done, std::min<uint64_t>(cycles, 5));
-  std::printf("chunks rewritten by the children: %llu, spare copies given back by the parent's rounds: %llu\n",
-              (unsigned long long)totals.chunks_rewritten, (unsigned long long)totals.spare_copies_dead);
-  EXPECT_GT(totals.chunks_rewritten, 0u) << "no chunk was rewritten: the test did not test rewriting";
+  RunCyclesThatStoreAgain(o, cycles, 150, 5, "rewriting");
+}
+
+// The kill -9 cycles on a volume of policy off (core/engine/dedup_policy.h):
+// every known chunk is stored again and its entry moved, so kills land in
+// the middle of that on every run, and GC rounds give the copies let go of
+// back. DEDUPV1_POLICY_CRASH_CYCLES cycles (default 8), bounded by 120 s.
+TEST(CrashTest, KillNineOnAnOffVolumeKeepsEverySyncedWrite) {
+  const uint64_t cycles = test::EnvKnob("DEDUPV1_POLICY_CRASH_CYCLES", 8);
+  test::TempDir dir;
+  Options o = KillNineOptions(dir.path());
+  ASSERT_EQ(o.volumes.size(), 1u);
+  o.volumes[0].policy = DedupPolicy::kOff;
+  ASSERT_TRUE(o.Finish().ok());
+  RunCyclesThatStoreAgain(o, cycles, 120, 4, "policy off");
 }
 
 // The kill -9 cycles on a store whose chunk index starts tiny (8 buckets,

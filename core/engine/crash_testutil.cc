@@ -166,7 +166,7 @@ struct Record {
           }
           for (const auto& r : unacked) send(r);
           unacked.clear();
-          send({'R', 0, sys->stats().chunks_rewritten.load()});
+          send({'R', 0, sys->stats().chunks_rewritten.load() + sys->stats().chunks_stored_again.load()});
         }
       }
     });

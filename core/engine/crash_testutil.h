@@ -32,7 +32,7 @@ Options KillNineOptions(const std::string& dir);
 // given, runs after each kill, before the store is opened again.
 // What the cycles did that a test may want to see happen (not only pass).
 struct KillNineTotals {
-  uint64_t chunks_rewritten = 0;   // by the children, up to their last sync
+  uint64_t chunks_rewritten = 0;   // stored again by the children (rewriting or policy off), up to their last sync
   uint64_t spare_copies_dead = 0;  // by the parent's GC rounds
 };
 uint64_t RunKillNineCycles(const Options& o, uint64_t cycles, uint64_t budget_s,

@@ -465,12 +465,18 @@ void DedupSystem::ServeVolumesLocked(const std::vector<VolumeOptions>& configure
       if (r.name != v.name) continue;
       auto it = volumes_.find(v.name);
       if (it == volumes_.end()) {
-        volumes_[v.name] = std::make_unique<Volume>(context, r.id, v.name, r.size, r.uid);
+        auto vol = std::make_unique<Volume>(context, r.id, v.name, r.size, r.uid);
+        vol->SetPolicy(v.policy);
+        volumes_[v.name] = std::move(vol);
         added = true;
-      } else if (r.size > it->second->size()) {
-        it->second->Grow(r.size);
       } else {
-        continue;
+        const bool policy_changed = it->second->policy() != v.policy;
+        it->second->SetPolicy(v.policy);  // the runs taken from now on
+        if (r.size > it->second->size()) {
+          it->second->Grow(r.size);
+        } else if (!policy_changed) {
+          continue;
+        }
       }
       if (changed != nullptr) changed->push_back(v.name);
     }

@@ -346,8 +346,9 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
        }},
       {"volume", [](const std::string& v, Options* o) {
          auto parts = SplitConfigList(v);
-         if (parts.size() != 2) {
-           return Status::InvalidArgument("volume must be 'NAME SIZE' (e.g. 'volume = backup1 100G'), got '" + v + "'");
+         if (parts.size() != 2 && parts.size() != 3) {
+           return Status::InvalidArgument("volume must be 'NAME SIZE [policy=inline|off]' (e.g. 'volume = backup1 100G'), got '" +
+                                          v + "'");
          }
          for (char c : parts[0]) {
            if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
@@ -359,6 +360,14 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          DEDUPV1_RETURN_IF_ERROR(ParseSize(parts[1], &vol.size));
          if (vol.size == 0 || vol.size % 512 != 0) {
            return Status::InvalidArgument("volume " + vol.name + ": size must be a non-zero multiple of 512 bytes, got " + parts[1]);
+         }
+         if (parts.size() == 3) {
+           const std::string prefix = "policy=";
+           if (parts[2].rfind(prefix, 0) != 0) {
+             return Status::InvalidArgument("volume " + vol.name + ": the third word must be policy=inline or policy=off, got '" +
+                                            parts[2] + "'");
+           }
+           DEDUPV1_RETURN_IF_ERROR(ParseDedupPolicy(vol.name, parts[2].substr(prefix.size()), &vol.policy));
          }
          for (const auto& other : o->volumes) {
            if (other.name == vol.name) return Status::InvalidArgument("volume " + vol.name + " is declared twice");
@@ -458,6 +467,13 @@ Status Options::DerivePathsFrom(const std::string& dir) {
 }
 
 Status Options::FinishStorageBackend() {
+  for (const auto& v : volumes) {
+    if (chunk_index.cluster_scope && v.policy != DedupPolicy::kInline) {
+      return Status::InvalidArgument("volume " + v.name + ": policy=" + DedupPolicyName(v.policy) +
+                                     " needs storage.rados.dedup-scope = gateway (a cluster-scope store shares its "
+                                     "chunk index: a copy stored again would move every gateway's entry)");
+    }
+  }
   if (chunk_index.cluster_scope && rewrite.enabled) {
     return Status::InvalidArgument("dedup.rewrite = sparse needs storage.rados.dedup-scope = gateway (a cluster-scope "
                                    "store shares its chunk index: a rewritten copy would move every gateway's entry)");
@@ -572,7 +588,11 @@ std::string Options::SettingsToString() const {
 
 std::string Options::VolumesToString() const {
   std::ostringstream o;
-  for (const auto& v : volumes) o << "volume = " << v.name << " " << v.size << "\n";
+  for (const auto& v : volumes) {
+    o << "volume = " << v.name << " " << v.size;
+    if (v.policy != DedupPolicy::kInline) o << " policy=" << DedupPolicyName(v.policy);
+    o << "\n";
+  }
   return o.str();
 }
 

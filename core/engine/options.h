@@ -23,6 +23,7 @@
 #include "core/base/config.h"
 #include "core/base/config_keys.h"
 #include "core/base/fingerprint.h"
+#include "core/engine/dedup_policy.h"
 #include "core/engine/idle_detector.h"
 #include "core/engine/rewrite_policy.h"
 #include "core/rados/rados_options.h"
@@ -37,6 +38,7 @@ namespace dedupv1 {
 struct VolumeOptions {
   std::string name;
   uint64_t size = 0;  // bytes, a multiple of 512
+  DedupPolicy policy = DedupPolicy::kInline;  // core/engine/dedup_policy.h
 };
 
 struct Options {

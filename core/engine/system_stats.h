@@ -24,6 +24,9 @@ struct SystemStats {
   std::atomic<uint64_t> bytes_zero{0};
   // Known chunks stored again by container rewriting (core/engine/rewrite_policy.h).
   std::atomic<uint64_t> chunks_rewritten{0}, bytes_rewritten{0};
+  // Known chunks stored again because their volume's policy is off
+  // (core/engine/dedup_policy.h).
+  std::atomic<uint64_t> chunks_stored_again{0}, bytes_stored_again{0};
   std::atomic<uint64_t> mappings_skipped{0};  // a newer write raced a worker; redone later
   std::atomic<uint64_t> damaged_mappings_overwritten{0};  // whole-block writes over an unreadable stored mapping
   std::atomic<uint64_t> errors{0};

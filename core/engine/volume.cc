@@ -314,7 +314,7 @@ bool Volume::ProcessOneRun(const WriteBuffer::ClaimPolicy& policy, RunOutcome* o
   *outcome = RunOutcome();
   // Log space first, before the pipeline takes any lock (core/engine/write_pipeline.h).
   outcome->error = context_.host->WaitForLogSpace();
-  if (outcome->error.ok()) outcome->error = context_.pipeline->ProcessRun(id_, &buffer_, &run, outcome);
+  if (outcome->error.ok()) outcome->error = context_.pipeline->ProcessRun(id_, this->policy(), &buffer_, &run, outcome);
   if (outcome->parked) {
     buffer_.Park(run);
   } else {

@@ -23,6 +23,7 @@
 
 #include "chunkstore/chunk_read_batch.h"
 #include "core/engine/block_locks.h"
+#include "core/engine/dedup_policy.h"
 #include "core/base/fingerprint.h"
 #include "core/base/identity.h"
 #include "core/base/status.h"
@@ -78,6 +79,10 @@ class Volume {
   void Grow(uint64_t new_size);
   // The volume's identity from the volume table (core/engine/volume_table.h).
   const Id128& uid() const { return uid_; }
+  // How its writes are deduplicated (core/engine/dedup_policy.h); a change
+  // applies to the runs taken after it.
+  DedupPolicy policy() const { return policy_.load(std::memory_order_acquire); }
+  void SetPolicy(DedupPolicy policy) { policy_.store(policy, std::memory_order_release); }
 
   Status Read(uint64_t offset, uint64_t length, uint8_t* out);
   // |fua|: durable when this returns.
@@ -160,6 +165,7 @@ class Volume {
   const uint32_t id_;
   const std::string name_;
   std::atomic<uint64_t> size_;  // grows while served (Grow), never shrinks
+  std::atomic<DedupPolicy> policy_{DedupPolicy::kInline};
   const Id128 uid_;
   const uint32_t block_size_;
   WriteBuffer buffer_;

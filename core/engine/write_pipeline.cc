@@ -52,7 +52,7 @@ void WritePipeline::InstallFilterChain(FilterChain chain) {
   zero_chunks_ = filter_chain_.Contains(ZeroChunkFilter::kName);
 }
 
-Status WritePipeline::ProcessRun(uint32_t volume_id, WriteBuffer* buffer, WriteBuffer::Run* run,
+Status WritePipeline::ProcessRun(uint32_t volume_id, DedupPolicy policy, WriteBuffer* buffer, WriteBuffer::Run* run,
                                  RunOutcome* outcome) {
   const uint8_t* data = run->data.data();
 
@@ -99,7 +99,7 @@ Status WritePipeline::ProcessRun(uint32_t volume_id, WriteBuffer* buffer, WriteB
   std::vector<size_t> stored;
   //     With container rewriting on, known chunks of sparse old containers
   //     are stored again too, between this run's new chunks.
-  DEDUPV1_RETURN_IF_ERROR(FilterAndStore(volume_id, processed, &chunks, outcome, &stored));
+  DEDUPV1_RETURN_IF_ERROR(FilterAndStore(volume_id, policy, processed, &chunks, outcome, &stored));
   // 4b. Cluster scope: the new chunks are claimed in the shared chunk index;
   //     lost claims map the winner's container. The claims' journal record
   //     is handed back when the run ends (claim_step.h).
@@ -167,12 +167,15 @@ void WritePipeline::ComputeFingerprints(const uint8_t* data, const std::vector<s
 // chunks as in the stream, and a restore reads them in one range. Deciding
 // a new chunk twice costs little: the filters before the chunk index answer
 // from memory, and the bloom filter stops a new chunk there.
-Status WritePipeline::FilterAndStore(uint32_t volume_id, uint64_t run_bytes, Chunks* chunks, RunOutcome* outcome,
-                                     std::vector<size_t>* stored) {
+Status WritePipeline::FilterAndStore(uint32_t volume_id, DedupPolicy policy, uint64_t run_bytes, Chunks* chunks,
+                                     RunOutcome* outcome, std::vector<size_t>* stored) {
   // Filters that read a remote table (the chunk index on RADOS) fetch the
   // run's answers in one batch first; nothing happens on the local backend.
   auto prepared = filter_chain_.PrepareRun(*chunks);
-  const bool rewriting = rewrite_.options().enabled;
+  // Policy off stores every known chunk again through the rewrite's second
+  // pass (no budget: the volume asked for it).
+  const bool store_known = policy == DedupPolicy::kOff;
+  const bool rewriting = rewrite_.options().enabled || store_known;
   std::vector<bool> known(chunks->size(), false);
   for (size_t i = 0; i < chunks->size(); i++) {
     ChunkRequest& c = (*chunks)[i];
@@ -184,7 +187,8 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, uint64_t run_bytes, Chu
   }
   if (!rewriting) return Status::OK();
 
-  const std::vector<bool> rewrite = ChooseRewrites(volume_id, run_bytes, *chunks, known);
+  const std::vector<bool> rewrite =
+      store_known ? KnownOldCopies(*chunks, known) : ChooseRewrites(volume_id, run_bytes, *chunks, known);
   uint64_t picked = 0, rewritten = 0;
   for (size_t i = 0; i < chunks->size(); i++) picked += rewrite[i] ? (*chunks)[i].size : 0;
   // A chunk that repeats in the run is stored again once; the later ones
@@ -205,6 +209,11 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, uint64_t run_bytes, Chu
       if (s.ok()) s = filter_chain_.UpdateMoved(c);
       if (!s.ok()) break;
       copies.emplace(c.fp, c.container);
+      if (store_known) {
+        stats_->chunks_stored_again++;
+        stats_->bytes_stored_again += c.size;
+        continue;
+      }
       rewritten += c.size;
       stats_->chunks_rewritten++;
       stats_->bytes_rewritten += c.size;
@@ -216,7 +225,7 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, uint64_t run_bytes, Chu
   }
   // The budget keeps only what was stored again; a failed (or parked) run is
   // charged again when it is redone.
-  rewrite_.Refund(volume_id, s.ok() ? 0 : run_bytes, picked - rewritten);
+  if (!store_known) rewrite_.Refund(volume_id, s.ok() ? 0 : run_bytes, picked - rewritten);
   return s;
 }
 
@@ -256,18 +265,26 @@ std::vector<bool> WritePipeline::ChooseRewrites(uint32_t volume_id, uint64_t run
                                                 const std::vector<bool>& known) {
   std::vector<RewritePolicy::Chunk> seen(chunks.size());
   for (size_t i = 0; i < chunks.size(); i++) {
-    const ChunkRequest& c = chunks[i];
-    seen[i].size = c.size;
-    // A chunk found in a container not committed yet was stored moments
-    // ago, by this stream most likely: it is no old copy.
-    if (known[i] && !c.is_zero && c.container != kNoContainer && c.container != kZeroContainer &&
-        chunk_store_->IsCommitted(c.container)) {
-      seen[i].container = chunk_store_->Resolve(c.container);
-    }
+    seen[i].size = chunks[i].size;
+    seen[i].container = OldCopyOf(chunks[i], known[i]);
   }
   std::vector<bool> rewrite(chunks.size(), false);
   for (size_t i : rewrite_.Choose(volume_id, run_bytes, seen)) rewrite[i] = true;
   return rewrite;
+}
+
+std::vector<bool> WritePipeline::KnownOldCopies(const Chunks& chunks, const std::vector<bool>& known) const {
+  std::vector<bool> again(chunks.size(), false);
+  for (size_t i = 0; i < chunks.size(); i++) again[i] = OldCopyOf(chunks[i], known[i]) != kNoContainer;
+  return again;
+}
+
+ContainerId WritePipeline::OldCopyOf(const ChunkRequest& c, bool known) const {
+  if (!known || c.is_zero || c.container == kNoContainer || c.container == kZeroContainer ||
+      !chunk_store_->IsCommitted(c.container)) {
+    return kNoContainer;
+  }
+  return chunk_store_->Resolve(c.container);
 }
 
 // Block by block, in the run's order. A block rewritten or unmapped since its

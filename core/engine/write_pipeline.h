@@ -38,6 +38,7 @@
 #include "core/base/chunker.h"
 #include "core/base/fingerprint.h"
 #include "core/engine/gc_barrier.h"
+#include "core/engine/dedup_policy.h"
 #include "core/engine/rewrite_policy.h"
 #include "core/base/status.h"
 #include "core/engine/system_stats.h"
@@ -98,7 +99,9 @@ class WritePipeline {
   // block written or unmapped since the run copied it keeps its dirty bytes
   // and is redone later; the others' bytes leave the buffer once their
   // mapping is logged. The caller waited for log space and holds no lock.
-  Status ProcessRun(uint32_t volume_id, WriteBuffer* buffer, WriteBuffer::Run* run, RunOutcome* outcome);
+  // |policy| is the volume's (core/engine/dedup_policy.h).
+  Status ProcessRun(uint32_t volume_id, DedupPolicy policy, WriteBuffer* buffer, WriteBuffer::Run* run,
+                    RunOutcome* outcome);
 
   // Logs a block's new mapping and installs it in the block index; the caller
   // holds the block's lock exclusively. |old| is the mapping it replaces (for
@@ -138,11 +141,12 @@ class WritePipeline {
   void ComputeFingerprints(const uint8_t* data, const std::vector<size_t>& ends, Chunks* chunks);
   // Step 4: decides every chunk under its fingerprint lock and stores new ones
   // (and, with container rewriting on, the known ones the rewrite policy
-  // picks: their container becomes the new copy's, the filters are told).
+  // picks, or with policy off every known one with a committed copy: their
+  // container becomes the new copy's, the filters are told).
   // |stored| receives the indices of the chunks stored new; |run_bytes| are
   // the run's logical bytes (the rewrite budget grows with them).
-  Status FilterAndStore(uint32_t volume_id, uint64_t run_bytes, Chunks* chunks, RunOutcome* outcome,
-                        std::vector<size_t>* stored);
+  Status FilterAndStore(uint32_t volume_id, DedupPolicy policy, uint64_t run_bytes, Chunks* chunks,
+                        RunOutcome* outcome, std::vector<size_t>* stored);
   // Step 4's pieces, each called under the chunk's fingerprint lock: the
   // filter chain's decision (a known chunk is done: UpdateKnown, counted),
   // and the store of a new chunk (UpdateNew, counted).
@@ -153,6 +157,12 @@ class WritePipeline {
   // The rewrite policy's pick among the run's |known| chunks.
   std::vector<bool> ChooseRewrites(uint32_t volume_id, uint64_t run_bytes, const Chunks& chunks,
                                    const std::vector<bool>& known);
+  // Policy off: every |known| chunk found in a committed container.
+  std::vector<bool> KnownOldCopies(const Chunks& chunks, const std::vector<bool>& known) const;
+  // The committed container (resolved) a known chunk |c| was found in, or
+  // kNoContainer (zero, or found in a container not committed yet: stored
+  // moments ago, by this stream most likely, so no old copy).
+  ContainerId OldCopyOf(const ChunkRequest& c, bool known) const;
   // Step 5: the new mapping of every block the processed bytes touch.
   // |skipped| is set when a block was rewritten meanwhile and not mapped
   // (its bytes are redone by a later run).

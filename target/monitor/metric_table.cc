@@ -155,6 +155,11 @@ std::vector<MetricRow> DedupAndIoRows() {
           .Counter("dedupv1_chunks_rewritten_total", "Known chunks stored again by container rewriting."),
       Row("dedup", "rewritten_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_rewritten.load(); })
           .Counter("dedupv1_rewritten_bytes_total", "Bytes of known chunks stored again by container rewriting."),
+      Row("dedup", "chunks_stored_again", U::kCount, [](C c) -> Json { return c.stats().chunks_stored_again.load(); })
+          .Counter("dedupv1_chunks_stored_again_total", "Known chunks stored again because their volume's policy is off."),
+      Row("dedup", "stored_again_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_stored_again.load(); })
+          .Counter("dedupv1_stored_again_bytes_total",
+                   "Bytes of known chunks stored again because their volume's policy is off."),
       Row("dedup", "runs", U::kCount, [](C c) -> Json { return c.stats().runs.load(); }),
       Row("dedup", "mappings_skipped", U::kCount, [](C c) -> Json { return c.stats().mappings_skipped.load(); }),
       Row("dedup", "damaged_mappings_overwritten", U::kCount,
@@ -196,6 +201,7 @@ std::vector<MetricRow> VolumeAndFilterRows() {
       Row("volumes[]", "id", U::kId, [](C c) -> Json { return c.volume()->id(); }),
       Row("volumes[]", "size_bytes", U::kBytes, [](C c) -> Json { return c.volume()->size(); })
           .Gauge("dedupv1_volume_size_bytes", "Size of a volume."),
+      Row("volumes[]", "policy", U::kText, [](C c) -> Json { return DedupPolicyName(c.volume()->policy()); }),
       Row("volumes[]", "dirty_bytes", U::kBytes, [](C c) -> Json { return c.volume()->buffer().dirty_bytes(); })
           .Gauge("dedupv1_volume_dirty_bytes", "Bytes of a volume not yet deduplicated."),
       Row("volumes[]", "dirty_blocks", U::kCount, [](C c) -> Json { return c.volume()->buffer().dirty_blocks(); }),

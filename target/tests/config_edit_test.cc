@@ -47,6 +47,9 @@ TEST(ConfigEditTest, GrowChangesOnlyThatLineAndKeepsItsComment) {
             "chunk-index.size = 1G\n");
   // A name that is a prefix of another, a commented-out line: not matched.
   EXPECT_TRUE(SetVolumeSize("volume = backup10 1G\n# volume = backup1 1G\n", "backup1", "2G", &out).IsNotFound());
+  // The volume's policy stays (a grow must not turn an off volume inline).
+  ASSERT_TRUE(SetVolumeSize("volume = vm1 10G policy=off  # db\n", "vm1", "20G", &out).ok());
+  EXPECT_EQ(out, "volume = vm1 20G policy=off  # db\n");
 }
 
 TEST(ConfigEditTest, RemoveTakesOnlyThatLine) {

@@ -1,0 +1,29 @@
+// DedupPolicy is how a volume's writes are deduplicated (issue 18,
+// docs/design-18.md), chosen per volume in the config:
+// `volume = NAME SIZE [policy=inline|off]`.
+//  - inline (the default, the backup path): every chunk is looked up and a
+//    known one is not stored again;
+//  - off: every chunk is stored, known ones too, next to the volume's new
+//    data (so its reads never wander into other volumes' containers). The
+//    chunk index then names the newest copy (ChunkIndex::Move, as container
+//    rewriting does); older copies are spare copies that GC gives back once
+//    no mapping names them. Lookups still happen (they find which chunks
+//    have an entry to move); zero chunks stay holes.
+// `selective` (POD) and `out-of-band` (DEDIS, DeDe) are named by the design
+// and refused until built, saying so.
+#pragma once
+
+#include <string>
+
+#include "core/base/status.h"
+
+namespace dedupv1 {
+
+enum class DedupPolicy { kInline, kOff };
+
+// "inline" or "off"; InvalidArgument naming |volume| and the value for
+// anything else (the designed but unbuilt ones say that they are not built).
+Status ParseDedupPolicy(const std::string& volume, const std::string& value, DedupPolicy* policy);
+const char* DedupPolicyName(DedupPolicy policy);
+
+}  // namespace dedupv1

@@ -1,0 +1,114 @@
+// Volumes of policy off (core/engine/dedup_policy.h) through the whole
+// engine: every known chunk is stored again next to the volume's data, the
+// chunk index follows the newest copy, an inline volume deduplicates against
+// it, zero chunks stay holes, and once the off volume lets go of its copies
+// GC gives them back (spare copies, found through the usage counter's queue
+// of released copies); reads, recount and reopen check out.
+#include <gtest/gtest.h>
+
+#include "core/base/testutil.h"
+#include "core/engine/crash_testutil.h"
+#include "core/engine/dedup_system.h"
+#include "core/engine/system_testutil.h"
+
+namespace dedupv1 {
+namespace {
+
+constexpr uint64_t kSize = 8 << 20;
+
+Options PolicyOptions(const std::string& dir) {
+  Options o = test::GcTestOptions(dir);
+  o.volumes = {{"inline-a", kSize}, {"off-b", kSize, DedupPolicy::kOff}, {"inline-c", kSize}};
+  EXPECT_TRUE(o.Finish().ok());
+  return o;
+}
+
+TEST(DedupPolicyTest, OffVolumeStoresKnownChunksAgainAndGivesThemBackOnceUnused) {
+  test::TempDir dir;
+  const Options o = PolicyOptions(dir.path());
+  const std::vector<uint8_t> data = test::RandomBytes(kSize / 2, 1);
+  std::vector<uint8_t> with_zeros = data;
+  with_zeros.resize(kSize, 0);  // the second half zeros: holes
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* a = test::Vol(sys.get(), "inline-a");
+  Volume* b = test::Vol(sys.get(), "off-b");
+  Volume* c = test::Vol(sys.get(), "inline-c");
+  EXPECT_EQ(b->policy(), DedupPolicy::kOff);
+  EXPECT_EQ(a->policy(), DedupPolicy::kInline);
+
+  ASSERT_TRUE(a->Write(0, kSize / 2, data.data(), false).ok());
+  ASSERT_TRUE(a->Sync().ok());
+  ASSERT_TRUE(sys->Checkpoint().ok());
+  const uint64_t after_a = test::UsedBytes(sys.get());
+  // The off volume writes the same data: every chunk is stored again.
+  ASSERT_TRUE(b->Write(0, kSize, with_zeros.data(), false).ok());
+  ASSERT_TRUE(b->Sync().ok());
+  ASSERT_TRUE(sys->Checkpoint().ok());
+  const uint64_t again = sys->stats().bytes_stored_again.load();
+  EXPECT_GE(again, kSize / 2 - (64 << 10)) << "all but the chunks at the edges";
+  EXPECT_LE(again, kSize / 2);
+  EXPECT_EQ(sys->stats().chunks_rewritten.load(), 0u);  // not container rewriting's counter
+  const uint64_t after_b = test::UsedBytes(sys.get());
+  EXPECT_GE(after_b - after_a, kSize / 2 - (64 << 10));
+  // An inline volume writing the same data stores (almost) nothing new: it
+  // finds the copies, which the index now names in the off volume's containers.
+  ASSERT_TRUE(c->Write(0, kSize / 2, data.data(), false).ok());
+  ASSERT_TRUE(c->Sync().ok());
+  ASSERT_TRUE(sys->Checkpoint().ok());
+  EXPECT_EQ(sys->stats().bytes_stored_again.load(), again);
+  EXPECT_LT(test::UsedBytes(sys.get()) - after_b, 256u << 10);
+  EXPECT_TRUE(test::ReadsBack(a, 0, data));
+  EXPECT_TRUE(test::ReadsBack(b, 0, with_zeros));
+  EXPECT_TRUE(test::ReadsBack(c, 0, data));
+  ExpectUsageMatchesRecount(sys.get());
+
+  // The inline volumes go: their chunks' old copies (in a's containers)
+  // are named by nothing now; the off volume's copies stay live.
+  ASSERT_TRUE(a->Unmap(0, kSize).ok());
+  ASSERT_TRUE(c->Unmap(0, kSize).ok());
+  ASSERT_TRUE(a->Sync().ok());
+  ASSERT_TRUE(sys->RunGc().ok());  // the first round: a full scan
+  ASSERT_TRUE(sys->RunGc().ok());
+  EXPECT_GE(sys->gc_stats().spare_copies_dead, (kSize / 2) / (16 << 10)) << "a's old copies";
+  EXPECT_LE(test::UsedBytes(sys.get()), after_b - after_a + (2 << 20));
+  EXPECT_TRUE(test::ReadsBack(b, 0, with_zeros));
+  ExpectUsageMatchesRecount(sys.get());
+  ASSERT_TRUE(sys->Close().ok());
+
+  sys = test::OpenSystemOrDie(o);
+  b = test::Vol(sys.get(), "off-b");
+  EXPECT_EQ(b->policy(), DedupPolicy::kOff);
+  EXPECT_TRUE(test::ReadsBack(b, 0, with_zeros));
+  ASSERT_TRUE(sys->RunGc().ok());
+  EXPECT_TRUE(test::ReadsBack(b, 0, with_zeros));
+  ExpectUsageMatchesRecount(sys.get());
+}
+
+// An off volume rewriting its own data stores it again each time; the copies
+// it let go of are found without a restart (no fingerprint reaches usage 0,
+// so no candidate leads GC there: the usage counter's queue does).
+TEST(DedupPolicyTest, OffVolumeRewritingItsDataLeavesNoGarbageBehind) {
+  test::TempDir dir;
+  const Options o = PolicyOptions(dir.path());
+  const std::vector<uint8_t> data = test::RandomBytes(kSize / 2, 2);
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* b = test::Vol(sys.get(), "off-b");
+  ASSERT_TRUE(b->Write(0, kSize / 2, data.data(), false).ok());
+  ASSERT_TRUE(b->Sync().ok());
+  ASSERT_TRUE(sys->RunGc().ok());  // the full scan after open, out of the way
+  const uint64_t once = test::UsedBytes(sys.get());
+  for (int round = 0; round < 3; round++) {
+    ASSERT_TRUE(b->Write(0, kSize / 2, data.data(), false).ok());
+    ASSERT_TRUE(b->Sync().ok());
+    ASSERT_TRUE(sys->RunGc().ok());
+    EXPECT_TRUE(test::ReadsBack(b, 0, data)) << "round " << round;
+  }
+  EXPECT_GE(sys->stats().bytes_stored_again.load(), 3 * (kSize / 2 - (64 << 10)));
+  EXPECT_GE(sys->gc_stats().spare_copies_dead, 3 * ((kSize / 2) / (16 << 10)));
+  // What is left: one copy of the data and at most a container of slack per round.
+  EXPECT_LE(test::UsedBytes(sys.get()), once + 3 * o.chunk_store.container_size);
+  ExpectUsageMatchesRecount(sys.get());
+}
+
+}  // namespace
+}  // namespace dedupv1
