@@ -40,9 +40,9 @@ class ChunkIndexFilter : public Filter {
   // with. A chunk the container-cache filter found may have no entry (GC
   // erased it while another copy, no longer in use, stayed listed): its
   // mapping's count re-creates the entry, naming the copy it maps.
-  Status UpdateMoved(const ChunkRequest& chunk) override {
+  Status UpdateMoved(ChunkRequest* chunk) override {
     bool moved = false;
-    Status s = index_->Move(chunk.fp, chunk.container, &moved);
+    Status s = index_->Move(chunk->fp, chunk->container, &moved, &chunk->moved_off);
     return s.IsNotFound() ? Status::OK() : s;
   }
 

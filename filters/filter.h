@@ -45,6 +45,9 @@ struct ChunkRequest {
   // rather than the in-memory auxiliary index: the lookups the container
   // cache exists to save.
   bool found_on_disk = false;
+  // Set by UpdateMoved when the chunk index moved the entry off another copy
+  // (that copy's container); kNoContainer otherwise.
+  ContainerId moved_off = kNoContainer;
 };
 
 class Filter {
@@ -61,9 +64,10 @@ class Filter {
   virtual Status UpdateKnown(const ChunkRequest& chunk) { return Status::OK(); }
   // A known chunk was stored again, in chunk->container, to keep a backup's
   // chunks together (container rewriting, core/engine/rewrite_policy.h). A
-  // filter that records where chunks are may point them to the new copy;
-  // the old copy stays readable.
-  virtual Status UpdateMoved(const ChunkRequest& chunk) { return Status::OK(); }
+  // filter that records where chunks are may point them to the new copy
+  // (and say which copy it left in chunk->moved_off); the old copy stays
+  // readable.
+  virtual Status UpdateMoved(ChunkRequest* chunk) { return Status::OK(); }
   // Garbage collection marked chunks dead (under its barrier, so no chunk
   // is between decision and mapping). A filter that remembers where chunks
   // are forgets it, so it cannot hand a dead chunk out again.

@@ -41,7 +41,7 @@ Status FilterChain::UpdateNew(const ChunkRequest& chunk) {
   return Status::OK();
 }
 
-Status FilterChain::UpdateMoved(const ChunkRequest& chunk) {
+Status FilterChain::UpdateMoved(ChunkRequest* chunk) {
   for (auto& f : filters_) DEDUPV1_RETURN_IF_ERROR(f->UpdateMoved(chunk));
   return Status::OK();
 }

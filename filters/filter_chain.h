@@ -36,7 +36,7 @@ class FilterChain {
   }
   Status UpdateNew(const ChunkRequest& chunk);
   Status UpdateKnown(const ChunkRequest& chunk);
-  Status UpdateMoved(const ChunkRequest& chunk);
+  Status UpdateMoved(ChunkRequest* chunk);
   // Run-level batching (Filter::WantsRun): hands each filter that wants it
   // the chunks of |chunks| no earlier filter Settles, and on destruction of
   // the result calls its FinishRun with the same chunks. Null (and no work at

@@ -668,8 +668,9 @@ Status ChunkIndex::FindOrLoadLocked(const Fingerprint& fp, std::unique_lock<std:
   return Status::OK();
 }
 
-Status ChunkIndex::Move(const Fingerprint& fp, ContainerId container, bool* moved) {
+Status ChunkIndex::Move(const Fingerprint& fp, ContainerId container, bool* moved, ContainerId* from) {
   *moved = false;
+  if (from != nullptr) *from = kNoContainer;
   if (claims_) return Status::NotSupported("chunk index move of " + fp.ToHex() + " in cluster scope");
   // As Erase: holding write_back_mu_ keeps a write-back from changing the
   // table entry between the read below and the insert.
@@ -681,11 +682,11 @@ Status ChunkIndex::Move(const Fingerprint& fp, ContainerId container, bool* move
   AuxEntry& e = it->second;
   if (e.erased) return Status::NotFound("chunk " + fp.ToHex() + " was erased");
   if (!e.entry.committed || e.table_delete || e.entry.container == container) return Status::OK();
-  const ContainerId from = e.entry.container;
+  const ContainerId former = e.entry.container;
   e.entry.container = container;
   e.entry.committed = is_committed_(container);
   if (!e.entry.committed) {
-    e.moved_from = from;
+    e.moved_from = former;
     aux_uncommitted_++;
     if (e.stuck) {  // only committed entries are stuck; Flush retries it once committed
       e.stuck = false;
@@ -696,6 +697,7 @@ Status ChunkIndex::Move(const Fingerprint& fp, ContainerId container, bool* move
   EnqueueLocked(fp, &e);
   if (WorkAvailableLocked()) work_cv_.notify_one();
   *moved = true;
+  if (from != nullptr) *from = former;
   return Status::OK();
 }
 

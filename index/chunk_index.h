@@ -267,7 +267,9 @@ class ChunkIndex {
   // names the former copy before that points the entry back there
   // (AddUsage's |committed_copy|), as does OnContainerFailed. NotFound if
   // there is no entry. Not in cluster scope (NotSupported).
-  Status Move(const Fingerprint& fp, ContainerId container, bool* moved);
+  // |from| (if given) receives the container the entry named before a move
+  // (kNoContainer without one).
+  Status Move(const Fingerprint& fp, ContainerId container, bool* moved, ContainerId* from = nullptr);
 
   // Removes the entry of |fp| (garbage collection). In memory an erased entry
   // is a tombstone in the auxiliary index (Lookup reports NotFound at once);

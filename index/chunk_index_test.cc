@@ -785,8 +785,10 @@ TEST_F(ChunkIndexTest, MoveKeepsCountsAndReachesTheTableOnlyOnceTheNewCopyCommit
   ASSERT_TRUE(idx->Flush().ok());
 
   bool moved = false;
-  ASSERT_TRUE(idx->Move(Fp(1), 5, &moved).ok());
+  ContainerId from = kNoContainer;
+  ASSERT_TRUE(idx->Move(Fp(1), 5, &moved, &from).ok());
   EXPECT_TRUE(moved);
+  EXPECT_EQ(from, 1u);  // the copy it moved off
   ASSERT_TRUE(idx->Move(Fp(2), 6, &moved).ok());
   EXPECT_TRUE(moved);
   ChunkIndexEntry e;
@@ -796,8 +798,9 @@ TEST_F(ChunkIndexTest, MoveKeepsCountsAndReachesTheTableOnlyOnceTheNewCopyCommit
   EXPECT_EQ(e.usage_count, 3u);
   EXPECT_EQ(e.last_event_id, 10u);
   // An uncommitted entry does not move again.
-  ASSERT_TRUE(idx->Move(Fp(1), 7, &moved).ok());
+  ASSERT_TRUE(idx->Move(Fp(1), 7, &moved, &from).ok());
   EXPECT_FALSE(moved);
+  EXPECT_EQ(from, kNoContainer);
   EXPECT_TRUE(idx->Move(Fp(99), 7, &moved).IsNotFound());
   EXPECT_EQ(idx->stats().aux_uncommitted, 2u);
   ASSERT_TRUE(idx->Flush().ok());

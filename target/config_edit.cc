@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/base/config.h"
+#include "core/base/config_keys.h"
 
 namespace dedupv1 {
 namespace {
@@ -41,10 +42,8 @@ std::string VolumeOfLine(const std::string& line) {
   const std::string code = line.substr(0, line.find('#'));
   const size_t eq = code.find('=');
   if (eq == std::string::npos || TrimBlanks(code.substr(0, eq)) != "volume") return "";
-  std::istringstream value(code.substr(eq + 1));
-  std::string name;
-  value >> name;
-  return name;
+  const std::vector<std::string> words = SplitConfigList(code.substr(eq + 1));  // as the parser splits
+  return words.empty() ? "" : words[0];
 }
 
 }  // namespace
@@ -65,12 +64,11 @@ Status SetVolumeSize(const std::string& text, const std::string& name, const std
     if (VolumeOfLine(line) != name) continue;
     const size_t hash = line.find('#');
     const std::string comment = hash == std::string::npos ? "" : "  " + line.substr(hash);
-    // The words after the size (policy=...) stay as they were.
-    std::istringstream words(line.substr(0, hash).substr(line.find('=') + 1));
-    std::string word, rest;
-    for (int i = 0; words >> word; i++) {
-      if (i >= 2) rest += " " + word;
-    }
+    // The words after the size (policy=...) stay as they were; the parser
+    // splits at blanks and commas.
+    const std::vector<std::string> words = SplitConfigList(line.substr(0, hash).substr(line.find('=') + 1));
+    std::string rest;
+    for (size_t i = 2; i < words.size(); i++) rest += " " + words[i];
     line = "volume = " + name + " " + size + rest + comment;
     *out = Join(lines);
     return Status::OK();

@@ -4,11 +4,15 @@
 //  - inline (the default, the backup path): every chunk is looked up and a
 //    known one is not stored again;
 //  - off: every chunk is stored, known ones too, next to the volume's new
-//    data (so its reads never wander into other volumes' containers). The
-//    chunk index then names the newest copy (ChunkIndex::Move, as container
-//    rewriting does); older copies are spare copies that GC gives back once
-//    no mapping names them. Lookups still happen (they find which chunks
-//    have an entry to move); zero chunks stay holes.
+//    data, so its reads stay in its own containers (except a chunk found in
+//    a container not committed yet, stored moments ago, which is shared).
+//    The chunk index then names the newest copy (ChunkIndex::Move, as
+//    container rewriting does); older copies are spare copies that GC gives
+//    back once no mapping names them (the copy moved off is queued for GC:
+//    UsageCounter::NoteCopyReplaced). Lookups still happen (they find which
+//    chunks have an entry to move); zero chunks stay holes. Every write of
+//    such a volume moves entries: the chunk index writes back as fast as
+//    the volume writes.
 // `selective` (POD) and `out-of-band` (DEDIS, DeDe) are named by the design
 // and refused until built, saying so.
 #pragma once

@@ -173,6 +173,8 @@ Status DedupSystem::Init() {
   parts.wake_workers = [this] { WakeWorkers(); };
   if (chunk_index_->cluster_scope()) parts.claim_index = chunk_index_.get();
   parts.rewrite = options_.rewrite;
+  // usage_ is made just below, before any run (and stays until Close).
+  parts.copy_replaced = [this](ContainerId old) { usage_->NoteCopyReplaced(old); };
   pipeline_ = std::make_unique<WritePipeline>(std::move(parts));
   // Every event still in the log may be uncounted (idempotent per entry).
   usage_ = std::make_unique<UsageCounter>(log_.get(), chunk_index_.get(), chunk_store_.get(), log_->head_id());
@@ -554,6 +556,14 @@ void DedupSystem::PublishServedLocked() {
 }
 
 Status DedupSystem::ApplyVolumes(const std::vector<VolumeOptions>& configured, std::vector<std::string>* changed) {
+  for (const auto& v : configured) {
+    // Options::Finish refuses it for the config it reads; a config changed
+    // since the open (another dedup-scope) must not reach this store either.
+    if (options_.chunk_index.cluster_scope && v.policy != DedupPolicy::kInline) {
+      return Status::InvalidArgument("volume " + v.name + ": policy=" + DedupPolicyName(v.policy) +
+                                     " is refused in a cluster-scope store (storage.rados.dedup-scope = cluster)");
+    }
+  }
   std::lock_guard<std::mutex> l(volumes_mu_);
   const std::string path = JoinPath(options_.data_dir, kVolumesFileName);
   std::vector<VolumeRecord> records;

@@ -82,7 +82,10 @@ class DedupSystem {
   // the change outlives a crash from then on. A volume configured smaller
   // than it is refuses the whole call (InvalidArgument, nothing changed);
   // volumes no longer configured stay served until the system closes.
-  // |*changed| (if given) gets the names of the volumes added or grown.
+  // A volume's policy is taken from |configured| too (for the runs claimed
+  // after the call); a non-inline policy is refused in cluster scope.
+  // |*changed| (if given) gets the names of the volumes added, grown or
+  // given another policy.
   Status ApplyVolumes(const std::vector<VolumeOptions>& configured, std::vector<std::string>* changed);
 
   // Drops the data of volume |name| (an admin's removal, dedupv1d volume

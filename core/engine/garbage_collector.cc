@@ -490,7 +490,14 @@ Status GarbageCollector::JudgeSpareCopies(Round* round) {
     std::lock_guard<std::mutex> fp_lock(host_->fingerprint_locks()->For(copy.fp));
     ChunkIndexEntry entry;
     Status l = index->Lookup(copy.fp, &entry);
-    if (l.ok() && (!entry.committed || store->Resolve(entry.container) == copy.container)) continue;
+    if (l.ok() && !entry.committed) {
+      // Moved to a copy whose container is not committed yet (stored again
+      // moments ago): judged by a later round, which must look here again.
+      std::lock_guard<std::mutex> pl(pending_mu_);
+      pending_containers_.insert(copy.container);
+      continue;
+    }
+    if (l.ok() && store->Resolve(entry.container) == copy.container) continue;
     if (!l.ok() && !l.IsNotFound()) return l;
     round->dead[copy.container].push_back(copy.fp);
     round->stats->spare_copies_dead++;

@@ -254,6 +254,11 @@ std::vector<ContainerId> UsageCounter::TakeReleasedCopies() {
   return out;
 }
 
+void UsageCounter::NoteCopyReplaced(ContainerId old) {
+  std::lock_guard<std::mutex> l(mu_);
+  QueueReleasedLocked(store_->Resolve(old));
+}
+
 size_t UsageCounter::released_count() const {
   std::lock_guard<std::mutex> l(mu_);
   return released_.size();

@@ -88,6 +88,10 @@ class UsageCounter {
   // container). Resolved ids; taken by GC's next round.
   std::vector<ContainerId> TakeReleasedCopies();
   size_t released_count() const;
+  // A writer stored a chunk again and moved its entry off the copy in
+  // container |old| (rewriting, policy off): that copy may be named by no
+  // mapping, and no counted event would tell. Queued like the above.
+  void NoteCopyReplaced(ContainerId old);
 
   // While set (not null), every mapping event this counter collects from
   // now on, dropped ones too, notes its new mapping in |copies| (garbage

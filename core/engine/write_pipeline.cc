@@ -45,6 +45,7 @@ WritePipeline::WritePipeline(Parts parts)
       wake_workers_(std::move(parts.wake_workers)),
       claim_index_(parts.claim_index),
       rewrite_(parts.rewrite),
+      copy_replaced_(std::move(parts.copy_replaced)),
       hash_pool_(1) {}
 
 void WritePipeline::InstallFilterChain(FilterChain chain) {
@@ -206,8 +207,10 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, DedupPolicy policy, uin
         continue;
       }
       s = chunk_store_->StoreChunk(c.fp, c.data, c.size, volume_id, &c.container);
-      if (s.ok()) s = filter_chain_.UpdateMoved(c);
+      if (s.ok()) s = filter_chain_.UpdateMoved(&c);
       if (!s.ok()) break;
+      // The copy the index named before may now be named by nothing.
+      if (copy_replaced_ && c.moved_off != kNoContainer) copy_replaced_(c.moved_off);
       copies.emplace(c.fp, c.container);
       if (store_known) {
         stats_->chunks_stored_again++;

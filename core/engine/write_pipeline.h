@@ -74,6 +74,10 @@ class WritePipeline {
     ChunkIndex* claim_index = nullptr;
     // Container rewriting (core/engine/rewrite_policy.h); local scope only.
     RewriteOptions rewrite;
+    // Called with the container of the copy a chunk's entry was moved off
+    // (stored again: rewriting, policy off), so GC looks at it
+    // (UsageCounter::NoteCopyReplaced). May be null.
+    std::function<void(ContainerId)> copy_replaced;
   };
   explicit WritePipeline(Parts parts);
 
@@ -183,6 +187,7 @@ class WritePipeline {
   const std::function<void()> wake_workers_;
   ChunkIndex* const claim_index_;
   RewritePolicy rewrite_;
+  const std::function<void(ContainerId)> copy_replaced_;
 
   ThreadPool hash_pool_;
   FilterChain filter_chain_;

@@ -50,6 +50,8 @@ TEST(ConfigEditTest, GrowChangesOnlyThatLineAndKeepsItsComment) {
   // The volume's policy stays (a grow must not turn an off volume inline).
   ASSERT_TRUE(SetVolumeSize("volume = vm1 10G policy=off  # db\n", "vm1", "20G", &out).ok());
   EXPECT_EQ(out, "volume = vm1 20G policy=off  # db\n");
+  ASSERT_TRUE(SetVolumeSize("volume =  vm1,10G,policy=off\n", "vm1", "20G", &out).ok());
+  EXPECT_EQ(out, "volume = vm1 20G policy=off\n");
 }
 
 TEST(ConfigEditTest, RemoveTakesOnlyThatLine) {
