@@ -192,7 +192,7 @@ std::string ApplyConfig(SharedEngine& shared, const ServiceOptions& now, const c
   if (!s.ok()) return "config '" + std::string(config_path) + "' cannot be applied to the open engine: " + s.ToString();
   for (const auto& name : changed) {
     if (!SystemOf(shared.sys)->GetVolume(name, &open).ok()) continue;  // only just added: cannot be gone
-    std::fprintf(stderr, "dedupv1: volume '%s' is %llu bytes, policy %s, from now on (config '%s')\n", name.c_str(),
+    std::fprintf(stderr, "dedupv1: volume '%s' is %llu bytes from now on (policy %s, config '%s')\n", name.c_str(),
                  static_cast<unsigned long long>(open->size()), DedupPolicyName(open->policy()), config_path);
   }
   return "";

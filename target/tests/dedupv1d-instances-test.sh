@@ -127,7 +127,7 @@ dd_write_config "$confA" data "volume = vol2 32M" "volume = vol1 128M" "monitor.
 check "delete LUN 1 by hand" timeout 120 tgtadm -C "$CTL" --lld iscsi --op delete --mode logicalunit --tid 1 --lun 1
 check "recreating LUN 1 grows vol1 in the open engine" timeout 120 tgtadm -C "$CTL" --lld iscsi --op new \
   --mode logicalunit --tid 1 --lun 1 --bstype dedupv1 --backing-store "$confA" --bsopts "volume=vol1;datadir=$dataA"
-check "tgtd.log says so" grep -q "volume 'vol1' is 134217728 bytes from now on" "$dataA/tgtd.log"
+check "tgtd.log says so, with its policy" grep -q "volume 'vol1' is 134217728 bytes from now on (policy inline" "$dataA/tgtd.log"
 check "LUN 1 has the new size at once" iscsi-readcapacity16 "$(urlA 1)"
 check_output "LUN 1 is 128 MiB" "RETURNED LOGICAL BLOCK ADDRESS:$(((128 << 20) / 512 - 1))$"
 [ "$(serial "$(urlA 1)")" = "$sA1" ] && ok "the grown LUN 1 keeps vol1's serial" || fail "LUN 1 serial changed by growing"
