@@ -147,7 +147,7 @@ Status UsageCounter::CollectEvent(const LogEvent& e, Batch* batch) {
     d.first -= 1;
     if (d.second == kNoContainer) {
       d.second = c;
-    } else if (store_->Resolve(d.second) != store_->Resolve(c)) {
+    } else if (d.second != c && store_->Resolve(d.second) != store_->Resolve(c)) {  // ids equal: one copy, no lock
       batch->moved_away.push_back(store_->Resolve(c));  // same chunk, the block now names another copy
     }
   }
