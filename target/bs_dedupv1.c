@@ -86,7 +86,7 @@
 #define DEDUPV1_ASC_CAPACITY_DATA_CHANGED 0x2a09
 
 /* `tgtadm --op update --mode logicalunit --tid T --lun L --params
- * dedupv1_resize=1`: the LU takes its volume's size from the config (see
+ * dedupv1_resize=1`: the LU takes its volume's size and policy from the config (see
  * dedupv1_resize). */
 #define DEDUPV1_RESIZE_PARAMS "dedupv1_resize=1"
 /* `... --params dedupv1_drop=NAME` on any LUN of the tgtd: the data of volume

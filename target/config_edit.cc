@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <vector>
 
@@ -48,32 +49,67 @@ std::string VolumeOfLine(const std::string& line) {
 
 }  // namespace
 
-std::string AddVolumeLine(const std::string& text, const std::string& name, const std::string& size) {
+std::string AddVolumeLine(const std::string& text, const std::string& name, const std::string& size,
+                          const std::string& policy) {
   std::vector<std::string> lines = Lines(text);
   size_t at = lines.size();
   for (size_t i = 0; i < lines.size(); i++) {
     if (!VolumeOfLine(lines[i]).empty()) at = i + 1;
   }
-  lines.insert(lines.begin() + static_cast<long>(at), "volume = " + name + " " + size);
+  lines.insert(lines.begin() + static_cast<long>(at),
+               "volume = " + name + " " + size + (policy.empty() ? "" : " policy=" + policy));
   return Join(lines);
 }
 
-Status SetVolumeSize(const std::string& text, const std::string& name, const std::string& size, std::string* out) {
+namespace {
+
+// Rewrites volume NAME's line of |text| into |*out|: |edit| gets the line's
+// words (name, size, then the rest, as the parser splits them at blanks and
+// commas) and changes them; the line's comment stays. NotFound when no
+// volume line names it.
+Status EditVolumeLine(const std::string& text, const std::string& name,
+                      const std::function<void(std::vector<std::string>*)>& edit, std::string* out) {
   std::vector<std::string> lines = Lines(text);
   for (auto& line : lines) {
     if (VolumeOfLine(line) != name) continue;
     const size_t hash = line.find('#');
     const std::string comment = hash == std::string::npos ? "" : "  " + line.substr(hash);
-    // The words after the size (policy=...) stay as they were; the parser
-    // splits at blanks and commas.
-    const std::vector<std::string> words = SplitConfigList(line.substr(0, hash).substr(line.find('=') + 1));
-    std::string rest;
-    for (size_t i = 2; i < words.size(); i++) rest += " " + words[i];
-    line = "volume = " + name + " " + size + rest + comment;
+    std::vector<std::string> words = SplitConfigList(line.substr(0, hash).substr(line.find('=') + 1));
+    edit(&words);
+    std::string joined;
+    for (const auto& w : words) joined += (joined.empty() ? "" : " ") + w;
+    line = "volume = " + joined + comment;
     *out = Join(lines);
     return Status::OK();
   }
   return Status::NotFound("no line 'volume = " + name + " ...'");
+}
+
+}  // namespace
+
+Status SetVolumeSize(const std::string& text, const std::string& name, const std::string& size, std::string* out) {
+  return EditVolumeLine(
+      text, name,
+      [&](std::vector<std::string>* words) {
+        if (words->size() < 2) words->resize(2);
+        (*words)[1] = size;
+      },
+      out);
+}
+
+Status SetVolumePolicy(const std::string& text, const std::string& name, const std::string& policy,
+                       std::string* out) {
+  return EditVolumeLine(
+      text, name,
+      [&](std::vector<std::string>* words) {
+        std::vector<std::string> kept;
+        for (size_t i = 0; i < words->size(); i++) {
+          if (i < 2 || (*words)[i].rfind("policy=", 0) != 0) kept.push_back((*words)[i]);
+        }
+        if (policy != "inline") kept.push_back("policy=" + policy);
+        *words = std::move(kept);
+      },
+      out);
 }
 
 Status RemoveVolumeLine(const std::string& text, const std::string& name, std::string* out) {

@@ -117,6 +117,7 @@
 
 #include "core/base/config.h"
 #include "core/engine/data_dir.h"
+#include "core/engine/dedup_policy.h"
 #include "core/engine/dedup_system.h"
 #include "core/base/env.h"
 #include "core/base/identity.h"
@@ -167,15 +168,18 @@ const char kUsage[] =
     "       dedupv1d watch --config FILE [--interval S] [--once] [options]   take the config's slot over\n"
     "                       automatically once its holder's lease ran out (runs `takeover`)\n"
     "       dedupv1d cluster --config FILE [--json] [--shards]   the store's gateway slots, from RADOS\n"
-    "       dedupv1d volume add NAME SIZE --config FILE [--overcommit]   a new volume: in the config, and\n"
-    "                       served as a new LUN by the running instance while the other LUNs go on\n"
+    "       dedupv1d volume add NAME SIZE --config FILE [--overcommit] [--policy P]   a new volume: in the\n"
+    "                       config, and served as a new LUN by the running instance while the other LUNs go on\n"
     "       dedupv1d volume grow NAME SIZE --config FILE [--overcommit]   a volume grows: in the config, and\n"
     "                       online (initiators see it after a rescan: CAPACITY DATA HAS CHANGED)\n"
+    "       dedupv1d volume policy NAME inline|off --config FILE   a volume's dedup policy: in the config,\n"
+    "                       and online for the writes that follow (data already stored stays where it is)\n"
     "       dedupv1d volume remove NAME --config FILE [--force]   a volume goes: its LUN, its config line\n"
     "                       and its data (GC reclaims its chunks)\n"
     "       dedupv1d index grow [SIZE] --config FILE [--wait]   the running instance's chunk index table grows\n"
     "                       online to at least SIZE (default: by chunk-index.grow-factor) while LUNs serve\n"
     "  --overcommit         volume add/grow: even beyond the free space of the data dir's file system\n"
+    "  --policy P           volume add: the new volume's dedup policy (inline, the default, or off)\n"
     "  --force              takeover: fence a holder that still renews its lease instead of waiting for it;\n"
     "                       volume remove: even while initiators are logged in to the target\n"
     "  --interval S         watch: seconds between looks (default: a third of storage.rados.lock-lease)\n"
@@ -210,9 +214,10 @@ struct Args {
   bool once = false;   // watch --once
   bool json = false;   // cluster --json
   bool shards = false; // cluster --shards
-  std::string volume_action;  // volume: add or grow
+  std::string volume_action;  // volume: add, grow, policy or remove
   std::string volume_name;    // volume: NAME
   std::string volume_size;    // volume: SIZE as given
+  std::string volume_policy;  // volume policy NAME P, volume add --policy P
   bool overcommit = false;    // volume grow --overcommit
   std::string index_size;     // index grow [SIZE]: as given, empty for the grow factor
   bool wait = false;          // index grow --wait
@@ -233,14 +238,17 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
   if (a->command == "volume") {
     const std::string action = argc > 2 ? argv[2] : "";
     const bool sized = action == "add" || action == "grow";
-    if ((!sized && action != "remove") || argc < (sized ? 5 : 4)) {
-      *err = "volume needs an action and its arguments: volume add|grow NAME SIZE, volume remove NAME";
+    const bool two_words = sized || action == "policy";
+    if ((!two_words && action != "remove") || argc < (two_words ? 5 : 4)) {
+      *err = "volume needs an action and its arguments: volume add|grow NAME SIZE, volume policy NAME POLICY, "
+             "volume remove NAME";
       return false;
     }
     a->volume_action = action;
     a->volume_name = argv[3];
     if (sized) a->volume_size = argv[4];
-    first_option = sized ? 5 : 4;
+    if (action == "policy") a->volume_policy = argv[4];
+    first_option = two_words ? 5 : 4;
   }
   if (a->command == "index") {
     if (argc < 3 || std::string(argv[2]) != "grow") {
@@ -305,6 +313,7 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
     else if (opt == "--control-port") a->control_port = value;
     else if (opt == "--volume") a->volumes.push_back(value);
     else if (opt == "--module") a->module = value;
+    else if (opt == "--policy" && a->volume_action == "add") a->volume_policy = value;
     else if (opt == "--pid-file" && (a->command == "start" || a->command == "takeover" || a->command == "stop"))
       a->pid_file = value;
     else if (opt == "--timeout") {
@@ -2075,6 +2084,90 @@ int RemoveVolume(const Args& args, const Setup& setup) {
   return kExitOk;
 }
 
+// `dedupv1d volume policy NAME P`: the config line gets the policy
+// (SetVolumePolicy; the whole config validated first, so cluster scope's
+// refusal of anything but inline names itself), then the running instance
+// applies the config to the volume's LUN (dedupv1_resize=1 applies the
+// volume's whole line: its size and its policy) for the runs claimed after
+// it; data already stored stays where it is. If the instance refuses, the
+// old config is put back. Run again after an interruption, it finishes what
+// the config already says.
+int VolumePolicyCommand(const Args& args, const Setup& setup) {
+  const std::string& name = args.volume_name;
+  DedupPolicy policy = DedupPolicy::kInline;
+  Status s = ParseDedupPolicy(name, args.volume_policy, &policy);
+  if (!s.ok()) {
+    Complain(s.message() + "; nothing changed");
+    return kExitUsage;
+  }
+  const VolumeOptions* current = nullptr;
+  for (const auto& v : setup.options.engine.volumes) {
+    if (v.name == name) current = &v;
+  }
+  if (current == nullptr) {
+    Complain("no volume named '" + name + "' in " + setup.config_path + " (volumes: " +
+             VolumeNames(setup.options.engine.volumes) + "); nothing changed");
+    return kExitUsage;
+  }
+  std::string old_text, new_text;
+  s = ReadFileToString(Env::Default(), setup.config_path, &old_text);
+  if (s.ok()) s = SetVolumePolicy(old_text, name, DedupPolicyName(policy), &new_text);
+  if (!s.ok()) {
+    Complain("cannot edit volume " + name + "'s line in " + setup.config_path + ": " + s.ToString() +
+             "; nothing changed");
+    return kExitFailed;
+  }
+  Config edited;
+  Setup checked;
+  checked.config_path = setup.config_path;
+  s = Config::Parse(new_text, setup.config_path, &edited);
+  if (s.ok()) s = SetupFromConfig(args, std::move(edited), &checked);
+  if (!s.ok()) {
+    Complain("refused, nothing changed: the config would not validate: " + s.message());
+    return kExitUsage;
+  }
+  const bool edit = current->policy != policy;
+  if (edit) {
+    s = ReplaceConfigFile(Env::Default(), setup.config_path, new_text);
+    if (!s.ok()) {
+      Complain("cannot write " + setup.config_path + ": " + s.ToString() + "; nothing changed");
+      return kExitFailed;
+    }
+    Say("dedupv1d: " + setup.config_path + ": volume " + name + " has policy " + DedupPolicyName(policy));
+  }
+  State st;
+  const auto served = [&]() -> const Lun* {
+    for (const auto& l : st.luns) {
+      if (l.volume == name) return &l;
+    }
+    return nullptr;
+  };
+  if (!InstanceRuns(setup.data_dir, &st) || served() == nullptr) {
+    Say("dedupv1d: no instance serves volume " + name + " of " + setup.data_dir + ": its writes have policy " +
+        DedupPolicyName(policy) + " from its next start");
+    return kExitOk;
+  }
+  const int lun = served()->lun;
+  const Tgtadm adm = TgtadmFor(st.control_port, args.timeout_s);
+  const std::string log = JoinPath(setup.data_dir, kLogFile);
+  const uint64_t log_start = FileSize(log);
+  RunResult r = adm({"--lld", "iscsi", "--op", "update", "--mode", "logicalunit", "--tid", std::to_string(kTid),
+                     "--lun", std::to_string(lun), "--params", "dedupv1_resize=1"});
+  if (!r.ok()) {
+    Complain("applying the policy to LUN " + std::to_string(lun) + " (volume " + name + ") failed: " +
+             Describe(r, args.timeout_s));
+    PrintTgtdLog(log, log_start);
+    if (edit) {
+      Status back = ReplaceConfigFile(Env::Default(), setup.config_path, old_text);
+      Complain(back.ok() ? "the config is as it was" : "the config could not be put back: " + back.ToString());
+    }
+    return kExitFailed;
+  }
+  Say("dedupv1d: volume " + name + " (LUN " + std::to_string(lun) + ") has policy " + DedupPolicyName(policy) +
+      " for the writes that follow; data already stored stays where it is");
+  return kExitOk;
+}
+
 // `dedupv1d volume add|grow NAME SIZE`: edits the config (ReplaceConfigFile:
 // atomic, owner and mode kept), then, if an instance serves the data dir,
 // applies it there while the other LUNs keep serving: add creates the
@@ -2093,7 +2186,7 @@ int VolumeCommand(const Args& args) {
   }
   const std::string& name = args.volume_name;
   uint64_t size = 0;
-  if (args.volume_action != "remove" && !ParseSize(args.volume_size, &size).ok()) {
+  if (args.volume_action != "remove" && args.volume_action != "policy" && !ParseSize(args.volume_size, &size).ok()) {
     Complain("size '" + args.volume_size + "' is not a size (e.g. 100G, 512M, 2T); nothing changed");
     return kExitUsage;
   }
@@ -2104,6 +2197,7 @@ int VolumeCommand(const Args& args) {
     return kExitFailed;
   }
   if (args.volume_action == "remove") return RemoveVolume(args, setup);
+  if (args.volume_action == "policy") return VolumePolicyCommand(args, setup);
   std::string old_text;
   s = ReadFileToString(Env::Default(), setup.config_path, &old_text);
   if (!s.ok()) {
@@ -2116,6 +2210,19 @@ int VolumeCommand(const Args& args) {
   }
   std::string new_text = old_text;
   const bool add = args.volume_action == "add";
+  DedupPolicy policy = DedupPolicy::kInline;
+  if (add && !args.volume_policy.empty()) {
+    s = ParseDedupPolicy(name, args.volume_policy, &policy);
+    if (!s.ok()) {
+      Complain(s.message() + "; nothing changed");
+      return kExitUsage;
+    }
+  }
+  if (add && current != nullptr && current->policy != policy) {
+    Complain("volume " + name + " exists already in " + setup.config_path + " with policy " +
+             DedupPolicyName(current->policy) + " (to change it: dedupv1d volume policy); nothing changed");
+    return kExitUsage;
+  }
   if (add && current != nullptr && current->size != size) {
     Complain("volume " + name + " exists already in " + setup.config_path + " with " + SizeText(current->size) +
              " (to grow it: dedupv1d volume grow); nothing changed");
@@ -2143,7 +2250,8 @@ int VolumeCommand(const Args& args) {
   const uint64_t added_bytes = current == nullptr ? size : size - current->size;
   if (added_bytes > 0) {
     if (add) {
-      new_text = AddVolumeLine(old_text, name, args.volume_size);
+      new_text = AddVolumeLine(old_text, name, args.volume_size,
+                               policy == DedupPolicy::kInline ? "" : DedupPolicyName(policy));
     } else if (s = SetVolumeSize(old_text, name, args.volume_size, &new_text); !s.ok()) {
       Complain("cannot find volume " + name + "'s line in " + setup.config_path + ": " + s.message());
       return kExitFailed;
@@ -2177,7 +2285,8 @@ int VolumeCommand(const Args& args) {
       Complain("cannot write " + setup.config_path + ": " + s.ToString() + "; nothing changed");
       return kExitFailed;
     }
-    Say("dedupv1d: " + setup.config_path + ": volume = " + name + " " + args.volume_size);
+    Say("dedupv1d: " + setup.config_path + ": volume = " + name + " " + args.volume_size +
+        (add && policy != DedupPolicy::kInline ? std::string(" policy=") + DedupPolicyName(policy) : ""));
   }
   if (!running) {
     Say("dedupv1d: no instance serves " + setup.data_dir + ": the volume is " + (add ? "served" : "this size") +

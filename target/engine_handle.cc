@@ -297,6 +297,12 @@ extern "C" int dedupv1_tgt_acquire(const char* config_path, const char* data_dir
     }
     shared.volumes.emplace(*vol, volume);
     dedupv1::UpdateHeartbeatVolumes(shared);
+    dedupv1::Volume* served = nullptr;
+    if (dedupv1::SystemOf(shared.sys)->GetVolume(volume, &served).ok()) {
+      // The admin's record of what each LUN serves, policy and all.
+      std::fprintf(stderr, "dedupv1: volume '%s' served: %llu bytes, policy %s\n", volume,
+                   static_cast<unsigned long long>(served->size()), dedupv1::DedupPolicyName(served->policy()));
+    }
     return DEDUPV1_OK;
   } catch (const std::exception& e) {
     SetError(err, errlen, std::string("dedupv1 module: ") + e.what());

@@ -54,6 +54,29 @@ TEST(ConfigEditTest, GrowChangesOnlyThatLineAndKeepsItsComment) {
   EXPECT_EQ(out, "volume = vm1 20G policy=off\n");
 }
 
+TEST(ConfigEditTest, PolicyIsAddedReplacedOrDroppedForInline) {
+  EXPECT_EQ(AddVolumeLine("volume = a 1G\n", "vm1", "10G", "off"), "volume = a 1G\nvolume = vm1 10G policy=off\n");
+  std::string out;
+  ASSERT_TRUE(SetVolumePolicy(kConfig, "backup1", "off", &out).ok());
+  EXPECT_EQ(out,
+            "# my store\n"
+            "data-dir = /srv/dedupv1\n"
+            "volume = backup1 100G policy=off  # the big one\n"
+            "volume = backup2 10G\n"
+            "\n"
+            "chunk-index.size = 1G\n");
+  std::string again;
+  ASSERT_TRUE(SetVolumePolicy(out, "backup1", "off", &again).ok());
+  EXPECT_EQ(again, out);  // the word replaced, not added twice
+  // inline is the default: the word goes.
+  ASSERT_TRUE(SetVolumePolicy("volume = vm1,10G,policy=off  # db\n", "vm1", "inline", &out).ok());
+  EXPECT_EQ(out, "volume = vm1 10G  # db\n");
+  EXPECT_TRUE(SetVolumePolicy(kConfig, "backup", "off", &out).IsNotFound());
+  Config c;
+  ASSERT_TRUE(SetVolumePolicy(kConfig, "backup2", "off", &out).ok());
+  ASSERT_TRUE(Config::Parse(out, "test.conf", &c).ok());
+}
+
 TEST(ConfigEditTest, RemoveTakesOnlyThatLine) {
   std::string out;
   ASSERT_TRUE(RemoveVolumeLine(kConfig, "backup1", &out).ok());

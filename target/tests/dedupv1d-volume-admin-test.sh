@@ -15,6 +15,9 @@
 #    LUN, the config line and the data go (tgtd drops it in the background);
 #    while stopped, an engine of dedupv1d's own drops it; the last volume
 #    stays; dedupv1_check finds the usage counts right afterwards;
+#  - policy (issue 18): a volume added with --policy off serves with it; a
+#    change with `volume policy` reaches the config and the running engine;
+#    unbuilt and unknown policies and unknown volumes are refused;
 #  - the writer of LUN 1 never failed; after kill -9 of tgtd a new start serves
 #    both volumes with their new sizes and every synced byte.
 #
@@ -167,6 +170,34 @@ check_output "names are not reused" "volume vol4 is in the store's volume table 
 check_exit 2 "volume remove of an unknown volume" vol remove vol9
 check_output "it says so" "no volume named 'vol9'"
 
+# ---- policy (issue 18): a volume added with policy off, policies changed online
+check "volume add vol5 16M --policy off" vol add vol5 16M --policy off --overcommit
+check_output "it says the new LUN" "volume vol5 is served as LUN [0-9]+"
+lun5="$(sed -n 's/.*volume vol5 is served as LUN \([0-9]*\).*/\1/p' "$WORK/last.out")"
+check "the config line says policy=off" grep -q "^volume = vol5 16M policy=off$" "$conf"
+check "tgtd's engine serves vol5 with policy off" grep -q "volume 'vol5' is [0-9]* bytes from now on (policy off" "$data/tgtd.log"
+check "write LUN 2's 8 MiB to vol5 too, stored again there (synced)" put "$WORK/c.img" "$lun5"
+check "vol5 reads them back" same "$WORK/c.img" "$lun5"
+check "volume policy vol5 inline" vol policy vol5 inline
+check_output "it says the writes that follow" "volume vol5 \(LUN $lun5\) has policy inline for the writes that follow"
+check "the config line has no policy word (inline is the default)" grep -q "^volume = vol5 16M$" "$conf"
+check "tgtd's engine took it" grep -q "volume 'vol5' is [0-9]* bytes from now on (policy inline" "$data/tgtd.log"
+check "volume policy vol2 off" vol policy vol2 off
+check "tgtd's engine took it" grep -q "volume 'vol2' is [0-9]* bytes from now on (policy off" "$data/tgtd.log"
+check "vol2 still reads back" same "$WORK/c.img" 2
+check "volume policy vol2 off again: the config stays, the engine is asked again" vol policy vol2 off
+check "the config says policy=off once" test "$(grep -c '^volume = vol2 1G policy=off$' "$conf")" -eq 1
+cp "$conf" "$WORK/conf.before"
+check_exit 2 "volume policy vol1 selective (designed, not built)" vol policy vol1 selective
+check_output "it says it is not built yet" "policy=selective is not built yet.*nothing changed"
+check_exit 2 "volume policy vol1 fast" vol policy vol1 fast
+check_output "it names the policies" "policy must be inline or off, got 'fast'"
+check_exit 2 "volume policy of an unknown volume" vol policy vol9 off
+check_output "it lists the volumes" "no volume named 'vol9'"
+check_exit 2 "volume add vol2 1G --policy inline (vol2 is off)" vol add vol2 1G --policy inline
+check_output "it points to volume policy" "with policy off \(to change it: dedupv1d volume policy\)"
+check "the config is unchanged after every refusal" cmp "$conf" "$WORK/conf.before"
+
 # ---- the writer of LUN 1 went on through all of it
 synced_after_grow="$(synced)"
 tgt_wait_for "[ \"\$(synced)\" -ge 32 ]" 120 || fail "the writer of LUN 1 did not cover its 32 MiB"
@@ -184,6 +215,10 @@ check "start after kill -9" dd_start "$conf"
 check "LUN 1 is 128 MiB" capacity_is 1 $((128 * MiB))
 check "LUN 2 is 1 GiB" capacity_is 2 $((1 << 30))
 check "LUN 2 reads back" same "$WORK/c.img" 2
+check "vol5 (LUN $lun5) reads back" same "$WORK/c.img" "$lun5"
+check "the new start serves vol2 with policy off, vol5 inline" \
+  bash -c "grep -q \"volume 'vol2' served: $((1 << 30)) bytes, policy off\" '$data/tgtd.log' &&
+    grep -q \"volume 'vol5' served: $((16 * MiB)) bytes, policy inline\" '$data/tgtd.log'"
 check "LUN 1 reads back from 0" same "$WORK/w.img" 1
 check "LUN 1 reads back beyond the old end" bash -c "timeout 120 qemu-img convert -f raw -O raw '$(dd_url 1)' '$WORK/lun1.img' &&
   cmp -n $((4 * MiB)) '$WORK/d.img' <(tail -c +$((100 * MiB + 1)) '$WORK/lun1.img')"
@@ -193,6 +228,9 @@ check "grow while stopped: the config only" vol grow vol2 2G --overcommit
 check_output "it says when it applies" "no instance serves $data: the volume is this size from the next start"
 check "volume remove vol2 while stopped (an engine of its own drops it)" vol remove vol2
 check_output "its data is dropped" "volume vol2 removed: its data is dropped"
+check "volume policy vol5 off while stopped: the config only" vol policy vol5 off
+check_output "it says when it applies" "no instance serves volume vol5 of $data: its writes have policy off from its next start"
+check "volume remove vol5 while stopped" vol remove vol5
 check_exit 2 "removing the only volume left" vol remove vol1
 check_output "it says a config needs one" "is the only volume of .* add another first"
 check "dedupv1_check: every usage count matches the mappings" \
