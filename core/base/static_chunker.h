@@ -21,4 +21,13 @@ class StaticChunker : public Chunker {
   const ChunkerOptions options_;
 };
 
+// Static chunks at absolute offsets: for bytes [start, start + n) of a
+// volume, appends to |ends| (relative to start) every offset that is a
+// multiple of |size| and ends a complete chunk, so the first chunk of an
+// unaligned stretch is shorter and every later one lines up with the
+// volume's |size|-byte blocks; with |final| the bytes after the last such
+// offset end a last chunk too. Splitting a tail again with more bytes gives
+// the same boundaries (they depend on the offsets only).
+void SplitAtAlignedOffsets(uint64_t start, size_t n, bool final, uint32_t size, std::vector<size_t>* ends);
+
 }  // namespace dedupv1

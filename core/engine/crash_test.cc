@@ -84,6 +84,21 @@ TEST(CrashTest, KillNineOnAnOffVolumeKeepsEverySyncedWrite) {
   RunCyclesThatStoreAgain(o, cycles, 120, 4, "policy off");
 }
 
+// The kill -9 cycles on a volume of policy selective (select_dedupe.h):
+// 4 KiB chunks at volume offsets, and the slots whose first 8 KiB recur
+// among new bytes are written in full (their known chunks stored again and
+// their entries moved), so kills land in that as in policy off.
+// DEDUPV1_POLICY_CRASH_CYCLES cycles (default 8), bounded by 120 s.
+TEST(CrashTest, KillNineOnASelectiveVolumeKeepsEverySyncedWrite) {
+  const uint64_t cycles = test::EnvKnob("DEDUPV1_POLICY_CRASH_CYCLES", 8);
+  test::TempDir dir;
+  Options o = KillNineOptions(dir.path());
+  ASSERT_EQ(o.volumes.size(), 1u);
+  o.volumes[0].policy = DedupPolicy::kSelective;
+  ASSERT_TRUE(o.Finish().ok());
+  RunCyclesThatStoreAgain(o, cycles, 120, 4, "policy selective");
+}
+
 // The kill -9 cycles on a store whose chunk index starts tiny (8 buckets,
 // 554 entries) and grows online while the children write (and write back
 // often): kills land before, during and after growths, and every synced

@@ -94,7 +94,15 @@ constexpr int kThreads = 3;
 
 std::vector<uint8_t> CrashSlotData(uint64_t slot, uint64_t version) {
   if (version == 0) return std::vector<uint8_t>(kCrashSlot, 0);
-  return test::RandomBytes(kCrashSlot, (version % 7 == 0) ? slot * 1000003 : slot * 7919 + version * 104729);
+  std::vector<uint8_t> data =
+      test::RandomBytes(kCrashSlot, (version % 7 == 0) ? slot * 1000003 : slot * 7919 + version * 104729);
+  if (version % 7 == 3) {
+    // The slot's recurring content in the first 8 KiB only: a request with
+    // a few known chunks among new ones (Select-Dedupe writes it in full).
+    const std::vector<uint8_t> recurring = test::RandomBytes(8 << 10, slot * 1000003);
+    std::copy(recurring.begin(), recurring.end(), data.begin());
+  }
+  return data;
 }
 
 Options KillNineOptions(const std::string& dir) {

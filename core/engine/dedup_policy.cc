@@ -5,17 +5,27 @@ namespace dedupv1 {
 Status ParseDedupPolicy(const std::string& volume, const std::string& value, DedupPolicy* policy) {
   if (value == "inline") {
     *policy = DedupPolicy::kInline;
+  } else if (value == "selective") {
+    *policy = DedupPolicy::kSelective;
   } else if (value == "off") {
     *policy = DedupPolicy::kOff;
-  } else if (value == "selective" || value == "out-of-band") {
+  } else if (value == "out-of-band") {
     return Status::InvalidArgument("volume " + volume + ": policy=" + value +
-                                " is not built yet (docs/design-18.md); use inline or off");
+                                   " is not built yet (docs/design-18.md); use inline, selective or off");
   } else {
-    return Status::InvalidArgument("volume " + volume + ": policy must be inline or off, got '" + value + "'");
+    return Status::InvalidArgument("volume " + volume + ": policy must be inline, selective or off, got '" + value +
+                                   "'");
   }
   return Status::OK();
 }
 
-const char* DedupPolicyName(DedupPolicy policy) { return policy == DedupPolicy::kOff ? "off" : "inline"; }
+const char* DedupPolicyName(DedupPolicy policy) {
+  switch (policy) {
+    case DedupPolicy::kInline: return "inline";
+    case DedupPolicy::kSelective: return "selective";
+    case DedupPolicy::kOff: return "off";
+  }
+  return "?";
+}
 
 }  // namespace dedupv1

@@ -1,6 +1,6 @@
 // DedupPolicy is how a volume's writes are deduplicated (issue 18,
 // docs/design-18.md), chosen per volume in the config:
-// `volume = NAME SIZE [policy=inline|off]`.
+// `volume = NAME SIZE [policy=inline|selective|off]`.
 //  - inline (the default, the backup path): every chunk is looked up and a
 //    known one is not stored again;
 //  - off: every chunk is stored, known ones too, next to the volume's new
@@ -13,8 +13,14 @@
 //    chunks have an entry to move); zero chunks stay holes. Every write of
 //    such a volume moves entries: the chunk index writes back as fast as
 //    the volume writes.
-// `selective` (POD) and `out-of-band` (DEDIS, DeDe) are named by the design
-// and refused until built, saying so.
+//  - selective (POD's Select-Dedupe, core/engine/select_dedupe.h): chunked
+//    statically at 4 KiB volume offsets; per write request, a request with
+//    a few scattered known chunks (fewer than dedup.selective.threshold) is
+//    written in full, its known chunks stored again as off stores them; a
+//    fully known request (an identical rewrite of the same address) costs
+//    no container write; the rest is deduplicated as inline.
+// `out-of-band` (DEDIS, DeDe) is named by the design and refused until
+// built, saying so.
 #pragma once
 
 #include <string>
@@ -23,9 +29,9 @@
 
 namespace dedupv1 {
 
-enum class DedupPolicy { kInline, kOff };
+enum class DedupPolicy { kInline, kSelective, kOff };
 
-// "inline" or "off"; InvalidArgument naming |volume| and the value for
+// "inline", "selective" or "off"; InvalidArgument naming |volume| and the value for
 // anything else (the designed but unbuilt ones say that they are not built).
 Status ParseDedupPolicy(const std::string& volume, const std::string& value, DedupPolicy* policy);
 const char* DedupPolicyName(DedupPolicy policy);

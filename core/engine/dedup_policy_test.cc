@@ -181,5 +181,146 @@ TEST(DedupPolicyTest, PolicyChangesOnlineWithTheConfig) {
   EXPECT_TRUE(changed.empty());  // nothing changed
 }
 
+// Select-Dedupe on a selective volume (select_dedupe.h), one request of
+// each category, through the write buffer: the identical rewrite of an
+// address writes no container, the request with two known chunks among
+// fourteen new ones is written in full (its two known chunks stored again),
+// the one with eight known deduplicates them. Reads, recount and a reopen
+// check out.
+TEST(DedupPolicyTest, SelectiveVolumeDecidesPerRequest) {
+  test::TempDir dir;
+  Options o = test::GcTestOptions(dir.path());
+  o.volumes = {{"inline-a", kSize}, {"sel-s", kSize, DedupPolicy::kSelective}};
+  ASSERT_TRUE(o.Finish().ok());
+  constexpr size_t kRequest = 64 << 10;  // 16 chunks of 4 KiB
+  const std::vector<uint8_t> d = test::RandomBytes(kRequest, 11);
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* s = test::Vol(sys.get(), "sel-s");
+  EXPECT_EQ(s->policy(), DedupPolicy::kSelective);
+  const SystemStats& st = sys->stats();
+  std::vector<uint8_t> want(kSize, 0);
+  auto write = [&](uint64_t at, const std::vector<uint8_t>& data) {
+    ASSERT_TRUE(s->Write(at, data.size(), data.data(), false).ok());
+    std::copy(data.begin(), data.end(), want.begin() + static_cast<long>(at));
+  };
+  write(0, d);
+  ASSERT_TRUE(s->Sync().ok());
+  ASSERT_TRUE(sys->Checkpoint().ok());
+  EXPECT_EQ(st.requests_all_new.load(), 1u);
+  EXPECT_EQ(st.chunks_new.load(), 16u) << "4 KiB chunks at volume offsets";
+
+  // The identical rewrite of the same address: no container write.
+  const uint64_t used = test::UsedBytes(sys.get());
+  write(0, d);
+  ASSERT_TRUE(s->Sync().ok());
+  ASSERT_TRUE(sys->Checkpoint().ok());
+  EXPECT_EQ(st.requests_full_dedup.load(), 1u);
+  EXPECT_EQ(st.chunks_new.load(), 16u);
+  EXPECT_EQ(st.chunks_stored_again.load(), 0u);
+  EXPECT_EQ(test::UsedBytes(sys.get()), used);
+
+  // Three requests back to back, one sync: the buffer keeps their edges.
+  std::vector<uint8_t> few = test::RandomBytes(kRequest, 12);    // 2 of d's chunks, 14 new
+  std::copy(d.begin(), d.begin() + (8 << 10), few.begin());
+  std::vector<uint8_t> many = test::RandomBytes(kRequest, 13);   // 8 of d's chunks, 8 new
+  std::copy(d.begin(), d.begin() + (32 << 10), many.begin());
+  const std::vector<uint8_t> fresh = test::RandomBytes(kRequest, 14);
+  write(1 << 20, few);
+  write((1 << 20) + kRequest, many);
+  write((1 << 20) + 2 * kRequest, fresh);
+  ASSERT_TRUE(s->Sync().ok());
+  ASSERT_TRUE(sys->Checkpoint().ok());
+  EXPECT_EQ(st.requests_written_in_full.load(), 1u);
+  EXPECT_EQ(st.requests_partial_dedup.load(), 1u);
+  EXPECT_EQ(st.requests_all_new.load(), 2u);
+  EXPECT_EQ(st.bytes_written_in_full.load(), kRequest);
+  EXPECT_EQ(st.chunks_stored_again.load(), 2u) << "the written-in-full request's two known chunks";
+  EXPECT_EQ(st.bytes_stored_again.load(), 8u << 10);
+  EXPECT_EQ(st.chunks_new.load(), 16u + 14 + 8 + 16);
+  EXPECT_TRUE(test::ReadsBack(s, 0, want));
+  ExpectUsageMatchesRecount(sys.get());
+
+  // d again at another address: fully known, nothing stored.
+  write(4 << 20, d);
+  ASSERT_TRUE(s->Sync().ok());
+  EXPECT_EQ(st.requests_full_dedup.load(), 2u);
+  EXPECT_EQ(st.chunks_new.load(), 16u + 14 + 8 + 16);
+  ASSERT_TRUE(sys->RunGc().ok());
+  EXPECT_TRUE(test::ReadsBack(s, 0, want));
+  ExpectUsageMatchesRecount(sys.get());
+  ASSERT_TRUE(sys->Close().ok());
+
+  sys = test::OpenSystemOrDie(o);
+  s = test::Vol(sys.get(), "sel-s");
+  EXPECT_EQ(s->policy(), DedupPolicy::kSelective);
+  EXPECT_TRUE(test::ReadsBack(s, 0, want));
+  ExpectUsageMatchesRecount(sys.get());
+}
+
+// A chunk stored again in one request (written in full) and met in another
+// request of the same run (deduplicated there) names one copy in both: the
+// new one. (Were the second left on the old copy, the old copy would be
+// named beside the new one, and GC, following a block's first mention of a
+// fingerprint, would miss it once that block is overwritten.)
+TEST(DedupPolicyTest, SelectiveChunkInTwoRequestsOfARunNamesOneCopy) {
+  test::TempDir dir;
+  Options o = test::GcTestOptions(dir.path());
+  o.volumes = {{"sel-s", kSize, DedupPolicy::kSelective}};
+  ASSERT_TRUE(o.Finish().ok());
+  ASSERT_EQ(o.block_size, 64u << 10);
+  const std::vector<uint8_t> d = test::RandomBytes(64 << 10, 31);
+  std::vector<uint8_t> one = test::RandomBytes(64 << 10, 32);  // d's first chunk among 15 new
+  std::copy(d.begin(), d.begin() + (4 << 10), one.begin());
+  std::vector<uint8_t> eight = test::RandomBytes(64 << 10, 33);  // d's first 8 chunks among 8 new
+  std::copy(d.begin(), d.begin() + (32 << 10), eight.begin());
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* s = test::Vol(sys.get(), "sel-s");
+  ASSERT_TRUE(s->Write(0, d.size(), d.data(), false).ok());
+  ASSERT_TRUE(s->Sync().ok());
+  ASSERT_TRUE(s->Write(1 << 20, one.size(), one.data(), false).ok());
+  ASSERT_TRUE(s->Write((1 << 20) + (64 << 10), eight.size(), eight.data(), false).ok());
+  ASSERT_TRUE(s->Sync().ok());
+  EXPECT_EQ(sys->stats().requests_written_in_full.load(), 1u);
+  EXPECT_EQ(sys->stats().requests_partial_dedup.load(), 1u);
+  BlockMapping first, second, original;
+  ASSERT_TRUE(sys->block_index()->Get(BlockId{s->id(), 0}, &original).ok());
+  ASSERT_TRUE(sys->block_index()->Get(BlockId{s->id(), 16}, &first).ok());
+  ASSERT_TRUE(sys->block_index()->Get(BlockId{s->id(), 17}, &second).ok());
+  const BlockMappingItem& old_copy = original.items().front();
+  const BlockMappingItem& in_one = first.items().front();
+  const BlockMappingItem& in_eight = second.items().front();
+  ASSERT_EQ(in_one.fp, old_copy.fp);
+  ASSERT_EQ(in_eight.fp, old_copy.fp);
+  EXPECT_NE(in_one.container, old_copy.container) << "stored again in the request written in full";
+  EXPECT_EQ(in_eight.container, in_one.container) << "the run's other request names the same new copy";
+  EXPECT_TRUE(test::ReadsBack(s, 1 << 20, one));
+  EXPECT_TRUE(test::ReadsBack(s, (1 << 20) + (64 << 10), eight));
+  ASSERT_TRUE(sys->Checkpoint().ok());
+  ExpectUsageMatchesRecount(sys.get());
+}
+
+// dedup.selective.threshold moves the line between written in full and
+// deduplicated: at 1, a request with any known chunk is deduplicated.
+TEST(DedupPolicyTest, SelectiveThresholdOneDeduplicatesEveryKnownChunk) {
+  test::TempDir dir;
+  Options o = test::GcTestOptions(dir.path());
+  o.volumes = {{"sel-s", kSize, DedupPolicy::kSelective}};
+  o.selective_threshold = 1;
+  ASSERT_TRUE(o.Finish().ok());
+  const std::vector<uint8_t> d = test::RandomBytes(64 << 10, 21);
+  std::vector<uint8_t> few = test::RandomBytes(64 << 10, 22);
+  std::copy(d.begin(), d.begin() + (4 << 10), few.begin());
+  auto sys = test::OpenSystemOrDie(o);
+  Volume* s = test::Vol(sys.get(), "sel-s");
+  ASSERT_TRUE(s->Write(0, d.size(), d.data(), false).ok());
+  ASSERT_TRUE(s->Sync().ok());
+  ASSERT_TRUE(s->Write(1 << 20, few.size(), few.data(), false).ok());
+  ASSERT_TRUE(s->Sync().ok());
+  EXPECT_EQ(sys->stats().requests_partial_dedup.load(), 1u);
+  EXPECT_EQ(sys->stats().requests_written_in_full.load(), 0u);
+  EXPECT_EQ(sys->stats().chunks_stored_again.load(), 0u);
+  EXPECT_TRUE(test::ReadsBack(s, 1 << 20, few));
+}
+
 }  // namespace
 }  // namespace dedupv1

@@ -173,6 +173,7 @@ Status DedupSystem::Init() {
   parts.wake_workers = [this] { WakeWorkers(); };
   if (chunk_index_->cluster_scope()) parts.claim_index = chunk_index_.get();
   parts.rewrite = options_.rewrite;
+  parts.selective_threshold = options_.selective_threshold;
   // usage_ is made just below, before any run (and stays until Close).
   parts.copy_replaced = [this](ContainerId old) { usage_->NoteCopyReplaced(old); };
   pipeline_ = std::make_unique<WritePipeline>(std::move(parts));

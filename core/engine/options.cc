@@ -316,6 +316,15 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          o->rewrite.limit = share;
          return Status::OK();
        }},
+      {"dedup.selective.threshold", [](const std::string& v, Options* o) {
+         uint64_t x = 0;
+         DEDUPV1_RETURN_IF_ERROR(ParseUint(v, &x));
+         if (x < 1 || x > 1024) {
+           return Status::InvalidArgument("dedup.selective.threshold must be 1..1024 known chunks per request, got " + v);
+         }
+         o->selective_threshold = static_cast<uint32_t>(x);
+         return Status::OK();
+       }},
       {"idle.throughput-threshold", [](const std::string& v, Options* o) { return ParseSize(v, &o->idle.throughput_threshold); }},
       {"idle.period", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.period_ms); }},
       {"idle.latency-threshold", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.latency_threshold_ms); }},
@@ -347,7 +356,7 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
       {"volume", [](const std::string& v, Options* o) {
          auto parts = SplitConfigList(v);
          if (parts.size() != 2 && parts.size() != 3) {
-           return Status::InvalidArgument("volume must be 'NAME SIZE [policy=inline|off]' (e.g. 'volume = backup1 100G'), got '" +
+           return Status::InvalidArgument("volume must be 'NAME SIZE [policy=inline|selective|off]' (e.g. 'volume = backup1 100G'), got '" +
                                           v + "'");
          }
          for (char c : parts[0]) {
@@ -364,7 +373,7 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          if (parts.size() == 3) {
            const std::string prefix = "policy=";
            if (parts[2].rfind(prefix, 0) != 0) {
-             return Status::InvalidArgument("volume " + vol.name + ": the third word must be policy=inline or policy=off, got '" +
+             return Status::InvalidArgument("volume " + vol.name + ": the third word must be policy=inline, policy=selective or policy=off, got '" +
                                             parts[2] + "'");
            }
            DEDUPV1_RETURN_IF_ERROR(ParseDedupPolicy(vol.name, parts[2].substr(prefix.size()), &vol.policy));
@@ -575,6 +584,7 @@ std::string Options::SettingsToString() const {
     << "dedup.rewrite = " << (rewrite.enabled ? "sparse" : "off") << "\n"
     << "dedup.rewrite.sparse-bytes = " << rewrite.sparse_bytes << "\n"
     << "dedup.rewrite.limit = " << rewrite.limit << "\n"
+    << "dedup.selective.threshold = " << selective_threshold << "\n"
     << "idle.throughput-threshold = " << idle.throughput_threshold << "\n"
     << "idle.period = " << idle.period_ms << "ms\n"
     << "idle.window = " << idle.window_ms << "ms\n"

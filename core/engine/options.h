@@ -26,6 +26,7 @@
 #include "core/engine/dedup_policy.h"
 #include "core/engine/idle_detector.h"
 #include "core/engine/rewrite_policy.h"
+#include "core/engine/select_dedupe.h"
 #include "core/rados/rados_options.h"
 #include "filters/filter_options.h"
 #include "index/block_index.h"
@@ -66,6 +67,9 @@ struct Options {
   uint64_t write_buffer_flush_delay_ms = 500;
   int dedup_threads = 2;
   RewriteOptions rewrite;  // dedup.rewrite*: container rewriting (core/engine/rewrite_policy.h)
+  // dedup.selective.threshold: Select-Dedupe's threshold for volumes of
+  // policy selective (core/engine/select_dedupe.h).
+  uint32_t selective_threshold = kDefaultSelectiveThreshold;
   IdleOptions idle;  // when background work (replay, write-back, GC) runs
   std::vector<VolumeOptions> volumes;
 

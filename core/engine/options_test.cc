@@ -123,22 +123,30 @@ TEST(OptionsTest, DefaultsRoundTrip) {
 // policy round-trips through ToString; cluster scope takes only inline.
 TEST(OptionsTest, VolumePolicyIsParsedRefusedAndRoundTrips) {
   Options o;
-  Status s = FromText("volume = a 1G\nvolume = b 2G policy=off\nvolume = c 1G policy=inline\n", &o);
+  Status s = FromText("volume = a 1G\nvolume = b 2G policy=off\nvolume = c 1G policy=inline\n"
+                      "volume = d 1G policy=selective\ndedup.selective.threshold = 5\n", &o);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  ASSERT_EQ(o.volumes.size(), 3u);
+  ASSERT_EQ(o.volumes.size(), 4u);
   EXPECT_EQ(o.volumes[0].policy, DedupPolicy::kInline);
   EXPECT_EQ(o.volumes[1].policy, DedupPolicy::kOff);
   EXPECT_EQ(o.volumes[2].policy, DedupPolicy::kInline);
+  EXPECT_EQ(o.volumes[3].policy, DedupPolicy::kSelective);
+  EXPECT_EQ(o.selective_threshold, 5u);
   Options again;
   s = FromText(o.ToString(), &again, "tostring");
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(again.ToString(), o.ToString());
   EXPECT_EQ(again.volumes[1].policy, DedupPolicy::kOff);
   EXPECT_NE(o.ToString().find("volume = b 2147483648 policy=off"), std::string::npos) << o.ToString();
+  EXPECT_EQ(again.volumes[3].policy, DedupPolicy::kSelective);
+  EXPECT_EQ(again.selective_threshold, 5u);
 
-  ExpectRefused("volume = v 1G policy=selective\n", {"test.conf:1", "v", "selective", "not built yet"});
-  ExpectRefused("volume = v 1G policy=out-of-band\n", {"out-of-band", "not built yet"});
-  ExpectRefused("volume = v 1G policy=fast\n", {"v", "inline or off", "fast"});
+  ExpectRefused("volume = v 1G policy=out-of-band\n", {"test.conf:1", "v", "out-of-band", "not built yet"});
+  ExpectRefused("volume = v 1G policy=fast\n", {"v", "inline, selective or off", "fast"});
+  ExpectRefused("dedup.selective.threshold = 0\n", {"dedup.selective.threshold", "1..1024"});
+  ExpectRefused("data-dir = /tmp/x\nstorage.backend = rados\nstorage.rados.gateway = g\n"
+                "storage.rados.dedup-scope = cluster\nvolume = v 1G policy=selective\n",
+                {"v", "policy=selective", "dedup-scope"});
   ExpectRefused("volume = v 1G off\n", {"v", "policy=", "off"});
   ExpectRefused("volume = v 1G policy=off extra\n", {"volume"});
   ExpectRefused("data-dir = /tmp/x\nstorage.backend = rados\nstorage.rados.gateway = g\n"

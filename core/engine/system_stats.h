@@ -25,8 +25,13 @@ struct SystemStats {
   // Known chunks stored again by container rewriting (core/engine/rewrite_policy.h).
   std::atomic<uint64_t> chunks_rewritten{0}, bytes_rewritten{0};
   // Known chunks stored again because their volume's policy is off
-  // (core/engine/dedup_policy.h).
+  // (core/engine/dedup_policy.h), or by Select-Dedupe on a selective volume.
   std::atomic<uint64_t> chunks_stored_again{0}, bytes_stored_again{0};
+  // Select-Dedupe's decisions, per write request of a selective volume
+  // (core/engine/select_dedupe.h), with the requests' bytes in this run.
+  std::atomic<uint64_t> requests_full_dedup{0}, requests_written_in_full{0}, requests_partial_dedup{0},
+      requests_all_new{0};
+  std::atomic<uint64_t> bytes_full_dedup{0}, bytes_written_in_full{0}, bytes_partial_dedup{0}, bytes_all_new{0};
   std::atomic<uint64_t> mappings_skipped{0};  // a newer write raced a worker; redone later
   std::atomic<uint64_t> damaged_mappings_overwritten{0};  // whole-block writes over an unreadable stored mapping
   std::atomic<uint64_t> errors{0};

@@ -203,9 +203,14 @@ Status Volume::Write(uint64_t offset, uint64_t length, const uint8_t* data, bool
   DEDUPV1_RETURN_IF_ERROR(context_.host->AdmitWrite());
   context_.stats->write_ops++;
   const uint64_t epoch = context_.host->current_epoch();
+  // A selective volume deduplicates per request: the buffer keeps where
+  // this one begins and ends (core/engine/select_dedupe.h).
+  const bool per_request = policy() == DedupPolicy::kSelective;
   ForEachPiece(offset, length, [&](const Piece& p, bool*) {
     std::unique_lock<std::shared_mutex> lock(context_.block_locks->For(BlockId{id_, p.block}));
-    buffer_.Put(p.block, p.offset, data + p.done, p.length, epoch);
+    WriteBuffer::RequestEdges edges;
+    if (per_request) edges = {p.done == 0, p.done + p.length == length};
+    buffer_.Put(p.block, p.offset, data + p.done, p.length, epoch, edges);
     return Status::OK();
   });
   context_.stats->bytes_written += length;

@@ -47,7 +47,10 @@ WriteBuffer::~WriteBuffer() {
 WriteBuffer::DirtyBlock* WriteBuffer::GetOrCreateLocked(uint64_t block, uint64_t epoch) {
   auto it = blocks_.find(block);
   if (it != blocks_.end()) {
-    if (it->second.dirty.empty()) it->second.first_epoch = epoch;
+    if (it->second.dirty.empty()) {
+      it->second.first_epoch = epoch;
+      it->second.edges.clear();  // of requests already processed
+    }
     return &it->second;
   }
   DirtyBlock& b = blocks_[block];
@@ -98,10 +101,23 @@ bool WriteBuffer::IsDirtyLocked(uint64_t pos) const {
   return it->second.dirty.Covers(off, off + 1) && !it->second.parked.Covers(off, off + 1);
 }
 
+namespace {
+
+void AddEdge(std::vector<uint32_t>* edges, uint32_t at) {
+  auto pos = std::lower_bound(edges->begin(), edges->end(), at);
+  if (pos != edges->end() && *pos == at) return;
+  if (edges->size() >= WriteBuffer::kMaxRequestEdges) return;  // the requests merge
+  edges->insert(pos, at);
+}
+
+}  // namespace
+
 void WriteBuffer::Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len,
-                      uint64_t epoch) {
+                      uint64_t epoch, RequestEdges edges) {
   std::lock_guard<std::mutex> l(mu_);
   DirtyBlock* b = GetOrCreateLocked(block, epoch);
+  if (edges.begins) AddEdge(&b->edges, offset);
+  if (edges.ends) AddEdge(&b->edges, offset + len);
   std::memcpy(b->data.get() + offset, data, len);
   b->dirty.Add(offset, offset + len);
   if (!b->parked.empty()) b->parked.Remove(offset, offset + len);  // new data may need no new entry
@@ -199,13 +215,22 @@ bool WriteBuffer::ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run
       run->data.resize(len);
       run->blocks.clear();
       run->seqs.clear();
+      run->request_edges.clear();
       size_t pos = 0;
       for (const auto& p : pieces) {
         std::memcpy(run->data.data() + pos, p.it->second.data.get() + p.begin, p.end - p.begin);
         pos += p.end - p.begin;
         run->blocks.push_back(p.it->first);
         run->seqs.push_back(p.it->second.seq);
+        const uint64_t piece_base = p.it->first * block_size_;
+        for (uint32_t e : p.it->second.edges) {
+          const uint64_t at = piece_base + e;
+          if (e >= p.begin && e <= p.end && at > start && at < start + len) run->request_edges.push_back(at);
+        }
       }
+      // An edge at a block boundary may be recorded on both sides of it.
+      run->request_edges.erase(std::unique(run->request_edges.begin(), run->request_edges.end()),
+                               run->request_edges.end());
       run->claim = next_claim_++;
       claims_.push_back(Claim{run->claim, start, start + len, false});
       return true;

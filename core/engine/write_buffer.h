@@ -20,6 +20,13 @@
 //  - Callers hold the block's lock (BlockLocks) around Put/Discard/
 //    ClearIfUnchanged/DropParked (exclusive) and Overlay (shared); the
 //    buffer's own mutex only protects its map.
+//  - Request edges (only asked for by volumes whose policy deduplicates per
+//    request, core/engine/select_dedupe.h): a block keeps the offsets where
+//    requests written to it began or ended (at most kMaxRequestEdges; later
+//    ones are dropped, merging requests), forgotten when the block leaves
+//    the buffer or all its bytes were cleaned; a run carries the edges
+//    inside it. Two requests that overwrote each other keep both requests'
+//    edges, so the newest bytes form requests of their own.
 //  - Parked bytes (a subset of the dirty ones) belong to a run that failed
 //    because the chunk index is full (Park). They stay readable but no run
 //    claims them, and they count as clean for where runs start and end, so
@@ -70,9 +77,22 @@ class WriteBuffer {
   WriteBuffer(uint32_t block_size, WriteBufferBudget* budget);
   ~WriteBuffer();
 
+  // Where a Put's bytes lie in their write request: whether they are its
+  // first bytes and whether its last (a request spanning blocks is one Put
+  // per block). None recorded by default.
+  struct RequestEdges {
+    bool begins = false;
+    bool ends = false;
+  };
+  static constexpr size_t kMaxRequestEdges = 64;  // per block
+
   // Copies |len| bytes into block |block| at |offset| and marks them dirty.
   // |epoch| is the system's current sync epoch (see DedupSystem).
-  void Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len, uint64_t epoch);
+  void Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len, uint64_t epoch,
+           RequestEdges edges);
+  void Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len, uint64_t epoch) {
+    Put(block, offset, data, len, epoch, RequestEdges());
+  }
   // Drops dirty bytes in the range (an unmap supersedes them).
   void Discard(uint64_t block, uint32_t offset, uint32_t len);
   // Copies the dirty bytes of [offset, offset+len) of |block| into out[0..len).
@@ -89,6 +109,9 @@ class WriteBuffer {
     std::vector<uint64_t> seqs;       // their sequence numbers at copy time
     bool final = false;               // the run's end is the end of a chunk
     uint64_t claim = 0;               // id of the run's claim
+    // Absolute offsets inside (start, start + size) where a write request
+    // began or ended (RequestEdges), sorted; empty unless recorded.
+    std::vector<uint64_t> request_edges;
   };
   struct ClaimPolicy {
     size_t max_run_bytes = 8 << 20;   // runs longer than this are cut (not final)
@@ -151,6 +174,7 @@ class WriteBuffer {
     uint64_t seq = 0;
     uint64_t first_epoch = 0;
     uint64_t last_epoch = 0;  // of the newest Put
+    std::vector<uint32_t> edges;  // request edges in [0, block size], sorted
     Clock::time_point last_write;
     // Dirty bytes a run may claim: all but the parked ones.
     IntervalSet Claimable() const;

@@ -153,6 +153,62 @@ TEST(WriteBufferTest, RunSpansContiguousBlocksAndStartsAtTheStreamStart) {
   EXPECT_FALSE(buf.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &other));
 }
 
+// Request edges (selective volumes): where requests began and ended,
+// across block boundaries, with an overwrite making a request of its own;
+// forgotten once the block's bytes are done; capped per block.
+TEST(WriteBufferTest, RunCarriesTheRequestEdgesInsideIt) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(3 * kBlock, 5);
+  using E = WriteBuffer::RequestEdges;
+  // Request 1: [0, 6000) over blocks 0 and 1; request 2: [6000, 3 blocks);
+  // request 3 overwrites [1000, 2000) of request 1. Unmarked Puts add none.
+  buf.Put(0, 0, a.data(), kBlock, 1, E{true, false});
+  buf.Put(1, 0, a.data() + kBlock, 6000 - kBlock, 1, E{false, true});
+  buf.Put(1, 6000 - kBlock, a.data() + 6000, 2 * kBlock - 6000, 1, E{true, false});
+  buf.Put(2, 0, a.data() + 2 * kBlock, kBlock, 1, E{false, true});
+  buf.Put(0, 1000, a.data() + 1000, 1000, 1, E{true, true});
+  buf.Put(0, 3000, a.data() + 3000, 10, 1);
+  WriteBuffer::Run run;
+  ASSERT_TRUE(buf.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.start, 0u);
+  ASSERT_EQ(run.data.size(), 3 * kBlock);
+  // The run's own start and end are no edges inside it.
+  EXPECT_EQ(run.request_edges, (std::vector<uint64_t>{1000, 2000, 6000}));
+  buf.Unclaim(run);
+
+  // A request ending at a block's end, the next beginning at the next
+  // block's start: one edge, recorded on both sides, carried once.
+  WriteBuffer other(kBlock, &budget);
+  other.Put(4, 0, a.data(), kBlock, 1, E{true, true});
+  other.Put(5, 0, a.data(), kBlock, 1, E{true, true});
+  ASSERT_TRUE(other.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.request_edges, (std::vector<uint64_t>{5 * kBlock}));
+  other.Unclaim(run);
+  // Its bytes done while its run still holds the block, the block forgets
+  // its edges at the next Put: new bytes start afresh.
+  WriteBuffer again(kBlock, &budget);
+  again.Put(6, 0, a.data(), 1000, 1, E{true, true});
+  again.Put(6, 1000, a.data(), kBlock - 1000, 1, E{true, true});
+  ASSERT_TRUE(again.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.request_edges, (std::vector<uint64_t>{6 * kBlock + 1000}));
+  ASSERT_TRUE(again.ClearIfUnchanged(6, run.seqs[0], 0, kBlock));
+  again.Put(6, 0, a.data(), kBlock, 1);
+  again.Unclaim(run);
+  WriteBuffer::Run later;
+  ASSERT_TRUE(again.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &later));
+  EXPECT_EQ(later.start, 6 * kBlock);
+  EXPECT_TRUE(later.request_edges.empty());
+  again.Unclaim(later);
+
+  // At most kMaxRequestEdges per block; later requests merge.
+  WriteBuffer many(kBlock, &budget);
+  for (uint32_t i = 0; i < kBlock / 16; i++) many.Put(0, i * 16, a.data(), 16, 1, E{true, true});
+  ASSERT_TRUE(many.ClaimRun(Ready(1), WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.request_edges.size(), WriteBuffer::kMaxRequestEdges - 1) << "edge 0 is the run's start";
+  many.Unclaim(run);
+}
+
 TEST(WriteBufferTest, LongRunsAreCutAndNotFinal) {
   WriteBufferBudget budget(1 << 20);
   WriteBuffer buf(kBlock, &budget);

@@ -4,8 +4,10 @@
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "chunkstore/chunk_store.h"
+#include "core/base/static_chunker.h"
 #include "core/engine/claim_step.h"
 #include "filters/zero_chunk_filter.h"
 #include "index/block_index.h"
@@ -45,6 +47,7 @@ WritePipeline::WritePipeline(Parts parts)
       wake_workers_(std::move(parts.wake_workers)),
       claim_index_(parts.claim_index),
       rewrite_(parts.rewrite),
+      selective_threshold_(parts.selective_threshold),
       copy_replaced_(std::move(parts.copy_replaced)),
       hash_pool_(1) {}
 
@@ -61,7 +64,7 @@ Status WritePipeline::ProcessRun(uint32_t volume_id, DedupPolicy policy, WriteBu
   //    the buffer and is chunked again together with the bytes that follow.
   std::vector<size_t> ends;
   auto phase = std::chrono::steady_clock::now();
-  SplitRun(volume_id, *run, &ends);
+  SplitRun(volume_id, policy, *run, &ends);
   stats_->ns_chunking += NanosSince(phase);
   if (ends.empty()) return Status::OK();
   const size_t n = ends.size();
@@ -100,7 +103,11 @@ Status WritePipeline::ProcessRun(uint32_t volume_id, DedupPolicy policy, WriteBu
   std::vector<size_t> stored;
   //     With container rewriting on, known chunks of sparse old containers
   //     are stored again too, between this run's new chunks.
-  DEDUPV1_RETURN_IF_ERROR(FilterAndStore(volume_id, policy, processed, &chunks, outcome, &stored));
+  //     A selective volume's chunks are grouped into the write requests
+  //     they came in (select_dedupe.h).
+  std::vector<uint32_t> request_of;
+  if (policy == DedupPolicy::kSelective) request_of = RequestOfChunks(run->start, ends, run->request_edges);
+  DEDUPV1_RETURN_IF_ERROR(FilterAndStore(volume_id, policy, processed, request_of, &chunks, outcome, &stored));
   // 4b. Cluster scope: the new chunks are claimed in the shared chunk index;
   //     lost claims map the winner's container. The claims' journal record
   //     is handed back when the run ends (claim_step.h).
@@ -122,9 +129,17 @@ Status WritePipeline::ProcessRun(uint32_t volume_id, DedupPolicy policy, WriteBu
   return Status::OK();
 }
 
-void WritePipeline::SplitRun(uint32_t volume_id, const WriteBuffer::Run& run, std::vector<size_t>* ends) {
+void WritePipeline::SplitRun(uint32_t volume_id, DedupPolicy policy, const WriteBuffer::Run& run,
+                             std::vector<size_t>* ends) {
   const uint8_t* data = run.data.data();
-  chunker_->Split(data, run.data.size(), run.final, ends);
+  const auto split = [&](size_t n, bool final) {
+    if (policy == DedupPolicy::kSelective) {
+      SplitAtAlignedOffsets(run.start, n, final, kSelectiveChunkSize, ends);
+    } else {
+      chunker_->Split(data, n, final, ends);
+    }
+  };
+  split(run.data.size(), run.final);
   if (run.final || ends->empty() || ends->back() == run.data.size()) return;
   const uint64_t cut = run.start + ends->back();
   if (cut % block_size_ == 0) return;
@@ -137,7 +152,7 @@ void WritePipeline::SplitRun(uint32_t volume_id, const WriteBuffer::Run& run, st
   BlockMapping stored;
   if (!block_index_->Get(BlockId{volume_id, block}, &stored).IsCorruption()) return;
   ends->clear();
-  chunker_->Split(data, block_end - run.start, true, ends);
+  split(block_end - run.start, true);
 }
 
 void WritePipeline::ComputeFingerprints(const uint8_t* data, const std::vector<size_t>& ends, Chunks* chunks) {
@@ -168,15 +183,19 @@ void WritePipeline::ComputeFingerprints(const uint8_t* data, const std::vector<s
 // chunks as in the stream, and a restore reads them in one range. Deciding
 // a new chunk twice costs little: the filters before the chunk index answer
 // from memory, and the bloom filter stops a new chunk there.
-Status WritePipeline::FilterAndStore(uint32_t volume_id, DedupPolicy policy, uint64_t run_bytes, Chunks* chunks,
-                                     RunOutcome* outcome, std::vector<size_t>* stored) {
+Status WritePipeline::FilterAndStore(uint32_t volume_id, DedupPolicy policy, uint64_t run_bytes,
+                                     const std::vector<uint32_t>& request_of, Chunks* chunks, RunOutcome* outcome,
+                                     std::vector<size_t>* stored) {
   // Filters that read a remote table (the chunk index on RADOS) fetch the
   // run's answers in one batch first; nothing happens on the local backend.
   auto prepared = filter_chain_.PrepareRun(*chunks);
   // Policy off stores every known chunk again through the rewrite's second
-  // pass (no budget: the volume asked for it).
+  // pass (no budget: the volume asked for it), selective those of the
+  // requests it writes in full.
   const bool store_known = policy == DedupPolicy::kOff;
-  const bool rewriting = rewrite_.options().enabled || store_known;
+  const bool selective = policy == DedupPolicy::kSelective;
+  const bool by_policy = store_known || selective;  // else the rewrite policy picks
+  const bool rewriting = rewrite_.options().enabled || by_policy;
   std::vector<bool> known(chunks->size(), false);
   for (size_t i = 0; i < chunks->size(); i++) {
     ChunkRequest& c = (*chunks)[i];
@@ -188,8 +207,9 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, DedupPolicy policy, uin
   }
   if (!rewriting) return Status::OK();
 
-  const std::vector<bool> rewrite =
-      store_known ? KnownOldCopies(*chunks, known) : ChooseRewrites(volume_id, run_bytes, *chunks, known);
+  const std::vector<bool> rewrite = store_known ? KnownOldCopies(*chunks, known)
+                                    : selective  ? SelectStoredAgain(*chunks, known, request_of)
+                                                 : ChooseRewrites(volume_id, run_bytes, *chunks, known);
   uint64_t picked = 0, rewritten = 0;
   for (size_t i = 0; i < chunks->size(); i++) picked += rewrite[i] ? (*chunks)[i].size : 0;
   // A chunk that repeats in the run is stored again once; the later ones
@@ -212,7 +232,7 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, DedupPolicy policy, uin
       // The copy the index named before may now be named by nothing.
       if (copy_replaced_ && c.moved_off != kNoContainer) copy_replaced_(c.moved_off);
       copies.emplace(c.fp, c.container);
-      if (store_known) {
+      if (by_policy) {
         stats_->chunks_stored_again++;
         stats_->bytes_stored_again += c.size;
         continue;
@@ -228,7 +248,7 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, DedupPolicy policy, uin
   }
   // The budget keeps only what was stored again; a failed (or parked) run is
   // charged again when it is redone.
-  if (!store_known) rewrite_.Refund(volume_id, s.ok() ? 0 : run_bytes, picked - rewritten);
+  if (!by_policy) rewrite_.Refund(volume_id, s.ok() ? 0 : run_bytes, picked - rewritten);
   return s;
 }
 
@@ -279,6 +299,55 @@ std::vector<bool> WritePipeline::ChooseRewrites(uint32_t volume_id, uint64_t run
 std::vector<bool> WritePipeline::KnownOldCopies(const Chunks& chunks, const std::vector<bool>& known) const {
   std::vector<bool> again(chunks.size(), false);
   for (size_t i = 0; i < chunks.size(); i++) again[i] = OldCopyOf(chunks[i], known[i]) != kNoContainer;
+  return again;
+}
+
+std::vector<bool> WritePipeline::SelectStoredAgain(const Chunks& chunks, const std::vector<bool>& known,
+                                                  const std::vector<uint32_t>& request_of) {
+  std::vector<bool> again(chunks.size(), false);
+  for (size_t first = 0; first < chunks.size();) {
+    size_t end = first, known_count = 0, zero_count = 0;
+    uint64_t bytes = 0;
+    for (; end < chunks.size() && request_of[end] == request_of[first]; end++) {
+      known_count += known[end] ? 1 : 0;
+      zero_count += known[end] && chunks[end].is_zero ? 1 : 0;
+      bytes += chunks[end].size;
+    }
+    const RequestCategory category = ClassifyRequest(end - first, known_count, zero_count, selective_threshold_);
+    switch (category) {
+      case RequestCategory::kAllNew:
+        stats_->requests_all_new++;
+        stats_->bytes_all_new += bytes;
+        break;
+      case RequestCategory::kFullDedup:
+        stats_->requests_full_dedup++;
+        stats_->bytes_full_dedup += bytes;
+        break;
+      case RequestCategory::kPartialDedup:
+        stats_->requests_partial_dedup++;
+        stats_->bytes_partial_dedup += bytes;
+        break;
+      case RequestCategory::kWrittenInFull:
+        stats_->requests_written_in_full++;
+        stats_->bytes_written_in_full += bytes;
+        for (size_t i = first; i < end; i++) again[i] = OldCopyOf(chunks[i], known[i]) != kNoContainer;
+        break;
+    }
+    first = end;
+  }
+  // A chunk stored again in one request and met again in another request of
+  // the run (deduplicated there) is stored again there too: the second pass
+  // stores it once and every occurrence names that copy. Otherwise a block
+  // could name both copies, and GC, which follows a block's first mention of
+  // a fingerprint, would keep the old copy until a full scan.
+  std::unordered_set<Fingerprint, FingerprintHasher> picked;
+  for (size_t i = 0; i < chunks.size(); i++) {
+    if (again[i]) picked.insert(chunks[i].fp);
+  }
+  if (picked.empty()) return again;
+  for (size_t i = 0; i < chunks.size(); i++) {
+    if (!again[i] && picked.count(chunks[i].fp) > 0) again[i] = OldCopyOf(chunks[i], known[i]) != kNoContainer;
+  }
   return again;
 }
 

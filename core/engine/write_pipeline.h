@@ -40,6 +40,7 @@
 #include "core/engine/gc_barrier.h"
 #include "core/engine/dedup_policy.h"
 #include "core/engine/rewrite_policy.h"
+#include "core/engine/select_dedupe.h"
 #include "core/base/status.h"
 #include "core/engine/system_stats.h"
 #include "core/base/thread_pool.h"
@@ -74,6 +75,8 @@ class WritePipeline {
     ChunkIndex* claim_index = nullptr;
     // Container rewriting (core/engine/rewrite_policy.h); local scope only.
     RewriteOptions rewrite;
+    // Select-Dedupe's threshold for selective volumes (select_dedupe.h).
+    uint32_t selective_threshold = kDefaultSelectiveThreshold;
     // Called with the container of the copy a chunk's entry was moved off
     // (stored again: rewriting, policy off), so GC looks at it
     // (UsageCounter::NoteCopyReplaced). May be null.
@@ -138,7 +141,9 @@ class WritePipeline {
   // end, the run is chunked up to the block's end as if final: such a block
   // can only be replaced whole (InstallRunMappings), and a whole-block write
   // must not be taken for a partial one because of where the tail was cut.
-  void SplitRun(uint32_t volume_id, const WriteBuffer::Run& run, std::vector<size_t>* ends);
+  // A selective volume's runs are cut at 4 KiB volume offsets
+  // (kSelectiveChunkSize), every other volume's by the store's chunker.
+  void SplitRun(uint32_t volume_id, DedupPolicy policy, const WriteBuffer::Run& run, std::vector<size_t>* ends);
   // The chunks of a run, as the filter chain sees them.
   using Chunks = std::vector<ChunkRequest>;
   // Step 2: fingerprints, in parallel. All-zero chunks are not hashed.
@@ -147,10 +152,14 @@ class WritePipeline {
   // (and, with container rewriting on, the known ones the rewrite policy
   // picks, or with policy off every known one with a committed copy: their
   // container becomes the new copy's, the filters are told).
+  // (or with policy selective the known ones of requests Select-Dedupe
+  // writes in full).
   // |stored| receives the indices of the chunks stored new; |run_bytes| are
-  // the run's logical bytes (the rewrite budget grows with them).
-  Status FilterAndStore(uint32_t volume_id, DedupPolicy policy, uint64_t run_bytes, Chunks* chunks,
-                        RunOutcome* outcome, std::vector<size_t>* stored);
+  // the run's logical bytes (the rewrite budget grows with them);
+  // |request_of| the request of every chunk (selective only, else empty).
+  Status FilterAndStore(uint32_t volume_id, DedupPolicy policy, uint64_t run_bytes,
+                        const std::vector<uint32_t>& request_of, Chunks* chunks, RunOutcome* outcome,
+                        std::vector<size_t>* stored);
   // Step 4's pieces, each called under the chunk's fingerprint lock: the
   // filter chain's decision (a known chunk is done: UpdateKnown, counted),
   // and the store of a new chunk (UpdateNew, counted).
@@ -163,6 +172,10 @@ class WritePipeline {
                                    const std::vector<bool>& known);
   // Policy off: every |known| chunk found in a committed container.
   std::vector<bool> KnownOldCopies(const Chunks& chunks, const std::vector<bool>& known) const;
+  // Policy selective: the known chunks with a committed copy in the
+  // requests Select-Dedupe writes in full; counts every request's category.
+  std::vector<bool> SelectStoredAgain(const Chunks& chunks, const std::vector<bool>& known,
+                                      const std::vector<uint32_t>& request_of);
   // The committed container (resolved) a known chunk |c| was found in, or
   // kNoContainer (zero, or found in a container not committed yet: stored
   // moments ago, by this stream most likely, so no old copy).
@@ -187,6 +200,7 @@ class WritePipeline {
   const std::function<void()> wake_workers_;
   ChunkIndex* const claim_index_;
   RewritePolicy rewrite_;
+  const uint32_t selective_threshold_;
   const std::function<void(ContainerId)> copy_replaced_;
 
   ThreadPool hash_pool_;

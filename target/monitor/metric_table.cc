@@ -156,10 +156,42 @@ std::vector<MetricRow> DedupAndIoRows() {
       Row("dedup", "rewritten_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_rewritten.load(); })
           .Counter("dedupv1_rewritten_bytes_total", "Bytes of known chunks stored again by container rewriting."),
       Row("dedup", "chunks_stored_again", U::kCount, [](C c) -> Json { return c.stats().chunks_stored_again.load(); })
-          .Counter("dedupv1_chunks_stored_again_total", "Known chunks stored again because their volume's policy is off."),
+          .Counter("dedupv1_chunks_stored_again_total", "Known chunks stored again by their volume's policy (off, or selective writing a request in full)."),
       Row("dedup", "stored_again_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_stored_again.load(); })
           .Counter("dedupv1_stored_again_bytes_total",
-                   "Bytes of known chunks stored again because their volume's policy is off."),
+                   "Bytes of known chunks stored again by their volume's policy (off, or selective writing a request in full)."),
+      Row("dedup", "selective_requests_full_dedup", U::kCount, [](C c) -> Json { return c.stats().requests_full_dedup.load(); })
+          .Counter("dedupv1_selective_requests_total",
+                   "Write requests of selective volumes by Select-Dedupe's decision (docs/design-18.md, section 3).")
+          .Labeled("category", "full_dedup"),
+      Row("dedup", "selective_full_dedup_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_full_dedup.load(); })
+          .Counter("dedupv1_selective_request_bytes_total",
+                   "Bytes of write requests of selective volumes by Select-Dedupe's decision.")
+          .Labeled("category", "full_dedup"),
+      Row("dedup", "selective_requests_written_in_full", U::kCount, [](C c) -> Json { return c.stats().requests_written_in_full.load(); })
+          .Counter("dedupv1_selective_requests_total",
+                   "Write requests of selective volumes by Select-Dedupe's decision (docs/design-18.md, section 3).")
+          .Labeled("category", "written_in_full"),
+      Row("dedup", "selective_written_in_full_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_written_in_full.load(); })
+          .Counter("dedupv1_selective_request_bytes_total",
+                   "Bytes of write requests of selective volumes by Select-Dedupe's decision.")
+          .Labeled("category", "written_in_full"),
+      Row("dedup", "selective_requests_partial_dedup", U::kCount, [](C c) -> Json { return c.stats().requests_partial_dedup.load(); })
+          .Counter("dedupv1_selective_requests_total",
+                   "Write requests of selective volumes by Select-Dedupe's decision (docs/design-18.md, section 3).")
+          .Labeled("category", "partial_dedup"),
+      Row("dedup", "selective_partial_dedup_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_partial_dedup.load(); })
+          .Counter("dedupv1_selective_request_bytes_total",
+                   "Bytes of write requests of selective volumes by Select-Dedupe's decision.")
+          .Labeled("category", "partial_dedup"),
+      Row("dedup", "selective_requests_all_new", U::kCount, [](C c) -> Json { return c.stats().requests_all_new.load(); })
+          .Counter("dedupv1_selective_requests_total",
+                   "Write requests of selective volumes by Select-Dedupe's decision (docs/design-18.md, section 3).")
+          .Labeled("category", "all_new"),
+      Row("dedup", "selective_all_new_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_all_new.load(); })
+          .Counter("dedupv1_selective_request_bytes_total",
+                   "Bytes of write requests of selective volumes by Select-Dedupe's decision.")
+          .Labeled("category", "all_new"),
       Row("dedup", "runs", U::kCount, [](C c) -> Json { return c.stats().runs.load(); }),
       Row("dedup", "mappings_skipped", U::kCount, [](C c) -> Json { return c.stats().mappings_skipped.load(); }),
       Row("dedup", "damaged_mappings_overwritten", U::kCount,

@@ -15,8 +15,9 @@
 #    LUN, the config line and the data go (tgtd drops it in the background);
 #    while stopped, an engine of dedupv1d's own drops it; the last volume
 #    stays; dedupv1_check finds the usage counts right afterwards;
-#  - policy (issue 18): a volume added with --policy off serves with it; a
-#    change with `volume policy` reaches the config and the running engine;
+#  - policy (issue 18): a volume added with --policy off serves with it;
+#    changes with `volume policy` (selective, inline) reach the config and
+#    the running engine, and the data written under each reads back;
 #    unbuilt and unknown policies and unknown volumes are refused;
 #  - the writer of LUN 1 never failed; after kill -9 of tgtd a new start serves
 #    both volumes with their new sizes and every synced byte.
@@ -178,6 +179,11 @@ check "the config line says policy=off" grep -q "^volume = vol5 16M policy=off$"
 check "tgtd's engine serves vol5 with policy off" grep -q "volume 'vol5' is [0-9]* bytes from now on (policy off" "$data/tgtd.log"
 check "write LUN 2's 8 MiB to vol5 too, stored again there (synced)" put "$WORK/c.img" "$lun5"
 check "vol5 reads them back" same "$WORK/c.img" "$lun5"
+check "volume policy vol5 selective" vol policy vol5 selective
+check "the config line says policy=selective" grep -q "^volume = vol5 16M policy=selective$" "$conf"
+check "tgtd's engine took it" grep -q "volume 'vol5' is [0-9]* bytes from now on (policy selective" "$data/tgtd.log"
+check "write 4 MiB to vol5 with policy selective (synced)" put "$WORK/d.img" "$lun5"
+check "vol5 reads them back" same "$WORK/d.img" "$lun5"
 check "volume policy vol5 inline" vol policy vol5 inline
 check_output "it says the writes that follow" "volume vol5 \(LUN $lun5\) has policy inline for the writes that follow"
 check "the config line has no policy word (inline is the default)" grep -q "^volume = vol5 16M$" "$conf"
@@ -188,10 +194,10 @@ check "vol2 still reads back" same "$WORK/c.img" 2
 check "volume policy vol2 off again: the config stays, the engine is asked again" vol policy vol2 off
 check "the config says policy=off once" test "$(grep -c '^volume = vol2 1G policy=off$' "$conf")" -eq 1
 cp "$conf" "$WORK/conf.before"
-check_exit 2 "volume policy vol1 selective (designed, not built)" vol policy vol1 selective
-check_output "it says it is not built yet" "policy=selective is not built yet.*nothing changed"
+check_exit 2 "volume policy vol1 out-of-band (designed, not built)" vol policy vol1 out-of-band
+check_output "it says it is not built yet" "policy=out-of-band is not built yet.*nothing changed"
 check_exit 2 "volume policy vol1 fast" vol policy vol1 fast
-check_output "it names the policies" "policy must be inline or off, got 'fast'"
+check_output "it names the policies" "policy must be inline, selective or off, got 'fast'"
 check_exit 2 "volume policy of an unknown volume" vol policy vol9 off
 check_output "it lists the volumes" "no volume named 'vol9'"
 check_exit 2 "volume add vol2 1G --policy inline (vol2 is off)" vol add vol2 1G --policy inline
@@ -215,7 +221,7 @@ check "start after kill -9" dd_start "$conf"
 check "LUN 1 is 128 MiB" capacity_is 1 $((128 * MiB))
 check "LUN 2 is 1 GiB" capacity_is 2 $((1 << 30))
 check "LUN 2 reads back" same "$WORK/c.img" 2
-check "vol5 (LUN $lun5) reads back" same "$WORK/c.img" "$lun5"
+check "vol5 (LUN $lun5) reads back" same "$WORK/d.img" "$lun5"
 check "the new start serves vol2 with policy off, vol5 inline" \
   bash -c "grep -q \"volume 'vol2' served: $((1 << 30)) bytes, policy off\" '$data/tgtd.log' &&
     grep -q \"volume 'vol5' served: $((16 * MiB)) bytes, policy inline\" '$data/tgtd.log'"

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Primary-storage workloads per dedup policy (issue 18; docs/design-18.md
+# section 7). fio has no iSCSI engine: each LUN is exported by qemu-nbd (the
+# iSCSI URL as its image) and fio's nbd engine drives it. One after the
+# other, on the same bytes (fixed fio seeds), each into a fresh store behind
+# a fresh private tgtd on 127.0.0.1: a dedupv1 LUN of policy inline, one of
+# selective, one of off, and tgt's rdwr LUN on a file of the same work dir.
+# Per target:
+#   fill       the LUN written once, sequentially, 1 MiB requests;
+#   overwrite  ROUNDS rounds of random 4-64 KiB writes over the first quarter
+#              (queue depth 16), then the store's figures (logical bytes,
+#              stored bytes, Select-Dedupe's decisions) from the monitor;
+#   read       tgtd restarted and the page cache dropped, that quarter read
+#              sequentially (1 MiB, queue depth 4): reads after overwrites;
+#   latency    random 4-64 KiB writes at queue depth 1 for RUNTIME seconds:
+#              p50/p99 write latency and IOPS;
+#   mixed      70/30 random reads/writes at queue depth 16 for RUNTIME s.
+# Every write has fio's dedupe_percentage=50 and buffer_compress_percentage=50.
+# Reports: OUT/primary-TARGET-JOB.json (fio's own), OUT/primary-TARGET-stats.json
+# (the monitor's /stats after the overwrites) and OUT/primary.json (the
+# figures bench/summarize.py and docs/benchmarks.md quote).
+#
+#   primary-bench.sh MODULE.so WORK_DIR OUT_DIR SIZE [RUNTIME] [ROUNDS]
+#
+# SIZE is each LUN's size. Needs root, tgtd, qemu-nbd and fio with the nbd
+# engine; exits 77 without.
+set -uo pipefail
+module="$(readlink -f "${1:?usage: primary-bench.sh MODULE.so WORK OUT SIZE [RUNTIME] [ROUNDS]}")"
+work="${2:?}"
+out="${3:?}"
+size_arg="${4:?}"
+runtime="${5:-30}"
+rounds="${6:-20}"
+here="$(cd "$(dirname "$0")" && pwd)"
+. "$here/../scripts/tgt-test-lib.sh"
+. "$here/bench-lib.sh"
+
+[ "$(id -u)" -eq 0 ] || { bench_say "primary: skipped (needs root for tgtd)"; exit 77; }
+for t in tgtd qemu-nbd fio curl; do
+  command -v "$t" >/dev/null || { bench_say "primary: skipped ($t not installed)"; exit 77; }
+done
+fio --enghelp 2>/dev/null | grep -qw nbd || { bench_say "primary: skipped (this fio has no nbd engine)"; exit 77; }
+[ -f "$module" ] || bench_die "primary: no module $module"
+size="$(bench_bytes "$size_arg")" || bench_die "primary: bad size $size_arg"
+size=$(( size >> 20 << 20 ))
+[ "$size" -ge $((64 << 20)) ] || bench_die "primary: SIZE must be at least 64M"
+region=$((size / 4))
+
+rm -rf "$work"
+mkdir -p "$work" "$out"
+rm -f "$out"/primary-*.json "$out/primary.json"
+IQN=iqn.2026-11.org.dedupv1:primary-bench
+TGT_ADM_TIMEOUT=600
+NBD_PID=""
+stop_nbd() {
+  [ -n "$NBD_PID" ] || return 0
+  kill "$NBD_PID" 2>/dev/null
+  wait "$NBD_PID" 2>/dev/null
+  NBD_PID=""
+}
+cleanup() { stop_nbd; tgt_stop >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+
+# serve TARGET: tgtd with LUN 1 of TARGET (its store or file kept across
+# restarts), exported by qemu-nbd on WORK/TARGET/nbd.sock.
+serve() {
+  local target="$1" dir="$work/$1"
+  mkdir -p "$dir"
+  tgt_start "$dir/tgtd.log" "$module" || bench_die "primary: tgtd did not start (log $dir/tgtd.log)"
+  tgt_adm --lld iscsi --op new --mode target --tid 1 -T "$IQN" || bench_die "primary: no target"
+  if [ "$target" = rdwr ]; then
+    [ -f "$dir/lun.img" ] || truncate -s "$size" "$dir/lun.img"
+    tgt_adm --lld iscsi --op new --mode logicalunit --tid 1 --lun 1 --bstype rdwr --backing-store "$dir/lun.img" ||
+      bench_die "primary: rdwr LUN"
+  else
+    if [ ! -f "$dir/dedupv1.conf" ]; then
+      {
+        echo "# written by bench/primary-bench.sh"
+        echo "data-dir = $dir/data"
+        echo "volume = vol $size policy=$target"
+        echo "chunk-index.size = $(( size / 16 > (64 << 20) ? size / 16 : 64 << 20 ))"
+        echo "monitor.port = $MON_PORT"
+      } >"$dir/dedupv1.conf"
+    fi
+    tgt_adm --lld iscsi --op new --mode logicalunit --tid 1 --lun 1 --bstype dedupv1 \
+      --backing-store "$dir/dedupv1.conf" --bsopts "volume=vol" ||
+      { tail -n 20 "$dir/tgtd.log" >&2; bench_die "primary: dedupv1 LUN ($target)"; }
+  fi
+  tgt_adm --lld iscsi --op bind --mode target --tid 1 -I ALL || bench_die "primary: bind"
+  rm -f "$dir/nbd.sock"
+  qemu-nbd -f raw --cache=none -t -e 16 -k "$dir/nbd.sock" "$(tgt_url "$IQN" 1)" >"$dir/qemu-nbd.log" 2>&1 &
+  NBD_PID=$!
+  tgt_wait_for "[ -S '$dir/nbd.sock' ]" 30 || { cat "$dir/qemu-nbd.log" >&2; bench_die "primary: qemu-nbd ($target)"; }
+}
+
+unserve() {
+  stop_nbd
+  tgt_stop >/dev/null 2>&1 || bench_die "primary: tgtd did not stop"
+}
+
+# job TARGET NAME FIO-ARGS...: one fio job against TARGET's export; its JSON
+# report in OUT/primary-TARGET-NAME.json.
+job() {
+  local target="$1" name="$2" report="$out/primary-$1-$2.json"
+  shift 2
+  fio --name="$name" --ioengine=nbd --uri="nbd+unix:///?socket=$work/$target/nbd.sock" \
+    --randrepeat=1 --randseed=1818 --dedupe_percentage=50 --buffer_compress_percentage=50 \
+    --output-format=json "$@" >"$report.out" 2>"$report.err" ||
+    { cat "$report.err" >&2; bench_die "primary: fio $name on $target"; }
+  # fio may print notes before its JSON document.
+  sed -n '/^{/,$p' "$report.out" >"$report" && rm -f "$report.out" "$report.err"
+}
+
+MON_PORT="$(tgt_free_port 40000 50000)"
+mix=4k/40:8k/20:16k/20:64k/20
+for target in inline selective off rdwr; do
+  bench_say "primary: $target: fill $(numfmt --to=iec "$size"), $rounds overwrite rounds of $(numfmt --to=iec "$region")," \
+    "read, ${runtime} s latency, ${runtime} s mixed"
+  serve "$target"
+  job "$target" fill --rw=write --bs=1M --size="$size" --iodepth=4 --end_fsync=1
+  job "$target" overwrite --rw=randwrite --bssplit="$mix" --size="$region" --io_size=$((rounds * region)) \
+    --iodepth=16 --end_fsync=1
+  if [ "$target" = rdwr ]; then
+    echo "{\"stored_bytes\": $(( $(stat -c %b "$work/rdwr/lun.img") * 512 ))}" >"$out/primary-rdwr-stats.json"
+  else
+    curl -sf "http://127.0.0.1:$MON_PORT/stats" >"$out/primary-$target-stats.json" ||
+      bench_die "primary: the monitor of $target did not answer"
+  fi
+  unserve
+  sync
+  echo 3 >/proc/sys/vm/drop_caches
+  serve "$target"
+  job "$target" read --rw=read --bs=1M --size="$region" --iodepth=4
+  job "$target" latency --rw=randwrite --bssplit="$mix" --size="$size" --iodepth=1 --time_based --runtime="$runtime"
+  job "$target" mixed --rw=randrw --rwmixread=70 --bssplit="$mix" --size="$size" --iodepth=16 --time_based \
+    --runtime="$runtime"
+  unserve
+  [ "$target" = rdwr ] || rm -rf "$work/$target/data"
+done
+
+python3 "$here/primary_summary.py" "$out" "$size" "$region" "$rounds" "$runtime" >"$out/primary.json" ||
+  bench_die "primary: summary"
+python3 - "$out/primary.json" <<'EOF' >&2
+import json, sys
+j = json.load(open(sys.argv[1]))
+for t in j["targets"]:
+    r = j["targets"][t]
+    print("primary: %-9s write p50 %7.0f us p99 %7.0f us, %6.0f IOPS (qd1); mixed %6.0f IOPS; read after overwrites %5.0f MB/s; saved %5.1f%%"
+          % (t, r["write_p50_us"], r["write_p99_us"], r["write_iops_qd1"], r["mixed_iops"], r["read_mbps"],
+             100 * r.get("saved_share", 0)))
+EOF
+trap - EXIT
+rm -rf "$work"

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""The figures of bench/primary-bench.sh: reads its fio reports and store
+figures from OUT and prints one JSON document (targets, then the issue's
+ratios measured in the same run).
+
+  primary_summary.py OUT SIZE REGION ROUNDS RUNTIME
+"""
+import json
+import os
+import sys
+
+TARGETS = ["inline", "selective", "off", "rdwr"]
+
+
+def load(out, target, name):
+    with open(os.path.join(out, "primary-%s-%s.json" % (target, name))) as f:
+        return json.load(f)["jobs"][0]
+
+
+def pct(side, p):
+    return side["clat_ns"]["percentile"]["%.6f" % p] / 1000.0
+
+
+def target_figures(out, target):
+    fill, over = load(out, target, "fill"), load(out, target, "overwrite")
+    lat, mixed, read = load(out, target, "latency"), load(out, target, "mixed"), load(out, target, "read")
+    with open(os.path.join(out, "primary-%s-stats.json" % target)) as f:
+        stats = json.load(f)
+    written = fill["write"]["io_bytes"] + over["write"]["io_bytes"]
+    r = {
+        "written_bytes": written,
+        "write_p50_us": pct(lat["write"], 50),
+        "write_p99_us": pct(lat["write"], 99),
+        "write_iops_qd1": lat["write"]["iops"],
+        "mixed_iops": mixed["read"]["iops"] + mixed["write"]["iops"],
+        "mixed_write_p99_us": pct(mixed["write"], 99),
+        "mixed_read_p99_us": pct(mixed["read"], 99),
+        "overwrite_mbps": over["write"]["bw_bytes"] / 1e6,
+        "read_mbps": read["read"]["bw_bytes"] / 1e6,
+    }
+    if target == "rdwr":
+        r["stored_bytes"] = stats["stored_bytes"]
+    else:
+        d = stats["dedup"]
+        r["stored_bytes"] = d["stored_bytes"]
+        r["logical_bytes"] = d["logical_bytes"]
+        r["stored_again_bytes"] = d["stored_again_bytes"]
+        r["selective"] = {k[len("selective_"):]: v for k, v in d.items() if k.startswith("selective_")}
+    r["saved_share"] = max(0.0, 1.0 - r["stored_bytes"] / written) if written else 0.0
+    return r
+
+
+def main():
+    out, size, region, rounds, runtime = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    t = {name: target_figures(out, name) for name in TARGETS}
+    rd = t["rdwr"]
+    saved = {name: t[name]["written_bytes"] - t[name]["stored_bytes"] for name in TARGETS}
+    ratios = {
+        "selective_p99_vs_rdwr": t["selective"]["write_p99_us"] / rd["write_p99_us"],
+        "inline_p99_vs_rdwr": t["inline"]["write_p99_us"] / rd["write_p99_us"],
+        "off_p99_vs_rdwr": t["off"]["write_p99_us"] / rd["write_p99_us"],
+        "selective_p50_vs_rdwr": t["selective"]["write_p50_us"] / rd["write_p50_us"],
+        "inline_p50_vs_rdwr": t["inline"]["write_p50_us"] / rd["write_p50_us"],
+        "selective_savings_of_inline": saved["selective"] / saved["inline"] if saved["inline"] > 0 else 0.0,
+        "selective_read_vs_inline": t["selective"]["read_mbps"] / t["inline"]["read_mbps"],
+    }
+    json.dump({"size": size, "region": region, "rounds": rounds, "runtime_s": runtime, "cores": os.cpu_count(),
+               "targets": t, "ratios": ratios}, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()
