@@ -7,30 +7,35 @@
 # selective, one of off, and tgt's rdwr LUN on a file of the same work dir.
 # Per target:
 #   fill       the LUN written once, sequentially, 1 MiB requests;
-#   overwrite  ROUNDS rounds of random 4-64 KiB writes over the first quarter
-#              (queue depth 16), then the store's figures (logical bytes,
-#              stored bytes, Select-Dedupe's decisions) from the monitor;
+#   trace      a block trace in the FIU format (bench/fiu-trace-gen: mail-like,
+#              4-64 KiB requests, identical rewrites of the same address, a few
+#              scattered duplicate blocks among new ones, ...) of ROUNDS times
+#              the first quarter's blocks in requests, replayed through iSCSI at
+#              queue depth 1 (dedupv1_fiu_replay: p50/p99 latency, reads checked);
+#              then the store's figures (logical bytes, stored bytes,
+#              Select-Dedupe's decisions) from the monitor;
 #   read       tgtd restarted and the page cache dropped, that quarter read
 #              sequentially (1 MiB, queue depth 4): reads after overwrites;
 #   latency    random 4-64 KiB writes at queue depth 1 for RUNTIME seconds:
 #              p50/p99 write latency and IOPS;
 #   mixed      70/30 random reads/writes at queue depth 16 for RUNTIME s.
-# Every write has fio's dedupe_percentage=50 and buffer_compress_percentage=50.
-# Reports: OUT/primary-TARGET-JOB.json (fio's own), OUT/primary-TARGET-stats.json
-# (the monitor's /stats after the overwrites) and OUT/primary.json (the
+# Every fio write has dedupe_percentage=50 and buffer_compress_percentage=50.
+# Reports: OUT/primary-TARGET-JOB.json (fio's and the replayer's own),
+# OUT/primary-TARGET-stats.json (the monitor's /stats after the trace) and OUT/primary.json (the
 # figures bench/summarize.py and docs/benchmarks.md quote).
 #
-#   primary-bench.sh MODULE.so WORK_DIR OUT_DIR SIZE [RUNTIME] [ROUNDS]
+#   primary-bench.sh MODULE.so FIU_REPLAY WORK_DIR OUT_DIR SIZE [RUNTIME] [ROUNDS]
 #
 # SIZE is each LUN's size. Needs root, tgtd, qemu-nbd and fio with the nbd
 # engine; exits 77 without.
 set -uo pipefail
-module="$(readlink -f "${1:?usage: primary-bench.sh MODULE.so WORK OUT SIZE [RUNTIME] [ROUNDS]}")"
-work="${2:?}"
-out="${3:?}"
-size_arg="${4:?}"
-runtime="${5:-30}"
-rounds="${6:-20}"
+module="$(readlink -f "${1:?usage: primary-bench.sh MODULE.so FIU_REPLAY WORK OUT SIZE [RUNTIME] [ROUNDS]}")"
+replay="$(readlink -f "${2:?}")"
+work="${3:?}"
+out="${4:?}"
+size_arg="${5:?}"
+runtime="${6:-30}"
+rounds="${7:-20}"
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../scripts/tgt-test-lib.sh"
 . "$here/bench-lib.sh"
@@ -41,6 +46,7 @@ for t in tgtd qemu-nbd fio curl; do
 done
 fio --enghelp 2>/dev/null | grep -qw nbd || { bench_say "primary: skipped (this fio has no nbd engine)"; exit 77; }
 [ -f "$module" ] || bench_die "primary: no module $module"
+[ -x "$replay" ] || bench_die "primary: no replayer $replay"
 size="$(bench_bytes "$size_arg")" || bench_die "primary: bad size $size_arg"
 size=$(( size >> 20 << 20 ))
 [ "$size" -ge $((64 << 20)) ] || bench_die "primary: SIZE must be at least 64M"
@@ -113,13 +119,19 @@ job() {
 
 MON_PORT="$(tgt_free_port 40000 50000)"
 mix=4k/40:8k/20:16k/20:64k/20
+# About 3.6 blocks of 4 KiB written per request of the trace's mix: ROUNDS
+# times the quarter's blocks.
+requests=$(( rounds * (region / 4096) * 10 / 36 ))
+"$here/fiu-trace-gen" --size "$region" --requests "$requests" --seed 18 >"$work/trace.fiu" ||
+  bench_die "primary: fiu-trace-gen"
+bench_say "primary: trace of $requests requests over $(numfmt --to=iec "$region") ($(wc -l <"$work/trace.fiu") records)"
 for target in inline selective off rdwr; do
-  bench_say "primary: $target: fill $(numfmt --to=iec "$size"), $rounds overwrite rounds of $(numfmt --to=iec "$region")," \
+  bench_say "primary: $target: fill $(numfmt --to=iec "$size"), the trace ($rounds rounds of $(numfmt --to=iec "$region"))," \
     "read, ${runtime} s latency, ${runtime} s mixed"
   serve "$target"
   job "$target" fill --rw=write --bs=1M --size="$size" --iodepth=4 --end_fsync=1
-  job "$target" overwrite --rw=randwrite --bssplit="$mix" --size="$region" --io_size=$((rounds * region)) \
-    --iodepth=16 --end_fsync=1
+  "$replay" "$work/trace.fiu" "$(tgt_url "$IQN" 1)" >"$out/primary-$target-trace.json" ||
+    bench_die "primary: the trace replay on $target failed"
   if [ "$target" = rdwr ]; then
     echo "{\"stored_bytes\": $(( $(stat -c %b "$work/rdwr/lun.img") * 512 ))}" >"$out/primary-rdwr-stats.json"
   else
@@ -145,9 +157,10 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 for t in j["targets"]:
     r = j["targets"][t]
-    print("primary: %-9s write p50 %7.0f us p99 %7.0f us, %6.0f IOPS (qd1); mixed %6.0f IOPS; read after overwrites %5.0f MB/s; saved %5.1f%%"
-          % (t, r["write_p50_us"], r["write_p99_us"], r["write_iops_qd1"], r["mixed_iops"], r["read_mbps"],
-             100 * r.get("saved_share", 0)))
+    print("primary: %-9s fio write p50 %5.0f p99 %6.0f us, %5.0f IOPS qd1, mixed %5.0f IOPS; trace write p50 %5.0f p99 %6.0f us;"
+          " read after the trace %4.0f MB/s; saved %5.1f%%"
+          % (t, r["write_p50_us"], r["write_p99_us"], r["write_iops_qd1"], r["mixed_iops"], r["trace_write_p50_us"],
+             r["trace_write_p99_us"], r["read_mbps"], 100 * r.get("saved_share", float("nan"))))
 EOF
 trap - EXIT
 rm -rf "$work"

@@ -22,11 +22,13 @@ def pct(side, p):
 
 
 def target_figures(out, target):
-    fill, over = load(out, target, "fill"), load(out, target, "overwrite")
+    fill = load(out, target, "fill")
+    with open(os.path.join(out, "primary-%s-trace.json" % target)) as f:
+        trace = json.load(f)
     lat, mixed, read = load(out, target, "latency"), load(out, target, "mixed"), load(out, target, "read")
     with open(os.path.join(out, "primary-%s-stats.json" % target)) as f:
         stats = json.load(f)
-    written = fill["write"]["io_bytes"] + over["write"]["io_bytes"]
+    written = fill["write"]["io_bytes"] + trace["write_bytes"]
     r = {
         "written_bytes": written,
         "write_p50_us": pct(lat["write"], 50),
@@ -35,7 +37,10 @@ def target_figures(out, target):
         "mixed_iops": mixed["read"]["iops"] + mixed["write"]["iops"],
         "mixed_write_p99_us": pct(mixed["write"], 99),
         "mixed_read_p99_us": pct(mixed["read"], 99),
-        "overwrite_mbps": over["write"]["bw_bytes"] / 1e6,
+        "trace_write_p50_us": trace["write_p50_us"],
+        "trace_write_p99_us": trace["write_p99_us"],
+        "trace_read_p99_us": trace["read_p99_us"],
+        "trace_iops": trace["iops"],
         "read_mbps": read["read"]["bw_bytes"] / 1e6,
     }
     if target == "rdwr":
@@ -46,7 +51,11 @@ def target_figures(out, target):
         r["logical_bytes"] = d["logical_bytes"]
         r["stored_again_bytes"] = d["stored_again_bytes"]
         r["selective"] = {k[len("selective_"):]: v for k, v in d.items() if k.startswith("selective_")}
-    r["saved_share"] = max(0.0, 1.0 - r["stored_bytes"] / written) if written else 0.0
+    # Bytes the dedup store did not have to store of those written (until GC
+    # gives overwritten ones back). A plain LUN overwrites in place: for it
+    # this share would say nothing about dedup, so it has none.
+    if target != "rdwr":
+        r["saved_share"] = max(0.0, 1.0 - r["stored_bytes"] / written) if written else 0.0
     return r
 
 
@@ -57,6 +66,8 @@ def main():
     saved = {name: t[name]["written_bytes"] - t[name]["stored_bytes"] for name in TARGETS}
     ratios = {
         "selective_p99_vs_rdwr": t["selective"]["write_p99_us"] / rd["write_p99_us"],
+        "selective_trace_p99_vs_rdwr": t["selective"]["trace_write_p99_us"] / rd["trace_write_p99_us"],
+        "inline_trace_p99_vs_rdwr": t["inline"]["trace_write_p99_us"] / rd["trace_write_p99_us"],
         "inline_p99_vs_rdwr": t["inline"]["write_p99_us"] / rd["write_p99_us"],
         "off_p99_vs_rdwr": t["off"]["write_p99_us"] / rd["write_p99_us"],
         "selective_p50_vs_rdwr": t["selective"]["write_p50_us"] / rd["write_p50_us"],

@@ -2084,6 +2084,19 @@ int RemoveVolume(const Args& args, const Setup& setup) {
   return kExitOk;
 }
 
+// Whether |text|, an admin command's edit of the config at
+// setup.config_path, is a valid config as a whole (name characters, a size
+// that is a multiple of 512 bytes, a policy the store's scope takes, ...),
+// line numbers and all.
+Status ValidateEditedConfig(const Args& args, const Setup& setup, const std::string& text) {
+  Config edited;
+  Setup checked;
+  checked.config_path = setup.config_path;
+  Status s = Config::Parse(text, setup.config_path, &edited);
+  if (s.ok()) s = SetupFromConfig(args, std::move(edited), &checked);
+  return s;
+}
+
 // `dedupv1d volume policy NAME P`: the config line gets the policy
 // (SetVolumePolicy; the whole config validated first, so cluster scope's
 // refusal of anything but inline names itself), then the running instance
@@ -2117,11 +2130,7 @@ int VolumePolicyCommand(const Args& args, const Setup& setup) {
              "; nothing changed");
     return kExitFailed;
   }
-  Config edited;
-  Setup checked;
-  checked.config_path = setup.config_path;
-  s = Config::Parse(new_text, setup.config_path, &edited);
-  if (s.ok()) s = SetupFromConfig(args, std::move(edited), &checked);
+  s = ValidateEditedConfig(args, setup, new_text);
   if (!s.ok()) {
     Complain("refused, nothing changed: the config would not validate: " + s.message());
     return kExitUsage;
@@ -2256,13 +2265,7 @@ int VolumeCommand(const Args& args) {
       Complain("cannot find volume " + name + "'s line in " + setup.config_path + ": " + s.message());
       return kExitFailed;
     }
-    // The edited file must be a valid config as a whole (name characters, a
-    // size that is a multiple of 512 bytes, ...), line numbers and all.
-    Config edited;
-    Setup checked;
-    checked.config_path = setup.config_path;
-    s = Config::Parse(new_text, setup.config_path, &edited);
-    if (s.ok()) s = SetupFromConfig(args, std::move(edited), &checked);
+    s = ValidateEditedConfig(args, setup, new_text);
     if (!s.ok()) {
       Complain("refused, nothing changed: the config would not validate: " + s.message());
       return kExitUsage;

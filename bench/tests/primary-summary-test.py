@@ -23,7 +23,6 @@ def side(iops=0.0, p50=0, p99=0, io_bytes=0, bw=0):
 def write_reports(out, target, lat, written, stored, read_bw, mixed_iops, logical=None):
     jobs = {
         "fill": {"write": side(io_bytes=written[0]), "read": side()},
-        "overwrite": {"write": side(io_bytes=written[1], bw=50e6), "read": side()},
         "read": {"read": side(bw=read_bw), "write": side()},
         "latency": {"write": side(iops=lat[2], p50=lat[0], p99=lat[1]), "read": side()},
         "mixed": {"read": side(iops=mixed_iops[0], p99=900000), "write": side(iops=mixed_iops[1], p99=1200000)},
@@ -31,6 +30,9 @@ def write_reports(out, target, lat, written, stored, read_bw, mixed_iops, logica
     for name, job in jobs.items():
         with open(os.path.join(out, "primary-%s-%s.json" % (target, name)), "w") as f:
             json.dump({"jobs": [job]}, f)
+    with open(os.path.join(out, "primary-%s-trace.json" % target), "w") as f:
+        json.dump({"write_bytes": written[1], "write_p50_us": lat[0] / 2000.0, "write_p99_us": lat[1] / 1000.0 * 1.5,
+                   "read_p99_us": 10.0, "iops": 1000.0}, f)
     if target == "rdwr":
         stats = {"stored_bytes": stored}
     else:
@@ -60,9 +62,11 @@ class Summary(unittest.TestCase):
         self.assertAlmostEqual(t["selective"]["mixed_iops"], 1300.0)
         self.assertAlmostEqual(t["selective"]["mixed_write_p99_us"], 1200.0)
         self.assertAlmostEqual(t["inline"]["saved_share"], 0.75)
-        self.assertAlmostEqual(t["rdwr"]["saved_share"], 0.75)  # 400 written over 100 of space
+        self.assertNotIn("saved_share", t["rdwr"])  # in place: no dedup share
         self.assertEqual(t["selective"]["selective"]["requests_full_dedup"], 3)
         self.assertAlmostEqual(r["selective_p99_vs_rdwr"], 1.2)
+        self.assertAlmostEqual(t["inline"]["trace_write_p99_us"], 1500.0)
+        self.assertAlmostEqual(r["selective_trace_p99_vs_rdwr"], 1.2)
         self.assertAlmostEqual(r["inline_p99_vs_rdwr"], 2.0)
         self.assertAlmostEqual(r["off_p99_vs_rdwr"], 1.1)
         self.assertAlmostEqual(r["selective_p50_vs_rdwr"], 1.5)
