@@ -117,7 +117,9 @@ job() {
   sed -n '/^{/,$p' "$report.out" >"$report" && rm -f "$report.out" "$report.err"
 }
 
-MON_PORT="$(tgt_free_port 40000 50000)"
+# Below the kernel's ephemeral ports, so no outgoing connection takes it
+# between the tgtd starts that reuse it.
+MON_PORT="$(tgt_free_port 23000 32000)"
 mix=4k/40:8k/20:16k/20:64k/20
 # About 3.6 blocks of 4 KiB written per request of the trace's mix: ROUNDS
 # times the quarter's blocks.

@@ -2102,9 +2102,10 @@ Status ValidateEditedConfig(const Args& args, const Setup& setup, const std::str
 // refusal of anything but inline names itself), then the running instance
 // applies the config to the volume's LUN (dedupv1_resize=1 applies the
 // volume's whole line: its size and its policy) for the runs claimed after
-// it; data already stored stays where it is. If the instance refuses, the
-// old config is put back. Run again after an interruption, it finishes what
-// the config already says.
+// it; data already stored stays where it is. If the instance refuses (or
+// does not answer), the config keeps the new policy and the command says to
+// run it again: whether tgtd applied it cannot be told from outside. Run
+// again after an interruption, it finishes what the config already says.
 int VolumePolicyCommand(const Args& args, const Setup& setup) {
   const std::string& name = args.volume_name;
   DedupPolicy policy = DedupPolicy::kInline;
@@ -2135,7 +2136,9 @@ int VolumePolicyCommand(const Args& args, const Setup& setup) {
     Complain("refused, nothing changed: the config would not validate: " + s.message());
     return kExitUsage;
   }
-  const bool edit = current->policy != policy;
+  // Decided on the text read under the data dir's lock: another command may
+  // have changed the line since |setup| was loaded.
+  const bool edit = new_text != old_text;
   if (edit) {
     s = ReplaceConfigFile(Env::Default(), setup.config_path, new_text);
     if (!s.ok()) {
@@ -2163,13 +2166,12 @@ int VolumePolicyCommand(const Args& args, const Setup& setup) {
   RunResult r = adm({"--lld", "iscsi", "--op", "update", "--mode", "logicalunit", "--tid", std::to_string(kTid),
                      "--lun", std::to_string(lun), "--params", "dedupv1_resize=1"});
   if (!r.ok()) {
+    // The config keeps the new policy: tgtd may have applied it before the
+    // answer was lost (a timeout), and the policy is nowhere else to tell.
     Complain("applying the policy to LUN " + std::to_string(lun) + " (volume " + name + ") failed: " +
-             Describe(r, args.timeout_s));
+             Describe(r, args.timeout_s) + "; the config says policy " + DedupPolicyName(policy) +
+             ", and the LUN may or may not use it yet: run the command again (or restart) to apply it");
     PrintTgtdLog(log, log_start);
-    if (edit) {
-      Status back = ReplaceConfigFile(Env::Default(), setup.config_path, old_text);
-      Complain(back.ok() ? "the config is as it was" : "the config could not be put back: " + back.ToString());
-    }
     return kExitFailed;
   }
   Say("dedupv1d: volume " + name + " (LUN " + std::to_string(lun) + ") has policy " + DedupPolicyName(policy) +
@@ -2227,7 +2229,7 @@ int VolumeCommand(const Args& args) {
       return kExitUsage;
     }
   }
-  if (add && current != nullptr && current->policy != policy) {
+  if (add && current != nullptr && !args.volume_policy.empty() && current->policy != policy) {
     Complain("volume " + name + " exists already in " + setup.config_path + " with policy " +
              DedupPolicyName(current->policy) + " (to change it: dedupv1d volume policy); nothing changed");
     return kExitUsage;

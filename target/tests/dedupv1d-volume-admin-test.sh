@@ -203,6 +203,8 @@ check_output "it lists the volumes" "no volume named 'vol9'"
 check_exit 2 "volume add vol2 1G --policy inline (vol2 is off)" vol add vol2 1G --policy inline
 check_output "it points to volume policy" "with policy off \(to change it: dedupv1d volume policy\)"
 check "the config is unchanged after every refusal" cmp "$conf" "$WORK/conf.before"
+check "volume add vol2 1G again without --policy: nothing to do (a provisioning script re-run)" vol add vol2 1G
+check_output "it says so" "served as LUN 2 .* already; nothing to do"
 
 # ---- the writer of LUN 1 went on through all of it
 synced_after_grow="$(synced)"
