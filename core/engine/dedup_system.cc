@@ -681,7 +681,10 @@ void DedupSystem::WorkerLoop(int index) {
     const auto served = Served();  // held for the loop: a change replaces the snapshot
     for (Volume* vol : *served) {
       Volume::RunOutcome run;
-      while (!stop_.load() && vol->ProcessOneRun(policy, &run)) {
+      for (;;) {
+        // Read before the run is claimed (ClearIndexFull).
+        const uint64_t full_marks = index_full_marks_.load();
+        if (stop_.load() || !vol->ProcessOneRun(policy, &run)) break;
         did_work = true;
         if (run.parked) {
           // Only this run needs chunk-index space: the others go on (data
@@ -695,7 +698,7 @@ void DedupSystem::WorkerLoop(int index) {
           failed = true;
           break;
         }
-        if (run.new_chunks) ClearIndexFull();
+        if (run.new_chunks) ClearIndexFull(full_marks);
         {
           std::lock_guard<std::mutex> l(error_mu_);
           SetErrorLocked(Status::OK());
@@ -740,13 +743,14 @@ void DedupSystem::SetIndexFull(const Status& s) {
   stats_.errors++;
   std::lock_guard<std::mutex> l(error_mu_);
   index_full_ = s;
+  index_full_marks_++;
   refuse_waiting_writers_ = true;
   budget_.Release(0);  // wakes writers waiting for space the parked runs may keep
 }
 
-void DedupSystem::ClearIndexFull() {
+void DedupSystem::ClearIndexFull(uint64_t full_marks) {
   std::lock_guard<std::mutex> l(error_mu_);
-  if (index_full_.ok()) return;
+  if (index_full_.ok() || index_full_marks_.load() != full_marks) return;
   index_full_ = Status::OK();
   refuse_waiting_writers_ = !error_.ok() || stop_.load();
 }

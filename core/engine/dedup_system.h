@@ -249,8 +249,13 @@ class DedupSystem {
   // The chunk index is full (a run was parked with |s|) or has room again
   // (a run stored new chunks). While it is full, writers that would wait for
   // write-buffer space are refused with |s|: parked runs may fill the buffer.
+  // |full_marks| is index_full_marks_ as read before the run that stored new
+  // chunks was claimed: a run that began before the index was last found
+  // full says nothing about room now, and clearing on its word would leave
+  // writers waiting for space that the parked runs keep (no later run parks
+  // to wake them).
   void SetIndexFull(const Status& s);
-  void ClearIndexFull();
+  void ClearIndexFull(uint64_t full_marks);
   // After Write waited for write-buffer space: the error that refuses it (a
   // pending error, or the chunk index full while the buffer is still full).
   Status WriteRefusal() const;
@@ -358,6 +363,8 @@ class DedupSystem {
   std::atomic<bool> refuse_waiting_writers_{false};
   // The chunk index is full: the status of the last parked run, else OK.
   Status index_full_;
+  // How often SetIndexFull was called (written under error_mu_).
+  std::atomic<uint64_t> index_full_marks_{0};
   // Parked bytes a sync dropped (ReportParked): a sync whose epoch is below
   // lost_before_epoch_ began before the drop and fails with lost_error_.
   uint64_t lost_before_epoch_ = 0;
