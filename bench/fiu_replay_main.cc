@@ -101,7 +101,7 @@ int Main(int argc, char** argv) {
     }
     largest = std::max(largest, r.length);
   }
-  std::vector<uint8_t> buf(largest);
+  std::vector<uint8_t> buf(largest), record;  // record: a written record's bytes again, for a read's check
   // 4 KiB block -> the record that last wrote it and where the block lies in it.
   struct Written {
     std::string md5;
@@ -138,7 +138,7 @@ int Main(int argc, char** argv) {
       for (uint64_t b = 0; b < r.length; b += 4096) {
         auto w = written.find((r.offset + b) / 4096);
         if (w == written.end()) continue;
-        std::vector<uint8_t> record(w->second.record_bytes);
+        record.resize(w->second.record_bytes);
         FillFromMd5(w->second.md5, record.data(), record.size());
         if (std::memcmp(buf.data() + b, record.data() + w->second.at, 4096) != 0) {
           std::fprintf(stderr, "dedupv1_fiu_replay: the read at %llu differs from what was written there\n",

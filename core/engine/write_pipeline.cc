@@ -207,11 +207,14 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, DedupPolicy policy, uin
   }
   if (!rewriting) return Status::OK();
 
-  const std::vector<bool> rewrite = store_known ? KnownOldCopies(*chunks, known)
-                                    : selective  ? SelectStoredAgain(*chunks, known, request_of)
-                                                 : ChooseRewrites(volume_id, run_bytes, *chunks, known);
+  std::vector<bool> rewrite = store_known ? KnownOldCopies(*chunks, known)
+                              : selective  ? SelectStoredAgain(*chunks, known, request_of)
+                                           : ChooseRewrites(volume_id, run_bytes, *chunks, known);
+  // The rewrite budget was charged for the chooser's picks: counted before
+  // the other occurrences join them (they add no stored bytes).
   uint64_t picked = 0, rewritten = 0;
   for (size_t i = 0; i < chunks->size(); i++) picked += rewrite[i] ? (*chunks)[i].size : 0;
+  PickEveryOccurrence(*chunks, known, &rewrite);
   // A chunk that repeats in the run is stored again once; the later ones
   // name that copy.
   std::unordered_map<Fingerprint, ContainerId, FingerprintHasher> copies;
@@ -335,20 +338,21 @@ std::vector<bool> WritePipeline::SelectStoredAgain(const Chunks& chunks, const s
     }
     first = end;
   }
-  // A chunk stored again in one request and met again in another request of
-  // the run (deduplicated there) is stored again there too: the second pass
-  // stores it once and every occurrence names that copy. Otherwise a block
-  // could name both copies, and GC, which follows a block's first mention of
-  // a fingerprint, would keep the old copy until a full scan.
+  return again;
+}
+
+void WritePipeline::PickEveryOccurrence(const Chunks& chunks, const std::vector<bool>& known,
+                                        std::vector<bool>* rewrite) const {
   std::unordered_set<Fingerprint, FingerprintHasher> picked;
   for (size_t i = 0; i < chunks.size(); i++) {
-    if (again[i]) picked.insert(chunks[i].fp);
+    if ((*rewrite)[i]) picked.insert(chunks[i].fp);
   }
-  if (picked.empty()) return again;
+  if (picked.empty()) return;
   for (size_t i = 0; i < chunks.size(); i++) {
-    if (!again[i] && picked.count(chunks[i].fp) > 0) again[i] = OldCopyOf(chunks[i], known[i]) != kNoContainer;
+    if (!(*rewrite)[i] && picked.count(chunks[i].fp) > 0) {
+      (*rewrite)[i] = OldCopyOf(chunks[i], known[i]) != kNoContainer;
+    }
   }
-  return again;
 }
 
 ContainerId WritePipeline::OldCopyOf(const ChunkRequest& c, bool known) const {

@@ -176,6 +176,14 @@ class WritePipeline {
   // requests Select-Dedupe writes in full; counts every request's category.
   std::vector<bool> SelectStoredAgain(const Chunks& chunks, const std::vector<bool>& known,
                                       const std::vector<uint32_t>& request_of);
+  // Whichever chooser picked: a chunk picked to be stored again at one place
+  // of the run is picked wherever else the run meets it (with a committed
+  // copy), so the second pass stores it once and every occurrence names that
+  // copy. Otherwise a block could name both copies (the choosers judge
+  // occurrences apart: requests, or the container each was found in), and
+  // GC, which follows a block's first mention of a fingerprint, would keep
+  // the old copy until a full scan.
+  void PickEveryOccurrence(const Chunks& chunks, const std::vector<bool>& known, std::vector<bool>* rewrite) const;
   // The committed container (resolved) a known chunk |c| was found in, or
   // kNoContainer (zero, or found in a container not committed yet: stored
   // moments ago, by this stream most likely, so no old copy).
