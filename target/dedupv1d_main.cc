@@ -2148,18 +2148,18 @@ int VolumePolicyCommand(const Args& args, const Setup& setup) {
     Say("dedupv1d: " + setup.config_path + ": volume " + name + " has policy " + DedupPolicyName(policy));
   }
   State st;
-  const auto served = [&]() -> const Lun* {
+  const Lun* served = nullptr;
+  if (InstanceRuns(setup.data_dir, &st)) {
     for (const auto& l : st.luns) {
-      if (l.volume == name) return &l;
+      if (l.volume == name) served = &l;
     }
-    return nullptr;
-  };
-  if (!InstanceRuns(setup.data_dir, &st) || served() == nullptr) {
+  }
+  if (served == nullptr) {
     Say("dedupv1d: no instance serves volume " + name + " of " + setup.data_dir + ": its writes have policy " +
         DedupPolicyName(policy) + " from its next start");
     return kExitOk;
   }
-  const int lun = served()->lun;
+  const int lun = served->lun;
   const Tgtadm adm = TgtadmFor(st.control_port, args.timeout_s);
   const std::string log = JoinPath(setup.data_dir, kLogFile);
   const uint64_t log_start = FileSize(log);
