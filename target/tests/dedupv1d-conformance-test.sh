@@ -27,6 +27,10 @@
 #
 #   dedupv1d-conformance-test.sh DEDUPV1D
 #
+# At the end, after a clean stop, dedupv1_check finds every usage count right.
+# DD_POLICY=selective|off gives the dedupv1 volume that dedup policy (issue
+# 18; default inline).
+#
 # DEDUPV1_CU_TESTS overrides the test selection (default SCSI; the
 # thin-provisioning checks run only with the default).
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -37,11 +41,13 @@ dd_init dedupv1d-conformance "${1:?usage: dedupv1d-conformance-test.sh DEDUPV1D}
 
 tests="${DEDUPV1_CU_TESTS:-SCSI}"
 conf="$WORK/dedupv1.conf"
-dd_write_config "$conf" "$WORK/data" "volume = vol1 128M"
+dd_write_config "$conf" "$WORK/data" "volume = vol1 128M${DD_POLICY:+ policy=$DD_POLICY}"
 rdwr_iqn=iqn.2026-11.org.dedupv1:rdwr-reference
 truncate -s 128M "$WORK/rdwr.img"
 
 check "start" dd_start "$conf"
+check "tgtd serves vol1 with policy ${DD_POLICY:-inline}" \
+  grep -q "volume 'vol1' served: [0-9]* bytes, policy ${DD_POLICY:-inline}\$" "$WORK/data/tgtd.log"
 check "rdwr target" tgtadm -C "$CTL" --lld iscsi --op new --mode target --tid 2 -T "$rdwr_iqn"
 check "rdwr LUN" tgtadm -C "$CTL" --lld iscsi --op new --mode logicalunit --tid 2 --lun 1 \
   --bstype rdwr --backing-store "$WORK/rdwr.img"
@@ -174,4 +180,6 @@ if [ "$tests" = SCSI ]; then
 fi
 
 check "stop" dd_stop "$conf"
+check "dedupv1_check: every usage count matches the mappings (policy ${DD_POLICY:-inline})" \
+  timeout 300 "$(dirname "$DEDUPV1D")/dedupv1_check" --config "$conf"
 dd_summary

@@ -16,6 +16,10 @@
 # may still be carried out after a later session's confirmed write (SCSI
 # gives no order for the commands of a dropped connection), so its pattern
 # stays allowed until tgtd is killed ("R" in the ledger marks each restart).
+# At the end, after a clean stop, dedupv1_check finds every usage count right.
+#
+# DD_POLICY=selective|off gives LUN 1 that dedup policy (issue 18; default
+# inline, the config's default).
 #
 #   dedupv1d-kill9-test.sh DEDUPV1D [CYCLES]
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -26,7 +30,7 @@ cycles="${2:-5}"
 
 conf="$WORK/dedupv1.conf"
 data="$WORK/data"
-dd_write_config "$conf" "$data" "volume = vol1 64M"
+dd_write_config "$conf" "$data" "volume = vol1 64M${DD_POLICY:+ policy=$DD_POLICY}"
 region=$((96 << 10))
 regions=$(((64 << 20) / region))
 ledger="$WORK/ledger"
@@ -112,6 +116,8 @@ confirmed_count() { grep -c '^C ' "$ledger"; }
 for cycle in $(seq 1 "$cycles"); do
   check "cycle $cycle: dedupv1d start" dd_start "$conf"
   [ "$cycle" -eq 1 ] || check_output "cycle $cycle: start notices the killed tgtd" "is gone \(killed or crashed\)"
+  check "tgtd serves vol1 with policy ${DD_POLICY:-inline}" \
+    grep -q "volume 'vol1' served: [0-9]* bytes, policy ${DD_POLICY:-inline}\$" "$data/tgtd.log"
   check "cycle $cycle: flushed data intact after restart" verify
   pid="$(dd_pid "$data")"
   rm -f "$WORK/stop"
@@ -148,4 +154,6 @@ check "stop" dd_stop "$conf"
 check "data intact after a clean stop and start" sh -c "'$DEDUPV1D' start --config '$conf' --portal 127.0.0.1:$PORT >/dev/null"
 check "verify after clean restart" verify
 check "stop" dd_stop "$conf"
+check "dedupv1_check: every usage count matches the mappings (policy ${DD_POLICY:-inline})" \
+  timeout 300 "$(dirname "$DEDUPV1D")/dedupv1_check" --config "$conf"
 dd_summary
