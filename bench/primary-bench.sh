@@ -4,7 +4,9 @@
 # iSCSI URL as its image) and fio's nbd engine drives it. One after the
 # other, on the same bytes (fixed fio seeds), each into a fresh store behind
 # a fresh private tgtd on 127.0.0.1: a dedupv1 LUN of policy inline, one of
-# selective, one of off, and tgt's rdwr LUN on a file of the same work dir.
+# selective, one of off, one of out-of-band (its pass every second:
+# dedup.background.period = 1s) and tgt's rdwr LUN on a file of the same
+# work dir.
 # Per target:
 #   fill       the LUN written once, sequentially, 1 MiB requests;
 #   trace      a block trace in the FIU format (bench/fiu-trace-gen: mail-like,
@@ -13,7 +15,9 @@
 #              the first quarter's blocks in requests, replayed through iSCSI at
 #              queue depth 1 (dedupv1_fiu_replay: p50/p99 latency, reads checked);
 #              then the store's figures (logical bytes, stored bytes,
-#              Select-Dedupe's decisions) from the monitor;
+#              Select-Dedupe's decisions) from the monitor; then (out-of-band)
+#              the pass waited for until no block is pending, and two GC
+#              rounds (every dedup LUN), and the figures again ("after GC");
 #   read       tgtd restarted and the page cache dropped, that quarter read
 #              sequentially (1 MiB, queue depth 4): reads after overwrites;
 #   latency    random 4-64 KiB writes at queue depth 1 for RUNTIME seconds:
@@ -21,7 +25,8 @@
 #   mixed      70/30 random reads/writes at queue depth 16 for RUNTIME s.
 # Every fio write has dedupe_percentage=50 and buffer_compress_percentage=50.
 # Reports: OUT/primary-TARGET-JOB.json (fio's and the replayer's own),
-# OUT/primary-TARGET-stats.json (the monitor's /stats after the trace) and OUT/primary.json (the
+# OUT/primary-TARGET-stats.json (the monitor's /stats after the trace), OUT/primary-TARGET-stats-gc.json
+# (after the pass and GC) and OUT/primary.json (the
 # figures bench/summarize.py and docs/benchmarks.md quote).
 #
 #   primary-bench.sh MODULE.so FIU_REPLAY WORK_DIR OUT_DIR SIZE [RUNTIME] [ROUNDS]
@@ -86,6 +91,7 @@ serve() {
         echo "volume = vol $size policy=$target"
         echo "chunk-index.size = $(( size / 16 > (64 << 20) ? size / 16 : 64 << 20 ))"
         echo "monitor.port = $MON_PORT"
+        [ "$target" != out-of-band ] || echo "dedup.background.period = 1s"
       } >"$dir/dedupv1.conf"
     fi
     tgt_adm --lld iscsi --op new --mode logicalunit --tid 1 --lun 1 --bstype dedupv1 \
@@ -127,7 +133,7 @@ requests=$(( rounds * (region / 4096) * 10 / 36 ))
 "$here/fiu-trace-gen" --size "$region" --requests "$requests" --seed 18 >"$work/trace.fiu" ||
   bench_die "primary: fiu-trace-gen"
 bench_say "primary: trace of $requests requests over $(numfmt --to=iec "$region") ($(wc -l <"$work/trace.fiu") records)"
-for target in inline selective off rdwr; do
+for target in inline selective off out-of-band rdwr; do
   bench_say "primary: $target: fill $(numfmt --to=iec "$size"), the trace ($rounds rounds of $(numfmt --to=iec "$region"))," \
     "read, ${runtime} s latency, ${runtime} s mixed"
   serve "$target"
@@ -138,6 +144,20 @@ for target in inline selective off rdwr; do
     echo "{\"stored_bytes\": $(( $(stat -c %b "$work/rdwr/lun.img") * 512 ))}" >"$out/primary-rdwr-stats.json"
   else
     curl -sf "http://127.0.0.1:$MON_PORT/stats" >"$out/primary-$target-stats.json" ||
+      bench_die "primary: the monitor of $target did not answer"
+    if [ "$target" = out-of-band ]; then
+      # The pass: rounds until no block of the volume is pending (blocks
+      # stay hot for up to two periods, remapped ones are looked at once
+      # more). Bounded: 300 s.
+      t0=$SECONDS
+      tgt_wait_for "curl -sf http://127.0.0.1:$MON_PORT/stats | python3 -c 'import json,sys; d=json.load(sys.stdin)[\"dedup\"]; sys.exit(0 if d[\"background_rounds\"] > 0 and d[\"background_blocks_pending\"] == 0 else 1)'" 300 ||
+        bench_die "primary: the out-of-band pass did not finish in 300 s"
+      bench_say "primary: out-of-band: the pass finished $((SECONDS - t0)) s after the trace"
+    fi
+    for _ in 1 2; do
+      curl -sf -X POST "http://127.0.0.1:$MON_PORT/gc/run" >/dev/null || bench_die "primary: GC round on $target"
+    done
+    curl -sf "http://127.0.0.1:$MON_PORT/stats" >"$out/primary-$target-stats-gc.json" ||
       bench_die "primary: the monitor of $target did not answer"
   fi
   unserve
@@ -163,6 +183,9 @@ for t in j["targets"]:
           " read after the trace %4.0f MB/s; saved %5.1f%%"
           % (t, r["write_p50_us"], r["write_p99_us"], r["write_iops_qd1"], r["mixed_iops"], r["trace_write_p50_us"],
              r["trace_write_p99_us"], r["read_mbps"], 100 * r.get("saved_share", float("nan"))))
+    if "saved_share_after_gc" in r:
+        print("primary: %-9s saved after %sGC %5.1f%%" % (t, "the pass and " if t == "out-of-band" else "",
+                                                          100 * r["saved_share_after_gc"]))
 EOF
 trap - EXIT
 rm -rf "$work"

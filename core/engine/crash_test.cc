@@ -99,6 +99,31 @@ TEST(CrashTest, KillNineOnASelectiveVolumeKeepsEverySyncedWrite) {
   RunCyclesThatStoreAgain(o, cycles, 120, 4, "policy selective");
 }
 
+// The kill -9 cycles on a volume of policy out-of-band
+// (core/engine/background_dedup.h): known chunks stored again beside the
+// index's copy, and in the children passes every few milliseconds that
+// remap blocks to the index's copies, so kills land before, inside and
+// after remap events; usage counts must match a recount after every open
+// (a remap counts -1 and +1 of the same chunks). DEDUPV1_POLICY_CRASH_CYCLES
+// cycles (default 8), bounded by 120 s.
+TEST(CrashTest, KillNineOnAnOutOfBandVolumeDuringPassesKeepsEverySyncedWrite) {
+  const uint64_t cycles = test::EnvKnob("DEDUPV1_POLICY_CRASH_CYCLES", 8);
+  test::TempDir dir;
+  Options o = KillNineOptions(dir.path());
+  ASSERT_EQ(o.volumes.size(), 1u);
+  o.volumes[0].policy = DedupPolicy::kOutOfBand;
+  ASSERT_TRUE(o.Finish().ok());
+  KillNineTotals totals;
+  const uint64_t done = RunKillNineCycles(o, cycles, 120, nullptr, &totals);
+  EXPECT_GE(done, std::min<uint64_t>(cycles, 4));
+  std::printf("policy out-of-band: chunks stored beside the index's copy: %llu, blocks remapped by the passes: "
+              "%llu, spare copies given back by the parent's rounds: %llu\n",
+              (unsigned long long)totals.chunks_rewritten, (unsigned long long)totals.blocks_remapped,
+              (unsigned long long)totals.spare_copies_dead);
+  EXPECT_GT(totals.chunks_rewritten, 0u) << "no chunk was stored beside its copy: the test did not test out-of-band";
+  EXPECT_GT(totals.blocks_remapped, 0u) << "no pass remapped a block: the test did not test the pass";
+}
+
 // The kill -9 cycles on a store whose chunk index starts tiny (8 buckets,
 // 554 entries) and grows online while the children write (and write back
 // often): kills land before, during and after growths, and every synced

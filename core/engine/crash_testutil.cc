@@ -123,7 +123,8 @@ namespace {
 
 struct Record {
   // 'O' the store is open, 'W' write issued, 'A' acknowledged by a sync, 'R'
-  // the chunks the child rewrote so far (version; container rewriting)
+  // the chunks the child rewrote so far (version; container rewriting), 'P'
+  // the blocks its out-of-band passes remapped so far (version)
   char kind;
   uint32_t slot;
   uint64_t version;
@@ -150,6 +151,22 @@ struct Record {
           std::fprintf(stderr, "child GC failed: %s\n", s.ToString().c_str());
           _exit(15);
         }
+      }
+    });
+  }
+  if (v->policy() == DedupPolicy::kOutOfBand) {
+    // Passes over every block written so far (no hotspot wait), often, so
+    // kills land inside remaps.
+    threads.emplace_back([&] {
+      std::mt19937_64 rng(seed + 7);
+      for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 40));
+        Status s = sys->RunBackgroundDedup(/*ignore_hotspots=*/true);
+        if (!s.ok()) {
+          std::fprintf(stderr, "child pass failed: %s\n", s.ToString().c_str());
+          _exit(16);
+        }
+        send({'P', 0, sys->background_dedup_stats().blocks_remapped});
       }
     });
   }
@@ -185,15 +202,19 @@ struct Record {
 
 // Reads the killed child's records until the pipe ends: writes issued into
 // |written|, acknowledged versions into |acked|; returns the chunks it
-// reported rewritten last.
-uint64_t ReadChildRecords(int fd, std::vector<std::set<uint64_t>>* written, std::vector<uint64_t>* acked) {
+// reported rewritten last; |remapped| gets the blocks its passes remapped.
+uint64_t ReadChildRecords(int fd, std::vector<std::set<uint64_t>>* written, std::vector<uint64_t>* acked,
+                          uint64_t* remapped) {
   Record r;
   uint64_t rewritten = 0;
+  *remapped = 0;
   while (read(fd, &r, sizeof(r)) == sizeof(r)) {
     if (r.kind == 'W') {
       (*written)[r.slot].insert(r.version);
     } else if (r.kind == 'R') {
       rewritten = std::max(rewritten, r.version);
+    } else if (r.kind == 'P') {
+      *remapped = std::max(*remapped, r.version);
     } else if (r.version > (*acked)[r.slot]) {
       (*acked)[r.slot] = r.version;
     }
@@ -227,9 +248,11 @@ void RunKillNineCyclesInto(const Options& o, uint64_t cycles, uint64_t budget_s,
     waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFSIGNALED(status)) << "child exited early with code " << WEXITSTATUS(status);
     ASSERT_TRUE(open) << "cycle " << cycle << ": the child did not report its store open";
-    const uint64_t child_rewritten = ReadChildRecords(report_fd, &written, &acked);
+    uint64_t child_remapped = 0;
+    const uint64_t child_rewritten = ReadChildRecords(report_fd, &written, &acked, &child_remapped);
     close(report_fd);
     if (totals != nullptr) totals->chunks_rewritten += child_rewritten;
+    if (totals != nullptr) totals->blocks_remapped += child_remapped;
     if (after_kill) after_kill(cycle);
 
     std::unique_ptr<DedupSystem> sys;

@@ -34,6 +34,7 @@ Options KillNineOptions(const std::string& dir);
 struct KillNineTotals {
   uint64_t chunks_rewritten = 0;   // stored again by the children (rewriting or policy off), up to their last sync
   uint64_t spare_copies_dead = 0;  // by the parent's GC rounds
+  uint64_t blocks_remapped = 0;    // by the children's out-of-band passes
 };
 uint64_t RunKillNineCycles(const Options& o, uint64_t cycles, uint64_t budget_s,
                            const std::function<void(uint64_t cycle)>& after_kill = nullptr,

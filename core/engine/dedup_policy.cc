@@ -10,11 +10,10 @@ Status ParseDedupPolicy(const std::string& volume, const std::string& value, Ded
   } else if (value == "off") {
     *policy = DedupPolicy::kOff;
   } else if (value == "out-of-band") {
-    return Status::InvalidArgument("volume " + volume + ": policy=" + value +
-                                   " is not built yet (docs/design-18.md); use inline, selective or off");
+    *policy = DedupPolicy::kOutOfBand;
   } else {
-    return Status::InvalidArgument("volume " + volume + ": policy must be inline, selective or off, got '" + value +
-                                   "'");
+    return Status::InvalidArgument("volume " + volume + ": policy must be inline, selective, out-of-band or off, got '" +
+                                   value + "'");
   }
   return Status::OK();
 }
@@ -24,6 +23,7 @@ const char* DedupPolicyName(DedupPolicy policy) {
     case DedupPolicy::kInline: return "inline";
     case DedupPolicy::kSelective: return "selective";
     case DedupPolicy::kOff: return "off";
+    case DedupPolicy::kOutOfBand: return "out-of-band";
   }
   return "?";
 }

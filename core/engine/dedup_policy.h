@@ -1,6 +1,6 @@
 // DedupPolicy is how a volume's writes are deduplicated (issue 18,
 // docs/design-18.md), chosen per volume in the config:
-// `volume = NAME SIZE [policy=inline|selective|off]`.
+// `volume = NAME SIZE [policy=inline|selective|out-of-band|off]`.
 //  - inline (the default, the backup path): every chunk is looked up and a
 //    known one is not stored again;
 //  - off: every chunk is stored, known ones too, next to the volume's new
@@ -19,8 +19,12 @@
 //    written in full, its known chunks stored again as off stores them; a
 //    fully known request (an identical rewrite of the same address) costs
 //    no container write; the rest is deduplicated as inline.
-// `out-of-band` (DEDIS, DeDe) is named by the design and refused until
-// built, saying so.
+//  - out-of-band (DEDIS, DeDe; core/engine/background_dedup.h): a known
+//    chunk with a committed copy is stored again beside it, like off, but
+//    the chunk index keeps naming the old copy; a background pass later
+//    remaps the volume's blocks that are no longer hot (DEDIS's hotspot
+//    rule) to the copies the index names, and GC gives the volume's own
+//    copies back. Writes land unshared; sharing comes later.
 #pragma once
 
 #include <string>
@@ -29,10 +33,10 @@
 
 namespace dedupv1 {
 
-enum class DedupPolicy { kInline, kSelective, kOff };
+enum class DedupPolicy { kInline, kSelective, kOff, kOutOfBand };
 
-// "inline", "selective" or "off"; InvalidArgument naming |volume| and the value for
-// anything else (the designed but unbuilt ones say that they are not built).
+// "inline", "selective", "out-of-band" or "off"; InvalidArgument naming
+// |volume| and the value for anything else.
 Status ParseDedupPolicy(const std::string& volume, const std::string& value, DedupPolicy* policy);
 const char* DedupPolicyName(DedupPolicy policy);
 

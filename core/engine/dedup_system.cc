@@ -223,6 +223,7 @@ Status DedupSystem::Init() {
     workers_.emplace_back([this, i] { WorkerLoop(i); });
   }
   checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
+  StartBackgroundDedup();
   LogRecord(LogEventType::kSystemRun, start.Encode());
   open_complete_ = true;
   return Status::OK();
@@ -1234,6 +1235,45 @@ Status DedupSystem::Sync() {
   return s;
 }
 
+void DedupSystem::StartBackgroundDedup() {
+  BackgroundDedup::Parts parts;
+  parts.block_size = options_.block_size;
+  parts.block_index = block_index_.get();
+  parts.chunk_index = chunk_index_.get();
+  parts.chunk_store = chunk_store_.get();
+  parts.block_locks = &block_locks_;
+  parts.pipeline = pipeline_.get();
+  parts.wait_for_log_space = [this] { return WaitForLogSpace(); };
+  parts.last_event_id = [this] { return pipeline_->LastAppliedEventId(); };
+  background_ = std::make_unique<BackgroundDedup>(std::move(parts), options_.background);
+  background_->Start([this] { return OutOfBandVolumes(); },
+                     [this] {
+                       std::lock_guard<std::mutex> l(idle_state_mu_);
+                       return idle_.state().idle;
+                     });
+}
+
+std::vector<uint32_t> DedupSystem::OutOfBandVolumes() const {
+  std::vector<uint32_t> ids;
+  for (Volume* vol : *Served()) {
+    if (vol->policy() == DedupPolicy::kOutOfBand) ids.push_back(vol->id());
+  }
+  return ids;
+}
+
+Status DedupSystem::RunBackgroundDedup(bool ignore_hotspots) {
+  if (stop_.load() || !background_) return Status::Aborted("system is shutting down");
+  return background_->RunRound(OutOfBandVolumes(), ignore_hotspots, [this](uint64_t) { return !stop_.load(); });
+}
+
+void DedupSystem::StartBackgroundDedupPeriod() {
+  if (background_) background_->StartPeriod();
+}
+
+BackgroundDedup::Stats DedupSystem::background_dedup_stats() const {
+  return background_ ? background_->stats() : BackgroundDedup::Stats();
+}
+
 Status DedupSystem::RunGc() {
   if (stop_.load()) return Status::Aborted("system is shutting down");
   // Cluster scope: the index round first (skipped unless this slot leads).
@@ -1276,6 +1316,8 @@ Status DedupSystem::Close() {
   if (closed_) return Status::OK();
   closed_ = true;
   Status result;
+  // The pass installs mappings: it ends before the last drain and checkpoint.
+  if (background_) background_->Stop();
   if (!workers_.empty()) {
     // Deduplicate everything still buffered, as a sync would, but with every
     // run final so no unfinished chunk stays behind.
@@ -1331,6 +1373,7 @@ Status DedupSystem::Close() {
     if (!p.ok()) std::fprintf(stderr, "dedupv1: close: %s\n", p.ToString().c_str());
   }
   // The block index's write-back hook uses the log: close the indexes first.
+  background_.reset();
   gc_.reset();
   cluster_gc_.reset();
   gc_epochs_.reset();

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "chunkstore/chunk_store.h"
+#include "core/engine/background_dedup.h"
 #include "core/engine/block_locks.h"
 #include "core/engine/cluster_gc.h"
 #include "core/engine/cluster_gc_rules.h"
@@ -154,6 +155,16 @@ class DedupSystem {
   // are candidates. Aborted once Close started.
   Status RunGc();
   GcStats gc_stats() const;
+
+  // One round of the out-of-band volumes' pass now (core/engine/background_dedup.h),
+  // unthrottled; |ignore_hotspots| takes every block written so far for
+  // cold. The pass also runs by itself (dedup.background.*). Aborted once
+  // Close started.
+  Status RunBackgroundDedup(bool ignore_hotspots);
+  BackgroundDedup::Stats background_dedup_stats() const;
+  // Starts a new hotspot period of the pass now, as dedup.background.period
+  // does (BackgroundDedup::StartPeriod).
+  void StartBackgroundDedupPeriod();
 
   // Idle detection (core/engine/idle_detector.h), sampled by the checkpoint thread
   // every 250 ms. Idle start: the indexes write back everything
@@ -288,6 +299,7 @@ class DedupSystem {
   std::unique_ptr<VolumeAccess> volume_host_;
   std::unique_ptr<GarbageCollector> gc_;
   std::unique_ptr<ClusterIndexGc> cluster_gc_;  // cluster scope only: the index rounds (design-15 2.6)
+  std::unique_ptr<BackgroundDedup> background_;  // the out-of-band volumes' pass
   std::unique_ptr<GcEpochFollower> gc_epochs_;  // cluster scope only: this slot's GC epoch and safe epoch
   mutable std::mutex follow_mu_;
   std::string follow_error_;  // guarded by follow_mu_: of the last failed Follow/Advance, "" after a success
@@ -328,6 +340,10 @@ class DedupSystem {
   // may still hold an older snapshot of |served_| naming them.
   std::vector<std::unique_ptr<Volume>> retired_volumes_;
   std::shared_ptr<const std::vector<Volume*>> Served() const { return served_.load(); }
+  // The ids of the served volumes whose policy is out-of-band.
+  std::vector<uint32_t> OutOfBandVolumes() const;
+  // Makes and starts the pass of out-of-band volumes (Init's last step).
+  void StartBackgroundDedup();
   void PublishServedLocked();  // |volumes_mu_| held: |served_| = the map's volumes
   Volume::Context VolumeContext();
   // |volumes_mu_| held: serves each of |configured| as |records| (the volume

@@ -325,6 +325,16 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          o->selective_threshold = static_cast<uint32_t>(x);
          return Status::OK();
        }},
+      {"dedup.background.rate", [](const std::string& v, Options* o) {
+         return ParseSize(v, &o->background.rate_bytes_per_s);
+       }},
+      {"dedup.background.period", [](const std::string& v, Options* o) {
+         DEDUPV1_RETURN_IF_ERROR(ParseDurationMs(v, &o->background.period_ms));
+         if (o->background.period_ms < 100 || o->background.period_ms > 24ull * 3600 * 1000) {
+           return Status::InvalidArgument("dedup.background.period must be from 100ms to 24h, got " + v);
+         }
+         return Status::OK();
+       }},
       {"idle.throughput-threshold", [](const std::string& v, Options* o) { return ParseSize(v, &o->idle.throughput_threshold); }},
       {"idle.period", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.period_ms); }},
       {"idle.latency-threshold", [](const std::string& v, Options* o) { return ParseDurationMs(v, &o->idle.latency_threshold_ms); }},
@@ -356,7 +366,7 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
       {"volume", [](const std::string& v, Options* o) {
          auto parts = SplitConfigList(v);
          if (parts.size() != 2 && parts.size() != 3) {
-           return Status::InvalidArgument("volume must be 'NAME SIZE [policy=inline|selective|off]' (e.g. 'volume = backup1 100G'), got '" +
+           return Status::InvalidArgument("volume must be 'NAME SIZE [policy=inline|selective|out-of-band|off]' (e.g. 'volume = backup1 100G'), got '" +
                                           v + "'");
          }
          for (char c : parts[0]) {
@@ -373,7 +383,7 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          if (parts.size() == 3) {
            const std::string prefix = "policy=";
            if (parts[2].rfind(prefix, 0) != 0) {
-             return Status::InvalidArgument("volume " + vol.name + ": the third word must be policy=inline, policy=selective or policy=off, got '" +
+             return Status::InvalidArgument("volume " + vol.name + ": the third word must be policy=inline, policy=selective, policy=out-of-band or policy=off, got '" +
                                             parts[2] + "'");
            }
            DEDUPV1_RETURN_IF_ERROR(ParseDedupPolicy(vol.name, parts[2].substr(prefix.size()), &vol.policy));
@@ -585,6 +595,8 @@ std::string Options::SettingsToString() const {
     << "dedup.rewrite.sparse-bytes = " << rewrite.sparse_bytes << "\n"
     << "dedup.rewrite.limit = " << rewrite.limit << "\n"
     << "dedup.selective.threshold = " << selective_threshold << "\n"
+    << "dedup.background.rate = " << background.rate_bytes_per_s << "\n"
+    << "dedup.background.period = " << background.period_ms << "ms\n"
     << "idle.throughput-threshold = " << idle.throughput_threshold << "\n"
     << "idle.period = " << idle.period_ms << "ms\n"
     << "idle.window = " << idle.window_ms << "ms\n"

@@ -23,6 +23,7 @@
 #include "core/base/config.h"
 #include "core/base/config_keys.h"
 #include "core/base/fingerprint.h"
+#include "core/engine/background_dedup_options.h"
 #include "core/engine/dedup_policy.h"
 #include "core/engine/idle_detector.h"
 #include "core/engine/rewrite_policy.h"
@@ -70,6 +71,8 @@ struct Options {
   // dedup.selective.threshold: Select-Dedupe's threshold for volumes of
   // policy selective (core/engine/select_dedupe.h).
   uint32_t selective_threshold = kDefaultSelectiveThreshold;
+  // dedup.background.*: the out-of-band volumes' pass (core/engine/background_dedup.h).
+  BackgroundDedupOptions background;
   IdleOptions idle;  // when background work (replay, write-back, GC) runs
   std::vector<VolumeOptions> volumes;
 

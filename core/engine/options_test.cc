@@ -119,7 +119,7 @@ TEST(OptionsTest, DefaultsRoundTrip) {
 }
 
 // A volume's dedup policy (core/engine/dedup_policy.h): inline unless the
-// line names one; the designed but unbuilt ones are refused saying so; the
+// line names one; an unknown one is refused naming the four; the
 // policy round-trips through ToString; cluster scope takes only inline.
 TEST(OptionsTest, VolumePolicyIsParsedRefusedAndRoundTrips) {
   Options o;
@@ -141,8 +141,19 @@ TEST(OptionsTest, VolumePolicyIsParsedRefusedAndRoundTrips) {
   EXPECT_EQ(again.volumes[3].policy, DedupPolicy::kSelective);
   EXPECT_EQ(again.selective_threshold, 5u);
 
-  ExpectRefused("volume = v 1G policy=out-of-band\n", {"test.conf:1", "v", "out-of-band", "not built yet"});
-  ExpectRefused("volume = v 1G policy=fast\n", {"v", "inline, selective or off", "fast"});
+  ExpectRefused("volume = v 1G policy=fast\n", {"test.conf:1", "v", "inline, selective, out-of-band or off", "fast"});
+  ExpectRefused("dedup.background.period = 10ms\n", {"dedup.background.period", "100ms to 24h"});
+  Options oob;
+  s = FromText("volume = e 1G policy=out-of-band\ndedup.background.period = 2s\ndedup.background.rate = 5M\n", &oob);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(oob.volumes[0].policy, DedupPolicy::kOutOfBand);
+  EXPECT_EQ(oob.background.period_ms, 2000u);
+  EXPECT_EQ(oob.background.rate_bytes_per_s, 5u << 20);
+  Options oob_again;
+  s = FromText(oob.ToString(), &oob_again, "tostring");
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(oob_again.ToString(), oob.ToString());
+  EXPECT_NE(oob.ToString().find("volume = e 1073741824 policy=out-of-band"), std::string::npos) << oob.ToString();
   ExpectRefused("dedup.selective.threshold = 0\n", {"dedup.selective.threshold", "1..1024"});
   ExpectRefused("data-dir = /tmp/x\nstorage.backend = rados\nstorage.rados.gateway = g\n"
                 "storage.rados.dedup-scope = cluster\nvolume = v 1G policy=selective\n",

@@ -191,8 +191,11 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, DedupPolicy policy, uin
   auto prepared = filter_chain_.PrepareRun(*chunks);
   // Policy off stores every known chunk again through the rewrite's second
   // pass (no budget: the volume asked for it), selective those of the
-  // requests it writes in full.
-  const bool store_known = policy == DedupPolicy::kOff;
+  // requests it writes in full. Out-of-band stores them again too, but
+  // beside the copy the index names (the entry stays, the filters are not
+  // told): the background pass later remaps the blocks to that copy.
+  const bool beside = policy == DedupPolicy::kOutOfBand;
+  const bool store_known = policy == DedupPolicy::kOff || beside;
   const bool selective = policy == DedupPolicy::kSelective;
   const bool by_policy = store_known || selective;  // else the rewrite policy picks
   const bool rewriting = rewrite_.options().enabled || by_policy;
@@ -229,11 +232,11 @@ Status WritePipeline::FilterAndStore(uint32_t volume_id, DedupPolicy policy, uin
         c.container = copy->second;
         continue;
       }
-      s = chunk_store_->StoreChunk(c.fp, c.data, c.size, volume_id, &c.container);
-      if (s.ok()) s = filter_chain_.UpdateMoved(&c);
+      s = chunk_store_->StoreChunk(c.fp, c.data, c.size, beside ? BesideStream(volume_id) : volume_id, &c.container);
+      if (s.ok() && !beside) s = filter_chain_.UpdateMoved(&c);
       if (!s.ok()) break;
       // The copy the index named before may now be named by nothing.
-      if (copy_replaced_ && c.moved_off != kNoContainer) copy_replaced_(c.moved_off);
+      if (copy_replaced_ && !beside && c.moved_off != kNoContainer) copy_replaced_(c.moved_off);
       copies.emplace(c.fp, c.container);
       if (by_policy) {
         stats_->chunks_stored_again++;
@@ -353,6 +356,10 @@ void WritePipeline::PickEveryOccurrence(const Chunks& chunks, const std::vector<
       (*rewrite)[i] = OldCopyOf(chunks[i], known[i]) != kNoContainer;
     }
   }
+}
+
+uint64_t WritePipeline::BesideStream(uint32_t volume_id) const {
+  return volume_id + static_cast<uint64_t>(std::max(1, chunk_store_->options().open_containers / 2));
 }
 
 ContainerId WritePipeline::OldCopyOf(const ChunkRequest& c, bool known) const {

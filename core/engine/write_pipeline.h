@@ -151,9 +151,10 @@ class WritePipeline {
   // Step 4: decides every chunk under its fingerprint lock and stores new ones
   // (and, with container rewriting on, the known ones the rewrite policy
   // picks, or with policy off every known one with a committed copy: their
-  // container becomes the new copy's, the filters are told).
-  // (or with policy selective the known ones of requests Select-Dedupe
-  // writes in full).
+  // container becomes the new copy's, the filters are told; or with policy
+  // selective the known ones of requests Select-Dedupe writes in full; or
+  // with policy out-of-band every known one with a committed copy, stored
+  // beside it: the entry and the filters keep the old copy).
   // |stored| receives the indices of the chunks stored new; |run_bytes| are
   // the run's logical bytes (the rewrite budget grows with them);
   // |request_of| the request of every chunk (selective only, else empty).
@@ -184,6 +185,12 @@ class WritePipeline {
   // GC, which follows a block's first mention of a fingerprint, would keep
   // the old copy until a full scan.
   void PickEveryOccurrence(const Chunks& chunks, const std::vector<bool>& known, std::vector<bool>* rewrite) const;
+  // The stream hint (ChunkStore::StoreChunk) of out-of-band copies stored
+  // beside the index's: another open container than the volume's new
+  // chunks, so once the pass has remapped their blocks whole containers are
+  // garbage, which GC deletes (garbage among live chunks stays until a
+  // container is less than half live).
+  uint64_t BesideStream(uint32_t volume_id) const;
   // The committed container (resolved) a known chunk |c| was found in, or
   // kNoContainer (zero, or found in a container not committed yet: stored
   // moments ago, by this stream most likely, so no old copy).

@@ -25,6 +25,10 @@ const DedupSystem::IdleInfo& MetricContext::idle() const {
   if (!idle_) idle_ = system_->idle_info();
   return *idle_;
 }
+const BackgroundDedup::Stats& MetricContext::background() const {
+  if (!background_) background_ = system_->background_dedup_stats();
+  return *background_;
+}
 const OperationsLogStats& MetricContext::log() const {
   if (!log_) log_ = system_->log()->stats();
   return *log_;
@@ -156,10 +160,10 @@ std::vector<MetricRow> DedupAndIoRows() {
       Row("dedup", "rewritten_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_rewritten.load(); })
           .Counter("dedupv1_rewritten_bytes_total", "Bytes of known chunks stored again by container rewriting."),
       Row("dedup", "chunks_stored_again", U::kCount, [](C c) -> Json { return c.stats().chunks_stored_again.load(); })
-          .Counter("dedupv1_chunks_stored_again_total", "Known chunks stored again by their volume's policy (off, or selective writing a request in full)."),
+          .Counter("dedupv1_chunks_stored_again_total", "Known chunks stored again by their volume's policy (off, out-of-band, or selective writing a request in full)."),
       Row("dedup", "stored_again_bytes", U::kBytes, [](C c) -> Json { return c.stats().bytes_stored_again.load(); })
           .Counter("dedupv1_stored_again_bytes_total",
-                   "Bytes of known chunks stored again by their volume's policy (off, or selective writing a request in full)."),
+                   "Bytes of known chunks stored again by their volume's policy (off, out-of-band, or selective writing a request in full)."),
       Row("dedup", "selective_requests_full_dedup", U::kCount, [](C c) -> Json { return c.stats().requests_full_dedup.load(); })
           .Counter("dedupv1_selective_requests_total",
                    "Write requests of selective volumes by Select-Dedupe's decision (docs/design-18.md, section 3).")
@@ -192,6 +196,28 @@ std::vector<MetricRow> DedupAndIoRows() {
           .Counter("dedupv1_selective_request_bytes_total",
                    "Bytes of write requests of selective volumes by Select-Dedupe's decision.")
           .Labeled("category", "all_new"),
+      // The out-of-band volumes' pass (core/engine/background_dedup.h).
+      Row("dedup", "background_rounds", U::kCount, [](C c) -> Json { return c.background().rounds; })
+          .Counter("dedupv1_background_rounds_total", "Rounds the out-of-band volumes' pass finished."),
+      Row("dedup", "background_blocks_examined", U::kCount, [](C c) -> Json { return c.background().blocks_examined; })
+          .Counter("dedupv1_background_blocks_examined_total", "Cold blocks of out-of-band volumes the pass looked up."),
+      Row("dedup", "background_blocks_remapped", U::kCount, [](C c) -> Json { return c.background().blocks_remapped; })
+          .Counter("dedupv1_background_blocks_remapped_total",
+                   "Blocks of out-of-band volumes the pass remapped to the copies the chunk index names."),
+      Row("dedup", "background_chunks_remapped", U::kCount, [](C c) -> Json { return c.background().chunks_remapped; })
+          .Counter("dedupv1_background_chunks_remapped_total", "Mapping items the pass moved to the index's copy."),
+      Row("dedup", "background_remapped_bytes", U::kBytes, [](C c) -> Json { return c.background().bytes_remapped; })
+          .Counter("dedupv1_background_remapped_bytes_total", "Bytes of the mapping items the pass moved (shared from then on)."),
+      Row("dedup", "background_remaps_lost_to_writes", U::kCount,
+          [](C c) -> Json { return c.background().blocks_lost_to_writes; })
+          .Counter("dedupv1_background_remaps_lost_total", "Remaps dropped because the block was written meanwhile."),
+      Row("dedup", "background_hot_blocks", U::kCount, [](C c) -> Json { return c.background().hot_blocks_left; })
+          .Gauge("dedupv1_background_hot_blocks", "Blocks the last round left because they were written in the current or previous period."),
+      Row("dedup", "background_blocks_pending", U::kCount, [](C c) -> Json { return c.background().blocks_pending; })
+          .Gauge("dedupv1_background_blocks_pending", "Blocks of out-of-band volumes written since the pass last examined them, at the last round."),
+      Row("dedup", "background_periods", U::kCount, [](C c) -> Json { return c.background().periods; }),
+      Row("dedup", "background_last_error", U::kText, [](C c) -> Json { return c.background().last_error; })
+          .When([](C c) { return !c.background().last_error.empty(); }),
       Row("dedup", "runs", U::kCount, [](C c) -> Json { return c.stats().runs.load(); }),
       Row("dedup", "mappings_skipped", U::kCount, [](C c) -> Json { return c.stats().mappings_skipped.load(); }),
       Row("dedup", "damaged_mappings_overwritten", U::kCount,

@@ -46,6 +46,7 @@ class MetricContext {
   const BlockIndexStats& block_index() const;
   const GcStats& gc() const;
   const DedupSystem::IdleInfo& idle() const;
+  const BackgroundDedup::Stats& background() const;
   // Only while the system is open (the collector checks system()->log()).
   const OperationsLogStats& log() const;
 
@@ -65,6 +66,7 @@ class MetricContext {
   mutable std::optional<BlockIndexStats> block_index_;
   mutable std::optional<GcStats> gc_;
   mutable std::optional<DedupSystem::IdleInfo> idle_;
+  mutable std::optional<BackgroundDedup::Stats> background_;
   mutable std::optional<OperationsLogStats> log_;
 };
 

@@ -28,8 +28,8 @@
 #   dedupv1d-conformance-test.sh DEDUPV1D
 #
 # At the end, after a clean stop, dedupv1_check finds every usage count right.
-# DD_POLICY=selective|off gives the dedupv1 volume that dedup policy (issue
-# 18; default inline).
+# DD_POLICY=selective|off|out-of-band gives the dedupv1 volume that dedup policy (issue
+# 18; default inline); the out-of-band pass runs a round every second.
 #
 # DEDUPV1_CU_TESTS overrides the test selection (default SCSI; the
 # thin-provisioning checks run only with the default).
@@ -41,7 +41,8 @@ dd_init dedupv1d-conformance "${1:?usage: dedupv1d-conformance-test.sh DEDUPV1D}
 
 tests="${DEDUPV1_CU_TESTS:-SCSI}"
 conf="$WORK/dedupv1.conf"
-dd_write_config "$conf" "$WORK/data" "volume = vol1 128M${DD_POLICY:+ policy=$DD_POLICY}"
+dd_write_config "$conf" "$WORK/data" "volume = vol1 128M${DD_POLICY:+ policy=$DD_POLICY}" \
+  "# out-of-band: the pass starts a round every second" "dedup.background.period = 1s"
 rdwr_iqn=iqn.2026-11.org.dedupv1:rdwr-reference
 truncate -s 128M "$WORK/rdwr.img"
 

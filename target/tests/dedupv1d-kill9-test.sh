@@ -18,8 +18,8 @@
 # stays allowed until tgtd is killed ("R" in the ledger marks each restart).
 # At the end, after a clean stop, dedupv1_check finds every usage count right.
 #
-# DD_POLICY=selective|off gives LUN 1 that dedup policy (issue 18; default
-# inline, the config's default).
+# DD_POLICY=selective|off|out-of-band gives LUN 1 that dedup policy (issue 18; default
+# inline, the config's default); the out-of-band pass runs a round every second.
 #
 #   dedupv1d-kill9-test.sh DEDUPV1D [CYCLES]
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -30,7 +30,8 @@ cycles="${2:-5}"
 
 conf="$WORK/dedupv1.conf"
 data="$WORK/data"
-dd_write_config "$conf" "$data" "volume = vol1 64M${DD_POLICY:+ policy=$DD_POLICY}"
+dd_write_config "$conf" "$data" "volume = vol1 64M${DD_POLICY:+ policy=$DD_POLICY}" \
+  "# out-of-band: the pass starts a round every second" "dedup.background.period = 1s"
 region=$((96 << 10))
 regions=$(((64 << 20) / region))
 ledger="$WORK/ledger"
