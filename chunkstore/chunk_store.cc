@@ -155,6 +155,8 @@ ChunkStoreStats ChunkStore::stats() const {
   st.commit_latency_ms_total = commit_latency_ms_total_.load(std::memory_order_relaxed);
   st.read_cache_hits = read_cache_.hits();
   st.read_cache_misses = read_cache_.misses();
+  st.read_cache_ghost_hits = read_cache_.ghost_hits();
+  st.read_cache_capacity = read_cache_.capacity();
   st.dead_chunks_marked = dead_marks_.marked();
   st.dead_marks_unpersisted = dead_marks_.unpersisted();
   st.dead_marks_loaded = dead_marks_.loaded();

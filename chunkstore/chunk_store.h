@@ -93,6 +93,8 @@ struct ChunkStoreStats {
   uint64_t containers_in_flight = 0;  // handed to the writers, committing or failed
   uint64_t read_cache_hits = 0;
   uint64_t read_cache_misses = 0;
+  uint64_t read_cache_ghost_hits = 0;  // misses of containers the cache evicted lately
+  uint64_t read_cache_capacity = 0;    // containers it holds at most now
   uint64_t container_reads = 0;       // containers read from the store
   uint64_t metadata_reads = 0;        // container heads read (metadata only)
   uint64_t chunk_reads = 0;           // chunks read from the store one by one (ReadChunk)
@@ -195,6 +197,9 @@ class ChunkStore {
   Status Close();
 
   ChunkStoreStats stats() const;
+  // The read cache holds at most |containers| from now on (iCache's read
+  // side, core/engine/cache_budget.h; shrinking evicts at once).
+  void SetReadCacheContainers(size_t containers) { read_cache_.SetCapacity(containers); }
   // The highest id handed out so far (or, before the first allocation, the
   // highest id a previous run may have used).
   ContainerId last_allocated_id() const;

@@ -3,7 +3,11 @@
 // a stream's chunks are stored together) costs one container read and one
 // CRC check. Least recently used containers are evicted beyond |capacity|
 // entries; capacity 0 disables the cache. Entries are immutable and shared, so
-// an evicted container stays valid for readers still holding it.
+// an evicted container stays valid for readers still holding it. The
+// capacity may change at run time (iCache, core/engine/cache_budget.h); a
+// ghost list remembers the ids evicted lately (about a tenth of the
+// capacity), and a miss on one counts as a ghost hit: a somewhat larger
+// cache would have held it.
 // Thread-safe.
 #pragma once
 
@@ -15,15 +19,17 @@
 #include <mutex>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "chunkstore/container.h"
+#include "core/base/ghost_list.h"
 #include "core/base/types.h"
 
 namespace dedupv1 {
 
 class ContainerReadCache {
  public:
-  explicit ContainerReadCache(size_t capacity) : capacity_(capacity) {}
+  explicit ContainerReadCache(size_t capacity);
 
   // The cached container for |id| (marked most recently used), or null.
   // Counts a hit or a miss.
@@ -32,21 +38,30 @@ class ContainerReadCache {
   // if the cache is full.
   void Insert(ContainerId id, std::shared_ptr<const Container> container);
   void Erase(ContainerId id);
+  // At most |capacity| containers from now on (shrinking evicts at once).
+  void SetCapacity(size_t capacity);
 
   size_t size() const;
-  size_t capacity() const { return capacity_; }
+  size_t capacity() const;
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
+  uint64_t ghost_hits() const { return ghost_hits_.load(std::memory_order_relaxed); }
 
  private:
   using Entry = std::pair<ContainerId, std::shared_ptr<const Container>>;
 
-  const size_t capacity_;
+  // Evicts beyond capacity_; the evicted containers are handed to |out| so
+  // they are released after the lock.
+  void EvictLocked(std::vector<std::shared_ptr<const Container>>* out);
+
   mutable std::mutex mu_;
+  size_t capacity_;  // guarded by mu_
   std::list<Entry> lru_;  // front = most recently used
   std::unordered_map<ContainerId, std::list<Entry>::iterator> map_;
+  GhostList<ContainerId> ghosts_;
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
+  std::atomic<uint64_t> ghost_hits_{0};
 };
 
 }  // namespace dedupv1

@@ -42,6 +42,30 @@ TEST(ContainerReadCacheTest, ReplaceEraseAndDisabled) {
   EXPECT_EQ(off.size(), 0u);
 }
 
+// iCache's read side: the capacity changes at run time (shrinking evicts
+// at once), and a miss on a container evicted lately is a ghost hit (the
+// ghosts: a tenth of the capacity, at least one); an erased container is
+// forgotten, ghost too.
+TEST(ContainerReadCacheTest, ResizesAndCountsGhostHits) {
+  ContainerReadCache cache(20);  // 2 ghosts
+  for (ContainerId id = 1; id <= 23; id++) cache.Insert(id, Make(id));  // evicts 1, 2, 3
+  EXPECT_EQ(cache.Lookup(1), nullptr);  // evicted too long ago
+  EXPECT_EQ(cache.Lookup(3), nullptr);  // a ghost hit
+  EXPECT_EQ(cache.Lookup(3), nullptr);  // counted once
+  EXPECT_EQ(cache.ghost_hits(), 1u);
+  cache.SetCapacity(5);
+  EXPECT_EQ(cache.capacity(), 5u);
+  EXPECT_EQ(cache.size(), 5u);
+  EXPECT_NE(cache.Lookup(23), nullptr);
+  EXPECT_EQ(cache.Lookup(4), nullptr);  // evicted by the shrink, but the ghosts hold only 1 now
+  cache.Erase(18);                      // the last one the shrink evicted: forgotten
+  EXPECT_EQ(cache.Lookup(18), nullptr);
+  EXPECT_EQ(cache.ghost_hits(), 1u);
+  cache.SetCapacity(0);
+  cache.Insert(30, Make(30));
+  EXPECT_EQ(cache.size(), 0u);
+}
+
 TEST(ContainerReadCacheTest, EvictedEntryStaysValidForHolder) {
   ContainerReadCache cache(1);
   cache.Insert(1, Make(1));

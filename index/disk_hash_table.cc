@@ -94,7 +94,7 @@ size_t DiskHashTable::SlotsPerPage(size_t page_size, size_t key_size) {
 }
 
 DiskHashTable::DiskHashTable(const DiskHashTableOptions& options, Env* env)
-    : options_(options), env_(env), journal_path_(JournalPath(options.path)) {
+    : options_(options), env_(env), table_id_(TablePageCache::NewTableId()), journal_path_(JournalPath(options.path)) {
   entry_size_ = options.key_size + kSlotBytesAfterKey;
   slots_per_page_ = SlotsPerPage(options.page_size, options.key_size);
   SetGeometry(options.size_bytes);
@@ -360,6 +360,14 @@ Status DiskHashTable::ReadPage(uint64_t page_no, std::string* page) const {
   return CheckPage(page_no, page);
 }
 
+Status DiskHashTable::ReadPageCached(uint64_t page_no, std::string* page) const {
+  TablePageCache* cache = options_.page_cache.get();
+  if (cache != nullptr && cache->Lookup(table_id_, page_no, page)) return Status::OK();
+  DEDUPV1_RETURN_IF_ERROR(ReadPage(page_no, page));
+  if (cache != nullptr) cache->Insert(table_id_, page_no, *page);
+  return Status::OK();
+}
+
 namespace {
 
 // Index of |fp| in |page|, or -1.
@@ -415,7 +423,7 @@ Status DiskHashTable::Get(const Fingerprint& fp, ChunkIndexEntry* entry) {
     if (it != pending_.end()) {
       page = &it->second;
     } else {
-      DEDUPV1_RETURN_IF_ERROR(ReadPage(page_no, &buf));
+      DEDUPV1_RETURN_IF_ERROR(ReadPageCached(page_no, &buf));
       page = &buf;
     }
     int slot = FindSlot(*page, fp, options_.key_size, entry_size_);
@@ -442,7 +450,7 @@ Status DiskHashTable::Apply(const std::vector<Op>& ops) {
     auto it = pages.find(page_no);
     if (it == pages.end()) {
       std::string buf;
-      DEDUPV1_RETURN_IF_ERROR(ReadPage(page_no, &buf));
+      DEDUPV1_RETURN_IF_ERROR(ReadPageCached(page_no, &buf));
       it = pages.emplace(page_no, std::move(buf)).first;
     }
     *page = &it->second;
@@ -526,6 +534,13 @@ Status DiskHashTable::Apply(const std::vector<Op>& ops) {
   // written in place.
   {
     std::unique_lock<std::shared_mutex> w(pages_mu_);
+    // The cache takes the new images now, under the exclusive lock: no
+    // reader can put an older image back after this (table_page_cache.h).
+    if (options_.page_cache) {
+      for (const auto& [page_no, image] : images) {
+        if (page_no != 0) options_.page_cache->Insert(table_id_, page_no, image);
+      }
+    }
     pending_ = std::move(images);
     entry_count_ = count;
   }

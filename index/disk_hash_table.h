@@ -50,6 +50,7 @@
 #include "core/base/status.h"
 #include "index/chunk_index_entry.h"
 #include "index/chunk_table.h"
+#include "index/table_page_cache.h"
 
 namespace dedupv1 {
 
@@ -64,6 +65,9 @@ struct DiskHashTableOptions {
   // online, index/growable_hash_table.h): size_bytes then only sizes a new
   // file. Without it a size that differs from the header is refused.
   bool adopt_file_size = false;
+  // Bucket pages kept in memory (iCache, index/table_page_cache.h); shared
+  // by the tables of a growth. Null: every page is read from the file.
+  std::shared_ptr<TablePageCache> page_cache;
 };
 
 class DiskHashTable : public ChunkTable {
@@ -160,6 +164,11 @@ class DiskHashTable : public ChunkTable {
   // Reads bucket page |page_no| from the file and checks it (an all-zero page
   // becomes a formatted empty page).
   Status ReadPage(uint64_t page_no, std::string* page) const;
+  // ReadPage through the page cache (if any): its image if cached, else the
+  // file's, which the cache then keeps. The caller holds apply_mu_ or
+  // pages_mu_ (shared), so no install of the page runs meanwhile (the
+  // cache's invariant, index/table_page_cache.h).
+  Status ReadPageCached(uint64_t page_no, std::string* page) const;
   Status CheckPage(uint64_t page_no, std::string* page) const;
   // Pages per sequential read of Verify and ForEachEntry.
   static constexpr uint64_t kRunPages = 256;
@@ -178,6 +187,7 @@ class DiskHashTable : public ChunkTable {
 
   const DiskHashTableOptions options_;
   Env* const env_;
+  const uint64_t table_id_;  // this table's pages in options_.page_cache
   const std::string journal_path_;
   uint64_t size_bytes_ = 0;
   uint64_t bucket_count_ = 0;

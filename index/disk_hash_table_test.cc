@@ -106,6 +106,70 @@ TEST_F(DiskHashTableTest, CreateReopenKeepsEntries) {
   EXPECT_EQ(pages, t->bucket_count() + 1);
 }
 
+// With a page cache (iCache, index/table_page_cache.h): lookups of pages
+// read before are hits, and every batch's new page images replace the
+// cached ones, so no lookup ever answers from an older page; a table of its
+// own (another id) shares the cache without mixing pages; a cache too small
+// for the table evicts and counts ghost hits.
+TEST_F(DiskHashTableTest, PageCacheAnswersAsTheFileDoesAcrossBatches) {
+  auto o = Options();
+  o.page_cache = std::make_shared<TablePageCache>(1 << 20);
+  auto t = MustOpen(o);
+  ASSERT_TRUE(t);
+  std::map<uint64_t, ChunkIndexEntry> want;
+  std::vector<DiskHashTable::Op> ops;
+  PutSeeds(0, 300, &want, &ops);
+  ASSERT_TRUE(t->Apply(ops).ok());
+  for (auto& [i, e] : want) ExpectEntry(t.get(), FpFromSeed(i), e);
+  const TablePageCache::Counters first = o.page_cache->counters();
+  EXPECT_GT(first.hits, 0u) << "the batch's images are cached";
+  // Change every entry, erase some, many times: each Get must see the last batch.
+  for (int round = 0; round < 5; round++) {
+    ops.clear();
+    for (uint64_t i = 0; i < 300; i++) {
+      if ((i + round) % 7 == 0) {
+        ops.push_back(Erase(FpFromSeed(i)));
+        want.erase(i);
+      } else {
+        want[i] = Entry(1000 * (round + 1) + i, static_cast<uint32_t>(round));
+        ops.push_back(Put(FpFromSeed(i), want[i]));
+      }
+    }
+    ASSERT_TRUE(t->Apply(ops).ok());
+    for (uint64_t i = 0; i < 300; i++) {
+      ChunkIndexEntry got;
+      if (want.count(i) > 0) {
+        ExpectEntry(t.get(), FpFromSeed(i), want[i]);
+      } else {
+        EXPECT_TRUE(t->Get(FpFromSeed(i), &got).IsNotFound()) << "round " << round << " seed " << i;
+      }
+    }
+  }
+  // The file says the same (reopened without the cache).
+  t.reset();
+  auto plain = MustOpen(Options());
+  for (auto& [i, e] : want) ExpectEntry(plain.get(), FpFromSeed(i), e);
+  plain.reset();
+
+  // Another table in the same cache: its pages are its own.
+  auto other_options = Options();
+  other_options.path = dir_.Sub("other");
+  other_options.page_cache = o.page_cache;
+  auto other = MustOpen(other_options);
+  ChunkIndexEntry got;
+  for (uint64_t i = 0; i < 300; i++) EXPECT_TRUE(other->Get(FpFromSeed(i), &got).IsNotFound());
+
+  // A cache of 8 pages for a table of 255: evictions, and ghost hits on pages read again.
+  o.page_cache->SetCapacity(8 * 4096);
+  auto again = MustOpen(o);
+  for (int pass = 0; pass < 2; pass++) {
+    for (auto& [i, e] : want) ExpectEntry(again.get(), FpFromSeed(i), e);
+  }
+  const TablePageCache::Counters c = o.page_cache->counters();
+  EXPECT_LE(c.used_bytes, 8u * 4096);
+  EXPECT_GT(c.ghost_hits, 0u);
+}
+
 TEST_F(DiskHashTableTest, RefusesOptionMismatch) {
   auto o = Options();
   {

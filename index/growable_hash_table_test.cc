@@ -95,14 +95,26 @@ void StepToEnd(GrowableHashTable* t) {
 class GrowableHashTableTest : public ::testing::Test {
  protected:
   std::string Path() const { return dir_.Sub("chunk-index"); }
+  // A growth step by step with puts, updates and erases between the steps.
+  void GrowWhileApplying(const GrowableHashTableOptions& o);
   test::TempDir dir_;
 };
 
 // A growth step by step while puts, updates and erases go on: every step
 // leaves every entry readable with its newest value, and the grown table
 // replaces the old one under its name.
-TEST_F(GrowableHashTableTest, GrowsWhileApplyGoesOnAndKeepsEveryEntry) {
+TEST_F(GrowableHashTableTest, GrowsWhileApplyGoesOnAndKeepsEveryEntry) { GrowWhileApplying(Options(Path())); }
+
+// The same with a page cache (iCache) shared by both tables of the growth:
+// no lookup answers from a page of the wrong table or an older batch.
+TEST_F(GrowableHashTableTest, GrowsWithAPageCacheAndKeepsEveryEntry) {
   auto o = Options(Path());
+  o.table.page_cache = std::make_shared<TablePageCache>(64 << 10);
+  GrowWhileApplying(o);
+  EXPECT_GT(o.table.page_cache->counters().hits, 0u);
+}
+
+void GrowableHashTableTest::GrowWhileApplying(const GrowableHashTableOptions& o) {
   auto t = MustOpen(o);
   Model model;
   std::vector<Fingerprint> gone;

@@ -297,6 +297,13 @@ Status DedupSystem::OpenStores() {
     chunk_index_options.claims.journal_slot = options_.rados.gateway;
     store->AcceptForeignContainers();
   }
+  if (options_.cache_budget > 0) {
+    // iCache (core/engine/cache_budget.h): half the budget each to start.
+    cache_budget_ = std::make_unique<CacheBudget>(options_.cache_budget);
+    page_cache_ = std::make_shared<TablePageCache>(cache_budget_->index_bytes());
+    chunk_index_options.table.page_cache = page_cache_;
+    ApplyCacheSplit();
+  }
   s = ChunkIndex::Open(chunk_index_options, env_, is_committed, &chunk_index_);
   if (!s.ok()) return s.WithContext("open chunk index " + options_.chunk_index.table.path);
   DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.block_index.path)));
@@ -1039,6 +1046,7 @@ void DedupSystem::CheckpointLoop() {
     // the leader can finalize, gc_epoch_follower.h); not while paused, which
     // forbids checkpoints: the slot then holds finalization back.
     if (s.ok() && !paused && !stop_.load() && gc_epochs_) NoteFollow(gc_epochs_->Follow());
+    StepCacheBudget();
     if (s.ok() && idle_work && !paused && !stop_.load() && gc_->HasWork()) {
       s = gc_->Run();
       if (!s.ok()) RecordError(s);
@@ -1233,6 +1241,43 @@ Status DedupSystem::Sync() {
     SetErrorLocked(Status::OK());
   }
   return s;
+}
+
+void DedupSystem::ApplyCacheSplit() {
+  page_cache_->SetCapacity(cache_budget_->index_bytes());
+  chunk_store_->SetReadCacheContainers(
+      std::max<uint64_t>(1, cache_budget_->read_bytes() / options_.chunk_store.container_size));
+}
+
+void DedupSystem::StepCacheBudget() {
+  if (!cache_budget_) return;
+  const TablePageCache::Counters index = page_cache_->counters();
+  const ChunkStoreStats store = chunk_store_->stats();
+  std::lock_guard<std::mutex> l(cache_mu_);
+  if (cache_budget_->Step({index.hits, index.misses, index.ghost_hits},
+                          {store.read_cache_hits, store.read_cache_misses, store.read_cache_ghost_hits})) {
+    ApplyCacheSplit();
+  }
+}
+
+DedupSystem::CacheInfo DedupSystem::cache_info() const {
+  CacheInfo info;
+  if (!cache_budget_) return info;
+  info.enabled = true;
+  info.index = page_cache_->counters();
+  const ChunkStoreStats store = chunk_store_->stats();
+  info.read_hits = store.read_cache_hits;
+  info.read_misses = store.read_cache_misses;
+  info.read_ghost_hits = store.read_cache_ghost_hits;
+  info.read_capacity_containers = store.read_cache_capacity;
+  std::lock_guard<std::mutex> l(cache_mu_);
+  info.budget_bytes = cache_budget_->budget();
+  info.index_bytes = cache_budget_->index_bytes();
+  info.read_bytes = cache_budget_->read_bytes();
+  info.steps = cache_budget_->steps();
+  info.moves_to_index = cache_budget_->moves_to_index();
+  info.moves_to_read = cache_budget_->moves_to_read();
+  return info;
 }
 
 void DedupSystem::StartBackgroundDedup() {

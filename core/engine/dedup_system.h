@@ -25,6 +25,7 @@
 
 #include "chunkstore/chunk_store.h"
 #include "core/engine/background_dedup.h"
+#include "core/engine/cache_budget.h"
 #include "core/engine/block_locks.h"
 #include "core/engine/cluster_gc.h"
 #include "core/engine/cluster_gc_rules.h"
@@ -47,6 +48,7 @@
 #include "filters/filter_chain.h"
 #include "index/block_index.h"
 #include "index/chunk_index.h"
+#include "index/table_page_cache.h"
 #include "log/log_event.h"
 #include "log/operations_log.h"
 
@@ -155,6 +157,27 @@ class DedupSystem {
   // are candidates. Aborted once Close started.
   Status RunGc();
   GcStats gc_stats() const;
+
+  // iCache (cache.budget, core/engine/cache_budget.h): the split of the
+  // budget and both caches' counters. enabled false without a budget.
+  struct CacheInfo {
+    bool enabled = false;
+    uint64_t budget_bytes = 0;
+    uint64_t index_bytes = 0;  // the chunk index table's page cache share
+    uint64_t read_bytes = 0;   // the container read cache's share
+    TablePageCache::Counters index;
+    uint64_t read_hits = 0;
+    uint64_t read_misses = 0;
+    uint64_t read_ghost_hits = 0;
+    uint64_t read_capacity_containers = 0;
+    uint64_t steps = 0;  // split decisions taken (one per 4096 cache accesses)
+    uint64_t moves_to_index = 0;
+    uint64_t moves_to_read = 0;
+  };
+  CacheInfo cache_info() const;
+  // Takes a split decision if one is due (the checkpoint thread does so
+  // every tick); public for tests.
+  void StepCacheBudget();
 
   // One round of the out-of-band volumes' pass now (core/engine/background_dedup.h),
   // unthrottled; |ignore_hotspots| takes every block written so far for
@@ -300,6 +323,11 @@ class DedupSystem {
   std::unique_ptr<GarbageCollector> gc_;
   std::unique_ptr<ClusterIndexGc> cluster_gc_;  // cluster scope only: the index rounds (design-15 2.6)
   std::unique_ptr<BackgroundDedup> background_;  // the out-of-band volumes' pass
+  // iCache (cache.budget): both null without a budget. cache_budget_ is
+  // guarded by cache_mu_; the caches lock themselves.
+  std::shared_ptr<TablePageCache> page_cache_;
+  std::unique_ptr<CacheBudget> cache_budget_;
+  mutable std::mutex cache_mu_;
   std::unique_ptr<GcEpochFollower> gc_epochs_;  // cluster scope only: this slot's GC epoch and safe epoch
   mutable std::mutex follow_mu_;
   std::string follow_error_;  // guarded by follow_mu_: of the last failed Follow/Advance, "" after a success
@@ -342,6 +370,9 @@ class DedupSystem {
   std::shared_ptr<const std::vector<Volume*>> Served() const { return served_.load(); }
   // The ids of the served volumes whose policy is out-of-band.
   std::vector<uint32_t> OutOfBandVolumes() const;
+  // Gives both caches their share of cache_budget_ (page cache bytes, read
+  // cache containers).
+  void ApplyCacheSplit();
   // Makes and starts the pass of out-of-band volumes (Init's last step).
   void StartBackgroundDedup();
   void PublishServedLocked();  // |volumes_mu_| held: |served_| = the map's volumes

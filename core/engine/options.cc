@@ -1,5 +1,7 @@
 #include "core/engine/options.h"
 
+#include "core/engine/cache_budget.h"
+
 #include "core/base/chunker_registry.h"
 #include "core/base/fastcdc_chunker.h"
 #include "filters/filter_registry.h"
@@ -325,6 +327,7 @@ const ConfigKeyTable<Options>& Options::KeyTable() {
          o->selective_threshold = static_cast<uint32_t>(x);
          return Status::OK();
        }},
+      {"cache.budget", [](const std::string& v, Options* o) { return ParseSize(v, &o->cache_budget); }},
       {"dedup.background.rate", [](const std::string& v, Options* o) {
          return ParseSize(v, &o->background.rate_bytes_per_s);
        }},
@@ -439,6 +442,13 @@ Status Options::Finish() {
       }
     }
     return Status::InvalidArgument(msg);
+  }
+  if (cache_budget > 0 && cache_budget / CacheBudget::kFloorDivisor < chunk_store.container_size) {
+    return Status::InvalidArgument("cache.budget (" + std::to_string(cache_budget) + ") must be at least " +
+                                   std::to_string(CacheBudget::kFloorDivisor) + " containers (" +
+                                   std::to_string(CacheBudget::kFloorDivisor * chunk_store.container_size) +
+                                   " bytes at container.size " + std::to_string(chunk_store.container_size) +
+                                   "): the read cache keeps at least an eighth of it");
   }
   if (chunking.max_size * 2 > chunk_store.container_size) {
     return Status::InvalidArgument("chunking.max-size (" + std::to_string(chunking.max_size) +
@@ -595,6 +605,7 @@ std::string Options::SettingsToString() const {
     << "dedup.rewrite.sparse-bytes = " << rewrite.sparse_bytes << "\n"
     << "dedup.rewrite.limit = " << rewrite.limit << "\n"
     << "dedup.selective.threshold = " << selective_threshold << "\n"
+    << "cache.budget = " << cache_budget << "\n"
     << "dedup.background.rate = " << background.rate_bytes_per_s << "\n"
     << "dedup.background.period = " << background.period_ms << "ms\n"
     << "idle.throughput-threshold = " << idle.throughput_threshold << "\n"

@@ -71,6 +71,11 @@ struct Options {
   // dedup.selective.threshold: Select-Dedupe's threshold for volumes of
   // policy selective (core/engine/select_dedupe.h).
   uint32_t selective_threshold = kDefaultSelectiveThreshold;
+  // cache.budget: one memory budget for the chunk index's table page cache
+  // and the container read cache, split by their ghost hits
+  // (core/engine/cache_budget.h); 0 keeps container.read-cache and no page
+  // cache.
+  uint64_t cache_budget = 0;
   // dedup.background.*: the out-of-band volumes' pass (core/engine/background_dedup.h).
   BackgroundDedupOptions background;
   IdleOptions idle;  // when background work (replay, write-back, GC) runs

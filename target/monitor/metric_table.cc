@@ -29,6 +29,10 @@ const BackgroundDedup::Stats& MetricContext::background() const {
   if (!background_) background_ = system_->background_dedup_stats();
   return *background_;
 }
+const DedupSystem::CacheInfo& MetricContext::cache() const {
+  if (!cache_) cache_ = system_->cache_info();
+  return *cache_;
+}
 const OperationsLogStats& MetricContext::log() const {
   if (!log_) log_ = system_->log()->stats();
   return *log_;
@@ -720,6 +724,59 @@ std::vector<MetricRow> GcRows() {
   };
 }
 
+// iCache (cache.budget, core/engine/cache_budget.h): the split and both sides.
+std::vector<MetricRow> CacheRows() {
+  const auto on = [](C c) { return c.cache().enabled; };
+  return {
+      Row("cache", "enabled", U::kFlag, [](C c) -> Json { return c.cache().enabled; })
+          .Page(1, "Budget", R"js(v.enabled ? bytes(v.budget_bytes) : "fixed caches (cache.budget unset)")js"),
+      Row("cache", "budget_bytes", U::kBytes, [](C c) -> Json { return c.cache().budget_bytes; }).When(on)
+          .Gauge("dedupv1_cache_budget_bytes", "iCache's memory budget for the index page cache and the read cache."),
+      Row("cache", "index_bytes", U::kBytes, [](C c) -> Json { return c.cache().index_bytes; }).When(on)
+          .Gauge("dedupv1_cache_share_bytes", "Each cache's share of the budget.").Labeled("cache", "index")
+          .Page(2, "Split index / read", R"js(bytes(v.index_bytes) + " / " + bytes(v.read_bytes))js"),
+      Row("cache", "read_bytes", U::kBytes, [](C c) -> Json { return c.cache().read_bytes; }).When(on)
+          .Gauge("dedupv1_cache_share_bytes", "Each cache's share of the budget.").Labeled("cache", "read"),
+      Row("cache", "index_used_bytes", U::kBytes, [](C c) -> Json { return c.cache().index.used_bytes; }).When(on),
+      Row("cache", "index_hits", U::kCount, [](C c) -> Json { return c.cache().index.hits; }).When(on)
+          .Counter("dedupv1_cache_index_requests_total", "Lookups of iCache's index page cache by result.")
+          .Labeled("result", "hit"),
+      Row("cache", "index_misses", U::kCount, [](C c) -> Json { return c.cache().index.misses; }).When(on)
+          .Counter("dedupv1_cache_index_requests_total", "Lookups of iCache's index page cache by result.")
+          .Labeled("result", "miss"),
+      Row("cache", "index_ghost_hits", U::kCount, [](C c) -> Json { return c.cache().index.ghost_hits; }).When(on)
+          .Counter("dedupv1_cache_ghost_hits_total", "Misses of entries the cache evicted lately, by cache.")
+          .Labeled("cache", "index"),
+      Row("cache", "index_hit_ratio", U::kRatio,
+          [](C c) -> Json { return Fraction(c.cache().index.hits, c.cache().index.hits + c.cache().index.misses); })
+          .When(on)
+          .Page(3, "Index pages: hit rate, ghost hits",
+                R"js(pct(v.index_hit_ratio) + " of " + count(v.index_hits + v.index_misses) + ", " + count(v.index_ghost_hits))js"),
+      Row("cache", "read_hits", U::kCount, [](C c) -> Json { return c.cache().read_hits; }).When(on)
+          .Counter("dedupv1_cache_read_requests_total", "Lookups of iCache's container read cache by result.")
+          .Labeled("result", "hit"),
+      Row("cache", "read_misses", U::kCount, [](C c) -> Json { return c.cache().read_misses; }).When(on)
+          .Counter("dedupv1_cache_read_requests_total", "Lookups of iCache's container read cache by result.")
+          .Labeled("result", "miss"),
+      Row("cache", "read_ghost_hits", U::kCount, [](C c) -> Json { return c.cache().read_ghost_hits; }).When(on)
+          .Counter("dedupv1_cache_ghost_hits_total", "Misses of entries the cache evicted lately, by cache.")
+          .Labeled("cache", "read"),
+      Row("cache", "read_hit_ratio", U::kRatio,
+          [](C c) -> Json { return Fraction(c.cache().read_hits, c.cache().read_hits + c.cache().read_misses); })
+          .When(on)
+          .Page(4, "Containers: hit rate, ghost hits",
+                R"js(pct(v.read_hit_ratio) + " of " + count(v.read_hits + v.read_misses) + ", " + count(v.read_ghost_hits))js"),
+      Row("cache", "read_capacity_containers", U::kCount, [](C c) -> Json { return c.cache().read_capacity_containers; })
+          .When(on),
+      Row("cache", "steps", U::kCount, [](C c) -> Json { return c.cache().steps; }).When(on)
+          .Counter("dedupv1_cache_steps_total", "Split decisions iCache took (one per 4096 cache lookups).")
+          .Page(5, "Steps (to index / to read)",
+                R"js(count(v.steps) + " (" + count(v.moves_to_index) + " / " + count(v.moves_to_read) + ")")js"),
+      Row("cache", "moves_to_index", U::kCount, [](C c) -> Json { return c.cache().moves_to_index; }).When(on),
+      Row("cache", "moves_to_read", U::kCount, [](C c) -> Json { return c.cache().moves_to_read; }).When(on),
+  };
+}
+
 std::vector<MetricRow> IdleRows() {
   return {
       Row("idle", "available", U::kFlag, [](C) -> Json { return true; }),
@@ -861,7 +918,7 @@ const std::vector<MetricRow>& MetricTable() {
   static const std::vector<MetricRow>* table = [] {
     auto* t = new std::vector<MetricRow>;
     for (auto part : {DedupAndIoRows, VolumeAndFilterRows, ChunkIndexRows, BlockIndexRows, ContainerRows,
-                      LogRows, GcRows, IdleRows, BackendRows}) {
+                      LogRows, GcRows, CacheRows, IdleRows, BackendRows}) {
       for (MetricRow& r : part()) t->push_back(r);
     }
     return t;

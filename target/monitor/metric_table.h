@@ -47,6 +47,7 @@ class MetricContext {
   const GcStats& gc() const;
   const DedupSystem::IdleInfo& idle() const;
   const BackgroundDedup::Stats& background() const;
+  const DedupSystem::CacheInfo& cache() const;
   // Only while the system is open (the collector checks system()->log()).
   const OperationsLogStats& log() const;
 
@@ -67,6 +68,7 @@ class MetricContext {
   mutable std::optional<GcStats> gc_;
   mutable std::optional<DedupSystem::IdleInfo> idle_;
   mutable std::optional<BackgroundDedup::Stats> background_;
+  mutable std::optional<DedupSystem::CacheInfo> cache_;
   mutable std::optional<OperationsLogStats> log_;
 };
 

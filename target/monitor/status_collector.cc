@@ -212,6 +212,7 @@ Json StatusCollector::Stats() const {
   j["containers"] = ContainersJson(context);
   j["log"] = LogJson(context);
   j["gc"] = MetricSectionJson("gc", context);
+  j["cache"] = MetricSectionJson("cache", context);
   j["idle"] = MetricSectionJson("idle", context);
   j["backend"] = MetricSectionJson("backend", context);
   return j;

@@ -133,6 +133,10 @@ const char kPage[] = R"page(<!DOCTYPE html>
     <dl id="gc"></dl><p class="na" id="gc-na"></p>
   </section>
   <section>
+    <h2>Cache (iCache)</h2>
+    <dl id="cache"></dl>
+  </section>
+  <section>
     <h2>Idle state</h2>
     <dl id="idle"></dl><p class="na" id="idle-na"></p>
   </section>
@@ -284,6 +288,7 @@ function render(s) {
   const l = s.log;
   fillList("log", availability(l, "log", "log-na") ? pageLines("log", l) : []);
   fillList("gc", availability(s.gc, "gc", "gc-na") ? Object.entries(s.gc) : []);
+  if (s.cache) fillList("cache", pageLines("cache", s.cache));
   const i = s.idle;
   fillList("idle", availability(i, "idle", "idle-na") ? pageLines("idle", i) : []);
   if (s.backend) fillList("backend", presentLines("backend", s.backend));
