@@ -532,15 +532,16 @@ Status DiskHashTable::Apply(const std::vector<Op>& ops) {
   DEDUPV1_RETURN_IF_ERROR(WriteJournal(images));
   // From here the batch is durable: install it so readers see it while it is
   // written in place.
+  std::vector<uint64_t> replaced;
+  if (options_.page_cache) {
+    for (const auto& entry : images) replaced.push_back(entry.first);
+  }
   {
     std::unique_lock<std::shared_mutex> w(pages_mu_);
-    // The cache takes the new images now, under the exclusive lock: no
-    // reader can put an older image back after this (table_page_cache.h).
-    if (options_.page_cache) {
-      for (const auto& [page_no, image] : images) {
-        if (page_no != 0) options_.page_cache->Insert(table_id_, page_no, image);
-      }
-    }
+    // The cache forgets the replaced pages now, under the exclusive lock: no
+    // reader can put an older image back after this (table_page_cache.h);
+    // until the batch is in place, reads take its images from pending_.
+    if (options_.page_cache) options_.page_cache->Erase(table_id_, replaced);
     pending_ = std::move(images);
     entry_count_ = count;
   }

@@ -113,7 +113,7 @@ TEST_F(DiskHashTableTest, CreateReopenKeepsEntries) {
 // for the table evicts and counts ghost hits.
 TEST_F(DiskHashTableTest, PageCacheAnswersAsTheFileDoesAcrossBatches) {
   auto o = Options();
-  o.page_cache = std::make_shared<TablePageCache>(1 << 20);
+  o.page_cache = std::make_shared<TablePageCache>(1 << 20, 4096);
   auto t = MustOpen(o);
   ASSERT_TRUE(t);
   std::map<uint64_t, ChunkIndexEntry> want;
@@ -122,7 +122,7 @@ TEST_F(DiskHashTableTest, PageCacheAnswersAsTheFileDoesAcrossBatches) {
   ASSERT_TRUE(t->Apply(ops).ok());
   for (auto& [i, e] : want) ExpectEntry(t.get(), FpFromSeed(i), e);
   const TablePageCache::Counters first = o.page_cache->counters();
-  EXPECT_GT(first.hits, 0u) << "the batch's images are cached";
+  EXPECT_GT(first.hits, 0u) << "pages read once answer the lookups of their other entries";
   // Change every entry, erase some, many times: each Get must see the last batch.
   for (int round = 0; round < 5; round++) {
     ops.clear();

@@ -109,7 +109,7 @@ TEST_F(GrowableHashTableTest, GrowsWhileApplyGoesOnAndKeepsEveryEntry) { GrowWhi
 // no lookup answers from a page of the wrong table or an older batch.
 TEST_F(GrowableHashTableTest, GrowsWithAPageCacheAndKeepsEveryEntry) {
   auto o = Options(Path());
-  o.table.page_cache = std::make_shared<TablePageCache>(64 << 10);
+  o.table.page_cache = std::make_shared<TablePageCache>(64 << 10, 512);
   GrowWhileApplying(o);
   EXPECT_GT(o.table.page_cache->counters().hits, 0u);
 }

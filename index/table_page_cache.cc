@@ -5,7 +5,8 @@
 
 namespace dedupv1 {
 
-TablePageCache::TablePageCache(uint64_t capacity_bytes) : capacity_bytes_(capacity_bytes) {
+TablePageCache::TablePageCache(uint64_t capacity_bytes, size_t page_size)
+    : page_bytes_(std::max<uint64_t>(1, page_size)), capacity_bytes_(capacity_bytes) {
   std::lock_guard<std::mutex> l(mu_);
   SizeGhostsLocked();
 }
@@ -16,7 +17,7 @@ uint64_t TablePageCache::NewTableId() {
 }
 
 bool TablePageCache::Lookup(uint64_t table, uint64_t page_no, std::string* page) {
-  const uint64_t key = Key(table, page_no);
+  const Key key{table, page_no};
   std::lock_guard<std::mutex> l(mu_);
   auto it = map_.find(key);
   if (it == map_.end()) {
@@ -31,9 +32,8 @@ bool TablePageCache::Lookup(uint64_t table, uint64_t page_no, std::string* page)
 }
 
 void TablePageCache::Insert(uint64_t table, uint64_t page_no, const std::string& page) {
-  const uint64_t key = Key(table, page_no);
+  const Key key{table, page_no};
   std::lock_guard<std::mutex> l(mu_);
-  page_bytes_ = std::max<uint64_t>(1, page.size());
   if (capacity_bytes_ < page.size()) return;  // no room for even one page
   auto it = map_.find(key);
   if (it != map_.end()) {
@@ -47,6 +47,17 @@ void TablePageCache::Insert(uint64_t table, uint64_t page_no, const std::string&
   }
   used_bytes_ += page.size();
   EvictLocked();
+}
+
+void TablePageCache::Erase(uint64_t table, const std::vector<uint64_t>& page_nos) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (uint64_t page_no : page_nos) {
+    auto it = map_.find(Key{table, page_no});
+    if (it == map_.end()) continue;
+    used_bytes_ -= it->second->page.size();
+    lru_.erase(it->second);
+    map_.erase(it);
+  }
 }
 
 void TablePageCache::SetCapacity(uint64_t bytes) {

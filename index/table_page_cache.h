@@ -5,10 +5,12 @@
 // id, page number): the tables of an online growth share one cache, and a
 // table's id is never reused.
 //
-// Invariant: an entry is the page's current content. A table inserts each
-// page image it installs (DiskHashTable::Apply, under its exclusive page
-// lock) and inserts a page read from its file only under its shared page
-// lock, so a read of an older image can never land after the install.
+// Invariant: an entry is the page's current content. A table erases the
+// pages of each batch it installs (DiskHashTable::Apply, under its exclusive
+// page lock; until the batch is in place its reads take the batch's images)
+// and inserts a page read from its file only under its shared page lock (or
+// while no batch is pending), so a read of an older image can never land
+// after the install.
 //
 // Counts hits, misses and ghost hits (misses of pages evicted lately: the
 // cache's share would have held them had it been ~10% larger), which
@@ -16,11 +18,14 @@
 // Thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/base/ghost_list.h"
 
@@ -36,7 +41,8 @@ class TablePageCache {
     uint64_t used_bytes = 0;
   };
 
-  explicit TablePageCache(uint64_t capacity_bytes);
+  // |page_size|: the tables' page size (sizes the ghost list).
+  TablePageCache(uint64_t capacity_bytes, size_t page_size);
   TablePageCache(const TablePageCache&) = delete;
   TablePageCache& operator=(const TablePageCache&) = delete;
 
@@ -49,6 +55,8 @@ class TablePageCache {
   bool Lookup(uint64_t table, uint64_t page_no, std::string* page);
   // Adds or replaces the page (most recently used), evicting beyond capacity.
   void Insert(uint64_t table, uint64_t page_no, const std::string& page);
+  // Forgets the pages |page_nos| of table |table| (a batch is replacing them).
+  void Erase(uint64_t table, const std::vector<uint64_t>& page_nos);
 
   // The cache holds at most |bytes| from now on (shrinking evicts at once);
   // its ghost list remembers about a tenth of that in pages.
@@ -56,21 +64,28 @@ class TablePageCache {
   Counters counters() const;
 
  private:
+  struct Key {
+    uint64_t table;
+    uint64_t page_no;
+    bool operator==(const Key& o) const { return table == o.table && page_no == o.page_no; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.table * 0x9e3779b97f4a7c15ull ^ k.page_no); }
+  };
   struct Entry {
-    uint64_t key;
+    Key key;
     std::string page;
   };
-  static uint64_t Key(uint64_t table, uint64_t page_no) { return (table << 40) | page_no; }
   void EvictLocked();
   void SizeGhostsLocked();
 
+  const uint64_t page_bytes_;  // for sizing the ghost list
   mutable std::mutex mu_;
   uint64_t capacity_bytes_;
   uint64_t used_bytes_ = 0;
-  uint64_t page_bytes_ = 4096;  // the last page size seen, for sizing the ghost list
   std::list<Entry> lru_;  // front = most recently used
-  std::unordered_map<uint64_t, std::list<Entry>::iterator> map_;
-  GhostList<uint64_t> ghosts_;
+  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> map_;
+  GhostList<Key, KeyHash> ghosts_;
   Counters counters_;
 };
 

@@ -10,7 +10,7 @@ namespace {
 std::string Page(char c) { return std::string(4096, c); }
 
 TEST(TablePageCacheTest, KeepsTheMostRecentlyUsedPagesWithinItsBytes) {
-  TablePageCache cache(3 * 4096);
+  TablePageCache cache(3 * 4096, 4096);
   const uint64_t t = TablePageCache::NewTableId();
   std::string got;
   EXPECT_FALSE(cache.Lookup(t, 1, &got));
@@ -32,10 +32,15 @@ TEST(TablePageCacheTest, KeepsTheMostRecentlyUsedPagesWithinItsBytes) {
   EXPECT_EQ(c.capacity_bytes, 3u * 4096);
   // Pages of another table never answer for this one's.
   EXPECT_FALSE(cache.Lookup(TablePageCache::NewTableId(), 3, &got));
+  // A batch replacing pages 3 and 9 (not cached) makes the cache forget 3.
+  cache.Erase(t, {3, 9});
+  EXPECT_FALSE(cache.Lookup(t, 3, &got));
+  EXPECT_EQ(cache.counters().used_bytes, 2u * 4096);
+  EXPECT_TRUE(cache.Lookup(t, 1, &got));
 }
 
 TEST(TablePageCacheTest, MissesOfPagesEvictedLatelyAreGhostHits) {
-  TablePageCache cache(20 * 4096);  // ghosts: a tenth, 2 pages
+  TablePageCache cache(20 * 4096, 4096);  // ghosts: a tenth, 2 pages
   const uint64_t t = TablePageCache::NewTableId();
   for (uint64_t p = 0; p < 23; p++) cache.Insert(t, p, Page('x'));  // evicts 0, 1, 2
   std::string got;
@@ -47,7 +52,7 @@ TEST(TablePageCacheTest, MissesOfPagesEvictedLatelyAreGhostHits) {
 }
 
 TEST(TablePageCacheTest, ShrinkingEvictsAtOnceAndZeroHoldsNothing) {
-  TablePageCache cache(10 * 4096);
+  TablePageCache cache(10 * 4096, 4096);
   const uint64_t t = TablePageCache::NewTableId();
   for (uint64_t p = 0; p < 10; p++) cache.Insert(t, p, Page('y'));
   cache.SetCapacity(4 * 4096);

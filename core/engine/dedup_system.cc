@@ -300,7 +300,7 @@ Status DedupSystem::OpenStores() {
   if (options_.cache_budget > 0) {
     // iCache (core/engine/cache_budget.h): half the budget each to start.
     cache_budget_ = std::make_unique<CacheBudget>(options_.cache_budget);
-    page_cache_ = std::make_shared<TablePageCache>(cache_budget_->index_bytes());
+    page_cache_ = std::make_shared<TablePageCache>(cache_budget_->index_bytes(), options_.chunk_index.table.page_size);
     chunk_index_options.table.page_cache = page_cache_;
     ApplyCacheSplit();
   }
@@ -1251,9 +1251,10 @@ void DedupSystem::ApplyCacheSplit() {
 
 void DedupSystem::StepCacheBudget() {
   if (!cache_budget_) return;
+  // The counters are read under the lock, so two steps never see them out of order.
+  std::lock_guard<std::mutex> l(cache_mu_);
   const TablePageCache::Counters index = page_cache_->counters();
   const ChunkStoreStats store = chunk_store_->stats();
-  std::lock_guard<std::mutex> l(cache_mu_);
   if (cache_budget_->Step({index.hits, index.misses, index.ghost_hits},
                           {store.read_cache_hits, store.read_cache_misses, store.read_cache_ghost_hits})) {
     ApplyCacheSplit();
@@ -1264,13 +1265,13 @@ DedupSystem::CacheInfo DedupSystem::cache_info() const {
   CacheInfo info;
   if (!cache_budget_) return info;
   info.enabled = true;
+  std::lock_guard<std::mutex> l(cache_mu_);  // the split and the capacities agree
   info.index = page_cache_->counters();
   const ChunkStoreStats store = chunk_store_->stats();
   info.read_hits = store.read_cache_hits;
   info.read_misses = store.read_cache_misses;
   info.read_ghost_hits = store.read_cache_ghost_hits;
   info.read_capacity_containers = store.read_cache_capacity;
-  std::lock_guard<std::mutex> l(cache_mu_);
   info.budget_bytes = cache_budget_->budget();
   info.index_bytes = cache_budget_->index_bytes();
   info.read_bytes = cache_budget_->read_bytes();

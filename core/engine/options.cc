@@ -503,6 +503,11 @@ Status Options::FinishStorageBackend() {
                                      "chunk index: a copy stored again would move every gateway's entry)");
     }
   }
+  if (cache_budget > 0 && storage_backend != "local") {
+    return Status::InvalidArgument("cache.budget needs the chunk index table on local disk (storage.backend = local): "
+                                   "a table in RADOS has no page cache to give a share to; size container.read-cache "
+                                   "instead");
+  }
   if (chunk_index.cluster_scope && rewrite.enabled) {
     return Status::InvalidArgument("dedup.rewrite = sparse needs storage.rados.dedup-scope = gateway (a cluster-scope "
                                    "store shares its chunk index: a rewritten copy would move every gateway's entry)");

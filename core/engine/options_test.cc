@@ -143,6 +143,7 @@ TEST(OptionsTest, VolumePolicyIsParsedRefusedAndRoundTrips) {
 
   ExpectRefused("volume = v 1G policy=fast\n", {"test.conf:1", "v", "inline, selective, out-of-band or off", "fast"});
   ExpectRefused("dedup.background.period = 10ms\n", {"dedup.background.period", "100ms to 24h"});
+  ExpectRefused("data-dir = /tmp/x\nstorage.backend = rados\ncache.budget = 64M\n", {"cache.budget", "local"});
   Options oob;
   s = FromText("volume = e 1G policy=out-of-band\ndedup.background.period = 2s\ndedup.background.rate = 5M\n", &oob);
   ASSERT_TRUE(s.ok()) << s.ToString();

@@ -288,7 +288,7 @@ function render(s) {
   const l = s.log;
   fillList("log", availability(l, "log", "log-na") ? pageLines("log", l) : []);
   fillList("gc", availability(s.gc, "gc", "gc-na") ? Object.entries(s.gc) : []);
-  if (s.cache) fillList("cache", pageLines("cache", s.cache));
+  if (s.cache) fillList("cache", s.cache.enabled ? pageLines("cache", s.cache) : [["Budget", "fixed caches (cache.budget unset)"]]);
   const i = s.idle;
   fillList("idle", availability(i, "idle", "idle-na") ? pageLines("idle", i) : []);
   if (s.backend) fillList("backend", presentLines("backend", s.backend));
