@@ -10,61 +10,37 @@ size_t GhostCapacity(size_t capacity) { return std::max<size_t>(1, capacity / 10
 
 }  // namespace
 
-ContainerReadCache::ContainerReadCache(size_t capacity) : capacity_(capacity), ghosts_(GhostCapacity(capacity)) {}
+ContainerReadCache::ContainerReadCache(size_t capacity) : lru_(capacity, GhostCapacity(capacity)) {}
 
 std::shared_ptr<const Container> ContainerReadCache::Lookup(ContainerId id) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = map_.find(id);
-  if (it == map_.end()) {
+  bool ghost_hit = false;
+  std::shared_ptr<const Container>* c = lru_.Lookup(id, &ghost_hit);
+  if (c == nullptr) {
     misses_.fetch_add(1, std::memory_order_relaxed);
-    if (ghosts_.Take(id)) ghost_hits_.fetch_add(1, std::memory_order_relaxed);
+    if (ghost_hit) ghost_hits_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   hits_.fetch_add(1, std::memory_order_relaxed);
-  lru_.splice(lru_.begin(), lru_, it->second);
-  return it->second->second;
+  return *c;
 }
 
 void ContainerReadCache::Insert(ContainerId id, std::shared_ptr<const Container> container) {
-  std::vector<std::shared_ptr<const Container>> evicted;  // released after the lock
+  Evicted evicted;
   std::lock_guard<std::mutex> l(mu_);
-  if (capacity_ == 0) return;
-  auto it = map_.find(id);
-  if (it != map_.end()) {
-    it->second->second = std::move(container);
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return;
-  }
-  ghosts_.Erase(id);
-  lru_.emplace_front(id, std::move(container));
-  map_[id] = lru_.begin();
-  EvictLocked(&evicted);
+  lru_.Insert(id, std::move(container), 1, &evicted);
 }
 
 void ContainerReadCache::Erase(ContainerId id) {
   std::lock_guard<std::mutex> l(mu_);
-  ghosts_.Erase(id);  // gone from the store: a later miss says nothing about the cache's size
-  auto it = map_.find(id);
-  if (it == map_.end()) return;
-  lru_.erase(it->second);
-  map_.erase(it);
+  lru_.ForgetGhost(id);  // gone from the store: a later miss says nothing about the cache's size
+  lru_.Erase(id);
 }
 
 void ContainerReadCache::SetCapacity(size_t capacity) {
-  std::vector<std::shared_ptr<const Container>> evicted;  // released after the lock
+  Evicted evicted;
   std::lock_guard<std::mutex> l(mu_);
-  capacity_ = capacity;
-  ghosts_.set_capacity(GhostCapacity(capacity));
-  EvictLocked(&evicted);
-}
-
-void ContainerReadCache::EvictLocked(std::vector<std::shared_ptr<const Container>>* out) {
-  while (lru_.size() > capacity_) {
-    out->push_back(std::move(lru_.back().second));
-    ghosts_.Add(lru_.back().first);
-    map_.erase(lru_.back().first);
-    lru_.pop_back();
-  }
+  lru_.SetCapacity(capacity, GhostCapacity(capacity), &evicted);
 }
 
 size_t ContainerReadCache::size() const {
@@ -74,7 +50,7 @@ size_t ContainerReadCache::size() const {
 
 size_t ContainerReadCache::capacity() const {
   std::lock_guard<std::mutex> l(mu_);
-  return capacity_;
+  return lru_.capacity();
 }
 
 }  // namespace dedupv1

@@ -14,15 +14,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "chunkstore/container.h"
-#include "core/base/ghost_list.h"
+#include "core/base/ghost_lru.h"
 #include "core/base/types.h"
 
 namespace dedupv1 {
@@ -48,17 +46,10 @@ class ContainerReadCache {
   uint64_t ghost_hits() const { return ghost_hits_.load(std::memory_order_relaxed); }
 
  private:
-  using Entry = std::pair<ContainerId, std::shared_ptr<const Container>>;
-
-  // Evicts beyond capacity_; the evicted containers are handed to |out| so
-  // they are released after the lock.
-  void EvictLocked(std::vector<std::shared_ptr<const Container>>* out);
+  using Evicted = std::vector<std::shared_ptr<const Container>>;  // released after the lock
 
   mutable std::mutex mu_;
-  size_t capacity_;  // guarded by mu_
-  std::list<Entry> lru_;  // front = most recently used
-  std::unordered_map<ContainerId, std::list<Entry>::iterator> map_;
-  GhostList<ContainerId> ghosts_;
+  GhostLru<ContainerId, std::shared_ptr<const Container>> lru_;  // guarded by mu_; charge 1 per container
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
   std::atomic<uint64_t> ghost_hits_{0};

@@ -21,13 +21,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "core/base/ghost_list.h"
+#include "core/base/ghost_lru.h"
 
 namespace dedupv1 {
 
@@ -72,20 +70,12 @@ class TablePageCache {
   struct KeyHash {
     size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.table * 0x9e3779b97f4a7c15ull ^ k.page_no); }
   };
-  struct Entry {
-    Key key;
-    std::string page;
-  };
-  void EvictLocked();
-  void SizeGhostsLocked();
+  // The ghost list: a tenth of |capacity_bytes| in pages (at least one).
+  size_t GhostPages(uint64_t capacity_bytes) const;
 
   const uint64_t page_bytes_;  // for sizing the ghost list
   mutable std::mutex mu_;
-  uint64_t capacity_bytes_;
-  uint64_t used_bytes_ = 0;
-  std::list<Entry> lru_;  // front = most recently used
-  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> map_;
-  GhostList<Key, KeyHash> ghosts_;
+  GhostLru<Key, std::string, KeyHash> lru_;  // guarded by mu_; charge: the page's bytes
   Counters counters_;
 };
 
