@@ -159,8 +159,7 @@ Status BackgroundDedup::RunRound(const std::vector<uint32_t>& volumes, bool igno
       if (stopping() || (pace && !pace(parts_.block_size))) {
         return Finish(Status::Aborted("background dedup: the system is closing"), hot, pending);
       }
-      bool remapped = false;
-      s = ExamineBlock(BlockId{volume, block}, version, &remapped);
+      s = ExamineBlock(BlockId{volume, block}, version);
       if (s.ok()) continue;
       // One block's trouble (a damaged record, a full disk) does not hold
       // the others up: it is tried again in a later round.
@@ -192,8 +191,7 @@ Status BackgroundDedup::Finish(const Status& result, uint64_t hot, uint64_t pend
   return result;
 }
 
-Status BackgroundDedup::ExamineBlock(const BlockId& id, uint64_t version, bool* remapped) {
-  *remapped = false;
+Status BackgroundDedup::ExamineBlock(const BlockId& id, uint64_t version) {
   {
     std::lock_guard<std::mutex> l(mu_);
     stats_.blocks_examined++;
@@ -240,7 +238,6 @@ Status BackgroundDedup::ExamineBlock(const BlockId& id, uint64_t version, bool* 
     return Status::OK();
   }
   DEDUPV1_RETURN_IF_ERROR(parts_.pipeline->InstallMapping(id, &now, &remapped_mapping));
-  *remapped = true;
   std::lock_guard<std::mutex> l(mu_);
   stats_.blocks_remapped++;
   stats_.chunks_remapped += chunks;

@@ -122,6 +122,7 @@ class BackgroundDedup {
   // block above the volume's done mark is examined and remapped where the
   // index names another committed copy. |ignore_hotspots|: every block
   // written up to now counts as cold (an admin's or a test's full pass).
+  // |pace| may be null: unthrottled (Stop still ends the round).
   Status RunRound(const std::vector<uint32_t>& volumes, bool ignore_hotspots, const Pace& pace);
   // Whether a round over |volumes| has blocks it could examine now: a done
   // mark below the cold limit (a period started since, or a round failed).
@@ -135,9 +136,9 @@ class BackgroundDedup {
   // many in one volume the round ends there and the volume's mark stays.
   static constexpr size_t kMaxRetries = 4096;
 
-  // Examines one block (version |version| when walked); |remapped| tells
-  // whether a new mapping was installed.
-  Status ExamineBlock(const BlockId& id, uint64_t version, bool* remapped);
+  // Examines one block (version |version| when walked) and installs its
+  // remapped mapping if any item names another copy than the index's.
+  Status ExamineBlock(const BlockId& id, uint64_t version);
   // Records the end of a round (an Aborted one is no failure).
   Status Finish(const Status& result, uint64_t hot, uint64_t pending);
   // The thread's pace: options_.rate while |idle| says busy.

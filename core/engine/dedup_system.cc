@@ -1309,7 +1309,8 @@ std::vector<uint32_t> DedupSystem::OutOfBandVolumes() const {
 
 Status DedupSystem::RunBackgroundDedup(bool ignore_hotspots) {
   if (stop_.load() || !background_) return Status::Aborted("system is shutting down");
-  return background_->RunRound(OutOfBandVolumes(), ignore_hotspots, [this](uint64_t) { return !stop_.load(); });
+  // No pace: the round is the caller's, unthrottled; Close ends it (BackgroundDedup::Stop).
+  return background_->RunRound(OutOfBandVolumes(), ignore_hotspots, nullptr);
 }
 
 void DedupSystem::StartBackgroundDedupPeriod() {
