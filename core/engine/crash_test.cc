@@ -42,16 +42,20 @@ TEST(CrashTest, KillNineKeepsEverySyncedWrite) {
 }
 
 // Kill -9 cycles of a store that stores known chunks again (|what|: container
-// rewriting or policy off): at least |min_done| cycles, and the children
-// must have stored some chunk again, or the test did not test |what|.
-void RunCyclesThatStoreAgain(const Options& o, uint64_t cycles, uint64_t budget_s, uint64_t min_done,
-                             const char* what) {
+// rewriting or a policy that does): at least |min_done| cycles, and the
+// children must have stored some chunk again, or the test did not test
+// |what|. Returns what the cycles did.
+KillNineTotals RunCyclesThatStoreAgain(const Options& o, uint64_t cycles, uint64_t budget_s, uint64_t min_done,
+                                       const char* what) {
   KillNineTotals totals;
   const uint64_t done = RunKillNineCycles(o, cycles, budget_s, nullptr, &totals);
   EXPECT_GE(done, std::min<uint64_t>(cycles, min_done));
-  std::printf("%s: chunks stored again by the children: %llu, spare copies given back by the parent's rounds: %llu\n",
-              what, (unsigned long long)totals.chunks_rewritten, (unsigned long long)totals.spare_copies_dead);
+  std::printf("%s: chunks stored again by the children: %llu, blocks remapped by their passes: %llu, "
+              "spare copies given back by the parent's rounds: %llu\n",
+              what, (unsigned long long)totals.chunks_rewritten, (unsigned long long)totals.blocks_remapped,
+              (unsigned long long)totals.spare_copies_dead);
   EXPECT_GT(totals.chunks_rewritten, 0u) << "no chunk was stored again: the test did not test " << what;
+  return totals;
 }
 
 // The kill -9 cycles with container rewriting at a high limit: slots whose
@@ -113,14 +117,7 @@ TEST(CrashTest, KillNineOnAnOutOfBandVolumeDuringPassesKeepsEverySyncedWrite) {
   ASSERT_EQ(o.volumes.size(), 1u);
   o.volumes[0].policy = DedupPolicy::kOutOfBand;
   ASSERT_TRUE(o.Finish().ok());
-  KillNineTotals totals;
-  const uint64_t done = RunKillNineCycles(o, cycles, 120, nullptr, &totals);
-  EXPECT_GE(done, std::min<uint64_t>(cycles, 4));
-  std::printf("policy out-of-band: chunks stored beside the index's copy: %llu, blocks remapped by the passes: "
-              "%llu, spare copies given back by the parent's rounds: %llu\n",
-              (unsigned long long)totals.chunks_rewritten, (unsigned long long)totals.blocks_remapped,
-              (unsigned long long)totals.spare_copies_dead);
-  EXPECT_GT(totals.chunks_rewritten, 0u) << "no chunk was stored beside its copy: the test did not test out-of-band";
+  const KillNineTotals totals = RunCyclesThatStoreAgain(o, cycles, 120, 4, "policy out-of-band");
   EXPECT_GT(totals.blocks_remapped, 0u) << "no pass remapped a block: the test did not test the pass";
 }
 
