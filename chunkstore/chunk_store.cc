@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/base/thread_name.h"
+
 namespace dedupv1 {
 namespace {
 
@@ -96,9 +98,15 @@ Status ChunkStore::Init() {
   open_.resize(static_cast<size_t>(options_.open_containers));
   last_retry_ = std::chrono::steady_clock::now();
   for (int i = 0; i < options_.writer_threads; i++) {
-    writers_.emplace_back([this] { WriterLoop(); });
+    writers_.emplace_back([this] {
+      NameThisThread("dd-cs-writer");
+      WriterLoop();
+    });
   }
-  timer_ = std::thread([this] { TimerLoop(); });
+  timer_ = std::thread([this] {
+    NameThisThread("dd-cs-timer");
+    TimerLoop();
+  });
   return Status::OK();
 }
 

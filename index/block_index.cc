@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "core/base/thread_name.h"
+
 namespace dedupv1 {
 
 namespace {
@@ -71,7 +73,10 @@ Status BlockIndex::Open(const BlockIndexOptions& options, std::unique_ptr<KvStor
   std::unique_ptr<BlockIndex> index(
       new BlockIndex(options, std::move(store), std::move(is_committed)));
   DEDUPV1_RETURN_IF_ERROR(index->LoadWrittenBlocks());
-  index->background_ = std::thread([raw = index.get()] { raw->BackgroundLoop(); });
+  index->background_ = std::thread([raw = index.get()] {
+    NameThisThread("dd-block-index");
+    raw->BackgroundLoop();
+  });
   *out = std::move(index);
   return Status::OK();
 }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <unordered_set>
 
+#include "core/base/thread_name.h"
 #include "index/growable_hash_table.h"
 #include "index/rados_chunk_table.h"
 
@@ -27,7 +28,10 @@ ChunkIndex::ChunkIndex(const ChunkIndexOptions& options, std::unique_ptr<ChunkTa
     : options_(options), table_(std::move(table)), is_committed_(std::move(is_committed)),
       write_back_batch_(static_cast<size_t>(std::clamp<uint64_t>(
           4 * table_->batch_units(), kMinWriteBackBatch, kMaxWriteBackBatch))) {
-  thread_ = std::thread([this] { WriteBackThread(); });
+  thread_ = std::thread([this] {
+    NameThisThread("dd-ci-writeback");
+    WriteBackThread();
+  });
 }
 
 ChunkIndex::~ChunkIndex() { (void)Close(); }

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <unordered_map>
 
+#include "core/base/thread_name.h"
+
 namespace dedupv1 {
 namespace {
 
@@ -64,7 +66,10 @@ Status GrowableHashTable::Open(const GrowableHashTableOptions& options, Env* env
       t->requested_bytes_ = options.table.size_bytes;
     }
   }
-  if (options.grow_in_background) t->thread_ = std::thread([p = t.get()] { p->GrowthThread(); });
+  if (options.grow_in_background) t->thread_ = std::thread([p = t.get()] {
+      NameThisThread("dd-ci-growth");
+      p->GrowthThread();
+    });
   *out = std::move(t);
   return Status::OK();
 }

@@ -6,6 +6,7 @@
 #include <shared_mutex>
 #include <utility>
 
+#include "core/base/thread_name.h"
 #include "chunkstore/chunk_store.h"
 #include "core/engine/write_pipeline.h"
 #include "index/block_index.h"
@@ -23,7 +24,10 @@ BackgroundDedup::BackgroundDedup(Parts parts, BackgroundDedupOptions options)
 BackgroundDedup::~BackgroundDedup() { Stop(); }
 
 void BackgroundDedup::Start(std::function<std::vector<uint32_t>()> volumes, std::function<bool()> idle) {
-  thread_ = std::thread([this, volumes = std::move(volumes), idle = std::move(idle)] { Loop(volumes, idle); });
+  thread_ = std::thread([this, volumes = std::move(volumes), idle = std::move(idle)] {
+    NameThisThread("dd-background");
+    Loop(volumes, idle);
+  });
 }
 
 void BackgroundDedup::Stop() {

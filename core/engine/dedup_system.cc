@@ -13,6 +13,7 @@
 #include <ctime>
 #include <sstream>
 
+#include "core/base/thread_name.h"
 #include "core/engine/cluster_gc_rules.h"
 #include "core/engine/cluster_scope.h"
 #include "core/engine/dedup_scope.h"
@@ -144,7 +145,7 @@ class DedupSystem::VolumeAccess : public VolumeHost {
     return sys_->WriteRefusal();
   }
   uint64_t current_epoch() const override { return sys_->epoch_.load(); }
-  void WakeWorkers() override { sys_->WakeWorkers(); }
+  void BufferedWrite(uint64_t dirty_stretch) override { sys_->BufferedWrite(dirty_stretch); }
   Status WaitForLogSpace() override { return sys_->WaitForLogSpace(); }
   Status Sync() override { return sys_->Sync(); }
 
@@ -220,9 +221,15 @@ Status DedupSystem::Init() {
   DEDUPV1_RETURN_IF_ERROR(BuildFilterChain());
   DEDUPV1_RETURN_IF_ERROR(FinishCreating());
   for (int i = 0; i < options_.dedup_threads; i++) {
-    workers_.emplace_back([this, i] { WorkerLoop(i); });
+    workers_.emplace_back([this, i] {
+      NameThisThread("dd-worker-" + std::to_string(i));
+      WorkerLoop(i);
+    });
   }
-  checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
+  checkpoint_thread_ = std::thread([this] {
+    NameThisThread("dd-checkpoint");
+    CheckpointLoop();
+  });
   StartBackgroundDedup();
   LogRecord(LogEventType::kSystemRun, start.Encode());
   open_complete_ = true;
@@ -668,6 +675,13 @@ void DedupSystem::WakeWorkers() {
     work_signals_++;
   }
   work_cv_.notify_one();
+}
+
+void DedupSystem::BufferedWrite(uint64_t dirty_stretch) {
+  // Waking the workers for every small random write had them search the
+  // buffers thousands of times a second for runs that were not ready, with
+  // the buffer's mutex held that writers need.
+  if (dirty_stretch >= pipeline_->chunker().options().max_size || budget_.UnderPressure()) WakeWorkers();
 }
 
 WriteBuffer::ClaimPolicy DedupSystem::CurrentPolicy() const {

@@ -271,6 +271,8 @@ class DedupSystem {
   Status WaitForLogSpace();
   void WorkerLoop(int index);
   void WakeWorkers();
+  // A volume buffered a write (VolumeHost::BufferedWrite).
+  void BufferedWrite(uint64_t dirty_stretch);
   WriteBuffer::ClaimPolicy CurrentPolicy() const;
   // Waits until every volume's bytes dirtied at or before |epoch| are deduplicated.
   Status DrainUpTo(uint64_t epoch);

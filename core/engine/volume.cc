@@ -206,17 +206,18 @@ Status Volume::Write(uint64_t offset, uint64_t length, const uint8_t* data, bool
   // A selective volume deduplicates per request: the buffer keeps where
   // this one begins and ends (core/engine/select_dedupe.h).
   const bool per_request = policy() == DedupPolicy::kSelective;
+  uint64_t stretch = 0;
   ForEachPiece(offset, length, [&](const Piece& p, bool*) {
     std::unique_lock<std::shared_mutex> lock(context_.block_locks->For(BlockId{id_, p.block}));
     WriteBuffer::RequestEdges edges;
     if (per_request) edges = {p.done == 0, p.done + p.length == length};
-    buffer_.Put(p.block, p.offset, data + p.done, p.length, epoch, edges);
+    stretch = std::max(stretch, buffer_.Put(p.block, p.offset, data + p.done, p.length, epoch, edges));
     return Status::OK();
   });
   context_.stats->bytes_written += length;
   write_ops_.fetch_add(1, std::memory_order_relaxed);
   bytes_written_.fetch_add(length, std::memory_order_relaxed);
-  context_.host->WakeWorkers();
+  context_.host->BufferedWrite(stretch);
   if (fua) return Sync();
   return Status::OK();
 }

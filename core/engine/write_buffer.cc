@@ -40,7 +40,9 @@ WriteBuffer::WriteBuffer(uint32_t block_size, WriteBufferBudget* budget)
 
 WriteBuffer::~WriteBuffer() {
   std::lock_guard<std::mutex> l(mu_);
-  budget_->Release(static_cast<uint64_t>(blocks_.size()) * block_size_);
+  uint64_t pages = 0;
+  for (const auto& [block, b] : blocks_) pages += b.data.pages();
+  budget_->Release(pages * PagePool::kPageSize);
   blocks_.clear();
 }
 
@@ -53,24 +55,19 @@ WriteBuffer::DirtyBlock* WriteBuffer::GetOrCreateLocked(uint64_t block, uint64_t
     }
     return &it->second;
   }
-  DirtyBlock& b = blocks_[block];
-  if (!free_buffers_.empty()) {
-    b.data = std::move(free_buffers_.back());
-    free_buffers_.pop_back();
-  } else {
-    b.data.reset(new uint8_t[block_size_]);
-  }
+  DirtyBlock& b = blocks_.try_emplace(block, block_size_).first->second;
   b.first_epoch = epoch;
-  budget_->Charge(block_size_);
   return &b;
 }
 
 void WriteBuffer::FreeIfCleanLocked(std::map<uint64_t, DirtyBlock>::iterator it) {
-  if (it->second.dirty.empty() && !BlockClaimedLocked(it->first)) {
-    if (free_buffers_.size() < 64) free_buffers_.push_back(std::move(it->second.data));
-    blocks_.erase(it);
-    budget_->Release(block_size_);
-  }
+  TrimLocked(&it->second);
+  if (it->second.dirty.empty() && !BlockClaimedLocked(it->first)) blocks_.erase(it);
+}
+
+void WriteBuffer::TrimLocked(DirtyBlock* b) {
+  const uint32_t released = b->data.ReleaseOutside(b->dirty, &pool_);
+  if (released > 0) budget_->Release(static_cast<uint64_t>(released) * PagePool::kPageSize);
 }
 
 const WriteBuffer::Claim* WriteBuffer::ClaimAtLocked(uint64_t pos) const {
@@ -112,18 +109,53 @@ void AddEdge(std::vector<uint32_t>* edges, uint32_t at) {
 
 }  // namespace
 
-void WriteBuffer::Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len,
-                      uint64_t epoch, RequestEdges edges) {
+uint64_t WriteBuffer::Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len,
+                          uint64_t epoch, RequestEdges edges) {
   std::lock_guard<std::mutex> l(mu_);
   DirtyBlock* b = GetOrCreateLocked(block, epoch);
   if (edges.begins) AddEdge(&b->edges, offset);
   if (edges.ends) AddEdge(&b->edges, offset + len);
-  std::memcpy(b->data.get() + offset, data, len);
+  const uint32_t added = b->data.Write(offset, data, len, &pool_);
+  if (added > 0) budget_->Charge(static_cast<uint64_t>(added) * PagePool::kPageSize);
   b->dirty.Add(offset, offset + len);
   if (!b->parked.empty()) b->parked.Remove(offset, offset + len);  // new data may need no new entry
   b->seq++;
   b->last_epoch = epoch;
   b->last_write = Clock::now();
+  return StretchLocked(block, *b, offset, offset + len);
+}
+
+uint64_t WriteBuffer::StretchLocked(uint64_t block, const DirtyBlock& b, uint32_t begin, uint32_t end) const {
+  uint32_t first = begin, last = end;
+  for (const auto& r : b.dirty.ranges()) {
+    if (r.first <= begin && r.second >= end) {
+      first = r.first;
+      last = r.second;
+      break;
+    }
+  }
+  uint64_t len = last - first;
+  if (first == 0 && block > 0) {
+    auto before = blocks_.find(block - 1);
+    if (before != blocks_.end() && !before->second.dirty.empty()) {
+      const auto& tail = before->second.dirty.ranges().back();
+      if (tail.second == block_size_) {
+        if (tail.first == 0) return kLongStretch;
+        len += block_size_ - tail.first;
+      }
+    }
+  }
+  if (last == block_size_) {
+    auto after = blocks_.find(block + 1);
+    if (after != blocks_.end() && !after->second.dirty.empty()) {
+      const auto& head = after->second.dirty.ranges().front();
+      if (head.first == 0) {
+        if (head.second == block_size_) return kLongStretch;
+        len += head.second;
+      }
+    }
+  }
+  return len;
 }
 
 void WriteBuffer::Discard(uint64_t block, uint32_t offset, uint32_t len) {
@@ -143,7 +175,7 @@ bool WriteBuffer::Overlay(uint64_t block, uint32_t offset, uint32_t len, uint8_t
   const uint32_t end = offset + len;
   for (const auto& r : it->second.dirty.ranges()) {
     uint32_t b = std::max(r.first, offset), e = std::min(r.second, end);
-    if (b < e) std::memcpy(out + (b - offset), it->second.data.get() + b, e - b);
+    if (b < e) it->second.data.Read(b, e - b, out + (b - offset));
   }
   return it->second.dirty.Covers(offset, end);
 }
@@ -156,85 +188,109 @@ bool WriteBuffer::Intersects(uint64_t block, uint32_t offset, uint32_t len) cons
 
 bool WriteBuffer::ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run* run) {
   std::lock_guard<std::mutex> l(mu_);
-  for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
-    if (it->second.dirty.empty()) continue;
-    const uint64_t base = it->first * block_size_;
-    // Candidates: dirty bytes no run has claimed and none is parked.
-    IntervalSet candidates = it->second.parked.empty() ? it->second.dirty : it->second.Claimable();
-    for (const auto& c : claims_) {
-      if (c.start < base + block_size_ && c.end > base) {
-        candidates.Remove(static_cast<uint32_t>(std::max(c.start, base) - base),
-                          static_cast<uint32_t>(std::min(c.end, base + block_size_) - base));
-      }
-    }
-    for (const auto& range : candidates.ranges()) {
-      const uint64_t start = base + range.first;
-      // A run starts only where a chunk starts: after clean bytes, or at the
-      // sealed end of another run. Bytes that continue an unclaimed stretch
-      // belong to the run that starts where that stretch starts.
-      if (start > 0) {
-        const Claim* before = ClaimAtLocked(start - 1);
-        if (before != nullptr ? !before->sealed : IsDirtyLocked(start - 1)) continue;
-      }
-      struct Piece { std::map<uint64_t, DirtyBlock>::iterator it; uint32_t begin, end; };
-      std::vector<Piece> pieces{{it, range.first, range.second}};
-      size_t len = range.second - range.first;
-      bool forced = policy.force_all || it->second.first_epoch <= policy.force_epoch;
-      auto last = it;
-      while (pieces.back().end == block_size_ && len < policy.max_run_bytes) {
-        auto next = std::next(last);
-        const uint64_t next_base = (last->first + 1) * block_size_;
-        if (next == blocks_.end() || next->first != last->first + 1) break;
-        const IntervalSet next_claimable =
-            next->second.parked.empty() ? next->second.dirty : next->second.Claimable();
-        if (next_claimable.empty() || next_claimable.ranges().front().first != 0 ||
-            ClaimAtLocked(next_base) != nullptr) {
-          break;
-        }
-        uint32_t e = next_claimable.ranges().front().second;
-        for (const auto& c : claims_) {  // stop where another run's claim begins
-          if (c.start > next_base && c.start < next_base + e) e = static_cast<uint32_t>(c.start - next_base);
-        }
-        pieces.push_back({next, 0, e});
-        len += e;
-        forced |= next->second.first_epoch <= policy.force_epoch;
-        last = next;
-      }
-      // If the byte after the run is dirty the data goes on (another run, a
-      // length limit): its last chunk must not be forced to end here.
-      const bool cut = IsDirtyLocked(start + len);
-      const bool aged = now - last->second.last_write >= policy.flush_delay;
-      bool final = (forced || aged) && !cut;
-      if (!final && len < policy.min_ready_bytes) {
-        if (!policy.flush_short_runs || cut) continue;
-        final = true;
-      }
-
-      run->start = start;
-      run->final = final;
-      run->data.resize(len);
-      run->blocks.clear();
-      run->seqs.clear();
-      run->request_edges.clear();
-      size_t pos = 0;
-      for (const auto& p : pieces) {
-        std::memcpy(run->data.data() + pos, p.it->second.data.get() + p.begin, p.end - p.begin);
-        pos += p.end - p.begin;
-        run->blocks.push_back(p.it->first);
-        run->seqs.push_back(p.it->second.seq);
-        const uint64_t piece_base = p.it->first * block_size_;
-        for (uint32_t e : p.it->second.edges) {
-          const uint64_t at = piece_base + e;
-          if (e >= p.begin && e <= p.end && at > start && at < start + len) run->request_edges.push_back(at);
-        }
-      }
-      // An edge at a block boundary may be recorded on both sides of it.
-      run->request_edges.erase(std::unique(run->request_edges.begin(), run->request_edges.end()),
-                               run->request_edges.end());
-      run->claim = next_claim_++;
-      claims_.push_back(Claim{run->claim, start, start + len, false});
+  auto it = blocks_.lower_bound(scan_from_);
+  for (size_t visited = 0; visited < blocks_.size(); visited++, ++it) {
+    if (it == blocks_.end()) it = blocks_.begin();
+    if (ClaimInBlockLocked(it, policy, now, run)) {
+      scan_from_ = it->first;
       return true;
     }
+  }
+  return false;
+}
+
+bool WriteBuffer::ClaimInBlockLocked(std::map<uint64_t, DirtyBlock>::iterator it, const ClaimPolicy& policy,
+                                     Clock::time_point now, Run* run) {
+  const DirtyBlock& b = it->second;
+  if (b.dirty.empty()) return false;
+  // Most blocks of a buffer that random small writes filled hold a short
+  // young stretch: a run starting here ends here unless its bytes go on into
+  // the next block, so it is neither forced, aged nor long enough, and none
+  // of the work below is needed to say so.
+  auto next = std::next(it);
+  const bool goes_on = b.dirty.Intersects(block_size_ - 1, block_size_) && next != blocks_.end() &&
+                       next->first == it->first + 1 && next->second.dirty.Intersects(0, 1);
+  const bool may_be_ready = policy.force_all || policy.flush_short_runs || b.first_epoch <= policy.force_epoch ||
+                            now - b.last_write >= policy.flush_delay || b.dirty.bytes() >= policy.min_ready_bytes ||
+                            goes_on;
+  if (!may_be_ready) return false;
+
+  const uint64_t base = it->first * block_size_;
+  // Candidates: dirty bytes no run has claimed and none is parked.
+  IntervalSet candidates = b.parked.empty() ? b.dirty : b.Claimable();
+  for (const auto& c : claims_) {
+    if (c.start < base + block_size_ && c.end > base) {
+      candidates.Remove(static_cast<uint32_t>(std::max(c.start, base) - base),
+                        static_cast<uint32_t>(std::min(c.end, base + block_size_) - base));
+    }
+  }
+  for (const auto& range : candidates.ranges()) {
+    const uint64_t start = base + range.first;
+    // A run starts only where a chunk starts: after clean bytes, or at the
+    // sealed end of another run. Bytes that continue an unclaimed stretch
+    // belong to the run that starts where that stretch starts.
+    if (start > 0) {
+      const Claim* before = ClaimAtLocked(start - 1);
+      if (before != nullptr ? !before->sealed : IsDirtyLocked(start - 1)) continue;
+    }
+    struct Piece { std::map<uint64_t, DirtyBlock>::iterator it; uint32_t begin, end; };
+    std::vector<Piece> pieces{{it, range.first, range.second}};
+    size_t len = range.second - range.first;
+    bool forced = policy.force_all || b.first_epoch <= policy.force_epoch;
+    auto last = it;
+    while (pieces.back().end == block_size_ && len < policy.max_run_bytes) {
+      auto next = std::next(last);
+      const uint64_t next_base = (last->first + 1) * block_size_;
+      if (next == blocks_.end() || next->first != last->first + 1) break;
+      const IntervalSet next_claimable =
+          next->second.parked.empty() ? next->second.dirty : next->second.Claimable();
+      if (next_claimable.empty() || next_claimable.ranges().front().first != 0 ||
+          ClaimAtLocked(next_base) != nullptr) {
+        break;
+      }
+      uint32_t e = next_claimable.ranges().front().second;
+      for (const auto& c : claims_) {  // stop where another run's claim begins
+        if (c.start > next_base && c.start < next_base + e) e = static_cast<uint32_t>(c.start - next_base);
+      }
+      pieces.push_back({next, 0, e});
+      len += e;
+      forced |= next->second.first_epoch <= policy.force_epoch;
+      last = next;
+    }
+    // If the byte after the run is dirty the data goes on (another run, a
+    // length limit): its last chunk must not be forced to end here.
+    const bool cut = IsDirtyLocked(start + len);
+    const bool aged = now - last->second.last_write >= policy.flush_delay;
+    bool final = (forced || aged) && !cut;
+    if (!final && len < policy.min_ready_bytes) {
+      if (!policy.flush_short_runs || cut) continue;
+      final = true;
+    }
+
+    run->start = start;
+    run->final = final;
+    run->data.resize(len);
+    run->blocks.clear();
+    run->seqs.clear();
+    run->request_edges.clear();
+    size_t pos = 0;
+    for (const auto& p : pieces) {
+      p.it->second.data.Read(p.begin, p.end - p.begin, run->data.data() + pos);
+      pos += p.end - p.begin;
+      run->blocks.push_back(p.it->first);
+      run->seqs.push_back(p.it->second.seq);
+      const uint64_t piece_base = p.it->first * block_size_;
+      for (uint32_t e : p.it->second.edges) {
+        const uint64_t at = piece_base + e;
+        if (e >= p.begin && e <= p.end && at > start && at < start + len) run->request_edges.push_back(at);
+      }
+    }
+    // An edge at a block boundary may be recorded on both sides of it.
+    run->request_edges.erase(std::unique(run->request_edges.begin(), run->request_edges.end()),
+                             run->request_edges.end());
+    run->claim = next_claim_++;
+    claims_.push_back(Claim{run->claim, start, start + len, false});
+    return true;
   }
   return false;
 }
@@ -253,6 +309,7 @@ bool WriteBuffer::ClearIfUnchanged(uint64_t block, uint64_t seq, uint32_t begin,
   // of this block stays valid.
   it->second.dirty.Remove(begin, end);
   if (!it->second.parked.empty()) it->second.parked.Remove(begin, end);
+  TrimLocked(&it->second);
   return true;
 }
 

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "core/base/interval_set.h"
+#include "core/engine/block_pages.h"
 
 namespace dedupv1 {
 
@@ -87,12 +88,18 @@ class WriteBuffer {
   static constexpr size_t kMaxRequestEdges = 64;  // per block
 
   // Copies |len| bytes into block |block| at |offset| and marks them dirty.
-  // |epoch| is the system's current sync epoch (see DedupSystem).
-  void Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len, uint64_t epoch,
-           RequestEdges edges);
-  void Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len, uint64_t epoch) {
-    Put(block, offset, data, len, epoch, RequestEdges());
+  // |epoch| is the system's current sync epoch (see DedupSystem). Returns
+  // the length of the stretch of contiguous dirty bytes the written ones now
+  // lie in, followed into the neighbouring blocks (kLongStretch once it covers
+  // a neighbour whole): the writer wakes the workers only when that may make
+  // a run ready (a run shorter than ClaimPolicy::min_ready_bytes waits for
+  // its flush delay, and the workers look again on their own by then).
+  uint64_t Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len, uint64_t epoch,
+               RequestEdges edges);
+  uint64_t Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len, uint64_t epoch) {
+    return Put(block, offset, data, len, epoch, RequestEdges());
   }
+  static constexpr uint64_t kLongStretch = UINT64_MAX;
   // Drops dirty bytes in the range (an unmap supersedes them).
   void Discard(uint64_t block, uint32_t offset, uint32_t len);
   // Copies the dirty bytes of [offset, offset+len) of |block| into out[0..len).
@@ -124,7 +131,11 @@ class WriteBuffer {
     bool flush_short_runs = false;
   };
   // Finds a run that is ready under |policy|, claims its blocks and copies its
-  // bytes. Returns false if there is none.
+  // bytes. Returns false if there is none. The search starts at the block
+  // where the previous claim was found and wraps around (next fit), so
+  // claiming the runs of a buffer of many small dirty stretches costs one
+  // pass over its blocks, not one per run: the buffer's mutex, which every
+  // write takes, is held for short times.
   bool ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run* run);
   // True if |block| is still buffered with sequence number |seq| (no write
   // or unmap since a run copied it). The caller holds the block's lock.
@@ -168,7 +179,8 @@ class WriteBuffer {
 
  private:
   struct DirtyBlock {
-    std::unique_ptr<uint8_t[]> data;
+    explicit DirtyBlock(uint32_t block_size) : data(block_size) {}
+    BlockPages data;  // charged to the budget page by page
     IntervalSet dirty;
     IntervalSet parked;  // part of |dirty| (Park)
     uint64_t seq = 0;
@@ -190,17 +202,25 @@ class WriteBuffer {
   // Byte |pos| is dirty and not parked.
   bool IsDirtyLocked(uint64_t pos) const;
   DirtyBlock* GetOrCreateLocked(uint64_t block, uint64_t epoch);
+  // ClaimRun's work on one block: claims the first ready run that starts in it.
+  bool ClaimInBlockLocked(std::map<uint64_t, DirtyBlock>::iterator it, const ClaimPolicy& policy,
+                          Clock::time_point now, Run* run);
+  // Put's answer: the contiguous dirty bytes around [begin, end) of |block|.
+  uint64_t StretchLocked(uint64_t block, const DirtyBlock& b, uint32_t begin, uint32_t end) const;
   void FreeIfCleanLocked(std::map<uint64_t, DirtyBlock>::iterator it);
+  // Gives back the pages of |b| that hold no dirty byte any more.
+  void TrimLocked(DirtyBlock* b);
 
   const uint32_t block_size_;
   WriteBufferBudget* budget_;
   mutable std::mutex mu_;
   std::map<uint64_t, DirtyBlock> blocks_;
-  // Block buffers kept for reuse: a fresh 128 KiB allocation is an mmap and
-  // page faults on every write.
-  std::vector<std::unique_ptr<uint8_t[]>> free_buffers_;
+  // Pages kept for reuse (8 MiB of them): a fresh page faults on its first
+  // write.
+  PagePool pool_{(8 << 20) / PagePool::kPageSize};
   std::vector<Claim> claims_;  // runs in progress (a handful: one per worker)
   uint64_t next_claim_ = 1;
+  uint64_t scan_from_ = 0;  // block where ClaimRun starts looking
 };
 
 }  // namespace dedupv1

@@ -300,5 +300,79 @@ TEST(WriteBufferTest, SealedClaimLetsTheNextRunStartAtTheBoundary) {
   EXPECT_TRUE(buf.Intersects(3, 0, kBlock));  // r2 did not clear its later bytes
 }
 
+
+// The budget counts the 4 KiB pages a block was written in, not whole
+// blocks, and gets pages back as their bytes are deduplicated.
+TEST(WriteBufferTest, BudgetCountsWrittenPagesNotWholeBlocks) {
+  constexpr uint32_t kBig = 32 * PagePool::kPageSize;
+  constexpr uint64_t kPage = PagePool::kPageSize;
+  WriteBufferBudget budget(64 << 20);
+  WriteBuffer buf(kBig, &budget);
+  auto a = test::RandomBytes(3 * kPage, 10);
+  for (uint64_t b = 0; b < 10; b++) buf.Put(b, static_cast<uint32_t>(b * kPage), a.data(), kPage, 1);
+  EXPECT_EQ(budget.used(), 10 * kPage);
+  buf.Put(20, kPage - 10, a.data(), 20, 1);  // straddles two pages
+  EXPECT_EQ(budget.used(), 12 * kPage);
+  buf.Put(30, 0, a.data(), 3 * kPage, 1);
+  EXPECT_EQ(budget.used(), 15 * kPage);
+  std::vector<uint8_t> out(3 * kPage);
+  EXPECT_TRUE(buf.Overlay(30, 0, 3 * kPage, out.data()));
+  EXPECT_EQ(out, a);
+
+  auto p = Ready();
+  p.force_epoch = 1;
+  WriteBuffer::Run run;
+  for (;;) {  // find block 30's run
+    ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+    if (run.blocks[0] == 30) break;
+  }
+  EXPECT_EQ(run.data, a);
+  // Its first two pages done: their memory goes back at once.
+  ASSERT_TRUE(buf.ClearIfUnchanged(30, run.seqs[0], 0, 2 * kPage));
+  EXPECT_EQ(budget.used(), 13 * kPage);
+  EXPECT_TRUE(buf.Overlay(30, 2 * kPage, kPage, out.data()));
+  EXPECT_TRUE(std::equal(out.begin(), out.begin() + kPage, a.begin() + 2 * kPage));
+  ASSERT_TRUE(buf.ClearIfUnchanged(30, run.seqs[0], 2 * kPage, 3 * kPage));
+  buf.Unclaim(run);
+  EXPECT_EQ(budget.used(), 12 * kPage);
+  buf.Discard(20, 0, kBig);
+  EXPECT_EQ(budget.used(), 10 * kPage);
+}
+
+// Put reports the stretch of dirty bytes a write now lies in, into the
+// neighbouring blocks, so writers wake the workers only for what may be a
+// ready run.
+TEST(WriteBufferTest, PutReturnsTheDirtyStretchIntoTheNeighbours) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(kBlock, 11);
+  EXPECT_EQ(buf.Put(1, 0, a.data(), 1000, 1), 1000u);
+  EXPECT_EQ(buf.Put(1, 2000, a.data(), 100, 1), 100u);
+  EXPECT_EQ(buf.Put(0, kBlock - 500, a.data(), 500, 1), 1500u);  // joins block 1's first 1000
+  EXPECT_EQ(buf.Put(1, 1000, a.data(), 1000, 1), 500u + 2100u);  // 0..2100 of block 1 and 500 before
+  EXPECT_EQ(buf.Put(1, 2100, a.data(), kBlock - 2100, 1), 500u + kBlock);
+  // Block 1 is dirty whole: a stretch reaching into it is long.
+  EXPECT_EQ(buf.Put(2, 0, a.data(), 10, 1), WriteBuffer::kLongStretch);
+  EXPECT_EQ(buf.Put(5, 10, a.data(), 10, 1), 10u);
+}
+
+// ClaimRun searches from where it last found a run and wraps around: every
+// ready run is found, also one written behind the search.
+TEST(WriteBufferTest, ClaimsEveryReadyRunWhereverTheSearchStands) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(kBlock, 12);
+  for (uint64_t b : {1, 5, 9}) buf.Put(b, 0, a.data(), 100, 1);
+  buf.Put(7, 0, a.data(), 100, 2);  // not forced below
+  auto p = Ready();
+  p.force_epoch = 1;
+  WriteBuffer::Run run;
+  std::vector<uint64_t> found;
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  found.push_back(run.blocks[0]);
+  buf.Put(0, 0, a.data(), 100, 1);  // behind the search
+  while (buf.ClaimRun(p, WriteBuffer::Clock::now(), &run)) found.push_back(run.blocks[0]);
+  EXPECT_EQ(found, (std::vector<uint64_t>{1, 5, 9, 0}));
+}
 }  // namespace
 }  // namespace dedupv1

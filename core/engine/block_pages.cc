@@ -1,0 +1,67 @@
+#include "core/engine/block_pages.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace dedupv1 {
+
+std::unique_ptr<uint8_t[]> PagePool::Take() {
+  if (kept_.empty()) return std::unique_ptr<uint8_t[]>(new uint8_t[kPageSize]);
+  std::unique_ptr<uint8_t[]> page = std::move(kept_.back());
+  kept_.pop_back();
+  return page;
+}
+
+void PagePool::Give(std::unique_ptr<uint8_t[]> page) {
+  if (kept_.size() < max_kept_) kept_.push_back(std::move(page));
+}
+
+BlockPages::BlockPages(uint32_t block_size) : pages_(block_size / PagePool::kPageSize) {}
+
+uint32_t BlockPages::Write(uint32_t offset, const uint8_t* data, uint32_t len, PagePool* pool) {
+  uint32_t added = 0;
+  while (len > 0) {
+    const uint32_t index = offset / PagePool::kPageSize;
+    const uint32_t in_page = offset % PagePool::kPageSize;
+    const uint32_t n = std::min(len, PagePool::kPageSize - in_page);
+    if (!pages_[index]) {
+      pages_[index] = pool->Take();
+      added++;
+    }
+    std::memcpy(pages_[index].get() + in_page, data, n);
+    offset += n;
+    data += n;
+    len -= n;
+  }
+  pages_held_ += added;
+  return added;
+}
+
+void BlockPages::Read(uint32_t offset, uint32_t len, uint8_t* out) const {
+  while (len > 0) {
+    const uint32_t index = offset / PagePool::kPageSize;
+    const uint32_t in_page = offset % PagePool::kPageSize;
+    const uint32_t n = std::min(len, PagePool::kPageSize - in_page);
+    std::memcpy(out, pages_[index].get() + in_page, n);
+    offset += n;
+    out += n;
+    len -= n;
+  }
+}
+
+uint32_t BlockPages::ReleaseOutside(const IntervalSet& keep, PagePool* pool) {
+  uint32_t released = 0;
+  for (uint32_t i = 0; i < pages_.size(); i++) {
+    if (!pages_[i]) continue;
+    const uint32_t begin = i * PagePool::kPageSize;
+    if (keep.Intersects(begin, begin + PagePool::kPageSize)) continue;
+    pool->Give(std::move(pages_[i]));
+    pages_[i].reset();
+    released++;
+  }
+  pages_held_ -= released;
+  return released;
+}
+
+}  // namespace dedupv1
