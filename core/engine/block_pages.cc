@@ -17,7 +17,8 @@ void PagePool::Give(std::unique_ptr<uint8_t[]> page) {
   if (kept_.size() < max_kept_) kept_.push_back(std::move(page));
 }
 
-BlockPages::BlockPages(uint32_t block_size) : pages_(block_size / PagePool::kPageSize) {}
+BlockPages::BlockPages(uint32_t block_size)
+    : pages_((block_size + PagePool::kPageSize - 1) / PagePool::kPageSize) {}
 
 uint32_t BlockPages::Write(uint32_t offset, const uint8_t* data, uint32_t len, PagePool* pool) {
   uint32_t added = 0;
@@ -28,13 +29,13 @@ uint32_t BlockPages::Write(uint32_t offset, const uint8_t* data, uint32_t len, P
     if (!pages_[index]) {
       pages_[index] = pool->Take();
       added++;
+      pages_held_++;
     }
     std::memcpy(pages_[index].get() + in_page, data, n);
     offset += n;
     data += n;
     len -= n;
   }
-  pages_held_ += added;
   return added;
 }
 

@@ -36,7 +36,8 @@ class PagePool {
 
 class BlockPages {
  public:
-  // |block_size| is a multiple of PagePool::kPageSize.
+  // Block sizes are powers of two from 4 KiB (Options); another size gets
+  // a last page of which only a part is used.
   explicit BlockPages(uint32_t block_size);
 
   // Copies |len| bytes to |offset|, taking missing pages from |pool|.

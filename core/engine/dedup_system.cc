@@ -699,6 +699,13 @@ void DedupSystem::WorkerLoop(int index) {
   while (!stop_.load()) {
     bool did_work = false;
     bool failed = false;
+    // Read before the pass: a wake-up that comes while the pass finds
+    // nothing (a write that completed a run behind it) ends the wait below.
+    uint64_t seen;
+    {
+      std::lock_guard<std::mutex> l(work_mu_);
+      seen = work_signals_;
+    }
     WriteBuffer::ClaimPolicy policy = CurrentPolicy();
     const auto served = Served();  // held for the loop: a change replaces the snapshot
     for (Volume* vol : *served) {
@@ -735,7 +742,6 @@ void DedupSystem::WorkerLoop(int index) {
       // Back off: the same run will fail again until the cause is fixed.
       work_cv_.wait_for(l, std::chrono::milliseconds(200), [&] { return stop_.load(); });
     } else if (!did_work) {
-      uint64_t seen = work_signals_;
       auto wait = std::chrono::milliseconds(std::max<uint64_t>(10, options_.write_buffer_flush_delay_ms / 4));
       work_cv_.wait_for(l, wait, [&] { return stop_.load() || work_signals_ != seen; });
     }

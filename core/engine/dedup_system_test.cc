@@ -88,6 +88,26 @@ TEST(DedupSystemTest, WriteSyncReopenRead) {
 // (issue 19: damage on disk is never passed over in silence). The rebuilt
 // filter knows every stored chunk, so the same data written again is not
 // stored again.
+// A write that leaves a stretch long enough for a chunk wakes the workers:
+// with a flush delay of a minute they would otherwise look only every 15 s.
+TEST(DedupSystemTest, AWriteLongEnoughForAChunkWakesTheWorkers) {
+  test::TempDir dir;
+  Options o = SmallOptions(dir.path());
+  o.write_buffer_flush_delay_ms = 60 * 1000;
+  auto sys = test::OpenSystemOrDie(o);
+  ASSERT_NE(sys, nullptr);
+  Volume* v = test::Vol(sys.get(), "vol1");
+  ASSERT_NE(v, nullptr);
+  auto data = test::RandomBytes(1 << 20, 8);
+  ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+  // All but the unfinished last chunk is processed.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (v->buffer().dirty_bytes() >= data.size() / 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_LT(v->buffer().dirty_bytes(), data.size() / 2);
+}
+
 TEST(DedupSystemTest, DamagedBloomFileIsNamedAndRebuilt) {
   test::TempDir dir;
   Options o = SmallOptions(dir.path());

@@ -42,7 +42,7 @@ WriteBuffer::~WriteBuffer() {
   std::lock_guard<std::mutex> l(mu_);
   uint64_t pages = 0;
   for (const auto& [block, b] : blocks_) pages += b.data.pages();
-  budget_->Release(pages * PagePool::kPageSize);
+  budget_->Release(pages * PagePool::kPageSize + blocks_.size() * kBlockBookkeeping);
   blocks_.clear();
 }
 
@@ -57,12 +57,16 @@ WriteBuffer::DirtyBlock* WriteBuffer::GetOrCreateLocked(uint64_t block, uint64_t
   }
   DirtyBlock& b = blocks_.try_emplace(block, block_size_).first->second;
   b.first_epoch = epoch;
+  budget_->Charge(kBlockBookkeeping);
   return &b;
 }
 
 void WriteBuffer::FreeIfCleanLocked(std::map<uint64_t, DirtyBlock>::iterator it) {
   TrimLocked(&it->second);
-  if (it->second.dirty.empty() && !BlockClaimedLocked(it->first)) blocks_.erase(it);
+  if (it->second.dirty.empty() && !BlockClaimedLocked(it->first)) {
+    blocks_.erase(it);
+    budget_->Release(kBlockBookkeeping);
+  }
 }
 
 void WriteBuffer::TrimLocked(DirtyBlock* b) {

@@ -1,7 +1,7 @@
 // WriteBuffer holds the bytes written to one volume that have not been
 // chunked and deduplicated yet. Writes land here and are acknowledged at once;
 // dedup workers later take "runs" (maximal stretches of contiguous dirty bytes,
-// which may span blocks) in address order and chunk them as one stream, so
+// which may span blocks) and chunk each as one stream, so
 // chunk boundaries follow the data, not the order or size of requests. The
 // unfinished last chunk of a run simply stays dirty until more data follows
 // it, it ages past the flush delay, or a sync forces it out.
@@ -86,6 +86,11 @@ class WriteBuffer {
     bool ends = false;
   };
   static constexpr size_t kMaxRequestEdges = 64;  // per block
+  // What a dirty block's bookkeeping takes beside its pages (map node,
+  // interval sets, page slots). Charged to the budget with the pages, so the
+  // limit also bounds how many blocks the buffer holds, and with them how
+  // long a search of the buffer holds its mutex.
+  static constexpr uint64_t kBlockBookkeeping = 512;
 
   // Copies |len| bytes into block |block| at |offset| and marks them dirty.
   // |epoch| is the system's current sync epoch (see DedupSystem). Returns

@@ -44,7 +44,7 @@ TEST(WriteBufferTest, OverlayReturnsNewestBytesAndCoverage) {
   EXPECT_EQ(out[49], 0xEE);
   EXPECT_EQ(std::memcmp(out.data() + 50, a.data(), 100), 0);
   EXPECT_TRUE(buf.Overlay(3, 60, 20, out.data()));
-  EXPECT_EQ(budget.used(), kBlock);
+  EXPECT_EQ(budget.used(), kBlock + WriteBuffer::kBlockBookkeeping);
   buf.Discard(3, 0, kBlock);
   EXPECT_EQ(buf.dirty_blocks(), 0u);
   EXPECT_EQ(budget.used(), 0u);
@@ -306,15 +306,16 @@ TEST(WriteBufferTest, SealedClaimLetsTheNextRunStartAtTheBoundary) {
 TEST(WriteBufferTest, BudgetCountsWrittenPagesNotWholeBlocks) {
   constexpr uint32_t kBig = 32 * PagePool::kPageSize;
   constexpr uint64_t kPage = PagePool::kPageSize;
+  constexpr uint64_t kMeta = WriteBuffer::kBlockBookkeeping;
   WriteBufferBudget budget(64 << 20);
   WriteBuffer buf(kBig, &budget);
   auto a = test::RandomBytes(3 * kPage, 10);
   for (uint64_t b = 0; b < 10; b++) buf.Put(b, static_cast<uint32_t>(b * kPage), a.data(), kPage, 1);
-  EXPECT_EQ(budget.used(), 10 * kPage);
+  EXPECT_EQ(budget.used(), 10 * kPage + 10 * kMeta);
   buf.Put(20, kPage - 10, a.data(), 20, 1);  // straddles two pages
-  EXPECT_EQ(budget.used(), 12 * kPage);
+  EXPECT_EQ(budget.used(), 12 * kPage + 11 * kMeta);
   buf.Put(30, 0, a.data(), 3 * kPage, 1);
-  EXPECT_EQ(budget.used(), 15 * kPage);
+  EXPECT_EQ(budget.used(), 15 * kPage + 12 * kMeta);
   std::vector<uint8_t> out(3 * kPage);
   EXPECT_TRUE(buf.Overlay(30, 0, 3 * kPage, out.data()));
   EXPECT_EQ(out, a);
@@ -322,21 +323,24 @@ TEST(WriteBufferTest, BudgetCountsWrittenPagesNotWholeBlocks) {
   auto p = Ready();
   p.force_epoch = 1;
   WriteBuffer::Run run;
+  std::vector<WriteBuffer::Run> others;  // claimed on the way, left dirty
   for (;;) {  // find block 30's run
     ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
     if (run.blocks[0] == 30) break;
+    others.push_back(run);
   }
   EXPECT_EQ(run.data, a);
   // Its first two pages done: their memory goes back at once.
   ASSERT_TRUE(buf.ClearIfUnchanged(30, run.seqs[0], 0, 2 * kPage));
-  EXPECT_EQ(budget.used(), 13 * kPage);
+  EXPECT_EQ(budget.used(), 13 * kPage + 12 * kMeta);
   EXPECT_TRUE(buf.Overlay(30, 2 * kPage, kPage, out.data()));
   EXPECT_TRUE(std::equal(out.begin(), out.begin() + kPage, a.begin() + 2 * kPage));
   ASSERT_TRUE(buf.ClearIfUnchanged(30, run.seqs[0], 2 * kPage, 3 * kPage));
   buf.Unclaim(run);
-  EXPECT_EQ(budget.used(), 12 * kPage);
+  EXPECT_EQ(budget.used(), 12 * kPage + 11 * kMeta);
+  for (const auto& r : others) buf.Unclaim(r);
   buf.Discard(20, 0, kBig);
-  EXPECT_EQ(budget.used(), 10 * kPage);
+  EXPECT_EQ(budget.used(), 10 * kPage + 10 * kMeta);
 }
 
 // Put reports the stretch of dirty bytes a write now lies in, into the
@@ -373,6 +377,33 @@ TEST(WriteBufferTest, ClaimsEveryReadyRunWhereverTheSearchStands) {
   buf.Put(0, 0, a.data(), 100, 1);  // behind the search
   while (buf.ClaimRun(p, WriteBuffer::Clock::now(), &run)) found.push_back(run.blocks[0]);
   EXPECT_EQ(found, (std::vector<uint64_t>{1, 5, 9, 0}));
+}
+
+// A young short stretch is passed over cheaply, but not a young one long
+// enough for a chunk, nor one that goes on into the next block.
+TEST(WriteBufferTest, YoungRunsAreClaimedWhenLongEnoughAlsoAcrossABlockEdge) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(2 * kBlock, 13);
+  WriteBuffer::Run run;
+  buf.Put(4, 0, a.data(), 1000, 1);
+  EXPECT_FALSE(buf.ClaimRun(Ready(2000), WriteBuffer::Clock::now(), &run));
+  buf.Put(4, 1000, a.data() + 1000, 2000, 1);
+  ASSERT_TRUE(buf.ClaimRun(Ready(2000), WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.start, 4 * kBlock);
+  EXPECT_EQ(run.data.size(), 3000u);
+  buf.Unclaim(run);
+  // 1000 bytes at the end of block 0 and 1500 at the start of block 1: one
+  // run of 2500 that starts in block 0.
+  buf.Put(0, kBlock - 1000, a.data(), 1000, 1);
+  buf.Put(1, 0, a.data() + 1000, 1500, 1);
+  ASSERT_TRUE(buf.ClaimRun(Ready(2000), WriteBuffer::Clock::now(), &run));
+  if (run.start == 4 * kBlock) {  // block 4's run again (not cleared above)
+    ASSERT_TRUE(buf.ClaimRun(Ready(2000), WriteBuffer::Clock::now(), &run));
+  }
+  EXPECT_EQ(run.start, kBlock - 1000);
+  EXPECT_EQ(run.blocks, (std::vector<uint64_t>{0, 1}));
+  EXPECT_EQ(std::memcmp(run.data.data(), a.data(), 2500), 0);
 }
 }  // namespace
 }  // namespace dedupv1
