@@ -77,6 +77,9 @@ class DedupSystem {
   // The volume named |name|, or NotFound listing the known volumes.
   Status GetVolume(const std::string& name, Volume** volume);
   std::vector<Volume*> volumes();
+  // Memory all write buffers hold against write-buffer.size (the pages
+  // written and each dirty block's bookkeeping); writers wait above it.
+  uint64_t write_buffer_used_bytes() const { return budget_.used(); }
 
   // Applies |configured| (the config's volumes) to the open system as an open
   // would (ApplyConfiguredVolumes, core/engine/volume_table.h): a volume new

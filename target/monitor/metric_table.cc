@@ -251,6 +251,9 @@ std::vector<MetricRow> DedupAndIoRows() {
             return dirty;
           })
           .Gauge("dedupv1_write_buffer_dirty_bytes", "Bytes written but not yet deduplicated."),
+      Row("write_buffer", "used_bytes", U::kBytes, [](C c) -> Json { return c.system()->write_buffer_used_bytes(); })
+          .Gauge("dedupv1_write_buffer_used_bytes",
+                 "Write buffer memory held: the 4 KiB pages written and each dirty block's bookkeeping."),
       Row("write_buffer", "limit_bytes", U::kBytes, [](C c) -> Json { return c.options().write_buffer_size; })
           .Gauge("dedupv1_write_buffer_limit_bytes", "Write buffer memory limit."),
   };

@@ -90,7 +90,8 @@ const char kPage[] = R"page(<!DOCTYPE html>
           <span id="chunks-known">&ndash;</span> known, <span id="chunks-zero">&ndash;</span> zero</div></div>
       <div class="card"><div class="label">Write buffer</div>
         <div class="value" id="dirty-bytes">&ndash;</div>
-        <div class="sub">of <span id="buffer-limit">&ndash;</span> not yet deduplicated</div></div>
+        <div class="sub">not yet deduplicated, in <span id="buffer-used">&ndash;</span>
+          of <span id="buffer-limit">&ndash;</span> memory</div></div>
     </div>
   </section>
   <section class="wide">
@@ -252,6 +253,7 @@ function render(s) {
   text("chunks-known", count(d.chunks_known));
   text("chunks-zero", count(d.chunks_zero));
   text("dirty-bytes", bytes(s.write_buffer.dirty_bytes));
+  text("buffer-used", bytes(s.write_buffer.used_bytes));
   text("buffer-limit", bytes(s.write_buffer.limit_bytes));
   const t = s.throughput;
   if (t.available) {
