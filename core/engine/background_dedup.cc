@@ -6,8 +6,8 @@
 #include <shared_mutex>
 #include <utility>
 
-#include "core/base/thread_name.h"
 #include "chunkstore/chunk_store.h"
+#include "core/base/thread_name.h"
 #include "core/engine/write_pipeline.h"
 #include "index/block_index.h"
 #include "index/block_mapping.h"

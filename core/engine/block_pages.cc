@@ -1,6 +1,5 @@
 #include "core/engine/block_pages.h"
 
-#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -22,33 +21,21 @@ BlockPages::BlockPages(uint32_t block_size)
 
 uint32_t BlockPages::Write(uint32_t offset, const uint8_t* data, uint32_t len, PagePool* pool) {
   uint32_t added = 0;
-  while (len > 0) {
-    const uint32_t index = offset / PagePool::kPageSize;
-    const uint32_t in_page = offset % PagePool::kPageSize;
-    const uint32_t n = std::min(len, PagePool::kPageSize - in_page);
+  ForEachPiece(offset, len, [&](uint32_t index, uint32_t in_page, uint32_t n, uint32_t done) {
     if (!pages_[index]) {
       pages_[index] = pool->Take();
       added++;
       pages_held_++;
     }
-    std::memcpy(pages_[index].get() + in_page, data, n);
-    offset += n;
-    data += n;
-    len -= n;
-  }
+    std::memcpy(pages_[index].get() + in_page, data + done, n);
+  });
   return added;
 }
 
 void BlockPages::Read(uint32_t offset, uint32_t len, uint8_t* out) const {
-  while (len > 0) {
-    const uint32_t index = offset / PagePool::kPageSize;
-    const uint32_t in_page = offset % PagePool::kPageSize;
-    const uint32_t n = std::min(len, PagePool::kPageSize - in_page);
-    std::memcpy(out, pages_[index].get() + in_page, n);
-    offset += n;
-    out += n;
-    len -= n;
-  }
+  ForEachPiece(offset, len, [&](uint32_t index, uint32_t in_page, uint32_t n, uint32_t done) {
+    std::memcpy(out + done, pages_[index].get() + in_page, n);
+  });
 }
 
 uint32_t BlockPages::ReleaseOutside(const IntervalSet& keep, PagePool* pool) {

@@ -12,6 +12,7 @@
 //    for reuse (a fresh page faults on its first write).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -50,6 +51,19 @@ class BlockPages {
   uint32_t pages() const { return pages_held_; }
 
  private:
+  // Calls fn(page index, offset in the page, bytes, bytes done before) for
+  // each piece of [offset, offset + len) that lies in one page.
+  template <typename Fn>
+  static void ForEachPiece(uint32_t offset, uint32_t len, Fn fn) {
+    for (uint32_t done = 0; done < len;) {
+      const uint32_t at = offset + done;
+      const uint32_t in_page = at % PagePool::kPageSize;
+      const uint32_t n = std::min(len - done, PagePool::kPageSize - in_page);
+      fn(at / PagePool::kPageSize, in_page, n, done);
+      done += n;
+    }
+  }
+
   std::vector<std::unique_ptr<uint8_t[]>> pages_;  // one slot per page of the block
   uint32_t pages_held_ = 0;
 };

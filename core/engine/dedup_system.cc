@@ -681,12 +681,14 @@ void DedupSystem::BufferedWrite(uint64_t dirty_stretch) {
   // Waking the workers for every small random write had them search the
   // buffers thousands of times a second for runs that were not ready, with
   // the buffer's mutex held that writers need.
-  if (dirty_stretch >= pipeline_->chunker().options().max_size || budget_.UnderPressure()) WakeWorkers();
+  if (dirty_stretch >= ReadyRunBytes() || budget_.UnderPressure()) WakeWorkers();
 }
+
+size_t DedupSystem::ReadyRunBytes() const { return pipeline_->chunker().options().max_size; }
 
 WriteBuffer::ClaimPolicy DedupSystem::CurrentPolicy() const {
   WriteBuffer::ClaimPolicy p;
-  p.min_ready_bytes = pipeline_->chunker().options().max_size;
+  p.min_ready_bytes = ReadyRunBytes();
   p.max_run_bytes = std::max<size_t>(8 << 20, 4 * p.min_ready_bytes);
   p.flush_delay = std::chrono::milliseconds(options_.write_buffer_flush_delay_ms);
   p.force_epoch = force_epoch_.load();

@@ -90,7 +90,7 @@ bool WriteBuffer::BlockClaimedLocked(uint64_t block) const {
 }
 
 IntervalSet WriteBuffer::DirtyBlock::Claimable() const {
-  IntervalSet out = dirty;
+  IntervalSet out = dirty;  // a copy either way: most blocks have nothing parked
   for (const auto& r : parked.ranges()) out.Remove(r.first, r.second);
   return out;
 }
@@ -221,7 +221,7 @@ bool WriteBuffer::ClaimInBlockLocked(std::map<uint64_t, DirtyBlock>::iterator it
 
   const uint64_t base = it->first * block_size_;
   // Candidates: dirty bytes no run has claimed and none is parked.
-  IntervalSet candidates = b.parked.empty() ? b.dirty : b.Claimable();
+  IntervalSet candidates = b.Claimable();
   for (const auto& c : claims_) {
     if (c.start < base + block_size_ && c.end > base) {
       candidates.Remove(static_cast<uint32_t>(std::max(c.start, base) - base),
@@ -246,8 +246,7 @@ bool WriteBuffer::ClaimInBlockLocked(std::map<uint64_t, DirtyBlock>::iterator it
       auto next = std::next(last);
       const uint64_t next_base = (last->first + 1) * block_size_;
       if (next == blocks_.end() || next->first != last->first + 1) break;
-      const IntervalSet next_claimable =
-          next->second.parked.empty() ? next->second.dirty : next->second.Claimable();
+      const IntervalSet next_claimable = next->second.Claimable();
       if (next_claimable.empty() || next_claimable.ranges().front().first != 0 ||
           ClaimAtLocked(next_base) != nullptr) {
         break;
