@@ -57,13 +57,34 @@ WriteBuffer::DirtyBlock* WriteBuffer::GetOrCreateLocked(uint64_t block, uint64_t
   }
   DirtyBlock& b = blocks_.try_emplace(block, block_size_).first->second;
   b.first_epoch = epoch;
+  if (free_slots_.empty()) {
+    b.slot = static_cast<uint32_t>(summaries_.size());
+    summaries_.emplace_back();
+  } else {
+    b.slot = free_slots_.top();
+    free_slots_.pop();
+  }
+  summaries_[b.slot].block = block;
+  summaries_[b.slot].in_use = true;
   budget_->Charge(kBlockBookkeeping);
   return &b;
+}
+
+void WriteBuffer::SummarizeLocked(const DirtyBlock& b) {
+  Summary& s = summaries_[b.slot];
+  s.first_epoch = b.first_epoch;
+  s.last_write = b.last_write;
+  s.longest_range = 0;
+  for (const auto& r : b.dirty.ranges()) s.longest_range = std::max(s.longest_range, r.second - r.first);
+  s.dirty_at_start = !b.dirty.empty() && b.dirty.ranges().front().first == 0;
+  s.dirty_at_end = !b.dirty.empty() && b.dirty.ranges().back().second == block_size_;
 }
 
 void WriteBuffer::FreeIfCleanLocked(std::map<uint64_t, DirtyBlock>::iterator it) {
   TrimLocked(&it->second);
   if (it->second.dirty.empty() && !BlockClaimedLocked(it->first)) {
+    summaries_[it->second.slot] = Summary();
+    free_slots_.push(it->second.slot);
     blocks_.erase(it);
     budget_->Release(kBlockBookkeeping);
   }
@@ -126,6 +147,7 @@ uint64_t WriteBuffer::Put(uint64_t block, uint32_t offset, const uint8_t* data, 
   b->seq++;
   b->last_epoch = epoch;
   b->last_write = Clock::now();
+  SummarizeLocked(*b);
   return StretchLocked(block, *b, offset, offset + len);
 }
 
@@ -169,6 +191,7 @@ void WriteBuffer::Discard(uint64_t block, uint32_t offset, uint32_t len) {
   it->second.dirty.Remove(offset, offset + len);
   if (!it->second.parked.empty()) it->second.parked.Remove(offset, offset + len);
   it->second.seq++;
+  SummarizeLocked(it->second);
   FreeIfCleanLocked(it);
 }
 
@@ -192,33 +215,36 @@ bool WriteBuffer::Intersects(uint64_t block, uint32_t offset, uint32_t len) cons
 
 bool WriteBuffer::ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run* run) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = blocks_.lower_bound(scan_from_);
-  for (size_t visited = 0; visited < blocks_.size(); visited++, ++it) {
-    if (it == blocks_.end()) it = blocks_.begin();
-    if (ClaimInBlockLocked(it, policy, now, run)) {
-      scan_from_ = it->first;
+  const size_t n = summaries_.size();
+  size_t slot = scan_from_ < n ? scan_from_ : 0;
+  for (size_t visited = 0; visited < n; visited++, slot = slot + 1 < n ? slot + 1 : 0) {
+    const Summary& s = summaries_[slot];
+    if (!s.in_use || !MayBeReadyLocked(s, policy, now)) continue;
+    if (ClaimInBlockLocked(blocks_.find(s.block), policy, now, run)) {
+      scan_from_ = static_cast<uint32_t>(slot);
       return true;
     }
   }
   return false;
 }
 
+bool WriteBuffer::MayBeReadyLocked(const Summary& s, const ClaimPolicy& policy, Clock::time_point now) const {
+  if (s.longest_range == 0) return false;
+  if (policy.force_all || policy.flush_short_runs || s.first_epoch <= policy.force_epoch ||
+      now - s.last_write >= policy.flush_delay || s.longest_range >= policy.min_ready_bytes) {
+    return true;
+  }
+  // Most blocks of a buffer that random small writes filled hold short young
+  // stretches, often several: a run starting in the block is no longer than
+  // the longest of them unless its bytes go on into the next block.
+  if (!s.dirty_at_end) return false;
+  auto next = blocks_.find(s.block + 1);
+  return next != blocks_.end() && summaries_[next->second.slot].dirty_at_start;
+}
+
 bool WriteBuffer::ClaimInBlockLocked(std::map<uint64_t, DirtyBlock>::iterator it, const ClaimPolicy& policy,
                                      Clock::time_point now, Run* run) {
   const DirtyBlock& b = it->second;
-  if (b.dirty.empty()) return false;
-  // Most blocks of a buffer that random small writes filled hold a short
-  // young stretch: a run starting here ends here unless its bytes go on into
-  // the next block, so it is neither forced, aged nor long enough, and none
-  // of the work below is needed to say so.
-  auto next = std::next(it);
-  const bool goes_on = b.dirty.Intersects(block_size_ - 1, block_size_) && next != blocks_.end() &&
-                       next->first == it->first + 1 && next->second.dirty.Intersects(0, 1);
-  const bool may_be_ready = policy.force_all || policy.flush_short_runs || b.first_epoch <= policy.force_epoch ||
-                            now - b.last_write >= policy.flush_delay || b.dirty.bytes() >= policy.min_ready_bytes ||
-                            goes_on;
-  if (!may_be_ready) return false;
-
   const uint64_t base = it->first * block_size_;
   // Candidates: dirty bytes no run has claimed and none is parked.
   IntervalSet candidates = b.Claimable();
@@ -312,6 +338,7 @@ bool WriteBuffer::ClearIfUnchanged(uint64_t block, uint64_t seq, uint32_t begin,
   // of this block stays valid.
   it->second.dirty.Remove(begin, end);
   if (!it->second.parked.empty()) it->second.parked.Remove(begin, end);
+  SummarizeLocked(it->second);
   TrimLocked(&it->second);
   return true;
 }
@@ -392,6 +419,7 @@ uint64_t WriteBuffer::DropParked(uint64_t block, uint64_t epoch) {
   for (const auto& r : it->second.parked.ranges()) it->second.dirty.Remove(r.first, r.second);
   it->second.parked = IntervalSet();
   it->second.seq++;  // as an unmap: a run's copy of these bytes is stale
+  SummarizeLocked(it->second);
   FreeIfCleanLocked(it);
   return n;
 }

@@ -40,9 +40,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <queue>
 #include <vector>
 
 #include "core/base/interval_set.h"
@@ -137,7 +139,8 @@ class WriteBuffer {
   };
   // Finds a run that is ready under |policy|, claims its blocks and copies its
   // bytes. Returns false if there is none. The search starts at the block
-  // where the previous claim was found and wraps around (next fit), so
+  // where the previous claim was found and wraps around (next fit, in the
+  // order of the blocks' summaries, not of their addresses), so
   // claiming the runs of a buffer of many small dirty stretches costs one
   // pass over its blocks, not one per run: the buffer's mutex, which every
   // write takes, is held for short times.
@@ -193,8 +196,24 @@ class WriteBuffer {
     uint64_t last_epoch = 0;  // of the newest Put
     std::vector<uint32_t> edges;  // request edges in [0, block size], sorted
     Clock::time_point last_write;
+    uint32_t slot = 0;  // of its Summary in summaries_
     // Dirty bytes a run may claim: all but the parked ones.
     IntervalSet Claimable() const;
+  };
+  // What ClaimRun's search needs to know of a dirty block to pass over it.
+  // The summaries lie side by side in one array, so a search of thousands of
+  // blocks (most of them a short young stretch that is not ready) reads a
+  // few cache lines per block instead of chasing map nodes, interval sets
+  // and clock reads under the mutex every writer takes. Kept equal to the
+  // block's fields by SummarizeLocked after every change of them.
+  struct Summary {
+    uint64_t block = 0;
+    uint64_t first_epoch = 0;
+    Clock::time_point last_write;
+    uint32_t longest_range = 0;  // of dirty bytes; 0: none
+    bool in_use = false;
+    bool dirty_at_start = false;  // its first byte is dirty
+    bool dirty_at_end = false;    // its last byte is dirty
   };
   struct Claim {
     uint64_t id;
@@ -207,6 +226,10 @@ class WriteBuffer {
   // Byte |pos| is dirty and not parked.
   bool IsDirtyLocked(uint64_t pos) const;
   DirtyBlock* GetOrCreateLocked(uint64_t block, uint64_t epoch);
+  // Whether a run starting in the summarized block may be ready under
+  // |policy|; false means it surely is not.
+  bool MayBeReadyLocked(const Summary& s, const ClaimPolicy& policy, Clock::time_point now) const;
+  void SummarizeLocked(const DirtyBlock& b);
   // ClaimRun's work on one block: claims the first ready run that starts in it.
   bool ClaimInBlockLocked(std::map<uint64_t, DirtyBlock>::iterator it, const ClaimPolicy& policy,
                           Clock::time_point now, Run* run);
@@ -225,7 +248,13 @@ class WriteBuffer {
   PagePool pool_{(8 << 20) / PagePool::kPageSize};
   std::vector<Claim> claims_;  // runs in progress (a handful: one per worker)
   uint64_t next_claim_ = 1;
-  uint64_t scan_from_ = 0;  // block where ClaimRun starts looking
+  // One per dirty block, indexed by DirtyBlock::slot; slots of blocks that
+  // left the buffer are reused, lowest first (so a stream's blocks, freed
+  // together, are found again in the order they are written), and the array
+  // never holds more than the most blocks the buffer held at once.
+  std::vector<Summary> summaries_;
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> free_slots_;
+  uint32_t scan_from_ = 0;  // slot where ClaimRun starts looking
 };
 
 }  // namespace dedupv1
