@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/base/testutil.h"
@@ -405,5 +406,50 @@ TEST(WriteBufferTest, YoungRunsAreClaimedWhenLongEnoughAlsoAcrossABlockEdge) {
   EXPECT_EQ(run.blocks, (std::vector<uint64_t>{0, 1}));
   EXPECT_EQ(std::memcmp(run.data.data(), a.data(), 2500), 0);
 }
+// The search reads a summary of each block kept beside the blocks; blocks
+// that leave give their summary's place to the next ones. What a block was
+// before must not hide what the block now there is.
+TEST(WriteBufferTest, BlocksTakingFreedPlacesInTheSearchAreFoundAsTheyAreNow) {
+  WriteBufferBudget budget(1 << 20);
+  WriteBuffer buf(kBlock, &budget);
+  auto a = test::RandomBytes(kBlock, 14);
+  WriteBuffer::Run run;
+  for (uint64_t b = 0; b < 20; b++) buf.Put(b * 2, 0, a.data(), 3000, 1);  // each a ready run
+  for (int i = 0; i < 20; i++) {
+    ASSERT_TRUE(buf.ClaimRun(Ready(2000), WriteBuffer::Clock::now(), &run));
+    ASSERT_TRUE(buf.ClearIfUnchanged(run.blocks[0], run.seqs[0], 0, 3000));
+    buf.Unclaim(run);
+  }
+  EXPECT_EQ(buf.dirty_blocks(), 0u);
+  // Young and short now: nothing is ready, whatever stood in those places.
+  for (uint64_t b = 100; b < 110; b++) buf.Put(b, 0, a.data(), 100, 2);
+  buf.Put(200, 0, a.data(), 100, 2);
+  buf.Discard(200, 0, 100);
+  EXPECT_EQ(buf.dirty_blocks(), 10u);
+  EXPECT_FALSE(buf.ClaimRun(Ready(2000), WriteBuffer::Clock::now(), &run));
+  // Each becomes ready in its own way: long enough, going on into the next
+  // block (1000 + 1100 bytes), forced by a sync of its epoch, aged.
+  buf.Put(101, 100, a.data() + 100, 2000, 2);
+  buf.Put(103, kBlock - 1000, a.data(), 1000, 2);
+  buf.Put(104, 100, a.data(), 1000, 2);
+  auto p = Ready(2000);
+  std::vector<uint64_t> found;
+  while (buf.ClaimRun(p, WriteBuffer::Clock::now(), &run)) found.push_back(run.start);
+  std::sort(found.begin(), found.end());
+  EXPECT_EQ(found, (std::vector<uint64_t>{101 * kBlock, 103 * kBlock + kBlock - 1000}));
+  // Block 103's first 100 bytes are a run of their own.
+  p.force_epoch = 2;
+  found.clear();
+  while (buf.ClaimRun(p, WriteBuffer::Clock::now(), &run)) found.push_back(run.start / kBlock);
+  std::sort(found.begin(), found.end());
+  EXPECT_EQ(found, (std::vector<uint64_t>{100, 102, 103, 105, 106, 107, 108, 109}));
+  buf.Put(300, 0, a.data(), 100, 3);
+  p.force_epoch = 0;
+  EXPECT_FALSE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  p.flush_delay = std::chrono::milliseconds(0);
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  EXPECT_EQ(run.start, 300 * kBlock);
+}
+
 }  // namespace
 }  // namespace dedupv1
