@@ -680,8 +680,16 @@ void DedupSystem::WakeWorkers() {
 void DedupSystem::BufferedWrite(uint64_t dirty_stretch) {
   // Waking the workers for every small random write had them search the
   // buffers thousands of times a second for runs that were not ready, with
-  // the buffer's mutex held that writers need.
-  if (dirty_stretch >= ReadyRunBytes() || budget_.UnderPressure()) WakeWorkers();
+  // the buffer's mutex held that writers need. And a wake-up costs the
+  // writer itself: a futex call, and on shared cores often a switch to the
+  // woken worker before the write is acknowledged. So only a stream's
+  // stretch (several chunks long) wakes them, or buffers short of space;
+  // random requests, ready or not, wait for the workers' own next look (a
+  // quarter of the flush delay). Measured on random 4-64 KiB writes
+  // (docs/benchmarks.md 13): waking for every stretch a chunk long, once
+  // per megabyte written, or looking every 20 ms while data is buffered all
+  // gave a higher p99 than this.
+  if (dirty_stretch >= 4 * ReadyRunBytes() || budget_.UnderPressure()) WakeWorkers();
 }
 
 size_t DedupSystem::ReadyRunBytes() const { return pipeline_->chunker().options().max_size; }
