@@ -277,7 +277,8 @@ class DedupSystem {
   // A volume buffered a write (VolumeHost::BufferedWrite).
   void BufferedWrite(uint64_t dirty_stretch);
   // A run this long holds a complete chunk, so it is ready before its flush
-  // delay (ClaimPolicy::min_ready_bytes; the wake-up rule of BufferedWrite).
+  // delay (ClaimPolicy::min_ready_bytes; BufferedWrite wakes the workers for
+  // stretches four times as long).
   size_t ReadyRunBytes() const;
   WriteBuffer::ClaimPolicy CurrentPolicy() const;
   // Waits until every volume's bytes dirtied at or before |epoch| are deduplicated.

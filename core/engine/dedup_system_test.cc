@@ -88,9 +88,9 @@ TEST(DedupSystemTest, WriteSyncReopenRead) {
 // (issue 19: damage on disk is never passed over in silence). The rebuilt
 // filter knows every stored chunk, so the same data written again is not
 // stored again.
-// A write that leaves a stretch long enough for a chunk wakes the workers:
-// with a flush delay of a minute they would otherwise look only every 15 s.
-TEST(DedupSystemTest, AWriteLongEnoughForAChunkWakesTheWorkers) {
+// A stream's write (a stretch several chunks long) wakes the workers: with a
+// flush delay of a minute they would otherwise look only every 15 s.
+TEST(DedupSystemTest, AStreamsWriteWakesTheWorkers) {
   test::TempDir dir;
   Options o = SmallOptions(dir.path());
   o.write_buffer_flush_delay_ms = 60 * 1000;

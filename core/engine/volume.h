@@ -47,9 +47,9 @@ class VolumeHost {
   // The sync epoch a write stamps its bytes with.
   virtual uint64_t current_epoch() const = 0;
   // A write left |dirty_stretch| contiguous dirty bytes around its own
-  // (WriteBuffer::Put): the host wakes the dedup workers if that may be a
-  // run ready to process. Shorter stretches wait for their flush delay, and
-  // the workers look on their own by then.
+  // (WriteBuffer::Put): the host wakes the dedup workers if that is a
+  // stream's (DedupSystem::BufferedWrite); other writes wait for the
+  // workers' own next look.
   virtual void BufferedWrite(uint64_t dirty_stretch) = 0;
   // Waits while the operations log is nearly full; called before any block
   // lock is taken (an unmap, a dedup run), so the checkpoint can trim it.

@@ -98,9 +98,9 @@ class WriteBuffer {
   // |epoch| is the system's current sync epoch (see DedupSystem). Returns
   // the length of the stretch of contiguous dirty bytes the written ones now
   // lie in, followed into the neighbouring blocks (kLongStretch once it covers
-  // a neighbour whole): the writer wakes the workers only when that may make
-  // a run ready (a run shorter than ClaimPolicy::min_ready_bytes waits for
-  // its flush delay, and the workers look again on their own by then).
+  // a neighbour whole): the writer wakes the workers only when that is a
+  // stream's (DedupSystem::BufferedWrite); other runs wait for the workers'
+  // own next look, or their flush delay if they are short.
   uint64_t Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len, uint64_t epoch,
                RequestEdges edges);
   uint64_t Put(uint64_t block, uint32_t offset, const uint8_t* data, uint32_t len, uint64_t epoch) {

@@ -345,8 +345,7 @@ TEST(WriteBufferTest, BudgetCountsWrittenPagesNotWholeBlocks) {
 }
 
 // Put reports the stretch of dirty bytes a write now lies in, into the
-// neighbouring blocks, so writers wake the workers only for what may be a
-// ready run.
+// neighbouring blocks, so writers wake the workers only for a stream's.
 TEST(WriteBufferTest, PutReturnsTheDirtyStretchIntoTheNeighbours) {
   WriteBufferBudget budget(1 << 20);
   WriteBuffer buf(kBlock, &budget);
@@ -375,7 +374,11 @@ TEST(WriteBufferTest, ClaimsEveryReadyRunWhereverTheSearchStands) {
   std::vector<uint64_t> found;
   ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
   found.push_back(run.blocks[0]);
-  buf.Put(0, 0, a.data(), 100, 1);  // behind the search
+  ASSERT_TRUE(buf.ClearIfUnchanged(run.blocks[0], run.seqs[0], 0, 100));
+  buf.Unclaim(run);  // block 1 leaves the buffer and frees the first place of the search
+  ASSERT_TRUE(buf.ClaimRun(p, WriteBuffer::Clock::now(), &run));
+  found.push_back(run.blocks[0]);
+  buf.Put(0, 0, a.data(), 100, 1);  // takes that place: behind the search
   while (buf.ClaimRun(p, WriteBuffer::Clock::now(), &run)) found.push_back(run.blocks[0]);
   EXPECT_EQ(found, (std::vector<uint64_t>{1, 5, 9, 0}));
 }
