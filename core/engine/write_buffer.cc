@@ -65,7 +65,6 @@ WriteBuffer::DirtyBlock* WriteBuffer::GetOrCreateLocked(uint64_t block, uint64_t
     free_slots_.pop();
   }
   summaries_[b.slot].block = block;
-  summaries_[b.slot].in_use = true;
   budget_->Charge(kBlockBookkeeping);
   return &b;
 }
@@ -219,7 +218,7 @@ bool WriteBuffer::ClaimRun(const ClaimPolicy& policy, Clock::time_point now, Run
   size_t slot = scan_from_ < n ? scan_from_ : 0;
   for (size_t visited = 0; visited < n; visited++, slot = slot + 1 < n ? slot + 1 : 0) {
     const Summary& s = summaries_[slot];
-    if (!s.in_use || !MayBeReadyLocked(s, policy, now)) continue;
+    if (!MayBeReadyLocked(s, policy, now)) continue;  // a free slot has no dirty range
     if (ClaimInBlockLocked(blocks_.find(s.block), policy, now, run)) {
       scan_from_ = static_cast<uint32_t>(slot);
       return true;

@@ -210,8 +210,7 @@ class WriteBuffer {
     uint64_t block = 0;
     uint64_t first_epoch = 0;
     Clock::time_point last_write;
-    uint32_t longest_range = 0;  // of dirty bytes; 0: none
-    bool in_use = false;
+    uint32_t longest_range = 0;  // of dirty bytes; 0: none (also a free slot's)
     bool dirty_at_start = false;  // its first byte is dirty
     bool dirty_at_end = false;    // its last byte is dirty
   };
