@@ -3,8 +3,13 @@
 #include <bzlib.h>
 #include <zlib.h>
 
+#include "core/base/chunker.h"
+
 namespace dedupv1 {
 namespace {
+
+// Every chunk a chunker cuts can be kept compressed.
+static_assert(kMaxCompressedRawSize >= kMaxChunkSize);
 
 // Level 3 is most of zlib's gain for a fraction of the CPU of level 6+.
 constexpr int kZlibLevel = 3;
@@ -42,7 +47,7 @@ bool IsValidCompression(uint8_t value) {
 }
 
 bool Compress(Compression type, const uint8_t* data, size_t n, std::string* out) {
-  if (n == 0) return false;
+  if (n == 0 || n > kMaxCompressedRawSize) return false;
   switch (type) {
     case Compression::kNone:
       return false;
@@ -82,6 +87,19 @@ Status Decompress(Compression type, const uint8_t* data, size_t n, size_t raw_si
       }
       out->assign(reinterpret_cast<const char*>(data), n);
       return Status::OK();
+    default:
+      break;
+  }
+  // The output buffer is allocated (and zeroed) before the decoder runs: a
+  // damaged size must not make a read allocate gigabytes.
+  if (raw_size > kMaxCompressedRawSize) {
+    return Status::Corruption(std::string(CompressionName(type)) + " chunk claims " + std::to_string(raw_size) +
+                              " raw bytes, more than a compressed chunk can have (" +
+                              std::to_string(kMaxCompressedRawSize) + ")");
+  }
+  switch (type) {
+    case Compression::kNone:
+      break;
     case Compression::kZlib: {
       out->resize(raw_size);
       uLongf len = static_cast<uLongf>(raw_size);

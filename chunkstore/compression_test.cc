@@ -68,6 +68,26 @@ TEST(CompressionTest, TinyInputIsNotKept) {
   EXPECT_FALSE(Compress(Compression::kZlib, &one, 0, &packed));
 }
 
+// Found by chunkstore/container_fuzz.cc: an item whose checksums hold but
+// whose raw size says 4 GiB made every read of it allocate and zero 4 GiB.
+TEST(CompressionTest, ARawSizeBeyondTheLargestChunkIsCorruptionNotAnAllocation) {
+  std::string raw(kMaxCompressedRawSize, 'a');
+  std::string packed;
+  ASSERT_TRUE(Compress(Compression::kZlib, Bytes(raw), raw.size(), &packed));
+  std::string back;
+  ASSERT_TRUE(Decompress(Compression::kZlib, Bytes(packed), packed.size(), raw.size(), &back).ok());
+  EXPECT_EQ(back, raw);
+  for (Compression type : {Compression::kZlib, Compression::kBzip2}) {
+    Status s = Decompress(type, Bytes(packed), packed.size(), 0xffffffffu, &back);
+    EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_NE(s.ToString().find("4294967295 raw bytes"), std::string::npos) << s.ToString();
+  }
+  // A longer chunk than that is kept raw, so what is written stays readable.
+  raw.push_back('a');
+  EXPECT_FALSE(Compress(Compression::kZlib, Bytes(raw), raw.size(), &packed));
+  EXPECT_FALSE(Compress(Compression::kBzip2, Bytes(raw), raw.size(), &packed));
+}
+
 TEST(CompressionTest, ParseNames) {
   Compression c;
   ASSERT_TRUE(ParseCompression("none", &c).ok());

@@ -1,0 +1,54 @@
+// What a fuzz harness (a *_fuzz.cc file: a decoder of durable bytes fed with
+// damaged input) needs besides LLVMFuzzerTestOneInput: a check that aborts
+// with a message naming the input, and the seeds it starts from. Test code:
+// only the harness programs include it (core/base/fuzz_driver_main.cc runs
+// them, in ctest and in the campaigns of scripts/fuzz).
+//
+// The property every harness checks is the storage rule "damage is an error,
+// never wrong data": a decoder given arbitrary bytes returns an error or a
+// value that satisfies the invariants its users rely on, and never crashes,
+// reads out of bounds or loops.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace dedupv1 {
+namespace test {
+
+// Valid encodings made with the real encoders; defined by each harness.
+void DedupV1FuzzSeeds(std::vector<std::string>* seeds);
+
+inline std::string& FuzzInputOrigin() {
+  static std::string origin = "an input";
+  return origin;
+}
+inline void SetFuzzInputOrigin(const std::string& origin) { FuzzInputOrigin() = origin; }
+
+// The input of a harness whose first byte chooses what to do with the rest
+// (which decoder, whether checksums are recomputed): false for an empty one.
+inline bool SplitFuzzInput(const uint8_t* data, size_t size, uint8_t* flags, std::string* bytes) {
+  if (size == 0) return false;
+  *flags = data[0];
+  bytes->assign(reinterpret_cast<const char*>(data + 1), size - 1);
+  return true;
+}
+
+[[noreturn]] inline void FuzzCheckFailed(const char* file, int line, const char* cond, const std::string& what) {
+  std::fprintf(stderr, "%s:%d: fuzz check failed: %s: %s (input: %s)\n", file, line, cond, what.c_str(),
+               FuzzInputOrigin().c_str());
+  std::abort();
+}
+
+}  // namespace test
+}  // namespace dedupv1
+
+// Aborts (a failed ctest, a finding of a campaign) unless |cond|.
+#define FUZZ_CHECK(cond, what)                                                   \
+  do {                                                                           \
+    if (!(cond)) ::dedupv1::test::FuzzCheckFailed(__FILE__, __LINE__, #cond, (what)); \
+  } while (0)

@@ -1,0 +1,224 @@
+// The main() of every fuzz harness (a *_fuzz.cc file): runs the harness over
+// inputs that are known, and over bounded, reproducible mutations of them, so
+// that CI exercises every decoder of durable bytes with damaged input (ctest
+// label "fuzz"); scripts/fuzz runs long campaigns of the same harnesses in a
+// build with ASan and UBSan (cmake -DDEDUPV1_SANITIZE=ON). A harness's entry
+// point has libFuzzer's name and signature, so it also links with libFuzzer
+// where the compiler takes the project's headers (Debian 12's clang 14 does
+// not: librados' headers are ambiguous to it in C++20).
+//
+//   NAME_fuzz [--mutations N] [--seed S] [--write-seeds DIR] [FILE|DIR]...
+//
+// Inputs: the harness's own seeds (DedupV1FuzzSeeds: valid encodings made
+// with the real encoders, so the mutations reach past the first checksum),
+// then every FILE and every file in DIR (a corpus: inputs that once failed).
+// Each input runs as it is, then N times mutated (one to four bit flips,
+// bytes set to edge values, truncations, insertions, pieces copied from the
+// next input): the mutator is a fixed pseudo-random sequence from S, so a
+// failure repeats. A harness reports a failed check by aborting
+// (fuzz_check.h), naming the input's origin; --write-seeds DIR writes the
+// seeds as files, to keep an input that failed next to them.
+//
+// The driver's address space is capped at 1 GiB (not under ASan, which
+// reserves terabytes of shadow): a decoder that believes a damaged size and
+// allocates gigabytes fails here with bad_alloc instead of passing slowly.
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/base/fuzz_check.h"
+#include "core/base/split_mix64.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+namespace dedupv1 {
+namespace {
+
+// The driver's mutation choices: a SplitMix64 sequence.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    state_ += kSplitMix64Gamma;
+    return SplitMix64(state_);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+struct Input {
+  std::string origin;
+  std::string bytes;
+};
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+// Adds |path| (a file, or every regular file of a folder) to |inputs|.
+bool AddPath(const std::string& path, std::vector<Input>* inputs) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    std::fprintf(stderr, "fuzz driver: %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    Input in{path, {}};
+    if (!ReadFile(path, &in.bytes)) return false;
+    inputs->push_back(std::move(in));
+    return true;
+  }
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return false;
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] != '.') names.push_back(e->d_name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    if (!AddPath(path + "/" + name, inputs)) return false;
+  }
+  return true;
+}
+
+// One mutation of |bytes|, chosen by |rng|. |other| is another input, spliced
+// in now and then (a field of one valid record in another's place).
+void Mutate(Rng* rng, const std::string& other, std::string* bytes) {
+  static const uint8_t kEdges[] = {0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff};
+  const uint64_t kind = rng->Next() % 6;
+  const size_t n = bytes->size();
+  if (n == 0 || kind == 4) {
+    bytes->insert(n == 0 ? 0 : rng->Next() % (n + 1), 1 + rng->Next() % 8, static_cast<char>(rng->Next()));
+    return;
+  }
+  const size_t at = rng->Next() % n;
+  switch (kind) {
+    case 0:  // one bit
+      (*bytes)[at] = static_cast<char>((*bytes)[at] ^ (1u << (rng->Next() % 8)));
+      break;
+    case 1:  // a byte to an edge value
+      (*bytes)[at] = static_cast<char>(kEdges[rng->Next() % sizeof(kEdges)]);
+      break;
+    case 2:  // four bytes to an edge value (a length or count field)
+      for (size_t i = at; i < std::min(n, at + 4); i++) (*bytes)[i] = static_cast<char>(kEdges[rng->Next() % 6]);
+      break;
+    case 3:  // truncated
+      bytes->resize(at);
+      break;
+    default: {  // a piece of |other| (or of itself) copied over
+      const std::string& src = other.empty() ? *bytes : other;
+      const size_t from = rng->Next() % src.size();
+      const size_t len = std::min({src.size() - from, n - at, static_cast<size_t>(1 + rng->Next() % 32)});
+      std::string piece = src.substr(from, len);
+      bytes->replace(at, len, piece);
+      break;
+    }
+  }
+}
+
+void Run(const std::string& origin, const std::string& bytes) {
+  test::SetFuzzInputOrigin(origin);
+  LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+}
+
+int Usage() {
+  std::fprintf(stderr, "usage: NAME_fuzz [--mutations N] [--seed S] [--write-seeds DIR] [FILE|DIR]...\n");
+  return 2;
+}
+
+// Caps the address space (see the top of the file).
+void CapMemory() {
+#if !defined(__SANITIZE_ADDRESS__)
+  constexpr rlim_t kCap = rlim_t{1} << 30;
+  struct rlimit limit;
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > kCap)) {
+    limit.rlim_cur = kCap;
+    ::setrlimit(RLIMIT_AS, &limit);
+  }
+#endif
+}
+
+int Main(int argc, char** argv) {
+  CapMemory();
+  // An exception out of a harness (bad_alloc above all) names the input too.
+  std::set_terminate([] {
+    std::fprintf(stderr, "fuzz driver: the harness threw (a std::bad_alloc is a decoder allocating what a damaged "
+                         "size says) on input: %s\n", test::FuzzInputOrigin().c_str());
+    std::abort();
+  });
+  uint64_t mutations = 0;
+  uint64_t seed = 1;
+  std::string seeds_dir;
+  std::vector<Input> inputs;
+  std::vector<std::string> seeds;
+  test::DedupV1FuzzSeeds(&seeds);
+  for (size_t i = 0; i < seeds.size(); i++) inputs.push_back({"seed " + std::to_string(i), seeds[i]});
+  for (int i = 1; i < argc; i++) {
+    const std::string arg = argv[i];
+    if ((arg == "--mutations" || arg == "--seed" || arg == "--write-seeds") && i + 1 < argc) {
+      const std::string value = argv[++i];
+      if (arg == "--mutations") mutations = std::strtoull(value.c_str(), nullptr, 10);
+      if (arg == "--seed") seed = std::strtoull(value.c_str(), nullptr, 10);
+      if (arg == "--write-seeds") seeds_dir = value;
+    } else if (arg.rfind("--", 0) == 0) {
+      return Usage();
+    } else if (!AddPath(arg, &inputs)) {
+      return 2;
+    }
+  }
+  if (!seeds_dir.empty()) {
+    for (size_t i = 0; i < seeds.size(); i++) {
+      const std::string path = seeds_dir + "/seed-" + std::to_string(i);
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(seeds[i].data(), static_cast<std::streamsize>(seeds[i].size()));
+      if (!out) {
+        std::fprintf(stderr, "fuzz driver: cannot write %s\n", path.c_str());
+        return 1;
+      }
+    }
+    std::printf("%zu seeds written to %s\n", seeds.size(), seeds_dir.c_str());
+    return 0;
+  }
+  if (inputs.empty()) return Usage();
+  Rng rng(seed);
+  uint64_t runs = 0;
+  for (size_t i = 0; i < inputs.size(); i++) {
+    Run(inputs[i].origin, inputs[i].bytes);
+    runs++;
+    const std::string& other = inputs[(i + 1) % inputs.size()].bytes;
+    for (uint64_t m = 0; m < mutations; m++) {
+      std::string bytes = inputs[i].bytes;
+      const uint64_t steps = 1 + rng.Next() % 4;
+      for (uint64_t s = 0; s < steps; s++) Mutate(&rng, other, &bytes);
+      Run(inputs[i].origin + ", mutation " + std::to_string(m) + " of seed " + std::to_string(seed), bytes);
+      runs++;
+    }
+  }
+  std::printf("%llu inputs run (%zu given, %llu mutations each), no check failed\n",
+              static_cast<unsigned long long>(runs), inputs.size(), static_cast<unsigned long long>(mutations));
+  return 0;
+}
+
+}  // namespace
+}  // namespace dedupv1
+
+int main(int argc, char** argv) { return dedupv1::Main(argc, argv); }
