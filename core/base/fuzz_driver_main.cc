@@ -12,7 +12,8 @@
 // Inputs: the harness's own seeds (DedupV1FuzzSeeds: valid encodings made
 // with the real encoders, so the mutations reach past the first checksum),
 // then every FILE and every file in DIR (a corpus: inputs that once failed).
-// Each input runs as it is, then N times mutated (one to four bit flips,
+// Each input runs as it is, then mutated, N mutations in all shared evenly
+// among the inputs (each mutation one to four bit flips,
 // bytes set to edge values, truncations, insertions, pieces copied from the
 // next input): the mutator is a fixed pseudo-random sequence from S, so a
 // failure repeats. A harness reports a failed check by aborting
@@ -201,11 +202,12 @@ int Main(int argc, char** argv) {
   if (inputs.empty()) return Usage();
   Rng rng(seed);
   uint64_t runs = 0;
+  const uint64_t per_input = (mutations + inputs.size() - 1) / inputs.size();
   for (size_t i = 0; i < inputs.size(); i++) {
     Run(inputs[i].origin, inputs[i].bytes);
     runs++;
     const std::string& other = inputs[(i + 1) % inputs.size()].bytes;
-    for (uint64_t m = 0; m < mutations; m++) {
+    for (uint64_t m = 0; m < per_input; m++) {
       std::string bytes = inputs[i].bytes;
       const uint64_t steps = 1 + rng.Next() % 4;
       for (uint64_t s = 0; s < steps; s++) Mutate(&rng, other, &bytes);
@@ -213,8 +215,8 @@ int Main(int argc, char** argv) {
       runs++;
     }
   }
-  std::printf("%llu inputs run (%zu given, %llu mutations each), no check failed\n",
-              static_cast<unsigned long long>(runs), inputs.size(), static_cast<unsigned long long>(mutations));
+  std::printf("%llu inputs run (%zu given, %llu mutations of each), no check failed\n",
+              static_cast<unsigned long long>(runs), inputs.size(), static_cast<unsigned long long>(per_input));
   return 0;
 }
 
