@@ -17,7 +17,6 @@
 // batch was interrupted before its pages were written in place (bit 0:
 // recompute the journal's CRC). Without it a damaged journal is a torn one,
 // ignored, and every entry reads as stored; with it, no crash.
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -69,12 +68,7 @@ struct BaseTable {
 const BaseTable& Base() {
   static const BaseTable base = [] {
     BaseTable b;
-    char tmpl[] = "/tmp/dedupv1-fuzz-table-XXXXXX";
-    FUZZ_CHECK(::mkdtemp(tmpl) != nullptr, "mkdtemp");
-    b.dir = tmpl;
-    // Removed at exit (empty by then); a copy, since |b| is destroyed first.
-    static const char* const kDir = ::strdup(tmpl);
-    std::atexit([] { ::rmdir(kDir); });
+    b.dir = test::FuzzTempDir("fuzz-table");
     for (int i = 0; i < kEntries; i++) {
       ChunkTable::Op op;
       const std::string data = "chunk " + std::to_string(i);

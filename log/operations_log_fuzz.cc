@@ -14,7 +14,6 @@
 // Input: a flags byte (bit 0: recompute the slot's CRC, data slots only;
 // bits 1-5: which slot of the file, 0 and 1 the superblocks), then the slot's
 // new bytes (cut or zero-padded to 512).
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,12 +81,7 @@ void MapSlots(BaseLog* b) {
 const BaseLog& Base() {
   static const BaseLog base = [] {
     BaseLog b;
-    char tmpl[] = "/tmp/dedupv1-fuzz-log-XXXXXX";
-    FUZZ_CHECK(::mkdtemp(tmpl) != nullptr, "mkdtemp");
-    b.dir = tmpl;
-    // Removed at exit (empty by then); a copy, since |b| is destroyed first.
-    static const char* const kDir = ::strdup(tmpl);
-    std::atexit([] { ::rmdir(kDir); });
+    b.dir = test::FuzzTempDir("fuzz-log");
     const std::string path = b.dir + "/base";
     std::unique_ptr<OperationsLog> log;
     Status s = OperationsLog::Open(LogOptions(path), Env::Default(), &log);

@@ -38,6 +38,11 @@ inline bool SplitFuzzInput(const uint8_t* data, size_t size, uint8_t* flags, std
   return true;
 }
 
+// A fresh folder for a harness's files, in memory (/dev/shm) where there is
+// one, so the syncs of the file-level harnesses cost nothing; removed at exit
+// (the harness leaves it empty).
+std::string FuzzTempDir(const char* name);
+
 [[noreturn]] inline void FuzzCheckFailed(const char* file, int line, const char* cond, const std::string& what) {
   std::fprintf(stderr, "%s:%d: fuzz check failed: %s: %s (input: %s)\n", file, line, cond, what.c_str(),
                FuzzInputOrigin().c_str());

@@ -24,6 +24,7 @@
 // reserves terabytes of shadow): a decoder that believes a damaged size and
 // allocates gigabytes fails here with bad_alloc instead of passing slowly.
 #include <dirent.h>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -221,6 +222,31 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
+
+namespace test {
+
+// The folders FuzzTempDir made; leaked, since the exit handler reads it.
+std::vector<std::string>* const g_temp_dirs = new std::vector<std::string>;
+
+std::string FuzzTempDir(const char* name) {
+  static const bool registered = [] {
+    std::atexit([] {
+      for (const std::string& dir : *g_temp_dirs) ::rmdir(dir.c_str());
+    });
+    return true;
+  }();
+  (void)registered;
+  const char* root = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+  std::string tmpl = std::string(root) + "/dedupv1-" + name + "-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    std::fprintf(stderr, "fuzz driver: cannot make a folder %s: %s\n", tmpl.c_str(), std::strerror(errno));
+    std::abort();
+  }
+  g_temp_dirs->push_back(tmpl);
+  return tmpl;
+}
+
+}  // namespace test
 }  // namespace dedupv1
 
 int main(int argc, char** argv) { return dedupv1::Main(argc, argv); }
