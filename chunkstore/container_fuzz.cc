@@ -48,8 +48,10 @@ void FixChecksums(std::string* c) {
 }
 
 // A parsed container keeps its promises: sorted fingerprints, every chunk
-// inside the bytes, reads that either fail as Corruption or give raw_size bytes.
-void CheckParsed(const Container& c, const std::string& bytes, std::vector<std::string>* chunks) {
+// inside the bytes, reads that either fail as Corruption or give raw_size
+// bytes. With |damage_seen| (checksums as the damage left them) a chunk read
+// is the chunk stored: its fingerprint matches.
+void CheckParsed(const Container& c, const std::string& bytes, bool damage_seen, std::vector<std::string>* chunks) {
   const std::vector<Fingerprint> fps = c.Fingerprints();
   FUZZ_CHECK(fps.size() == c.item_count(), "fingerprint count");
   for (size_t i = 0; i < fps.size(); i++) {
@@ -61,11 +63,16 @@ void CheckParsed(const Container& c, const std::string& bytes, std::vector<std::
     Status s = c.ReadChunk(fps[i], &data);
     FUZZ_CHECK(s.ok() || s.IsCorruption(), "ReadChunk: " + s.ToString());
     if (s.ok()) FUZZ_CHECK(data.size() == loc.raw_size, "a chunk read with another size than its raw size");
+    if (s.ok() && damage_seen) {
+      Fingerprint fp;
+      ComputeFingerprint(c.fp_type(), reinterpret_cast<const uint8_t*>(data.data()), data.size(), &fp);
+      FUZZ_CHECK(fp == fps[i], "a damaged container read as other data than the chunk stored");
+    }
     chunks->push_back(s.ok() ? data : "<" + s.ToString() + ">");
   }
 }
 
-void CheckContainer(const std::string& bytes, ContainerId expected) {
+void CheckContainer(const std::string& bytes, ContainerId expected, bool damage_seen) {
   std::unique_ptr<Container> c;
   Status s = Container::Parse(expected, bytes, &c);
   std::unique_ptr<Container> moved;
@@ -93,8 +100,8 @@ void CheckContainer(const std::string& bytes, ContainerId expected) {
   FUZZ_CHECK(listed == c->Fingerprints(), "ParseFingerprints lists other fingerprints than Parse");
   FUZZ_CHECK(serialized == bytes.size(), "ParseFingerprints' serialized size");
   std::vector<std::string> chunks, moved_chunks;
-  CheckParsed(*c, bytes, &chunks);
-  CheckParsed(*moved, bytes, &moved_chunks);
+  CheckParsed(*c, bytes, damage_seen, &chunks);
+  CheckParsed(*moved, bytes, damage_seen, &moved_chunks);
   FUZZ_CHECK(chunks == moved_chunks, "the two Parse forms read other chunk data");
 
   // What a parsed container serializes to parses back to the same chunks.
@@ -104,7 +111,7 @@ void CheckContainer(const std::string& bytes, ContainerId expected) {
   Status sr = Container::Parse(expected, again, &re);
   FUZZ_CHECK(sr.ok(), "a parsed container serializes to bytes Parse refuses: " + sr.ToString());
   std::vector<std::string> re_chunks;
-  CheckParsed(*re, again, &re_chunks);
+  CheckParsed(*re, again, false, &re_chunks);
   FUZZ_CHECK(re_chunks == chunks, "chunks changed through Serialize and Parse");
 }
 
@@ -128,7 +135,7 @@ void DedupV1FuzzSeeds(std::vector<std::string>* seeds) {
       }
       if (compression == Compression::kZlib) c.SetAliases({3, 5});
       std::string bytes;
-      if (c.Serialize(&bytes).ok()) seeds->push_back(std::string(1, '\x01') + bytes);
+      if (c.Serialize(&bytes).ok()) AddSeedBothWays(seeds, 0, 1, bytes);
     }
   }
 }
@@ -146,6 +153,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if ((flags & 2) && bytes.size() >= Container::kHeaderSize) {
     expected = DecodeFixed64(reinterpret_cast<const uint8_t*>(bytes.data()) + 16);
   }
-  CheckContainer(bytes, expected);
+  CheckContainer(bytes, expected, (flags & 1) == 0);
   return 0;
 }

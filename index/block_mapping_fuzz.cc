@@ -77,12 +77,12 @@ void DedupV1FuzzSeeds(std::vector<std::string>* seeds) {
     if (!m.Overlay(0, items).ok() || !m.Overlay(block_size / 2, items).ok()) continue;
     std::string record;
     m.Serialize(kSeedBlock, &record);
-    seeds->push_back(std::string(1, '\x01') + record);
+    AddSeedBothWays(seeds, 0, 1, record);
   }
   BlockMapping empty(8192);
   std::string record;
   empty.Serialize(kSeedBlock, &record);
-  seeds->push_back(std::string(1, '\x01') + record);
+  AddSeedBothWays(seeds, 0, 1, record);
 }
 
 }  // namespace test

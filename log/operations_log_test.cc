@@ -14,6 +14,7 @@
 #include "core/base/coding.h"
 #include "core/base/fault_injection_env.h"
 #include "core/base/testutil.h"
+#include "log/log_slot.h"
 
 namespace dedupv1 {
 namespace {
@@ -795,6 +796,44 @@ TEST_F(OperationsLogTest, DamagedSlotFollowedByDurableSlotsRefusesTheOpen) {
   ASSERT_NE(nullptr, log);
   EXPECT_EQ(21u, log->head_id());
   ExpectEvents(log.get(), after);
+}
+
+// Found by log/operations_log_fuzz.cc: a slot whose CRC holds but which
+// claims a sequence number far past the ring (nothing the log ever writes: a
+// forged slot, or a bug) was taken as the place the chain resumes, and the
+// damage report listed every sequence number up to it: the open ran out of
+// memory instead of refusing. Such a slot proves nothing and resumes nothing.
+TEST_F(OperationsLogTest, ASlotClaimingASequenceNumberRingsAheadProvesNothing) {
+  uint64_t offset;
+  uint64_t data_slots;
+  {
+    auto log = MustOpen(Options());
+    AppendSynced(log.get(), 20);
+    offset = log->SlotOffset(7);  // event 8
+    data_slots = log->data_slots();
+    Crash(&log);
+  }
+  std::string slot = ReadFile(offset, 512);
+  uint8_t* p = reinterpret_cast<uint8_t*>(slot.data());
+  LogSlotHeader h;
+  std::string why;
+  ASSERT_TRUE(DecodeLogSlot(p, 512 - kLogSlotHeaderBytes, &h, &why)) << why;
+  h.seq += 1000000 * data_slots;  // same position in the ring, a million rings on,
+  h.watermark = h.seq;             // "proving" every slot below it durable,
+  h.id = 1000;                     // and an event the chain could resume at
+  EncodeLogSlotHeader(p, h, Crc32c(p + kLogSlotHeaderBytes, h.payload_length));
+  PatchFile(offset, slot);
+  std::unique_ptr<OperationsLog> log;
+  Status s = OperationsLog::Open(Options(), &env_, &log);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("events from 8 on")) << s.ToString();
+  log = OpenAccepting(&env_, Options());
+  ASSERT_NE(nullptr, log);
+  const LogDamage& d = log->damage();
+  ASSERT_EQ(1u, d.gaps.size());
+  EXPECT_EQ(7u, d.gaps[0].first_seq);
+  EXPECT_EQ(8u, d.gaps[0].end_seq);  // the chain resumes at event 9, not at the forged slot
+  EXPECT_EQ(12u, ReplaySalvagedAll(log.get()).size());
 }
 
 // The sequence: many events, one sync for all of them, a crash,

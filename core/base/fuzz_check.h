@@ -12,8 +12,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -23,11 +21,13 @@ namespace test {
 // Valid encodings made with the real encoders; defined by each harness.
 void DedupV1FuzzSeeds(std::vector<std::string>* seeds);
 
-inline std::string& FuzzInputOrigin() {
-  static std::string origin = "an input";
-  return origin;
+// The harnesses' seeds in both modes of a flag bit (|bit| clear and set:
+// checksums kept as the damage leaves them, and recomputed), so that the
+// driver's mutations, which rarely touch the flags byte, exercise both.
+inline void AddSeedBothWays(std::vector<std::string>* seeds, uint8_t flags, uint8_t bit, const std::string& bytes) {
+  seeds->push_back(std::string(1, static_cast<char>(flags & ~bit)) + bytes);
+  seeds->push_back(std::string(1, static_cast<char>(flags | bit)) + bytes);
 }
-inline void SetFuzzInputOrigin(const std::string& origin) { FuzzInputOrigin() = origin; }
 
 // The input of a harness whose first byte chooses what to do with the rest
 // (which decoder, whether checksums are recomputed): false for an empty one.
@@ -43,11 +43,10 @@ inline bool SplitFuzzInput(const uint8_t* data, size_t size, uint8_t* flags, std
 // (the harness leaves it empty).
 std::string FuzzTempDir(const char* name);
 
-[[noreturn]] inline void FuzzCheckFailed(const char* file, int line, const char* cond, const std::string& what) {
-  std::fprintf(stderr, "%s:%d: fuzz check failed: %s: %s (input: %s)\n", file, line, cond, what.c_str(),
-               FuzzInputOrigin().c_str());
-  std::abort();
-}
+// Reports a failed check and the input it failed on, keeps that input in a
+// file (./fuzz-failure-NAME-HASH, or in $DEDUPV1_FUZZ_FAILURES), removes
+// the harness's temporary folders and aborts (core/base/fuzz_driver_main.cc).
+[[noreturn]] void FuzzCheckFailed(const char* file, int line, const char* cond, const std::string& what);
 
 }  // namespace test
 }  // namespace dedupv1

@@ -7,18 +7,21 @@
 // where the compiler takes the project's headers (Debian 12's clang 14 does
 // not: librados' headers are ambiguous to it in C++20).
 //
-//   NAME_fuzz [--mutations N] [--seed S] [--write-seeds DIR] [FILE|DIR]...
+//   NAME_fuzz [--mutations N] [--seed S] [--corpus DIR] [--write-seeds DIR] [FILE|DIR]...
 //
 // Inputs: the harness's own seeds (DedupV1FuzzSeeds: valid encodings made
 // with the real encoders, so the mutations reach past the first checksum),
-// then every FILE and every file in DIR (a corpus: inputs that once failed).
+// then every FILE and every file in DIR (a corpus: inputs that once failed;
+// a --corpus DIR that does not exist holds none).
 // Each input runs as it is, then mutated, N mutations in all shared evenly
 // among the inputs (each mutation one to four bit flips,
 // bytes set to edge values, truncations, insertions, pieces copied from the
 // next input): the mutator is a fixed pseudo-random sequence from S, so a
-// failure repeats. A harness reports a failed check by aborting
-// (fuzz_check.h), naming the input's origin; --write-seeds DIR writes the
-// seeds as files, to keep an input that failed next to them.
+// failure repeats. A failed check (fuzz_check.h) or an exception out of a
+// harness names the input's origin, keeps the input's bytes in a file
+// (./fuzz-failure-NAME-HASH, or in $DEDUPV1_FUZZ_FAILURES) to go into the
+// harness's corpus once fixed, removes the harness's temporary folders and
+// aborts. --write-seeds DIR writes the seeds as files.
 //
 // The driver's address space is capped at 1 GiB (not under ASan, which
 // reserves terabytes of shadow): a decoder that believes a damaged size and
@@ -36,6 +39,7 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -65,6 +69,54 @@ struct Input {
   std::string origin;
   std::string bytes;
 };
+
+// What the harness is running now, for the failure report.
+struct Current {
+  std::string program;  // the harness's name
+  std::string origin = "an input";
+  const std::string* bytes = nullptr;
+};
+Current& Now() {
+  static Current* now = new Current;  // leaked: read while aborting
+  return *now;
+}
+
+// The folders FuzzTempDir made; leaked, since the exit handler reads it.
+std::vector<std::string>* const g_temp_dirs = new std::vector<std::string>;
+
+// Removes the temporary folders and what the harness left in them.
+void RemoveTempDirs() {
+  for (const std::string& dir : *g_temp_dirs) {
+    if (DIR* d = ::opendir(dir.c_str())) {
+      while (struct dirent* e = ::readdir(d)) {
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+          ::unlink((dir + "/" + e->d_name).c_str());
+        }
+      }
+      ::closedir(d);
+    }
+    ::rmdir(dir.c_str());
+  }
+}
+
+// Keeps the input that failed; prints where.
+void SaveFailedInput() {
+  const Current& now = Now();
+  if (now.bytes == nullptr) return;
+  const char* dir = std::getenv("DEDUPV1_FUZZ_FAILURES");
+  char hash[17];
+  std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(std::hash<std::string>()(*now.bytes)));
+  const std::string path = std::string(dir != nullptr ? dir : ".") + "/fuzz-failure-" + now.program + "-" + hash;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(now.bytes->data(), static_cast<std::streamsize>(now.bytes->size()));
+  std::fprintf(stderr, "fuzz driver: the input is kept in %s%s\n", path.c_str(), out ? "" : " (could not be written)");
+}
+
+[[noreturn]] void Fail() {
+  SaveFailedInput();
+  RemoveTempDirs();
+  std::abort();
+}
 
 bool ReadFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
@@ -138,12 +190,13 @@ void Mutate(Rng* rng, const std::string& other, std::string* bytes) {
 }
 
 void Run(const std::string& origin, const std::string& bytes) {
-  test::SetFuzzInputOrigin(origin);
+  Now().origin = origin;
+  Now().bytes = &bytes;
   LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
 int Usage() {
-  std::fprintf(stderr, "usage: NAME_fuzz [--mutations N] [--seed S] [--write-seeds DIR] [FILE|DIR]...\n");
+  std::fprintf(stderr, "usage: NAME_fuzz [--mutations N] [--seed S] [--corpus DIR] [--write-seeds DIR] [FILE|DIR]...\n");
   return 2;
 }
 
@@ -161,11 +214,13 @@ void CapMemory() {
 
 int Main(int argc, char** argv) {
   CapMemory();
-  // An exception out of a harness (bad_alloc above all) names the input too.
+  const char* slash = std::strrchr(argv[0], '/');
+  Now().program = slash != nullptr ? slash + 1 : argv[0];
+  // An exception out of a harness (bad_alloc above all) is a failure too.
   std::set_terminate([] {
     std::fprintf(stderr, "fuzz driver: the harness threw (a std::bad_alloc is a decoder allocating what a damaged "
-                         "size says) on input: %s\n", test::FuzzInputOrigin().c_str());
-    std::abort();
+                         "size says) on input: %s\n", Now().origin.c_str());
+    Fail();
   });
   uint64_t mutations = 0;
   uint64_t seed = 1;
@@ -176,11 +231,13 @@ int Main(int argc, char** argv) {
   for (size_t i = 0; i < seeds.size(); i++) inputs.push_back({"seed " + std::to_string(i), seeds[i]});
   for (int i = 1; i < argc; i++) {
     const std::string arg = argv[i];
-    if ((arg == "--mutations" || arg == "--seed" || arg == "--write-seeds") && i + 1 < argc) {
+    if ((arg == "--mutations" || arg == "--seed" || arg == "--write-seeds" || arg == "--corpus") && i + 1 < argc) {
       const std::string value = argv[++i];
       if (arg == "--mutations") mutations = std::strtoull(value.c_str(), nullptr, 10);
       if (arg == "--seed") seed = std::strtoull(value.c_str(), nullptr, 10);
       if (arg == "--write-seeds") seeds_dir = value;
+      struct stat st;
+      if (arg == "--corpus" && ::stat(value.c_str(), &st) == 0 && !AddPath(value, &inputs)) return 2;
     } else if (arg.rfind("--", 0) == 0) {
       return Usage();
     } else if (!AddPath(arg, &inputs)) {
@@ -225,14 +282,15 @@ int Main(int argc, char** argv) {
 
 namespace test {
 
-// The folders FuzzTempDir made; leaked, since the exit handler reads it.
-std::vector<std::string>* const g_temp_dirs = new std::vector<std::string>;
+void FuzzCheckFailed(const char* file, int line, const char* cond, const std::string& what) {
+  std::fprintf(stderr, "%s:%d: fuzz check failed: %s: %s (input: %s)\n", file, line, cond, what.c_str(),
+               Now().origin.c_str());
+  Fail();
+}
 
 std::string FuzzTempDir(const char* name) {
   static const bool registered = [] {
-    std::atexit([] {
-      for (const std::string& dir : *g_temp_dirs) ::rmdir(dir.c_str());
-    });
+    std::atexit(RemoveTempDirs);
     return true;
   }();
   (void)registered;

@@ -20,7 +20,7 @@ void CheckConfigText(const std::string& text) {
   Config config;
   Status s = Config::Parse(text, "fuzz.conf", &config);
   if (!s.ok()) {
-    FUZZ_CHECK(!s.ToString().empty(), "a refusal without a message");
+    FUZZ_CHECK(!s.message().empty(), "a refusal without a message");
     return;
   }
   Options options;
