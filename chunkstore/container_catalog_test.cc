@@ -8,6 +8,7 @@
 #include "chunkstore/container.h"
 #include "chunkstore/local_container_catalog.h"
 #include "chunkstore/storage_backend_testutil.h"
+#include "core/base/crc_text.h"
 
 namespace dedupv1 {
 namespace {
@@ -205,6 +206,33 @@ TEST(LocalContainerCatalogTest, DamagedIdMarkAndMergeRecordsNameTheFile) {
   s = catalog.ReadMergeRecords(&records);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_NE(s.message().find(dir.Sub("container-aliases")), std::string::npos) << s.ToString();
+}
+
+// A merge line whose crc holds but which says less than a merge (a bug's
+// output, not damage) is refused naming the line, not half read: "merge x"
+// was read as a merge into container 0, "merge 5 7x 8" as one of 7 alone.
+TEST(LocalContainerCatalogTest, MergeLinesThatSayLessThanAMergeAreRefused) {
+  test::TempDir dir;
+  LocalContainerCatalog catalog(Env::Default(), dir.path(), 20);
+  const std::string header = "# dedupv1 container aliases: merge <target> <sources...>\n";
+  for (const char* line : {"merge x 3", "merge 5 7x 8", "merge 0 3", "merge 5", "merge 5  3", "merge -1 3",
+                           "merge 99999999999999999999 3", "merge 5 3 ", "merg 5 3"}) {
+    ASSERT_TRUE(WriteFileAtomically(Env::Default(), dir.Sub("container-aliases"),
+                                    AppendCrcLine(header + line + "\n"))
+                    .ok());
+    std::vector<MergeRecord> records;
+    Status s = catalog.ReadMergeRecords(&records);
+    EXPECT_TRUE(s.IsCorruption()) << line << ": " << s.ToString();
+    EXPECT_NE(s.message().find(dir.Sub("container-aliases") + ":2"), std::string::npos) << s.ToString();
+  }
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), dir.Sub("container-aliases"),
+                                  AppendCrcLine(header + "merge 18446744073709551615 3 4\n"))
+                  .ok());
+  std::vector<MergeRecord> records;
+  ASSERT_TRUE(catalog.ReadMergeRecords(&records).ok());
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].target, 18446744073709551615ull);
+  EXPECT_EQ(records[0].sources, (std::vector<ContainerId>{3, 4}));
 }
 
 }  // namespace

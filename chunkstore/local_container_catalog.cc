@@ -1,6 +1,7 @@
 #include "chunkstore/local_container_catalog.h"
 
-#include <cstdlib>
+#include <charconv>
+#include <system_error>
 
 #include "core/base/coding.h"
 #include "core/base/crc_text.h"
@@ -11,27 +12,41 @@ namespace {
 // The id mark file is the next free id (u64) followed by its CRC32C.
 constexpr size_t kIdMarkSize = 12;
 
-// Parses the body of the alias file (its crc line stripped).
+// Parses the body of the alias file (its crc line stripped). Every field of
+// a merge line must be a container id in decimal, the target a real one and
+// at least one source: a line that says less is refused, not half read (its
+// crc holding, such a line would come from a bug, and a merge read wrong
+// sends reads of the old ids to the wrong container).
 Status ParseMergeRecords(const std::string& path, const std::string& body, std::vector<MergeRecord>* records) {
   size_t pos = 0;
+  int line_no = 0;
   while (pos < body.size()) {
     size_t eol = body.find('\n', pos);
     if (eol == std::string::npos) eol = body.size();
-    std::string line = body.substr(pos, eol - pos);
+    const std::string line = body.substr(pos, eol - pos);
     pos = eol + 1;
+    line_no++;
     if (line.empty() || line[0] == '#') continue;
-    if (line.compare(0, 6, "merge ") != 0) {
-      return Status::Corruption("container alias file " + path + ": bad line '" + line + "'");
+    auto bad = [&](const std::string& why) {
+      return Status::Corruption("container alias file " + path + ":" + std::to_string(line_no) + ": " + why +
+                                " in '" + line + "'");
+    };
+    if (line.compare(0, 6, "merge ") != 0) return bad("not a merge line");
+    std::vector<ContainerId> ids;
+    for (size_t at = 6; at <= line.size();) {
+      size_t end = line.find(' ', at);
+      if (end == std::string::npos) end = line.size();
+      ContainerId id = 0;
+      const auto [ptr, ec] = std::from_chars(line.data() + at, line.data() + end, id);
+      if (end == at || ec != std::errc() || ptr != line.data() + end) return bad("a field that is not a container id");
+      ids.push_back(id);
+      at = end + 1;
     }
+    if (ids.size() < 2) return bad("a merge without sources");
+    if (ids[0] == kNoContainer) return bad("target container 0");
     MergeRecord r;
-    const char* p = line.c_str() + 6;
-    char* end = nullptr;
-    r.target = std::strtoull(p, &end, 10);
-    for (p = end; *p != '\0'; p = end) {
-      ContainerId src = std::strtoull(p, &end, 10);
-      if (end == p) break;
-      r.sources.push_back(src);
-    }
+    r.target = ids[0];
+    r.sources.assign(ids.begin() + 1, ids.end());
     records->push_back(std::move(r));
   }
   return Status::OK();
