@@ -6,6 +6,10 @@
 namespace dedupv1 {
 namespace {
 
+// How many rings past the recovery limit a slot may claim to lie and still
+// count (CollectIntactSlotsPastChain): the log writes at most three.
+constexpr uint64_t kMaxRingsAhead = 4;
+
 // An intact slot found past the end of the chain, at its own position.
 struct IntactSlot {
   uint64_t seq = 0;
@@ -104,8 +108,9 @@ Status DescribeSlot(LogSlotReader* reader, uint32_t payload_per_slot, uint64_t s
 
 // Step 2 of recovery: every intact slot at its own position in the rest of
 // the ring, [x, limit), that claims a sequence number in [x, limit +
-// data_slots) (a watermark never exceeds its slot's own sequence number, so
-// older laps prove nothing and are not hashed; nothing was written beyond). Sorted by sequence number. Raises the damage's max_seq/max_id
+// kMaxRingsAhead rings) (a watermark never exceeds its slot's own sequence
+// number, so older laps prove nothing and are not hashed; nothing is written
+// beyond). Sorted by sequence number. Raises the damage's max_seq/max_id
 // and out->max_generation to cover them.
 Status CollectIntactSlotsPastChain(LogSlotReader* reader, uint64_t data_slots, uint32_t payload_per_slot,
                                    uint64_t x, uint64_t limit, LogRecoveryResult* out,
@@ -119,13 +124,14 @@ Status CollectIntactSlotsPastChain(LogSlotReader* reader, uint64_t data_slots, u
     LogSlotHeader h;
     std::string why;
     if (!DecodeLogSlot(slot, payload_per_slot, &h, &why) || h.seq % data_slots != seq % data_slots) continue;
-    // No slot was ever written a ring or more past |limit|: appends stay
-    // within a ring of the durable head, and the head of the newer
-    // superblock copy (the one that may be damaged) is within a ring of this
-    // one's. A slot claiming more (its CRC intact: forged, or a bug) proves
-    // nothing; taken as a resume point, it would list every sequence number
-    // up to its own as lost.
-    if (h.seq >= limit + data_slots) continue;
+    // No slot is written rings past |limit|: appends stay within a ring of
+    // the durable head, the head of the newer superblock copy (the one that
+    // may be damaged) is within a ring of this one's, and a log restarted
+    // by DiscardDamaged starts at most two rings past the head its damaged
+    // open recovered from. A slot claiming more (its CRC intact: forged, or
+    // a bug) proves nothing; taken as a resume point, it made the damage
+    // report list every sequence number up to its own.
+    if (h.seq >= limit + kMaxRingsAhead * data_slots) continue;
     intact->push_back({h.seq, h.id, h.generation, h.fragment_index, h.has_watermark, h.watermark, h.marker});
     d.max_seq = std::max(d.max_seq, h.seq);
     d.max_id = std::max(d.max_id, h.id);
