@@ -6,10 +6,6 @@
 namespace dedupv1 {
 namespace {
 
-// How many rings past the recovery limit a slot may claim to lie and still
-// count (CollectIntactSlotsPastChain): the log writes at most three.
-constexpr uint64_t kMaxRingsAhead = 4;
-
 // An intact slot found past the end of the chain, at its own position.
 struct IntactSlot {
   uint64_t seq = 0;
@@ -107,10 +103,9 @@ Status DescribeSlot(LogSlotReader* reader, uint32_t payload_per_slot, uint64_t s
 }
 
 // Step 2 of recovery: every intact slot at its own position in the rest of
-// the ring, [x, limit), that claims a sequence number in [x, limit +
-// kMaxRingsAhead rings) (a watermark never exceeds its slot's own sequence
-// number, so older laps prove nothing and are not hashed; nothing is written
-// beyond). Sorted by sequence number. Raises the damage's max_seq/max_id
+// the ring, [x, limit), that claims a sequence number >= x (a watermark never
+// exceeds its slot's own sequence number, so older laps prove nothing and are
+// not hashed). Sorted by sequence number. Raises the damage's max_seq/max_id
 // and out->max_generation to cover them.
 Status CollectIntactSlotsPastChain(LogSlotReader* reader, uint64_t data_slots, uint32_t payload_per_slot,
                                    uint64_t x, uint64_t limit, LogRecoveryResult* out,
@@ -124,14 +119,6 @@ Status CollectIntactSlotsPastChain(LogSlotReader* reader, uint64_t data_slots, u
     LogSlotHeader h;
     std::string why;
     if (!DecodeLogSlot(slot, payload_per_slot, &h, &why) || h.seq % data_slots != seq % data_slots) continue;
-    // No slot is written rings past |limit|: appends stay within a ring of
-    // the durable head, the head of the newer superblock copy (the one that
-    // may be damaged) is within a ring of this one's, and a log restarted
-    // by DiscardDamaged starts at most two rings past the head its damaged
-    // open recovered from. A slot claiming more (its CRC intact: forged, or
-    // a bug) proves nothing; taken as a resume point, it made the damage
-    // report list every sequence number up to its own.
-    if (h.seq >= limit + kMaxRingsAhead * data_slots) continue;
     intact->push_back({h.seq, h.id, h.generation, h.fragment_index, h.has_watermark, h.watermark, h.marker});
     d.max_seq = std::max(d.max_seq, h.seq);
     d.max_id = std::max(d.max_id, h.id);
@@ -178,8 +165,9 @@ const IntactSlot* FindResumePoint(const std::vector<IntactSlot>& intact, uint64_
 // chain here (the newer superblock copy is what is damaged), and the walk may
 // go past the ring's end as seen from this superblock's head (a later lap it
 // missed).
-Status SalvagePastDamage(LogSlotReader* reader, uint32_t payload_per_slot, const std::vector<IntactSlot>& intact,
-                         uint32_t gen_bound, uint64_t salvage_limit, const Walk& first, LogDamage* d) {
+Status SalvagePastDamage(LogSlotReader* reader, uint64_t data_slots, uint32_t payload_per_slot,
+                         const std::vector<IntactSlot>& intact, uint32_t gen_bound, uint64_t salvage_limit,
+                         const Walk& first, LogDamage* d) {
   uint64_t gap_seq = first.seq;
   std::string gap_why = first.why;
   uint64_t expect = first.expect_id;
@@ -200,10 +188,21 @@ Status SalvagePastDamage(LogSlotReader* reader, uint32_t payload_per_slot, const
     gap.lost_ids = resume->id - expect;
     // The refused slot itself is listed even when the chain resumes right
     // there (refused only for a generation newer than the superblock's).
-    for (uint64_t seq = gap_seq; seq < std::max(resume->seq, gap_seq + 1); seq++) {
+    // A gap longer than the ring lists each position once: only a slot that
+    // lies about its sequence number with its CRC intact (forged, or a bug)
+    // makes one, and listing every number up to such a slot's ran the open
+    // out of memory instead of refusing.
+    const uint64_t gap_end = std::max(resume->seq, gap_seq + 1);
+    const uint64_t listed_end = gap_seq + std::min(gap_end - gap_seq, data_slots);
+    for (uint64_t seq = gap_seq; seq < listed_end; seq++) {
       std::string why = gap_why;
       if (seq != gap_seq) DEDUPV1_RETURN_IF_ERROR(DescribeSlot(reader, payload_per_slot, seq, &why));
       gap.slots.push_back({seq, why});
+    }
+    if (listed_end < gap_end) {
+      gap.slots.push_back({listed_end, "and " + std::to_string(gap_end - listed_end) +
+                                           " more slot sequence numbers up to " + std::to_string(gap_end) +
+                                           ", at positions listed above"});
     }
     d->gaps.push_back(std::move(gap));
 
@@ -279,7 +278,7 @@ Status RecoverLogFile(LogSlotReader* reader, uint64_t data_slots, uint32_t paylo
   // Step 4: the damaged regions, and the events salvaged after them.
   const uint32_t gen_bound = std::max(start.generation, out->max_generation);
   const uint64_t salvage_limit = std::max(limit, d.max_seq + 1);
-  return SalvagePastDamage(reader, payload_per_slot, intact, gen_bound, salvage_limit, w, &d);
+  return SalvagePastDamage(reader, data_slots, payload_per_slot, intact, gen_bound, salvage_limit, w, &d);
 }
 
 }  // namespace dedupv1

@@ -799,11 +799,12 @@ TEST_F(OperationsLogTest, DamagedSlotFollowedByDurableSlotsRefusesTheOpen) {
 }
 
 // Found by log/operations_log_fuzz.cc: a slot whose CRC holds but which
-// claims a sequence number far past the ring (nothing the log ever writes: a
-// forged slot, or a bug) was taken as the place the chain resumes, and the
-// damage report listed every sequence number up to it: the open ran out of
-// memory instead of refusing. Such a slot proves nothing and resumes nothing.
-TEST_F(OperationsLogTest, ASlotClaimingASequenceNumberRingsAheadProvesNothing) {
+// claims a sequence number a million rings ahead (nothing the log writes: a
+// forged slot, or a bug), with a watermark to match, proves the chain's end
+// damaged and is where the chain resumes; the damage report then listed
+// every sequence number up to it, and the open ran out of memory instead of
+// refusing. A gap now lists each ring position at most once.
+TEST_F(OperationsLogTest, ASlotClaimingASequenceNumberRingsAheadIsRefusedWithABoundedReport) {
   uint64_t offset;
   uint64_t data_slots;
   {
@@ -830,10 +831,18 @@ TEST_F(OperationsLogTest, ASlotClaimingASequenceNumberRingsAheadProvesNothing) {
   log = OpenAccepting(&env_, Options());
   ASSERT_NE(nullptr, log);
   const LogDamage& d = log->damage();
-  ASSERT_EQ(1u, d.gaps.size());
+  ASSERT_EQ(2u, d.gaps.size());
   EXPECT_EQ(7u, d.gaps[0].first_seq);
-  EXPECT_EQ(8u, d.gaps[0].end_seq);  // the chain resumes at event 9, not at the forged slot
-  EXPECT_EQ(12u, ReplaySalvagedAll(log.get()).size());
+  EXPECT_EQ(8u, d.gaps[0].end_seq);  // the chain resumes at event 9
+  // From the end of the events to the forged slot: each position once, then a count.
+  EXPECT_EQ(h.seq, d.gaps[1].end_seq);
+  ASSERT_EQ(data_slots + 1, d.gaps[1].slots.size());
+  EXPECT_NE(std::string::npos, d.gaps[1].slots.back().why.find("more slot sequence numbers up to " +
+                                                                  std::to_string(h.seq)))
+      << d.gaps[1].slots.back().why;
+  std::vector<LogEvent> salvaged = ReplaySalvagedAll(log.get());
+  ASSERT_GE(salvaged.size(), 12u);
+  for (size_t i = 0; i < 12; i++) EXPECT_EQ(9 + i, salvaged[i].id);
 }
 
 // The sequence: many events, one sync for all of them, a crash,
