@@ -20,9 +20,7 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -49,13 +47,6 @@ DiskHashTableOptions TableOptions(const std::string& path) {
   o.key_size = 20;
   o.max_probe_pages = 4;
   return o;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // The table every input damages, made once: its file image and entries.
@@ -86,7 +77,8 @@ const BaseTable& Base() {
     if (s.ok()) s = t->Sync();
     FUZZ_CHECK(s.ok(), "the base table: " + s.ToString());
     t.reset();
-    b.image = ReadAll(path);
+    s = ReadFileToString(Env::Default(), path, &b.image);
+    FUZZ_CHECK(s.ok(), "reading the base table: " + s.ToString());
     FUZZ_CHECK(b.image.size() == kPageSize * kPages, "the base table's size");
     ::unlink(path.c_str());
     ::unlink(DiskHashTable::JournalPath(path).c_str());
@@ -97,19 +89,28 @@ const BaseTable& Base() {
 
 // A complete journal of pages 3 and 5 as the base table has them (the format
 // of docs/formats.md: magic, page size, page count, page number + image per
-// page, CRC32C), so that replaying it changes nothing.
-std::string SeedJournal() {
-  const BaseTable& base = Base();
-  std::string j("DDV1CIJN", 8);
-  PutFixed32(&j, kPageSize);
-  PutFixed32(&j, 0);
-  PutFixed64(&j, 2);
-  for (uint64_t page : {3, 5}) {
-    PutFixed64(&j, page);
-    j += base.image.substr(page * kPageSize, kPageSize);
-  }
-  PutFixed32(&j, Crc32c(j.data(), j.size()));
-  return j;
+// page, CRC32C), so that replaying it changes nothing. Made once.
+const std::string& SeedJournal() {
+  static const std::string journal = [] {
+    const BaseTable& base = Base();
+    std::string j("DDV1CIJN", 8);
+    PutFixed32(&j, kPageSize);
+    PutFixed32(&j, 0);
+    PutFixed64(&j, 2);
+    for (uint64_t page : {3, 5}) {
+      PutFixed64(&j, page);
+      j += base.image.substr(page * kPageSize, kPageSize);
+    }
+    PutFixed32(&j, Crc32c(j.data(), j.size()));
+    return j;
+  }();
+  return journal;
+}
+
+// Puts |bytes| at |path| (the table or its journal) for the next Open.
+void Place(const std::string& path, const std::string& bytes) {
+  Status s = WriteFileAtomically(Env::Default(), path, bytes);
+  FUZZ_CHECK(s.ok(), "writing " + path + ": " + s.ToString());
 }
 
 bool AllZero(const std::string& page) { return page.find_first_not_of('\0') == std::string::npos; }
@@ -122,9 +123,8 @@ void CheckJournal(std::string journal, bool fix_crc) {
                   Crc32c(journal.data(), journal.size() - 4));
   }
   const std::string path = base.dir + "/table";
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(base.image.data(), base.image.size());
-  std::ofstream(DiskHashTable::JournalPath(path), std::ios::binary | std::ios::trunc)
-      .write(journal.data(), static_cast<std::streamsize>(journal.size()));
+  Place(path, base.image);
+  Place(DiskHashTable::JournalPath(path), journal);
   std::unique_ptr<DiskHashTable> t;
   Status s = DiskHashTable::Open(TableOptions(path), Env::Default(), &t);
   const bool intact = journal == SeedJournal();
@@ -161,10 +161,7 @@ void CheckDamagedTable(uint64_t page_no, bool fix_crc, std::string page) {
   std::string image = base.image;
   image.replace(page_no * kPageSize, kPageSize, page);
   const std::string path = base.dir + "/table";
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(image.data(), static_cast<std::streamsize>(image.size()));
-  }
+  Place(path, image);
   std::unique_ptr<DiskHashTable> t;
   Status s = DiskHashTable::Open(TableOptions(path), Env::Default(), &t);
   if (!s.ok()) {

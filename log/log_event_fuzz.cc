@@ -40,13 +40,7 @@ void CheckPayload(const std::string& payload) {
 void CheckSlot(std::string slot, bool fix_crc) {
   slot.resize(kLogSlotHeaderBytes + kPayloadPerSlot, '\0');
   uint8_t* p = reinterpret_cast<uint8_t*>(slot.data());
-  if (fix_crc) {
-    const uint32_t length = DecodeFixed32(p + 40);
-    if (length <= kPayloadPerSlot) {
-      const uint32_t payload_crc = Crc32c(p + kLogSlotHeaderBytes, length);
-      EncodeFixed32(p + 4, Crc32c(p + 8, kLogSlotHeaderBytes - 8, payload_crc));
-    }
-  }
+  if (fix_crc) ResealLogSlot(p, kPayloadPerSlot);
   LogSlotHeader h;
   std::string why;
   if (!DecodeLogSlot(p, kPayloadPerSlot, &h, &why)) {

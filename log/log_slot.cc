@@ -78,6 +78,13 @@ bool DecodeLogSlot(const uint8_t* slot, uint32_t payload_per_slot, LogSlotHeader
   return true;
 }
 
+bool ResealLogSlot(uint8_t* slot, uint32_t payload_per_slot) {
+  const uint32_t length = DecodeFixed32(slot + 40);
+  if (length > payload_per_slot) return false;
+  EncodeFixed32(slot + 4, SlotCrc(slot, Crc32c(slot + kLogSlotHeaderBytes, length)));
+  return true;
+}
+
 bool PeekLogSlotSequence(const uint8_t* slot, uint64_t* seq) {
   const uint32_t magic = DecodeFixed32(slot);
   if (magic != kSlotMagic && magic != kMarkerMagic) return false;

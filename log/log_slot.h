@@ -57,6 +57,12 @@ void EncodeLogSlotHeader(uint8_t* slot, const LogSlotHeader& h, uint32_t payload
 // h->marker set: callers that want an event must check it.
 bool DecodeLogSlot(const uint8_t* slot, uint32_t payload_per_slot, LogSlotHeader* h, std::string* why);
 
+// Recomputes the CRC of |slot| over the payload length its header claims, as
+// EncodeLogSlotHeader writes it, leaving every other byte as it is: for tests
+// that make slots whose fields lie while their CRC holds. False (nothing
+// changed) if the claimed length exceeds |payload_per_slot|.
+bool ResealLogSlot(uint8_t* slot, uint32_t payload_per_slot);
+
 // The slot sequence number the header claims, unchecked (no CRC): for scans
 // that skip slots too old to matter without hashing them. False if the magic
 // is neither a data slot's nor a sync marker's.

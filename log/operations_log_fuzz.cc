@@ -18,10 +18,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -45,13 +43,6 @@ OperationsLogOptions LogOptions(const std::string& path) {
   o.slot_size = kSlotSize;
   o.append_wait_ms = 0;
   return o;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // The log every input damages, made once: its file image, its events, and
@@ -97,7 +88,8 @@ const BaseLog& Base() {
     if (s.ok()) s = log->Close();
     FUZZ_CHECK(s.ok(), "the base log: " + s.ToString());
     log.reset();
-    b.image = ReadAll(path);
+    if (s.ok()) s = ReadFileToString(Env::Default(), path, &b.image);
+    FUZZ_CHECK(s.ok(), "reading the base log: " + s.ToString());
     FUZZ_CHECK(b.image.size() == kSlotSize * kSlots, "the base log's size");
     ::unlink(path.c_str());
     MapSlots(&b);
@@ -105,14 +97,6 @@ const BaseLog& Base() {
     return b;
   }();
   return base;
-}
-
-void FixSlotCrc(std::string* slot) {
-  uint8_t* p = reinterpret_cast<uint8_t*>(slot->data());
-  const uint32_t length = DecodeFixed32(p + 40);
-  if (length > kSlotSize - kLogSlotHeaderBytes) return;
-  const uint32_t payload_crc = Crc32c(p + kLogSlotHeaderBytes, length);
-  EncodeFixed32(p + 4, Crc32c(p + 8, kLogSlotHeaderBytes - 8, payload_crc));
 }
 
 // The replayed events are the base's, all of them, in order.
@@ -132,12 +116,13 @@ void CheckDamagedLog(uint64_t slot, bool fix_crc, std::string bytes) {
   const BaseLog& base = Base();
   bytes.resize(kSlotSize, '\0');
   fix_crc = fix_crc && slot >= kLogSuperblockSlots;  // superblocks: the damage as it is
-  if (fix_crc) FixSlotCrc(&bytes);
+  if (fix_crc) ResealLogSlot(reinterpret_cast<uint8_t*>(bytes.data()), kSlotSize - kLogSlotHeaderBytes);
   std::string image = base.image;
   image.replace(slot * kSlotSize, kSlotSize, bytes);
   const bool changed = image != base.image;
   const std::string path = base.dir + "/log";
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(image.data(), static_cast<std::streamsize>(image.size()));
+  Status w = WriteFileAtomically(Env::Default(), path, image);
+  FUZZ_CHECK(w.ok(), "writing the damaged log: " + w.ToString());
   std::unique_ptr<OperationsLog> log;
   Status s = OperationsLog::Open(LogOptions(path), Env::Default(), &log);
   if (!s.ok()) {

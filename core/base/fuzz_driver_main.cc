@@ -40,10 +40,10 @@
 #include <exception>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/base/env.h"
 #include "core/base/fuzz_check.h"
 #include "core/base/split_mix64.h"
 
@@ -118,15 +118,6 @@ void SaveFailedInput() {
   std::abort();
 }
 
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return true;
-}
-
 // Adds |path| (a file, or every regular file of a folder) to |inputs|.
 bool AddPath(const std::string& path, std::vector<Input>* inputs) {
   struct stat st;
@@ -136,7 +127,11 @@ bool AddPath(const std::string& path, std::vector<Input>* inputs) {
   }
   if (!S_ISDIR(st.st_mode)) {
     Input in{path, {}};
-    if (!ReadFile(path, &in.bytes)) return false;
+    Status s = ReadFileToString(Env::Default(), path, &in.bytes);
+    if (!s.ok()) {
+      std::fprintf(stderr, "fuzz driver: %s\n", s.ToString().c_str());
+      return false;
+    }
     inputs->push_back(std::move(in));
     return true;
   }
@@ -247,10 +242,9 @@ int Main(int argc, char** argv) {
   if (!seeds_dir.empty()) {
     for (size_t i = 0; i < seeds.size(); i++) {
       const std::string path = seeds_dir + "/seed-" + std::to_string(i);
-      std::ofstream out(path, std::ios::binary | std::ios::trunc);
-      out.write(seeds[i].data(), static_cast<std::streamsize>(seeds[i].size()));
-      if (!out) {
-        std::fprintf(stderr, "fuzz driver: cannot write %s\n", path.c_str());
+      Status s = WriteFileAtomically(Env::Default(), path, seeds[i]);
+      if (!s.ok()) {
+        std::fprintf(stderr, "fuzz driver: %s\n", s.ToString().c_str());
         return 1;
       }
     }
