@@ -44,21 +44,6 @@ uint64_t FirstSeq() {
   return (static_cast<uint64_t>(rd() & 0x7fffffff) << 32) | 1;
 }
 
-bool DecodeValue(const std::string& key, const std::string& value, std::vector<Fingerprint>* fps) {
-  if (value.size() < kFixedBytes + 4) return false;
-  const std::string body = value.substr(0, value.size() - 4);
-  const uint8_t* p = reinterpret_cast<const uint8_t*>(value.data());
-  if (DecodeFixed32(p + body.size()) != SealOf(key, body)) return false;
-  const size_t fp_size = p[1];
-  const uint32_t count = DecodeFixed32(p + 2);
-  if (p[0] != kVersion || fp_size == 0 || fp_size > Fingerprint::kMaxSize) return false;
-  if (body.size() != kFixedBytes + static_cast<uint64_t>(count) * fp_size) return false;
-  fps->clear();
-  fps->reserve(count);
-  for (uint32_t i = 0; i < count; i++) fps->emplace_back(p + kFixedBytes + i * fp_size, fp_size);
-  return true;
-}
-
 }  // namespace
 
 RadosClaimJournal::RadosClaimJournal(std::shared_ptr<RadosCluster> cluster, std::string slot_name,
@@ -74,6 +59,39 @@ bool RadosClaimJournal::ParseKey(const std::string& key, uint32_t* incarnation, 
   uint64_t inc = 0;
   if (!ParseHex(key.data(), 8, &inc) || !ParseHex(key.data() + 9, 16, seq)) return false;
   *incarnation = static_cast<uint32_t>(inc);
+  return true;
+}
+
+Status RadosClaimJournal::EncodeValue(const std::string& key, const std::vector<Fingerprint>& fps, std::string* value) {
+  const size_t fp_size = fps.empty() ? 1 : fps[0].size;  // an empty record still decodes
+  std::string body;
+  body.push_back(static_cast<char>(kVersion));
+  body.push_back(static_cast<char>(fp_size));
+  PutFixed32(&body, static_cast<uint32_t>(fps.size()));
+  for (const Fingerprint& fp : fps) {
+    if (fp.size != fp_size) {
+      return Status::InvalidArgument("claim journal: fingerprints of " + std::to_string(fp_size) + " and " +
+                                     std::to_string(fp.size) + " bytes in one record");
+    }
+    body.append(reinterpret_cast<const char*>(fp.bytes), fp.size);
+  }
+  PutFixed32(&body, SealOf(key, body));
+  *value = std::move(body);
+  return Status::OK();
+}
+
+bool RadosClaimJournal::DecodeValue(const std::string& key, const std::string& value, std::vector<Fingerprint>* fps) {
+  if (value.size() < kFixedBytes + 4) return false;
+  const std::string body = value.substr(0, value.size() - 4);
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(value.data());
+  if (DecodeFixed32(p + body.size()) != SealOf(key, body)) return false;
+  const size_t fp_size = p[1];
+  const uint32_t count = DecodeFixed32(p + 2);
+  if (p[0] != kVersion || fp_size == 0 || fp_size > Fingerprint::kMaxSize) return false;
+  if (body.size() != kFixedBytes + static_cast<uint64_t>(count) * fp_size) return false;
+  fps->clear();
+  fps->reserve(count);
+  for (uint32_t i = 0; i < count; i++) fps->emplace_back(p + kFixedBytes + i * fp_size, fp_size);
   return true;
 }
 
@@ -95,21 +113,13 @@ Status RadosClaimJournal::Append(const std::vector<std::vector<Fingerprint>>& re
   std::map<std::string, librados::bufferlist> kv;
   for (const std::vector<Fingerprint>& fps : records) {
     const std::string key = KeyOf(incarnation_, next_seq_.fetch_add(1));
-    std::string body;
-    body.push_back(static_cast<char>(kVersion));
-    const size_t fp_size = fps.empty() ? 1 : fps[0].size;  // an empty record still decodes
-    body.push_back(static_cast<char>(fp_size));
-    PutFixed32(&body, static_cast<uint32_t>(fps.size()));
-    for (const Fingerprint& fp : fps) {
-      if (fp.size != fp_size) {
-        keys->clear();
-        return Status::InvalidArgument("claim journal: fingerprints of " + std::to_string(fp_size) + " and " +
-                                       std::to_string(fp.size) + " bytes in one record");
-      }
-      body.append(reinterpret_cast<const char*>(fp.bytes), fp.size);
+    std::string value;
+    Status s = EncodeValue(key, fps, &value);
+    if (!s.ok()) {
+      keys->clear();
+      return s;
     }
-    PutFixed32(&body, SealOf(key, body));
-    kv[key] = Bytes(body);
+    kv[key] = Bytes(value);
     keys->push_back(key);
   }
   Count(kv.size());

@@ -74,6 +74,11 @@ class RadosClaimJournal {
   static std::string KeyOf(uint32_t incarnation, uint64_t seq);
   // The incarnation and sequence of a key KeyOf made; false for any other key.
   static bool ParseKey(const std::string& key, uint32_t* incarnation, uint64_t* seq);
+  // The stored value of a record of |fps| under |key| (InvalidArgument for
+  // fingerprints of two sizes), and the inverse: false for a value that does
+  // not check out (index/claim_journal_fuzz.cc feeds it damaged ones).
+  static Status EncodeValue(const std::string& key, const std::vector<Fingerprint>& fps, std::string* value);
+  static bool DecodeValue(const std::string& key, const std::string& value, std::vector<Fingerprint>* fps);
 
   // Appends one record per element of |records| to this slot's journal in
   // one write; (*keys)[i] is the key of records[i].

@@ -11,12 +11,6 @@ namespace {
 
 constexpr size_t kIdBytes = 8;
 
-std::string CrcOf(const std::string& key) {
-  std::string v;
-  PutFixed32(&v, Crc32c(key.data(), key.size()));
-  return v;
-}
-
 librados::bufferlist Bytes(const std::string& s) {
   librados::bufferlist bl;
   bl.append(s);
@@ -34,12 +28,26 @@ std::string RadosDeadInbox::KeyOf(const DeadChunk& chunk) {
   return key;
 }
 
+std::string RadosDeadInbox::ValueOf(const std::string& key) {
+  std::string v;
+  PutFixed32(&v, Crc32c(key.data(), key.size()));
+  return v;
+}
+
+bool RadosDeadInbox::Decode(const std::string& key, const std::string& value, DeadChunk* chunk) {
+  if (key.size() <= kIdBytes || key.size() - kIdBytes > Fingerprint::kMaxSize || value != ValueOf(key)) return false;
+  chunk->container = 0;
+  for (size_t i = 0; i < kIdBytes; i++) chunk->container = (chunk->container << 8) | static_cast<uint8_t>(key[i]);
+  chunk->fp = Fingerprint(reinterpret_cast<const uint8_t*>(key.data()) + kIdBytes, key.size() - kIdBytes);
+  return true;
+}
+
 Status RadosDeadInbox::Append(const std::string& slot_name, const std::vector<DeadChunk>& chunks) {
   if (chunks.empty()) return Status::OK();
   std::map<std::string, librados::bufferlist> kv;
   for (const DeadChunk& c : chunks) {
     const std::string key = KeyOf(c);
-    kv[key] = Bytes(CrcOf(key));
+    kv[key] = Bytes(ValueOf(key));
   }
   return cluster_->SetIndexOmapKeys(ObjectName(slot_name), kv,
                                     "append of " + std::to_string(kv.size()) + " dead chunks");
@@ -65,8 +73,8 @@ Status RadosDeadInbox::ReadPage(const std::string& slot_name, const std::string&
   std::map<std::string, librados::bufferlist> kv;
   DEDUPV1_RETURN_IF_ERROR(cluster_->ReadIndexOmapPage(oid, after_key, max, &kv, "read of dead chunks"));
   for (auto& [key, bl] : kv) {
-    const size_t fp_size = key.size() - kIdBytes;
-    if (key.size() <= kIdBytes || fp_size > Fingerprint::kMaxSize || bl.to_str() != CrcOf(key)) {
+    DeadChunk c;
+    if (!Decode(key, bl.to_str(), &c)) {
       if (damaged != nullptr) {
         damaged->push_back(key);
         *last_key = key;
@@ -75,9 +83,6 @@ Status RadosDeadInbox::ReadPage(const std::string& slot_name, const std::string&
       return Status::Corruption("dead chunk inbox " + cluster_->Where(cluster_->index_pool(), oid) +
                                 ": damaged key or checksum (key of " + std::to_string(key.size()) + " bytes)");
     }
-    DeadChunk c;
-    for (size_t i = 0; i < kIdBytes; i++) c.container = (c.container << 8) | static_cast<uint8_t>(key[i]);
-    c.fp = Fingerprint(reinterpret_cast<const uint8_t*>(key.data()) + kIdBytes, fp_size);
     chunks->push_back(c);
     *last_key = key;
   }

@@ -43,8 +43,12 @@ class RadosDeadInbox {
 
   // "gw.<slot_name>.dead".
   static std::string ObjectName(const std::string& slot_name);
-  // The omap key of |chunk|.
+  // The omap key of |chunk| and the value stored under it; the inverse:
+  // false for a key that is too short or long or whose value does not check
+  // out (index/dead_inbox_fuzz.cc feeds it damaged ones).
   static std::string KeyOf(const DeadChunk& chunk);
+  static std::string ValueOf(const std::string& key);
+  static bool Decode(const std::string& key, const std::string& value, DeadChunk* chunk);
 
   // Adds |chunks| to |slot_name|'s inbox in one write (the object is created
   // if needed). Appending a chunk that is already there is harmless.

@@ -241,7 +241,7 @@ Status RadosChunkTable::LoadCounts() {
         r = CompoundResult(r, {rvals[i]});
         if (r == -ENOENT) return Status::OK();  // a shard object appears with its first entry
         if (r < 0) return ShardError(r, "read entry count", i);
-        return DecodeCount(i, headers[i].to_str(), &counts_[i]);
+        return DecodeCountOf(i, headers[i].to_str(), &counts_[i]);
       });
   DEDUPV1_RETURN_IF_ERROR(s);
   uint64_t total = 0;
@@ -257,17 +257,22 @@ std::string RadosChunkTable::EncodeCount(uint64_t count) {
   return s;
 }
 
-Status RadosChunkTable::DecodeCount(uint32_t shard, const std::string& header, uint64_t* count) const {
+Status RadosChunkTable::DecodeCount(const std::string& header, uint64_t* count) {
   if (header.empty()) {  // an object with keys always has its count; this one has neither yet
     *count = 0;
     return Status::OK();
   }
   const uint8_t* p = reinterpret_cast<const uint8_t*>(header.data());
   if (header.size() != kCountSize || DecodeFixed32(p + 8) != Crc32c(p, 8)) {
-    return ShardCorruption(shard, "", "entry count (omap header) damaged");
+    return Status::Corruption("entry count (omap header) damaged");
   }
   *count = DecodeFixed64(p);
   return Status::OK();
+}
+
+Status RadosChunkTable::DecodeCountOf(uint32_t shard, const std::string& header, uint64_t* count) const {
+  Status s = DecodeCount(header, count);
+  return s.ok() ? s : ShardCorruption(shard, "", s.message());
 }
 
 std::string RadosChunkTable::EncodeValue(const Fingerprint& fp, const ChunkIndexEntry& entry) {
@@ -283,25 +288,32 @@ std::string RadosChunkTable::EncodeValue(const Fingerprint& fp, const ChunkIndex
   return v;
 }
 
-Status RadosChunkTable::DecodeValue(uint32_t shard, const std::string& key, const std::string& value,
-                                    ChunkIndexEntry* entry) const {
-  if (key.size() != options_.key_size) {
-    return ShardCorruption(shard, key, "key of " + std::to_string(key.size()) + " bytes, expected " +
-                                           std::to_string(options_.key_size));
+Status RadosChunkTable::DecodeValue(const std::string& key, const std::string& value, size_t key_size,
+                                    ChunkIndexEntry* entry) {
+  if (key.size() != key_size) {
+    return Status::Corruption("key of " + std::to_string(key.size()) + " bytes, expected " + std::to_string(key_size));
   }
   const uint8_t* p = reinterpret_cast<const uint8_t*>(value.data());
   if (value.size() != kValueSize) {
-    return ShardCorruption(shard, key, "value of " + std::to_string(value.size()) + " bytes, expected " +
-                                           std::to_string(kValueSize));
+    return Status::Corruption("value of " + std::to_string(value.size()) + " bytes, expected " +
+                              std::to_string(kValueSize));
   }
   const uint32_t crc = Crc32c(value.data(), kValueSize - 4, Crc32c(key.data(), key.size()));
-  if (DecodeFixed32(p + kValueSize - 4) != crc) return ShardCorruption(shard, key, "value CRC mismatch");
-  if (p[0] != kValueVersion) return ShardCorruption(shard, key, "unknown value version " + std::to_string(p[0]));
+  if (DecodeFixed32(p + kValueSize - 4) != crc) return Status::Corruption("value CRC mismatch");
+  if (p[0] != kValueVersion) return Status::Corruption("unknown value version " + std::to_string(p[0]));
+  // EncodeValue sets no other flag: one is a writer's error, not a meaning.
+  if ((p[1] & ~kFlagCommitted) != 0) return Status::Corruption("unknown value flags " + std::to_string(p[1]));
   entry->committed = (p[1] & kFlagCommitted) != 0;
   entry->container = DecodeFixed64(p + 2);
   entry->usage_count = DecodeFixed32(p + 10);
   entry->last_event_id = DecodeFixed64(p + 14);
   return Status::OK();
+}
+
+Status RadosChunkTable::DecodeValueOf(uint32_t shard, const std::string& key, const std::string& value,
+                                      ChunkIndexEntry* entry) const {
+  Status s = DecodeValue(key, value, options_.key_size, entry);
+  return s.ok() ? s : ShardCorruption(shard, key, s.message());
 }
 
 Status RadosChunkTable::Get(const Fingerprint& fp, ChunkIndexEntry* entry) {
@@ -355,7 +367,7 @@ Status RadosChunkTable::GetMany(const std::vector<Fingerprint>& fps, std::vector
           const std::string key = Key(fps[item]);
           auto it = r.vals.find(key);
           if (it == r.vals.end()) continue;
-          DEDUPV1_RETURN_IF_ERROR(DecodeValue(r.shard, key, it->second.to_str(), &(*entries)[item]));
+          DEDUPV1_RETURN_IF_ERROR(DecodeValueOf(r.shard, key, it->second.to_str(), &(*entries)[item]));
           (*found)[item] = true;
         }
         return Status::OK();
@@ -412,7 +424,7 @@ Status RadosChunkTable::Apply(const std::vector<Op>& ops) {
           r = 0;
         }
         if (r < 0) return ShardError(r, "read before write", b.shard);
-        return DecodeCount(b.shard, b.header.to_str(), &b.new_count);
+        return DecodeCountOf(b.shard, b.header.to_str(), &b.new_count);
       });
   DEDUPV1_RETURN_IF_ERROR(s);
 
@@ -507,11 +519,11 @@ Status RadosChunkTable::ScanShards(bool check_count, uint64_t* pages, const Visi
           r = CompoundResult(r, {c.rval, c.first && check_count ? c.rval_header : 0});
           if (r == -ENOENT) return Status::OK();  // no entries ever
           if (r < 0) return ShardError(r, "scan", c.shard);
-          if (c.first && check_count) DEDUPV1_RETURN_IF_ERROR(DecodeCount(c.shard, c.header.to_str(), &c.stored));
+          if (c.first && check_count) DEDUPV1_RETURN_IF_ERROR(DecodeCountOf(c.shard, c.header.to_str(), &c.stored));
           c.first = false;
           for (auto& [key, bl] : c.vals) {
             ChunkIndexEntry entry;
-            DEDUPV1_RETURN_IF_ERROR(DecodeValue(c.shard, key, bl.to_str(), &entry));
+            DEDUPV1_RETURN_IF_ERROR(DecodeValueOf(c.shard, key, bl.to_str(), &entry));
             Fingerprint fp(reinterpret_cast<const uint8_t*>(key.data()), key.size());
             if (ShardOf(fp, shard_bits_) != c.shard) return ShardCorruption(c.shard, key, "key belongs to another shard");
             c.seen++;

@@ -82,8 +82,14 @@ class RadosChunkTable : public ChunkTable {
   // gateway slot's prefix): what a fence of the slot touches.
   static std::string HeaderObjectOf(const RadosOptions& rados);
   static std::string ShardObjectOf(const RadosOptions& rados, uint32_t shard, int shard_bits);
-  // The omap value stored for |entry| under key |fp| (for tests and tools).
+  // The omap value stored for |entry| under key |fp| (for tests and tools),
+  // and the shard's entry count (its omap header); the inverses return
+  // Corruption saying what is wrong (the table adds shard and key), and
+  // index/rados_chunk_table_fuzz.cc feeds them damaged bytes.
   static std::string EncodeValue(const Fingerprint& fp, const ChunkIndexEntry& entry);
+  static Status DecodeValue(const std::string& key, const std::string& value, size_t key_size, ChunkIndexEntry* entry);
+  static std::string EncodeCount(uint64_t count);
+  static Status DecodeCount(const std::string& header, uint64_t* count);
 
   Status Get(const Fingerprint& fp, ChunkIndexEntry* entry) override;
   Status GetMany(const std::vector<Fingerprint>& fps, std::vector<ChunkIndexEntry>* entries,
@@ -126,9 +132,9 @@ class RadosChunkTable : public ChunkTable {
   // each shard's stored count is read too and compared.
   Status ScanShards(bool check_count, uint64_t* pages, const Visitor& visit);
 
-  Status DecodeValue(uint32_t shard, const std::string& key, const std::string& value, ChunkIndexEntry* entry) const;
-  Status DecodeCount(uint32_t shard, const std::string& header, uint64_t* count) const;
-  static std::string EncodeCount(uint64_t count);
+  // The decoders' results, an error naming the shard (and key).
+  Status DecodeValueOf(uint32_t shard, const std::string& key, const std::string& value, ChunkIndexEntry* entry) const;
+  Status DecodeCountOf(uint32_t shard, const std::string& header, uint64_t* count) const;
   Status ShardError(int r, const std::string& what, uint32_t shard) const;
   Status ShardCorruption(uint32_t shard, const std::string& key, const std::string& what) const;
   std::string Key(const Fingerprint& fp) const { return std::string(reinterpret_cast<const char*>(fp.bytes), fp.size); }

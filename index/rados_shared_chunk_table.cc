@@ -19,16 +19,6 @@ constexpr char kMagic[] = "DDV1CIT";
 constexpr uint32_t kFormat = 2;
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + 4 + 4;
 
-constexpr char kEntryType = 'e', kUsageType = 'u', kHintType = 'z';
-constexpr uint8_t kEntryVersion = 2;
-// version, state, container, claimer slot, incarnation, epoch, CRC
-constexpr size_t kEntryBytes = 1 + 1 + 8 + 2 + 4 + 8 + 4;
-// count, last event id, CRC
-constexpr size_t kUsageBytes = 8 + 8 + 4;
-// why, slot, epoch, CRC
-constexpr size_t kHintBytes = 1 + 2 + 8 + 4;
-constexpr char kWhyClaimed = 'c', kWhyDecremented = 'd';
-
 // Rounds of compare-and-set per call: each round decides every key that did
 // not meet a concurrent change of its own shard, so running out means the
 // shard keeps changing under us.
@@ -44,43 +34,10 @@ librados::bufferlist Bytes(const std::string& s) {
 
 std::string FpBytes(const Fingerprint& fp) { return std::string(reinterpret_cast<const char*>(fp.bytes), fp.size); }
 
-// Appends a CRC32C over |key| and |value| to |value|.
-std::string Sealed(const std::string& key, std::string value) {
-  PutFixed32(&value, Crc32c(value.data(), value.size(), Crc32c(key.data(), key.size())));
-  return value;
-}
-
-bool SealOk(const std::string& key, const std::string& value) {
-  if (value.size() < 4) return false;
-  const size_t n = value.size() - 4;
-  return DecodeFixed32(reinterpret_cast<const uint8_t*>(value.data()) + n) ==
-         Crc32c(value.data(), n, Crc32c(key.data(), key.size()));
-}
-
-// "e" + hex of the rest: keys in messages.
-std::string KeyName(const std::string& key) {
-  static const char digits[] = "0123456789abcdef";
-  if (key.empty()) return "(empty)";
-  std::string out(1, key[0]);
-  for (size_t i = 1; i < key.size(); i++) {
-    const unsigned char c = key[i];
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
-
 int ShardBits(uint32_t shards) {
   int k = 0;
   while ((uint32_t{1} << k) < shards) k++;
   return k;
-}
-
-std::string EncodeUsage(const std::string& key, const SharedSlotUsage& u) {
-  std::string v;
-  PutFixed64(&v, static_cast<uint64_t>(u.count));
-  PutFixed64(&v, u.last_event_id);
-  return Sealed(key, std::move(v));
 }
 
 // The fingerprints of a call's items, for the checks.
@@ -89,12 +46,6 @@ std::vector<Fingerprint> FpsOf(const std::vector<Item>& items) {
   std::vector<Fingerprint> fps;
   for (const Item& it : items) fps.push_back(it.fp);
   return fps;
-}
-
-bool ValidState(uint8_t s) {
-  return s == static_cast<uint8_t>(SharedEntry::State::kUncommitted) ||
-         s == static_cast<uint8_t>(SharedEntry::State::kCommitted) ||
-         s == static_cast<uint8_t>(SharedEntry::State::kDead);
 }
 
 }  // namespace
@@ -190,12 +141,6 @@ struct RadosSharedChunkTable::UsageWork {
   bool done = false;
 };
 
-std::string SharedEntry::ToString() const {
-  return std::string(1, static_cast<char>(state)) + "{container " + std::to_string(container) + ", slot " +
-         std::to_string(claimer_slot) + "/" + std::to_string(claimer_incarnation) + ", epoch " +
-         std::to_string(epoch) + "}";
-}
-
 RadosSharedChunkTable::RadosSharedChunkTable(const RadosSharedChunkTableOptions& options,
                                              std::shared_ptr<RadosCluster> cluster)
     : options_(options),
@@ -267,36 +212,9 @@ std::string RadosSharedChunkTable::ShardOid(const Fingerprint& fp) const {
   return ShardOidOf(RadosChunkTable::ShardOf(fp, shard_bits_));
 }
 
-std::string RadosSharedChunkTable::EntryKey(const Fingerprint& fp) { return kEntryType + FpBytes(fp); }
-std::string RadosSharedChunkTable::HintKey(const Fingerprint& fp) { return kHintType + FpBytes(fp); }
-std::string RadosSharedChunkTable::UsageKey(const Fingerprint& fp, uint16_t slot) {
-  std::string key = kUsageType + FpBytes(fp);
-  key.push_back(static_cast<char>(slot >> 8));  // big-endian: slots in order in a prefix read
-  key.push_back(static_cast<char>(slot & 0xff));
-  return key;
-}
-
-std::string RadosSharedChunkTable::EncodeEntry(const Fingerprint& fp, const SharedEntry& e) {
-  std::string v;
-  v.push_back(static_cast<char>(kEntryVersion));
-  v.push_back(static_cast<char>(e.state));
-  PutFixed64(&v, e.container);
-  PutFixed16(&v, e.claimer_slot);
-  PutFixed32(&v, e.claimer_incarnation);
-  PutFixed64(&v, e.epoch);
-  return Sealed(EntryKey(fp), std::move(v));
-}
-
-std::string RadosSharedChunkTable::HintValue(char why, uint64_t epoch) const {
-  std::string v(1, why);
-  PutFixed16(&v, options_.slot);
-  PutFixed64(&v, epoch);
-  return v;  // sealed with its key by the caller
-}
-
 Status RadosSharedChunkTable::Corruption(const std::string& oid, const std::string& key, const std::string& what) const {
   return Status::Corruption("shared chunk index " + cluster_->Where(cluster_->index_pool(), oid) + " key " +
-                            KeyName(key) + ": " + what);
+                            SharedKeyName(key) + ": " + what);
 }
 
 Status RadosSharedChunkTable::OpError(int r, const std::string& what, const std::string& oid) const {
@@ -305,38 +223,8 @@ Status RadosSharedChunkTable::OpError(int r, const std::string& what, const std:
   return s.IsNoSpace() ? Status::IOError(s.ToString()) : s;
 }
 
-Status RadosSharedChunkTable::DecodeEntry(const std::string& oid, const std::string& key, const std::string& value,
-                                          SharedEntry* e) const {
-  if (value.size() != kEntryBytes) {
-    return Corruption(oid, key, "entry of " + std::to_string(value.size()) + " bytes, expected " +
-                                    std::to_string(kEntryBytes));
-  }
-  if (!SealOk(key, value)) return Corruption(oid, key, "entry CRC mismatch");
-  const uint8_t* p = reinterpret_cast<const uint8_t*>(value.data());
-  if (p[0] != kEntryVersion) return Corruption(oid, key, "entry version " + std::to_string(p[0]) + ", expected 2");
-  if (!ValidState(p[1])) return Corruption(oid, key, "entry state " + std::to_string(p[1]) + " is not U, C or D");
-  e->state = static_cast<SharedEntry::State>(p[1]);
-  e->container = DecodeFixed64(p + 2);
-  e->claimer_slot = DecodeFixed16(p + 10);
-  e->claimer_incarnation = DecodeFixed32(p + 12);
-  e->epoch = DecodeFixed64(p + 16);
-  return Status::OK();
-}
-
-Status RadosSharedChunkTable::DecodeUsage(const std::string& oid, const std::string& key, const std::string& value,
-                                          SharedSlotUsage* u) const {
-  if (value.size() != kUsageBytes || !SealOk(key, value)) {
-    return Corruption(oid, key, "usage value damaged (" + std::to_string(value.size()) + " bytes or CRC mismatch)");
-  }
-  const uint8_t* p = reinterpret_cast<const uint8_t*>(value.data());
-  u->count = static_cast<int64_t>(DecodeFixed64(p));
-  u->last_event_id = DecodeFixed64(p + 8);
-  return Status::OK();
-}
-
-Status RadosSharedChunkTable::CheckHint(const std::string& oid, const std::string& key, const std::string& value) const {
-  if (value.size() != kHintBytes || !SealOk(key, value)) return Corruption(oid, key, "GC hint damaged");
-  return Status::OK();
+Status RadosSharedChunkTable::Located(const Status& decoded, const std::string& oid, const std::string& key) const {
+  return decoded.ok() ? decoded : Corruption(oid, key, decoded.message());
 }
 
 Status RadosSharedChunkTable::CheckFps(const std::vector<Fingerprint>& fps, bool distinct) const {
@@ -374,7 +262,7 @@ Status RadosSharedChunkTable::LookupMany(const std::vector<Fingerprint>& fps,
   ShardOps ops(cluster_.get(), options_.max_in_flight, &load_, &steps_, SharedTableStep::kLookup);
   for (auto& [shard, s] : shards) {
     std::set<std::string> keys;
-    for (size_t i : s.items) keys.insert(EntryKey(fps[i]));
+    for (size_t i : s.items) keys.insert(SharedEntryKey(fps[i]));
     s.op.omap_get_vals_by_keys(keys, &s.vals, &s.rval);
     const std::string oid = ShardOidOf(shard);
     ops.Read(oid, &s.op, keys.size(), [this, &s, &fps, entries, oid](int r) {
@@ -382,11 +270,11 @@ Status RadosSharedChunkTable::LookupMany(const std::vector<Fingerprint>& fps,
       if (r >= 0) r = s.rval;
       if (r < 0) return OpError(r, "lookup of " + std::to_string(s.items.size()) + " keys", oid);
       for (size_t i : s.items) {
-        const std::string key = EntryKey(fps[i]);
+        const std::string key = SharedEntryKey(fps[i]);
         auto it = s.vals.find(key);
         if (it == s.vals.end()) continue;
         SharedEntry e;
-        DEDUPV1_RETURN_IF_ERROR(DecodeEntry(oid, key, it->second.to_str(), &e));
+        DEDUPV1_RETURN_IF_ERROR(Located(DecodeSharedEntry(key, it->second.to_str(), fps[i].size, &e), oid, key));
         (*entries)[i] = e;
       }
       return Status::OK();
@@ -425,9 +313,9 @@ Status RadosSharedChunkTable::CasMany(SharedTableStep step, std::vector<CasItem>
       std::map<std::string, librados::bufferlist> sets;
       for (size_t i : s.items) {
         const CasItem& it = (*items)[i];
-        cmp[EntryKey(it.fp)] = {Bytes(it.expected), LIBRADOS_CMPXATTR_OP_EQ};
-        sets[EntryKey(it.fp)] = Bytes(EncodeEntry(it.fp, it.next));
-        if (!it.hint.empty()) sets[HintKey(it.fp)] = Bytes(Sealed(HintKey(it.fp), it.hint));
+        cmp[SharedEntryKey(it.fp)] = {Bytes(it.expected), LIBRADOS_CMPXATTR_OP_EQ};
+        sets[SharedEntryKey(it.fp)] = Bytes(EncodeSharedEntry(it.fp, it.next));
+        if (!it.hint.empty()) sets[SharedHintKey(it.fp)] = Bytes(it.hint);
       }
       s.write.create(false);
       s.write.omap_cmp(cmp, &s.cmp_rval);
@@ -452,23 +340,23 @@ Status RadosSharedChunkTable::CasMany(SharedTableStep step, std::vector<CasItem>
     for (auto& [shard, s] : shards) {
       if (!s.cancelled) continue;
       std::set<std::string> keys;
-      for (size_t i : s.items) keys.insert(EntryKey((*items)[i].fp));
+      for (size_t i : s.items) keys.insert(SharedEntryKey((*items)[i].fp));
       s.read.omap_get_vals_by_keys(keys, &s.vals, &s.read_rval);
       reads.Read(s.oid, &s.read, keys.size(), [this, &s, items, results](int r) {
         if (r >= 0) r = s.read_rval;
         if (r < 0 && r != -ENOENT) return OpError(r, "re-read after a lost race", s.oid);
         for (size_t i : s.items) {
           CasItem& it = (*items)[i];
-          const std::string key = EntryKey(it.fp);
+          const std::string key = SharedEntryKey(it.fp);
           auto v = s.vals.find(key);
           const std::string stored = v == s.vals.end() ? "" : v->second.to_str();
           if (stored == it.expected) continue;  // another key of the shard lost: retry
           it.decided = true;
           SharedCasResult& res = (*results)[i];
-          res.won = stored == EncodeEntry(it.fp, it.next);  // an earlier attempt of ours was applied
+          res.won = stored == EncodeSharedEntry(it.fp, it.next);  // an earlier attempt of ours was applied
           if (stored.empty()) continue;
           SharedEntry e;
-          DEDUPV1_RETURN_IF_ERROR(DecodeEntry(s.oid, key, stored, &e));
+          DEDUPV1_RETURN_IF_ERROR(Located(DecodeSharedEntry(key, stored, it.fp.size, &e), s.oid, key));
           res.current = e;
           if (it.ours_in_any_epoch && e.state != SharedEntry::State::kDead && e.container == it.next.container &&
               e.claimer_slot == it.next.claimer_slot && e.claimer_incarnation == it.next.claimer_incarnation &&
@@ -484,7 +372,7 @@ Status RadosSharedChunkTable::CasMany(SharedTableStep step, std::vector<CasItem>
   for (const CasItem& it : *items) {
     if (!it.decided) {
       return Status::Busy("shared chunk index " + cluster_->Where(cluster_->index_pool(), ShardOid(it.fp)) +
-                          ": compare-and-set of " + KeyName(EntryKey(it.fp)) + " lost " +
+                          ": compare-and-set of " + SharedKeyName(SharedEntryKey(it.fp)) + " lost " +
                           std::to_string(kMaxRounds) + " rounds to concurrent changes");
     }
   }
@@ -499,7 +387,9 @@ Status RadosSharedChunkTable::ClaimMany(const std::vector<SharedClaim>& claims, 
     items[i].fp = claims[i].fp;
     items[i].next = SharedEntry{SharedEntry::State::kUncommitted, claims[i].container, options_.slot,
                                 options_.incarnation, epoch};
-    if (options_.claim_hints) items[i].hint = HintValue(kWhyClaimed, epoch);
+    if (options_.claim_hints) {
+      items[i].hint = EncodeSharedHint(claims[i].fp, kSharedHintClaimed, options_.slot, epoch);
+    }
     items[i].ours_in_any_epoch = true;
   }
   return CasMany(SharedTableStep::kClaim, &items, results);
@@ -515,7 +405,7 @@ Status RadosSharedChunkTable::FlipMany(const std::vector<SharedFlip>& flips, uin
                                      flips[i].claimed.ToString() + ", not a U value");
     }
     items[i].fp = flips[i].fp;
-    items[i].expected = EncodeEntry(flips[i].fp, flips[i].claimed);
+    items[i].expected = EncodeSharedEntry(flips[i].fp, flips[i].claimed);
     items[i].next = flips[i].claimed;
     items[i].next.state = SharedEntry::State::kCommitted;
     // Never below the claim's epoch: a flip by a slot (or GC) whose epoch
@@ -537,7 +427,7 @@ Status RadosSharedChunkTable::CasOne(const Fingerprint& fp, const std::string& e
   // A take-over is a claim: hinted, unless the claimer journals its claims
   // (it takes over only inside a journaled claim call, ChunkClaims::Claim).
   if (next.state == SharedEntry::State::kUncommitted && options_.claim_hints) {
-    items[0].hint = HintValue(kWhyClaimed, next.epoch);
+    items[0].hint = EncodeSharedHint(fp, kSharedHintClaimed, options_.slot, next.epoch);
   }
   std::vector<SharedCasResult> results;
   DEDUPV1_RETURN_IF_ERROR(CasMany(SharedTableStep::kOtherCas, &items, &results));
@@ -552,7 +442,7 @@ Status RadosSharedChunkTable::TakeOver(const Fingerprint& fp, const SharedEntry&
                                    expected.ToString() + ", not a claim (U)");
   }
   const SharedEntry next{SharedEntry::State::kUncommitted, container, options_.slot, options_.incarnation, epoch};
-  return CasOne(fp, EncodeEntry(fp, expected), next, result);
+  return CasOne(fp, EncodeSharedEntry(fp, expected), next, result);
 }
 
 Status RadosSharedChunkTable::Revive(const Fingerprint& fp, const SharedEntry& expected, uint64_t epoch,
@@ -564,12 +454,12 @@ Status RadosSharedChunkTable::Revive(const Fingerprint& fp, const SharedEntry& e
   SharedEntry next = expected;
   next.state = SharedEntry::State::kCommitted;
   next.epoch = epoch;
-  return CasOne(fp, EncodeEntry(fp, expected), next, result);
+  return CasOne(fp, EncodeSharedEntry(fp, expected), next, result);
 }
 
 Status RadosSharedChunkTable::Replace(const Fingerprint& fp, const SharedEntry& expected, const SharedEntry& next,
                                       SharedCasResult* result) {
-  return CasOne(fp, EncodeEntry(fp, expected), next, result);
+  return CasOne(fp, EncodeSharedEntry(fp, expected), next, result);
 }
 
 void RadosSharedChunkTable::GuardOf(const Fingerprint& fp, const SharedRecord& seen,
@@ -577,17 +467,17 @@ void RadosSharedChunkTable::GuardOf(const Fingerprint& fp, const SharedRecord& s
                                     std::map<std::string, std::pair<librados::bufferlist, int>>* cmp,
                                     std::set<std::string>* keys) const {
   const int kEq = LIBRADOS_CMPXATTR_OP_EQ;
-  const std::string ekey = EntryKey(fp), zkey = HintKey(fp);
-  (*cmp)[ekey] = {Bytes(seen.entry ? EncodeEntry(fp, *seen.entry) : ""), kEq};
+  const std::string ekey = SharedEntryKey(fp), zkey = SharedHintKey(fp);
+  (*cmp)[ekey] = {Bytes(seen.entry ? EncodeSharedEntry(fp, *seen.entry) : ""), kEq};
   *keys = {ekey, zkey};
   if (!seen.hint.empty()) (*cmp)[zkey] = {Bytes(seen.hint), kEq};
   for (const auto& [slot, usage] : seen.usage) {
-    const std::string ukey = UsageKey(fp, slot);
-    (*cmp)[ukey] = {Bytes(EncodeUsage(ukey, usage)), kEq};
+    const std::string ukey = SharedUsageKey(fp, slot);
+    (*cmp)[ukey] = {Bytes(EncodeSharedUsage(ukey, usage)), kEq};
     keys->insert(ukey);
   }
   for (uint16_t slot : slots) {
-    if (seen.usage.count(slot) == 0) (*cmp)[UsageKey(fp, slot)] = {librados::bufferlist(), kEq};  // still none
+    if (seen.usage.count(slot) == 0) (*cmp)[SharedUsageKey(fp, slot)] = {librados::bufferlist(), kEq};  // still none
   }
 }
 
@@ -602,7 +492,7 @@ Status RadosSharedChunkTable::GuardedWrite(const Fingerprint& fp, librados::Obje
   timer.Done(r == -ECANCELED ? 0 : r, 0);
   if (r == -ECANCELED) return Status::OK();
   if (r >= 0) r = *cmp_rval;
-  if (r < 0) return OpError(r, what + " " + KeyName(EntryKey(fp)), oid);
+  if (r < 0) return OpError(r, what + " " + SharedKeyName(SharedEntryKey(fp)), oid);
   *done = true;
   return Status::OK();
 }
@@ -617,13 +507,13 @@ Status RadosSharedChunkTable::ReplaceIfUnchanged(const Fingerprint& fp, const Sh
   GuardOf(fp, seen, slots, &cmp, &rms);
   // The hint was never compared here before: a rewritten hint alone (same
   // entry and usage) does not stop a replace or erase.
-  cmp.erase(HintKey(fp));
+  cmp.erase(SharedHintKey(fp));
   librados::ObjectWriteOperation op;
   int cmp_rval = 0;
   op.create(false);
   op.omap_cmp(cmp, &cmp_rval);
   if (next) {
-    op.omap_set({{EntryKey(fp), Bytes(EncodeEntry(fp, *next))}});
+    op.omap_set({{SharedEntryKey(fp), Bytes(EncodeSharedEntry(fp, *next))}});
   } else {
     op.omap_rm_keys(rms);
   }
@@ -648,8 +538,8 @@ Status RadosSharedChunkTable::AddHints(const std::vector<Fingerprint>& fps, uint
   };
   std::map<uint32_t, Shard> shards;
   for (const Fingerprint& fp : fps) {
-    const std::string key = HintKey(fp);
-    shards[RadosChunkTable::ShardOf(fp, shard_bits_)].sets[key] = Bytes(Sealed(key, HintValue(kWhyClaimed, epoch)));
+    shards[RadosChunkTable::ShardOf(fp, shard_bits_)].sets[SharedHintKey(fp)] =
+        Bytes(EncodeSharedHint(fp, kSharedHintClaimed, options_.slot, epoch));
   }
   ShardOps ops(cluster_.get(), options_.max_in_flight, &load_, &steps_, step);
   for (auto& [shard, s] : shards) {
@@ -681,7 +571,7 @@ Status RadosSharedChunkTable::ReadHints(uint32_t shard, const std::string& after
   librados::ObjectReadOperation op;
   std::map<std::string, librados::bufferlist> vals;
   int rval = 0;
-  op.omap_get_vals2(after, std::string(1, kHintType), max, &vals, more, &rval);
+  op.omap_get_vals2(after, std::string(1, kSharedHintType), max, &vals, more, &rval);
   RadosOpTimer timer(cluster_.get(), RadosOpKind::kOmapRead);
   int r = cluster_->index().operate(oid, &op, nullptr);
   timer.Done(r == -ENOENT ? 0 : r, 0);
@@ -693,22 +583,14 @@ Status RadosSharedChunkTable::ReadHints(uint32_t shard, const std::string& after
   if (r < 0) return OpError(r, "read of GC hints", oid);
   for (auto& [key, bl] : vals) {
     const std::string value = bl.to_str();
-    Status check = key.size() != 1 + options_.key_size
-                       ? Corruption(oid, key, "hint key of " + std::to_string(key.size()) + " bytes")
-                       : CheckHint(oid, key, value);
+    SharedHint h;
+    Status check = Located(DecodeSharedHint(key, bl.to_str(), options_.key_size, &h), oid, key);
     if (!check.ok()) {
       if (damaged == nullptr) return check;
       damaged->push_back(check.ToString());  // skipped: the page goes on past it
       *last = key;
       continue;
     }
-    const auto* p = reinterpret_cast<const uint8_t*>(value.data());
-    SharedHint h;
-    h.fp = Fingerprint(reinterpret_cast<const uint8_t*>(key.data()) + 1, options_.key_size);
-    h.why = static_cast<char>(p[0]);
-    h.slot = DecodeFixed16(p + 1);
-    h.epoch = DecodeFixed64(p + 3);
-    h.value = value;
     hints->push_back(h);
     *last = key;
   }
@@ -745,7 +627,7 @@ Status RadosSharedChunkTable::AddUsageMany(const std::vector<SharedUsageDelta>& 
   for (const UsageWork& w : work) {
     if (!w.done) {
       return Status::Busy("shared chunk index " + cluster_->Where(cluster_->index_pool(), ShardOid(w.fp)) +
-                          ": usage of " + KeyName(UsageKey(w.fp, options_.slot)) + " lost " +
+                          ": usage of " + SharedKeyName(SharedUsageKey(w.fp, options_.slot)) + " lost " +
                           std::to_string(kMaxRounds) + " rounds to concurrent changes");
     }
   }
@@ -773,8 +655,8 @@ Status RadosSharedChunkTable::UsageRound(const std::vector<SharedUsageDelta>& de
     s.oid = ShardOidOf(shard);
     std::set<std::string> keys;
     for (UsageWork* w : s.work) {
-      keys.insert(EntryKey(w->fp));
-      keys.insert(UsageKey(w->fp, options_.slot));
+      keys.insert(SharedEntryKey(w->fp));
+      keys.insert(SharedUsageKey(w->fp, options_.slot));
     }
     s.read.omap_get_vals_by_keys(keys, &s.vals, &s.read_rval);
     reads.Read(s.oid, &s.read, keys.size(), [this, &s](int r) {
@@ -791,7 +673,7 @@ Status RadosSharedChunkTable::UsageRound(const std::vector<SharedUsageDelta>& de
     std::map<std::string, std::pair<librados::bufferlist, int>> cmp;
     std::map<std::string, librados::bufferlist> sets;
     for (UsageWork* w : s.work) {
-      const std::string ekey = EntryKey(w->fp), ukey = UsageKey(w->fp, options_.slot);
+      const std::string ekey = SharedEntryKey(w->fp), ukey = SharedUsageKey(w->fp, options_.slot);
       auto e = s.vals.find(ekey);
       if (e == s.vals.end()) {
         for (size_t i : w->deltas) (*outcomes)[i] = SharedUsageOutcome::kUsageOfMissingEntry;
@@ -799,11 +681,14 @@ Status RadosSharedChunkTable::UsageRound(const std::vector<SharedUsageDelta>& de
         continue;
       }
       SharedEntry entry;
-      DEDUPV1_RETURN_IF_ERROR(DecodeEntry(s.oid, ekey, e->second.to_str(), &entry));
+      DEDUPV1_RETURN_IF_ERROR(Located(DecodeSharedEntry(ekey, e->second.to_str(), w->fp.size, &entry), s.oid, ekey));
       auto u = s.vals.find(ukey);
       const std::string old = u == s.vals.end() ? "" : u->second.to_str();
       SharedSlotUsage usage;
-      if (!old.empty()) DEDUPV1_RETURN_IF_ERROR(DecodeUsage(s.oid, ukey, old, &usage));
+      uint16_t slot = 0;
+      if (!old.empty()) {
+        DEDUPV1_RETURN_IF_ERROR(Located(DecodeSharedUsage(ukey, old, w->fp.size, &slot, &usage), s.oid, ukey));
+      }
       bool applied = false, decremented = false;
       for (size_t i : w->deltas) {
         if (deltas[i].event_id <= usage.last_event_id) {
@@ -822,8 +707,8 @@ Status RadosSharedChunkTable::UsageRound(const std::vector<SharedUsageDelta>& de
       }
       cmp[ekey] = {librados::bufferlist(), LIBRADOS_CMPXATTR_OP_GT};  // present
       cmp[ukey] = {Bytes(old), LIBRADOS_CMPXATTR_OP_EQ};
-      sets[ukey] = Bytes(EncodeUsage(ukey, usage));
-      if (decremented) sets[HintKey(w->fp)] = Bytes(Sealed(HintKey(w->fp), HintValue(kWhyDecremented, epoch)));
+      sets[ukey] = Bytes(EncodeSharedUsage(ukey, usage));
+      if (decremented) sets[SharedHintKey(w->fp)] = Bytes(EncodeSharedHint(w->fp, kSharedHintDecremented, options_.slot, epoch));
       s.writing.push_back(w);
     }
     if (s.writing.empty()) continue;
@@ -844,7 +729,7 @@ Status RadosSharedChunkTable::UsageRound(const std::vector<SharedUsageDelta>& de
 Status RadosSharedChunkTable::ReadRecord(const Fingerprint& fp, SharedRecord* record) {
   DEDUPV1_RETURN_IF_ERROR(CheckFps({fp}, false));
   *record = SharedRecord();
-  const std::string oid = ShardOid(fp), prefix = kUsageType + FpBytes(fp);
+  const std::string oid = ShardOid(fp), prefix = SharedUsagePrefix(fp);
   std::string after;
   // Page 0 reads the entry and the hint too; more pages only with more than
   // kUsagePage slots using the chunk.
@@ -853,7 +738,7 @@ Status RadosSharedChunkTable::ReadRecord(const Fingerprint& fp, SharedRecord* re
     std::map<std::string, librados::bufferlist> fixed, usage;
     int fixed_rval = 0, usage_rval = 0;
     bool more = false;
-    if (page == 0) op.omap_get_vals_by_keys({EntryKey(fp), HintKey(fp)}, &fixed, &fixed_rval);
+    if (page == 0) op.omap_get_vals_by_keys({SharedEntryKey(fp), SharedHintKey(fp)}, &fixed, &fixed_rval);
     op.omap_get_vals2(after, prefix, kUsagePage, &usage, &more, &usage_rval);
     load_.CountObject(oid);
     steps_.Count(SharedTableStep::kGc, 2);
@@ -862,7 +747,7 @@ Status RadosSharedChunkTable::ReadRecord(const Fingerprint& fp, SharedRecord* re
     timer.Done(r == -ENOENT ? 0 : r, 0);
     if (r == -ENOENT) return Status::OK();
     if (r >= 0) r = fixed_rval < 0 ? fixed_rval : usage_rval;
-    if (r < 0) return OpError(r, "read of " + KeyName(EntryKey(fp)) + " and its usage", oid);
+    if (r < 0) return OpError(r, "read of " + SharedKeyName(SharedEntryKey(fp)) + " and its usage", oid);
     DEDUPV1_RETURN_IF_ERROR(DecodeRecord(oid, fp, fixed, usage, record, &after));
     if (!more || usage.empty()) return Status::OK();
   }
@@ -873,24 +758,24 @@ Status RadosSharedChunkTable::DecodeRecord(const std::string& oid, const Fingerp
                                            const std::map<std::string, librados::bufferlist>& fixed,
                                            const std::map<std::string, librados::bufferlist>& usage,
                                            SharedRecord* record, std::string* last_usage_key) const {
-  const std::string ekey = EntryKey(fp), zkey = HintKey(fp), prefix = kUsageType + FpBytes(fp);
+  const std::string ekey = SharedEntryKey(fp), zkey = SharedHintKey(fp);
   for (const auto& [key, bl] : fixed) {
     if (key == ekey) {
       SharedEntry e;
-      DEDUPV1_RETURN_IF_ERROR(DecodeEntry(oid, key, bl.to_str(), &e));
+      DEDUPV1_RETURN_IF_ERROR(Located(DecodeSharedEntry(key, bl.to_str(), fp.size, &e), oid, key));
       record->entry = e;
     } else if (key == zkey) {
-      DEDUPV1_RETURN_IF_ERROR(CheckHint(oid, key, bl.to_str()));
+      SharedHint h;
+      DEDUPV1_RETURN_IF_ERROR(Located(DecodeSharedHint(key, bl.to_str(), fp.size, &h), oid, key));
       record->hinted = true;
-      record->hint = bl.to_str();
+      record->hint = h.value;
     }
   }
   for (const auto& [key, bl] : usage) {
-    if (key.size() != prefix.size() + 2) return Corruption(oid, key, "usage key of " + std::to_string(key.size()) + " bytes");
+    uint16_t slot = 0;
     SharedSlotUsage u;
-    DEDUPV1_RETURN_IF_ERROR(DecodeUsage(oid, key, bl.to_str(), &u));
-    const auto* p = reinterpret_cast<const uint8_t*>(key.data()) + prefix.size();
-    record->usage[static_cast<uint16_t>((p[0] << 8) | p[1])] = u;
+    DEDUPV1_RETURN_IF_ERROR(Located(DecodeSharedUsage(key, bl.to_str(), fp.size, &slot, &u), oid, key));
+    record->usage[slot] = u;
     *last_usage_key = key;
   }
   return Status::OK();
@@ -922,14 +807,14 @@ Status RadosSharedChunkTable::ReadRecords(const std::vector<Fingerprint>& fps, s
     s.oid = ShardOidOf(shard);
     std::set<std::string> keys;
     for (size_t i : s.items) {
-      keys.insert(EntryKey(fps[i]));
-      keys.insert(HintKey(fps[i]));
+      keys.insert(SharedEntryKey(fps[i]));
+      keys.insert(SharedHintKey(fps[i]));
     }
     s.op.omap_get_vals_by_keys(keys, &s.fixed, &s.fixed_rval);
     s.ones.resize(s.items.size());  // never resized again: the op writes into them
     for (size_t j = 0; j < s.items.size(); j++) {
       One& one = s.ones[j];
-      s.op.omap_get_vals2("", kUsageType + FpBytes(fps[s.items[j]]), kUsagePage, &one.usage, &one.more, &one.rval);
+      s.op.omap_get_vals2("", SharedUsagePrefix(fps[s.items[j]]), kUsagePage, &one.usage, &one.more, &one.rval);
     }
     ops.Read(s.oid, &s.op, keys.size() + s.items.size(), [this, &s, &fps, records, statuses, &paged](int r) {
       if (r == -ENOENT) return Status::OK();  // no claim ever reached this shard: no records
@@ -991,7 +876,7 @@ Status RadosSharedChunkTable::DropHintsIfUnchanged(const std::vector<std::pair<F
       std::set<std::string> keys;
       GuardOf(fps[i], seen[i].second, slots, &one, &keys);
       cmp.insert(one.begin(), one.end());
-      rms.insert(HintKey(fps[i]));
+      rms.insert(SharedHintKey(fps[i]));
     }
     s.op.create(false);
     s.op.omap_cmp(cmp, &s.cmp_rval);
@@ -1003,7 +888,7 @@ Status RadosSharedChunkTable::DropHintsIfUnchanged(const std::vector<std::pair<F
       }
       if (r >= 0) r = s.cmp_rval;
       if (r < 0) {
-        const std::string what = s.items.size() == 1 ? "guarded hint drop of " + KeyName(EntryKey(fps[s.items[0]]))
+        const std::string what = s.items.size() == 1 ? "guarded hint drop of " + SharedKeyName(SharedEntryKey(fps[s.items[0]]))
                                                      : "guarded drop of " + std::to_string(s.items.size()) + " hints";
         return OpError(r, what, s.oid);
       }

@@ -9,14 +9,11 @@
 // shard function and names of RadosChunkTable: first k fingerprint bits),
 // never under a slot's "gw.NAME/" prefix. Omap keys are typed by their first
 // byte, so all keys of one fingerprint share its shard (one op covers them
-// atomically) and a prefix read finds them:
-//   "e"+fp          the entry: version 2, state U/C/D, container, claimer slot
-//                   and incarnation, GC epoch
-//   "u"+fp+slot     one slot's usage of the chunk (slot u16 big-endian):
-//                   count i64 and the last event id of that slot's log
-//   "z"+fp          GC hint: why (claimed / decremented), slot, GC epoch
-// Every value carries a CRC32C over key and value (as format 1); one that
-// does not check out is Corruption naming pool, object and key, never used.
+// atomically) and a prefix read finds them: the entry "e"+fp, each slot's
+// usage "u"+fp+slot, the GC hint "z"+fp (index/shared_table_records.h has
+// their stored form). Every value carries a CRC32C over key and value (as
+// format 1); one that does not check out is Corruption naming pool, object
+// and key, never used.
 //
 // Invariants:
 //  - Every change is a compare-and-set inside one write operation per shard:
@@ -64,6 +61,7 @@
 #include "core/rados/rados_cluster.h"
 #include "core/rados/rados_options.h"
 #include "index/shard_load.h"
+#include "index/shared_table_records.h"
 #include "index/shared_table_steps.h"
 
 namespace dedupv1 {
@@ -78,18 +76,6 @@ struct RadosSharedChunkTableOptions {
   // Whether ClaimMany writes a "claimed" hint next to each entry. False when
   // the claimer keeps a claim journal instead (index/claim_journal.h).
   bool claim_hints = true;
-};
-
-struct SharedEntry {
-  enum class State : uint8_t { kUncommitted = 'U', kCommitted = 'C', kDead = 'D' };
-  State state = State::kUncommitted;
-  uint64_t container = 0;
-  uint16_t claimer_slot = 0;  // the slot whose claim made the entry
-  uint32_t claimer_incarnation = 0;
-  uint64_t epoch = 0;  // GC epoch of the last change (claim, flip, mark, revive)
-
-  bool operator==(const SharedEntry& o) const = default;
-  std::string ToString() const;  // "U{container 5, slot 1/3, epoch 0}"
 };
 
 // The outcome of one compare-and-set (claim, flip, take-over, revive,
@@ -121,26 +107,12 @@ enum class SharedUsageOutcome {
   kUsageOfMissingEntry,  // no entry for the fingerprint: not applied
 };
 
-struct SharedSlotUsage {
-  int64_t count = 0;
-  uint64_t last_event_id = 0;
-};
-
 // Everything stored for one fingerprint (GC reads it in one operation).
 struct SharedRecord {
   std::optional<SharedEntry> entry;
   std::map<uint16_t, SharedSlotUsage> usage;  // by slot
   bool hinted = false;                        // a "z" hint exists
   std::string hint;                           // its stored value ("" if none): GC compares it
-};
-
-// One GC hint as stored (design 2.6 step 1: the leader pages them).
-struct SharedHint {
-  Fingerprint fp;
-  char why = 0;       // 'c': claimed, 'd': a usage decrement
-  uint16_t slot = 0;  // the slot whose write set it
-  uint64_t epoch = 0;
-  std::string value;  // the stored value
 };
 
 class RadosSharedChunkTable {
@@ -241,11 +213,6 @@ class RadosSharedChunkTable {
   // The shard object holding |fp| ("ci.<hex>").
   std::string ShardOid(const Fingerprint& fp) const;
 
-  // Omap keys and values as stored (tests and tools).
-  static std::string EntryKey(const Fingerprint& fp);
-  static std::string UsageKey(const Fingerprint& fp, uint16_t slot);
-  static std::string HintKey(const Fingerprint& fp);
-  static std::string EncodeEntry(const Fingerprint& fp, const SharedEntry& entry);
 
  private:
   struct CasItem;
@@ -275,17 +242,13 @@ class RadosSharedChunkTable {
   Status UsageRound(const std::vector<SharedUsageDelta>& deltas, std::vector<UsageWork>* work, uint64_t epoch,
                     std::vector<SharedUsageOutcome>* outcomes);
 
-  std::string HintValue(char why, uint64_t epoch) const;
   // Fills |record| from the values of one fingerprint's keys as read.
   Status DecodeRecord(const std::string& oid, const Fingerprint& fp,
                       const std::map<std::string, librados::bufferlist>& fixed,
                       const std::map<std::string, librados::bufferlist>& usage, SharedRecord* record,
                       std::string* last_usage_key) const;
-  Status DecodeEntry(const std::string& oid, const std::string& key, const std::string& value,
-                     SharedEntry* entry) const;
-  Status DecodeUsage(const std::string& oid, const std::string& key, const std::string& value,
-                     SharedSlotUsage* usage) const;
-  Status CheckHint(const std::string& oid, const std::string& key, const std::string& value) const;
+  // |decoded| (a decoder's Corruption) naming pool, object and key.
+  Status Located(const Status& decoded, const std::string& oid, const std::string& key) const;
   Status Corruption(const std::string& oid, const std::string& key, const std::string& what) const;
   Status OpError(int r, const std::string& what, const std::string& oid) const;
   std::string ShardOidOf(uint32_t shard) const;

@@ -392,7 +392,7 @@ TEST_F(GatewaySharedTable, UsageReplayCountedOncePerSlotAndSummedAcrossSlots) {
   EXPECT_TRUE(rec.entry.has_value());
   EXPECT_TRUE(rec.hinted);
   // Once the entry is gone (GC), a late usage write resurrects nothing.
-  ASSERT_EQ(0, cluster_->index().omap_rm_keys(a_->ShardOid(fp2), {RadosSharedChunkTable::EntryKey(fp2)}));
+  ASSERT_EQ(0, cluster_->index().omap_rm_keys(a_->ShardOid(fp2), {SharedEntryKey(fp2)}));
   s = a_->AddUsageMany({{fp2, 1, 10}}, 1, &out);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(O::kUsageOfMissingEntry, out[0]);
@@ -552,12 +552,12 @@ TEST_F(GatewaySharedTable, DamagedValueIsCorruptionNamingPoolObjectAndKey) {
     EXPECT_NE(s.ToString().find(oid), std::string::npos) << s.ToString();
     EXPECT_NE(s.ToString().find("key " + key_start), std::string::npos) << s.ToString();
   };
-  ASSERT_NO_FATAL_FAILURE(damage(a_->ShardOid(fp), RadosSharedChunkTable::EntryKey(fp)));
+  ASSERT_NO_FATAL_FAILURE(damage(a_->ShardOid(fp), SharedEntryKey(fp)));
   std::vector<std::optional<SharedEntry>> got;
   names(b_->LookupMany({fp}, &got), a_->ShardOid(fp), "e" + fp.ToHex());
   // A claim meeting the damaged value (its compare fails) reports it too, and changes nothing.
   names(b_->ClaimMany(Claims({fp}, 200), 1, &res), a_->ShardOid(fp), "e" + fp.ToHex());
-  ASSERT_NO_FATAL_FAILURE(damage(a_->ShardOid(used), RadosSharedChunkTable::UsageKey(used, kSlotA)));
+  ASSERT_NO_FATAL_FAILURE(damage(a_->ShardOid(used), SharedUsageKey(used, kSlotA)));
   int64_t sum = 0;
   names(b_->UsageSum(used, &sum), a_->ShardOid(used), "u" + used.ToHex() + "0001");
   names(a_->AddUsageMany({{used, 1, 2}}, 1, &out), a_->ShardOid(used), "u" + used.ToHex() + "0001");

@@ -190,7 +190,7 @@ class GatewayClusterCheck : public ::testing::Test {
     e.container = container;
     e.claimer_slot = SlotOf(claimer);
     e.claimer_incarnation = 1;
-    SetKey(Shard(fp), RadosSharedChunkTable::EntryKey(fp), RadosSharedChunkTable::EncodeEntry(fp, e));
+    SetKey(Shard(fp), SharedEntryKey(fp), EncodeSharedEntry(fp, e));
     return e;
   }
 
@@ -198,7 +198,7 @@ class GatewayClusterCheck : public ::testing::Test {
   // as index GC's erase does.
   void EraseChunkKeys(const Fingerprint& fp) {
     const uint32_t shard = RadosChunkTable::ShardOf(fp, RadosChunkTable::ShardBits(kShards));
-    const std::string entry = RadosSharedChunkTable::EntryKey(fp);
+    const std::string entry = SharedEntryKey(fp);
     std::set<std::string> erase;
     for (const auto& [key, value] : ShardKeysOf(shard)) {
       if (key.size() >= entry.size() && key.compare(1, entry.size() - 1, entry, 1, entry.size() - 1) == 0) {
@@ -700,7 +700,7 @@ TEST_F(GatewayClusterCheck, RepairReclaimsNoOrphanFromAStoreWithProblems) {
 TEST_F(GatewayClusterCheck, OrphanUsageKeyIsFound) {
   // The entry of a chunk B references goes; its usage key stays.
   ASSERT_NE(own_b_, kNoContainer);
-  std::set<std::string> keys = {RadosSharedChunkTable::EntryKey(own_b_fp_)};
+  std::set<std::string> keys = {SharedEntryKey(own_b_fp_)};
   librados::ObjectWriteOperation op;
   op.omap_rm_keys(keys);
   ASSERT_EQ(cluster_->index().operate(Shard(own_b_fp_), &op), 0);

@@ -413,7 +413,10 @@ Status ClusterChecker::ScanTableKeys(RadosSharedChunkTable* table, std::set<Fing
     DEDUPV1_RETURN_IF_ERROR(
         ForEachOmapKey(table->cluster(), oid, "list the keys of a shard", [&](const std::string& key) {
           // "e"+fp, "u"+fp+slot, "z"+fp; other keys (statistics) name no chunk.
-          if (key.size() < 1 + key_size || (key[0] != 'e' && key[0] != 'u' && key[0] != 'z')) return;
+          if (key.size() < 1 + key_size ||
+              (key[0] != kSharedEntryType && key[0] != kSharedUsageType && key[0] != kSharedHintType)) {
+            return;
+          }
           fps->insert(Fingerprint(reinterpret_cast<const uint8_t*>(key.data() + 1), key_size));
         }));
   }
