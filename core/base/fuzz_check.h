@@ -38,6 +38,21 @@ inline bool SplitFuzzInput(const uint8_t* data, size_t size, uint8_t* flags, std
   return true;
 }
 
+// The input of a harness of a key-value record (an omap key and its value):
+// one byte the key's length, the key, the value. KeyValueInput makes one,
+// SplitKeyValue reads one back (false if the length byte says more than
+// there is).
+inline std::string KeyValueInput(const std::string& key, const std::string& value) {
+  return std::string(1, static_cast<char>(key.size() & 0xff)) + key.substr(0, 255) + value;
+}
+inline bool SplitKeyValue(const std::string& bytes, std::string* key, std::string* value) {
+  if (bytes.empty() || static_cast<uint8_t>(bytes[0]) > bytes.size() - 1) return false;
+  const size_t n = static_cast<uint8_t>(bytes[0]);
+  *key = bytes.substr(1, n);
+  *value = bytes.substr(1 + n);
+  return true;
+}
+
 // A fresh folder for a harness's files, in memory (/dev/shm) where there is
 // one, so the syncs of the file-level harnesses cost nothing; removed at exit
 // (the harness leaves it empty).

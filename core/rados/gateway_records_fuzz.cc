@@ -1,0 +1,121 @@
+// Fuzz harness of the gateway records (core/rados/gateway_registry.h,
+// core/rados/gateway_heartbeat.h; core/base/fuzz_check.h): the registry
+// record of a slot says whom a takeover fences (the holder's address) and
+// which container ids are the slot's; the heartbeat is what the watchers
+// judge a slot's liveness by. Read as another record, a damaged one could
+// make a takeover fence the wrong client or take a live gateway's volumes.
+//
+// The input is the slot's name and a value (test::KeyValueInput), decoded
+// as the record its flags byte names (bit 1: registry record or heartbeat):
+//  - with the CRC as the damage left it (flag bit 0 clear), a record that
+//    decodes is exactly one the real encoder wrote (a seed) under its name;
+//  - with the CRC recomputed over the damaged name and body (flag bit 0),
+//    a record that decodes keeps its bounds (a registry slot number in
+//    1..kMaxGatewaySlot) and encodes back to the same value.
+#include <string>
+#include <vector>
+
+#include "core/base/coding.h"
+#include "core/base/fuzz_check.h"
+#include "core/rados/gateway_heartbeat.h"
+#include "core/rados/gateway_registry.h"
+
+namespace dedupv1 {
+namespace {
+
+enum Kind : uint8_t { kRegistry = 0, kHeartbeat = 1 };
+
+struct SeedRecord {
+  Kind kind;
+  std::string name;
+  std::string value;
+};
+
+std::vector<SeedRecord> SeedRecords() {
+  std::vector<SeedRecord> out;
+  const GatewayRecord records[] = {{1, 0, 0, 0, "", ""},
+                                   {2, 7, 1, 4242, "127.0.0.1:0/3141592653", "gw-host-b"},
+                                   {kMaxGatewaySlot, 0xffffffffu, 3, 1, "v2:[::1]:6800/1", "h"}};
+  const char* names[] = {"gw-a", "gw-b", "backup-gateway-3"};
+  for (size_t i = 0; i < 3; i++) out.push_back({kRegistry, names[i], GatewayRegistry::Encode(names[i], records[i])});
+  GatewayHeartbeat plain;
+  plain.beat = 1;
+  plain.incarnation = 1;
+  plain.state = kHeartbeatStopped;
+  GatewayHeartbeat loaded;
+  loaded.beat = 123456789;
+  loaded.incarnation = 9;
+  loaded.takeovers = 2;
+  loaded.pid = 77;
+  loaded.state = kHeartbeatServing;
+  loaded.host = "gw-host-a";
+  loaded.portal = "127.0.0.1:3260";
+  loaded.volumes = {"backup", "mail", "vm-images"};
+  loaded.has_load = true;
+  loaded.claims_pending = 5;
+  loaded.shards = 64;
+  loaded.shard_ops_total = 1000;
+  loaded.shard_ops_max = 30;
+  GatewayHeartbeat fenced = loaded;
+  fenced.state = kHeartbeatFenced;
+  fenced.has_load = false;
+  fenced.claims_pending = fenced.shards = fenced.shard_ops_total = fenced.shard_ops_max = 0;
+  const GatewayHeartbeat beats[] = {plain, loaded, fenced};
+  for (size_t i = 0; i < 3; i++) out.push_back({kHeartbeat, names[i], EncodeGatewayHeartbeat(names[i], beats[i])});
+  return out;
+}
+
+bool IsSeed(Kind kind, const std::string& name, const std::string& value) {
+  static const std::vector<SeedRecord> seeds = SeedRecords();
+  for (const SeedRecord& s : seeds) {
+    if (s.kind == kind && s.name == name && s.value == value) return true;
+  }
+  return false;
+}
+
+void CheckRecord(Kind kind, const std::string& name, std::string value, bool reseal) {
+  if (reseal && value.size() >= 4) {
+    value.resize(value.size() - 4);
+    PutFixed32(&value, Crc32c(value.data(), value.size(), Crc32c(name.data(), name.size())));
+  }
+  Status s;
+  std::string again;
+  if (kind == kRegistry) {
+    GatewayRecord r;
+    s = GatewayRegistry::Decode("(fuzz)", name, value, &r);
+    if (s.ok()) {
+      FUZZ_CHECK(r.slot >= 1 && r.slot <= kMaxGatewaySlot, "a slot number " + std::to_string(r.slot));
+      again = GatewayRegistry::Encode(name, r);
+    }
+  } else {
+    GatewayHeartbeat hb;
+    s = DecodeGatewayHeartbeat("(fuzz)", name, value, &hb);
+    if (s.ok()) again = EncodeGatewayHeartbeat(name, hb);
+  }
+  FUZZ_CHECK(s.ok() || s.IsCorruption(), "a decoder's error other than Corruption: " + s.ToString());
+  if (!s.ok()) return;
+  FUZZ_CHECK(again == value, "a decoded record that does not encode back to its value");
+  if (!reseal) FUZZ_CHECK(IsSeed(kind, name, value), "a damaged record decoded as another one without an error");
+}
+
+}  // namespace
+
+namespace test {
+
+void DedupV1FuzzSeeds(std::vector<std::string>* seeds) {
+  for (const SeedRecord& r : SeedRecords()) {
+    AddSeedBothWays(seeds, static_cast<uint8_t>(r.kind << 1), 1, KeyValueInput(r.name, r.value));
+  }
+}
+
+}  // namespace test
+}  // namespace dedupv1
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace dedupv1;
+  uint8_t flags = 0;
+  std::string bytes, name, value;
+  if (!test::SplitFuzzInput(data, size, &flags, &bytes) || !test::SplitKeyValue(bytes, &name, &value)) return 0;
+  CheckRecord(static_cast<Kind>((flags >> 1) & 1), name, std::move(value), (flags & 1) != 0);
+  return 0;
+}
