@@ -9,8 +9,6 @@
 namespace dedupv1 {
 namespace {
 
-std::string PendingKey(const Fingerprint& fp) { return std::string(reinterpret_cast<const char*>(fp.bytes), fp.size); }
-
 // A lost claim re-reads the entry at most this often while it waits; the
 // backoff doubles from the first to the last value.
 constexpr auto kFirstBackoff = std::chrono::milliseconds(5);
@@ -154,7 +152,7 @@ Status ChunkClaims::Claim(const std::vector<NewChunk>& chunks, std::vector<Conta
   std::lock_guard<std::mutex> l(pending_mu_);
   for (size_t i = 0; i < chunks.size(); i++) {
     // Ours to flip: claimed, re-claimed or taken over at |epoch|.
-    if ((*use)[i] == chunks[i].container) pending_[{PendingKey(chunks[i].fp), chunks[i].container}] = ours[i];
+    if ((*use)[i] == chunks[i].container) pending_[{chunks[i].fp.ToBytes(), chunks[i].container}] = ours[i];
   }
   if (epochs != nullptr) *epochs = std::move(ours);
   return Status::OK();
@@ -253,7 +251,7 @@ Status ChunkClaims::Flip(const std::vector<std::pair<Fingerprint, ContainerId>>&
     for (const auto& [fp, container] : claimed) {
       // The claim's epoch is in its U value; a claim this process did not
       // make (none pending) is another incarnation's: its flip is lost.
-      auto it = pending_.find({PendingKey(fp), container});
+      auto it = pending_.find({fp.ToBytes(), container});
       flips.push_back(SharedFlip{fp, OurClaim(container, it == pending_.end() ? 0 : it->second)});
     }
   }
@@ -264,7 +262,7 @@ Status ChunkClaims::Flip(const std::vector<std::pair<Fingerprint, ContainerId>>&
     else flips_lost_++;
   }
   std::lock_guard<std::mutex> l(pending_mu_);
-  for (const auto& [fp, container] : claimed) pending_.erase({PendingKey(fp), container});
+  for (const auto& [fp, container] : claimed) pending_.erase({fp.ToBytes(), container});
   return Status::OK();
 }
 

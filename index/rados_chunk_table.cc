@@ -354,7 +354,7 @@ Status RadosChunkTable::GetMany(const std::vector<Fingerprint>& fps, std::vector
       [&](size_t i, librados::AioCompletion* c) {
         ShardRead& r = reads[i];
         std::set<std::string> keys;
-        for (size_t item : *r.items) keys.insert(Key(fps[item]));
+        for (size_t item : *r.items) keys.insert(fps[item].ToBytes());
         r.op.omap_get_vals_by_keys(keys, &r.vals, &r.rval);
         return cluster_->index().aio_operate(ShardOid(r.shard), c, &r.op, nullptr);
       },
@@ -364,7 +364,7 @@ Status RadosChunkTable::GetMany(const std::vector<Fingerprint>& fps, std::vector
         if (result == -ENOENT) return Status::OK();  // the shard has no entries yet
         if (result < 0) return ShardError(result, "read " + std::to_string(r.items->size()) + " keys", r.shard);
         for (size_t item : *r.items) {
-          const std::string key = Key(fps[item]);
+          const std::string key = fps[item].ToBytes();
           auto it = r.vals.find(key);
           if (it == r.vals.end()) continue;
           DEDUPV1_RETURN_IF_ERROR(DecodeValueOf(r.shard, key, it->second.to_str(), &(*entries)[item]));
@@ -397,7 +397,7 @@ Status RadosChunkTable::Apply(const std::vector<Op>& ops) {
     const uint32_t shard = ShardOf(op.fp, shard_bits_);
     ShardBatch& b = by_shard[shard];
     b.shard = shard;
-    b.last[Key(op.fp)] = &op;
+    b.last[op.fp.ToBytes()] = &op;
   }
   std::vector<ShardBatch*> batches;
   for (auto& [shard, b] : by_shard) batches.push_back(&b);

@@ -137,7 +137,6 @@ class RadosChunkTable : public ChunkTable {
   Status DecodeCountOf(uint32_t shard, const std::string& header, uint64_t* count) const;
   Status ShardError(int r, const std::string& what, uint32_t shard) const;
   Status ShardCorruption(uint32_t shard, const std::string& key, const std::string& what) const;
-  std::string Key(const Fingerprint& fp) const { return std::string(reinterpret_cast<const char*>(fp.bytes), fp.size); }
   Status CheckKey(const Fingerprint& fp) const;
   std::string ShardOid(uint32_t shard) const { return ShardObjectOf(options_.rados, shard, shard_bits_); }
 

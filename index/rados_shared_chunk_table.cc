@@ -32,8 +32,6 @@ librados::bufferlist Bytes(const std::string& s) {
   return bl;
 }
 
-std::string FpBytes(const Fingerprint& fp) { return std::string(reinterpret_cast<const char*>(fp.bytes), fp.size); }
-
 int ShardBits(uint32_t shards) {
   int k = 0;
   while ((uint32_t{1} << k) < shards) k++;
@@ -234,7 +232,7 @@ Status RadosSharedChunkTable::CheckFps(const std::vector<Fingerprint>& fps, bool
       return Status::InvalidArgument("shared chunk index: fingerprint of " + std::to_string(fp.size) +
                                      " bytes, the table's are " + std::to_string(options_.key_size));
     }
-    if (distinct && !seen.insert(FpBytes(fp)).second) {
+    if (distinct && !seen.insert(fp.ToBytes()).second) {
       return Status::InvalidArgument("shared chunk index: fingerprint " + fp.ToHex() + " twice in one call");
     }
   }
@@ -582,7 +580,6 @@ Status RadosSharedChunkTable::ReadHints(uint32_t shard, const std::string& after
   if (r >= 0) r = rval;
   if (r < 0) return OpError(r, "read of GC hints", oid);
   for (auto& [key, bl] : vals) {
-    const std::string value = bl.to_str();
     SharedHint h;
     Status check = Located(DecodeSharedHint(key, bl.to_str(), options_.key_size, &h), oid, key);
     if (!check.ok()) {
@@ -613,7 +610,7 @@ Status RadosSharedChunkTable::AddUsageMany(const std::vector<SharedUsageDelta>& 
   std::vector<UsageWork> work;
   std::map<std::string, size_t> by_fp;
   for (size_t i = 0; i < deltas.size(); i++) {
-    auto [it, added] = by_fp.emplace(FpBytes(deltas[i].fp), work.size());
+    auto [it, added] = by_fp.emplace(deltas[i].fp.ToBytes(), work.size());
     if (added) work.push_back(UsageWork{deltas[i].fp, {}, false});
     work[it->second].deltas.push_back(i);
   }

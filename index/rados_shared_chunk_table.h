@@ -213,7 +213,6 @@ class RadosSharedChunkTable {
   // The shard object holding |fp| ("ci.<hex>").
   std::string ShardOid(const Fingerprint& fp) const;
 
-
  private:
   struct CasItem;
   struct UsageWork;

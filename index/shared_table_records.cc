@@ -13,8 +13,6 @@ constexpr size_t kUsageBytes = 8 + 8 + 4;
 // why, slot, epoch, CRC
 constexpr size_t kHintBytes = 1 + 2 + 8 + 4;
 
-std::string FpBytes(const Fingerprint& fp) { return std::string(reinterpret_cast<const char*>(fp.bytes), fp.size); }
-
 // Appends a CRC32C over |key| and |value| to |value|.
 std::string Sealed(const std::string& key, std::string value) {
   PutFixed32(&value, Crc32c(value.data(), value.size(), Crc32c(key.data(), key.size())));
@@ -48,9 +46,9 @@ std::string SharedEntry::ToString() const {
          std::to_string(epoch) + "}";
 }
 
-std::string SharedEntryKey(const Fingerprint& fp) { return kSharedEntryType + FpBytes(fp); }
-std::string SharedHintKey(const Fingerprint& fp) { return kSharedHintType + FpBytes(fp); }
-std::string SharedUsagePrefix(const Fingerprint& fp) { return kSharedUsageType + FpBytes(fp); }
+std::string SharedEntryKey(const Fingerprint& fp) { return kSharedEntryType + fp.ToBytes(); }
+std::string SharedHintKey(const Fingerprint& fp) { return kSharedHintType + fp.ToBytes(); }
+std::string SharedUsagePrefix(const Fingerprint& fp) { return kSharedUsageType + fp.ToBytes(); }
 
 std::string SharedUsageKey(const Fingerprint& fp, uint16_t slot) {
   std::string key = SharedUsagePrefix(fp);

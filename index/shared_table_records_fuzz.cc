@@ -17,7 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/base/coding.h"
 #include "core/base/fuzz_check.h"
 #include "index/shared_table_records.h"
 
@@ -64,20 +63,12 @@ bool IsSeed(Kind kind, const std::string& key, const std::string& value) {
   return false;
 }
 
-// |value| with its last four bytes replaced by the CRC over key and the rest.
-std::string Resealed(const std::string& key, std::string value) {
-  if (value.size() < 4) return value;
-  value.resize(value.size() - 4);
-  PutFixed32(&value, Crc32c(value.data(), value.size(), Crc32c(key.data(), key.size())));
-  return value;
-}
-
 Fingerprint FpOfKey(const std::string& key) {
   return Fingerprint(reinterpret_cast<const uint8_t*>(key.data()) + 1, kFpSize);
 }
 
 void CheckRecord(Kind kind, const std::string& key, std::string value, bool reseal) {
-  if (reseal) value = Resealed(key, value);
+  if (reseal) value = test::ResealKeyed(key, std::move(value));
   Status s;
   bool round_trips = false;
   switch (kind) {

@@ -48,6 +48,8 @@ struct Fingerprint {
     return h;
   }
   std::string ToHex() const;
+  // The fingerprint's bytes as a string (a map or omap key).
+  std::string ToBytes() const { return std::string(reinterpret_cast<const char*>(bytes), size); }
   // Parses a hex string of 40 or 64 digits.
   static Status FromHex(std::string_view hex, Fingerprint* fp);
 

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/base/coding.h"
+
 namespace dedupv1 {
 namespace test {
 
@@ -39,11 +41,12 @@ inline bool SplitFuzzInput(const uint8_t* data, size_t size, uint8_t* flags, std
 }
 
 // The input of a harness of a key-value record (an omap key and its value):
-// one byte the key's length, the key, the value. KeyValueInput makes one,
-// SplitKeyValue reads one back (false if the length byte says more than
-// there is).
+// one byte the key's length, the key, the value. KeyValueInput makes one (a
+// key longer than 255 bytes is cut there), SplitKeyValue reads one back
+// (false if the length byte says more than there is).
 inline std::string KeyValueInput(const std::string& key, const std::string& value) {
-  return std::string(1, static_cast<char>(key.size() & 0xff)) + key.substr(0, 255) + value;
+  const size_t n = key.size() < 255 ? key.size() : 255;
+  return std::string(1, static_cast<char>(n)) + key.substr(0, n) + value;
 }
 inline bool SplitKeyValue(const std::string& bytes, std::string* key, std::string* value) {
   if (bytes.empty() || static_cast<uint8_t>(bytes[0]) > bytes.size() - 1) return false;
@@ -51,6 +54,17 @@ inline bool SplitKeyValue(const std::string& bytes, std::string* key, std::strin
   *key = bytes.substr(1, n);
   *value = bytes.substr(1 + n);
   return true;
+}
+
+// |value| with its last four bytes replaced by the CRC32C over |key| and the
+// bytes before them: the seal of the RADOS records (omap values, whose CRC
+// covers their key, so a value under another key does not check out).
+// Values shorter than four bytes are left as they are.
+inline std::string ResealKeyed(const std::string& key, std::string value) {
+  if (value.size() < 4) return value;
+  value.resize(value.size() - 4);
+  PutFixed32(&value, Crc32c(value.data(), value.size(), Crc32c(key.data(), key.size())));
+  return value;
 }
 
 // A fresh folder for a harness's files, in memory (/dev/shm) where there is

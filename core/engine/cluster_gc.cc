@@ -13,8 +13,6 @@
 namespace dedupv1 {
 namespace {
 
-std::string Key(const Fingerprint& fp) { return std::string(reinterpret_cast<const char*>(fp.bytes), fp.size); }
-
 // Entry and every usage key (count and last event id) alike.
 bool SameRecord(const SharedRecord& a, const SharedRecord& b) {
   if (a.entry != b.entry || a.usage.size() != b.usage.size()) return false;
@@ -338,7 +336,7 @@ Status ClusterIndexGc::ActOnPage(Round* round, const std::vector<SharedHint>& hi
 
 Status ClusterIndexGc::DropHints(Round* round, std::vector<std::pair<Fingerprint, SharedRecord>> drops) {
   // In use (or no entry): not a dead chunk any more, whatever the drop does.
-  for (const auto& d : drops) dead_.erase(Key(d.first));
+  for (const auto& d : drops) dead_.erase(d.first.ToBytes());
   // A shard where one record changed since the read applies none of its
   // drops: its records are read again, the unchanged go once more, the
   // changed wait for a later round (a race, as a single drop would be).
@@ -374,7 +372,7 @@ Status ClusterIndexGc::DropHints(Round* round, std::vector<std::pair<Fingerprint
 }
 
 bool ClusterIndexGc::Due(Round* round, const SharedHint& hint) {
-  const std::string key = Key(hint.fp);
+  const std::string key = hint.fp.ToBytes();
   auto it = seen_.find(key);
   if (it == seen_.end() || it->second.hint != hint.value) {
     if (it == seen_.end() && seen_.size() >= options_.max_remembered) {
@@ -431,13 +429,13 @@ Status ClusterIndexGc::MarkUnused(Round* round, const Fingerprint& fp, const Sha
   round->dead_waiting++;
   SharedRecord marked = record;
   marked.entry = next;
-  dead_[Key(fp)] = Dead{marked, kUnsighted, pass_};
-  round->unsighted.push_back(Key(fp));
+  dead_[fp.ToBytes()] = Dead{marked, kUnsighted, pass_};
+  round->unsighted.push_back(fp.ToBytes());
   return Status::OK();
 }
 
 Status ClusterIndexGc::ActOnDead(Round* round, const Fingerprint& fp, const SharedRecord& record, int64_t sum) {
-  const std::string key = Key(fp);
+  const std::string key = fp.ToBytes();
   const SharedEntry& e = *record.entry;
   bool done = false;
   if (sum > 0) {  // referenced again (a count that came late): live
@@ -475,7 +473,7 @@ Status ClusterIndexGc::Finalize(Round* round, const Fingerprint& fp, const Share
   DEDUPV1_RETURN_IF_ERROR(round->lease->Check());
   bool done = false;
   DEDUPV1_RETURN_IF_ERROR(table_->ReplaceIfUnchanged(fp, record, round->slots, std::nullopt, &done));
-  dead_.erase(Key(fp));
+  dead_.erase(fp.ToBytes());
   if (!done) {  // revived or counted meanwhile: read again next round
     round->delta.races++;
     return Status::OK();
@@ -539,7 +537,7 @@ Status ClusterIndexGc::EndRound(Round* round) {
 }
 
 Status ClusterIndexGc::ActOnClaim(Round* round, const Fingerprint& fp, const SharedRecord& record) {
-  const std::string key = Key(fp);
+  const std::string key = fp.ToBytes();
   const SharedEntry& e = *record.entry;
   bool exists = false;
   DEDUPV1_RETURN_IF_ERROR(options_.container_exists(e.container, &exists));

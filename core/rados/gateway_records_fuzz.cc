@@ -6,16 +6,20 @@
 // make a takeover fence the wrong client or take a live gateway's volumes.
 //
 // The input is the slot's name and a value (test::KeyValueInput), decoded
-// as the record its flags byte names (bit 1: registry record or heartbeat):
+// as the record its flags byte names (bits 1-2: registry record, heartbeat,
+// or the registry's "#next" slot number, whose key is always "#next"):
 //  - with the CRC as the damage left it (flag bit 0 clear), a record that
 //    decodes is exactly one the real encoder wrote (a seed) under its name;
 //  - with the CRC recomputed over the damaged name and body (flag bit 0),
 //    a record that decodes keeps its bounds (a registry slot number in
 //    1..kMaxGatewaySlot) and encodes back to the same value.
+// The CRC covers name and body as one stream, so a changed length byte that
+// moves bytes between the two keeps it valid: such an input is refused by
+// the record's own structure (version, string lengths), which the "exactly
+// a seed" check then tests as well.
 #include <string>
 #include <vector>
 
-#include "core/base/coding.h"
 #include "core/base/fuzz_check.h"
 #include "core/rados/gateway_heartbeat.h"
 #include "core/rados/gateway_registry.h"
@@ -23,7 +27,7 @@
 namespace dedupv1 {
 namespace {
 
-enum Kind : uint8_t { kRegistry = 0, kHeartbeat = 1 };
+enum Kind : uint8_t { kRegistry = 0, kHeartbeat = 1, kNext = 2 };
 
 struct SeedRecord {
   Kind kind;
@@ -62,22 +66,23 @@ std::vector<SeedRecord> SeedRecords() {
   fenced.claims_pending = fenced.shards = fenced.shard_ops_total = fenced.shard_ops_max = 0;
   const GatewayHeartbeat beats[] = {plain, loaded, fenced};
   for (size_t i = 0; i < 3; i++) out.push_back({kHeartbeat, names[i], EncodeGatewayHeartbeat(names[i], beats[i])});
+  for (uint32_t next : {1u, 3u, 65535u}) {
+    out.push_back({kNext, GatewayRegistry::kNextKey, GatewayRegistry::EncodeNext(next)});
+  }
   return out;
 }
 
 bool IsSeed(Kind kind, const std::string& name, const std::string& value) {
   static const std::vector<SeedRecord> seeds = SeedRecords();
   for (const SeedRecord& s : seeds) {
-    if (s.kind == kind && s.name == name && s.value == value) return true;
+    // "#next" is read under its fixed key whatever the input's name says.
+    if (s.kind == kind && (kind == kNext || s.name == name) && s.value == value) return true;
   }
   return false;
 }
 
 void CheckRecord(Kind kind, const std::string& name, std::string value, bool reseal) {
-  if (reseal && value.size() >= 4) {
-    value.resize(value.size() - 4);
-    PutFixed32(&value, Crc32c(value.data(), value.size(), Crc32c(name.data(), name.size())));
-  }
+  if (reseal) value = test::ResealKeyed(kind == kNext ? GatewayRegistry::kNextKey : name, std::move(value));
   Status s;
   std::string again;
   if (kind == kRegistry) {
@@ -87,10 +92,14 @@ void CheckRecord(Kind kind, const std::string& name, std::string value, bool res
       FUZZ_CHECK(r.slot >= 1 && r.slot <= kMaxGatewaySlot, "a slot number " + std::to_string(r.slot));
       again = GatewayRegistry::Encode(name, r);
     }
-  } else {
+  } else if (kind == kHeartbeat) {
     GatewayHeartbeat hb;
     s = DecodeGatewayHeartbeat("(fuzz)", name, value, &hb);
     if (s.ok()) again = EncodeGatewayHeartbeat(name, hb);
+  } else {
+    uint32_t next = 0;
+    s = GatewayRegistry::DecodeNext("(fuzz)", value, &next);
+    if (s.ok()) again = GatewayRegistry::EncodeNext(next);
   }
   FUZZ_CHECK(s.ok() || s.IsCorruption(), "a decoder's error other than Corruption: " + s.ToString());
   if (!s.ok()) return;
@@ -116,6 +125,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint8_t flags = 0;
   std::string bytes, name, value;
   if (!test::SplitFuzzInput(data, size, &flags, &bytes) || !test::SplitKeyValue(bytes, &name, &value)) return 0;
-  CheckRecord(static_cast<Kind>((flags >> 1) & 1), name, std::move(value), (flags & 1) != 0);
+  CheckRecord(static_cast<Kind>(((flags >> 1) & 3) % 3), name, std::move(value), (flags & 1) != 0);
   return 0;
 }

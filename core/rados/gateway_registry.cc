@@ -29,8 +29,9 @@ uint32_t RecordCrc(const std::string& key, const std::string& body) {
   return Crc32c(body.data(), body.size(), Crc32c(key.data(), key.size()));
 }
 
-// The value of kNextKey: the slot number the next registration takes.
-std::string EncodeNext(uint32_t next) {
+}  // namespace
+
+std::string GatewayRegistry::EncodeNext(uint32_t next) {
   std::string v;
   v.push_back(static_cast<char>(kNextVersion));
   PutFixed32(&v, next);
@@ -38,7 +39,7 @@ std::string EncodeNext(uint32_t next) {
   return v;
 }
 
-Status DecodeNext(const std::string& where, const std::string& v, uint32_t* next) {
+Status GatewayRegistry::DecodeNext(const std::string& where, const std::string& v, uint32_t* next) {
   const uint8_t* p = reinterpret_cast<const uint8_t*>(v.data());
   if (v.size() != 9 || p[0] != kNextVersion || DecodeFixed32(p + 5) != RecordCrc(GatewayRegistry::kNextKey, v.substr(0, 5))) {
     return Status::Corruption("gateway registry " + where + " key " + GatewayRegistry::kNextKey +
@@ -47,8 +48,6 @@ Status DecodeNext(const std::string& where, const std::string& v, uint32_t* next
   *next = DecodeFixed32(p + 1);
   return Status::OK();
 }
-
-}  // namespace
 
 std::string GatewayRegistry::Encode(const std::string& name, const GatewayRecord& r) {
   std::string v;

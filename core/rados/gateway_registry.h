@@ -85,6 +85,10 @@ class GatewayRegistry {
   static std::string Encode(const std::string& name, const GatewayRecord& record);
   static Status Decode(const std::string& where, const std::string& name, const std::string& value,
                        GatewayRecord* record);
+  // The value of kNextKey (the slot number the next registration takes),
+  // and the inverse (Corruption naming |where| and the key).
+  static std::string EncodeNext(uint32_t next);
+  static Status DecodeNext(const std::string& where, const std::string& value, uint32_t* next);
 
  private:
   // The values of |keys| (absent keys are left out).
