@@ -1,8 +1,8 @@
 #include "core/engine/dedup_system.h"
 
-#include "core/base/crc_text.h"
 #include "core/engine/data_dir.h"
 #include "core/engine/memory_tuning.h"
+#include "core/engine/system_file.h"
 #include "core/engine/usage_recount.h"
 #include "core/engine/volume_table.h"
 
@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <sstream>
 
 #include "core/base/thread_name.h"
 #include "core/engine/cluster_gc_rules.h"
@@ -36,22 +35,6 @@ Status DecodeMappingEvent(const std::string& payload, BlockId* id, BlockMapping*
   *id = data.block;
   return BlockMapping::Parse(data.new_mapping, *id, mapping);
 }
-// 2: GC's dead-chunk marks persist (containers/dead-chunks). A build that
-// reads format 1 would ignore them, hand a marked chunk out again and leave
-// the mark to drop it at a later merge, so it must refuse the directory.
-// 3: block mappings (block index store and log events) are written in
-// mapping format 2, which carries the block's id inside its checksum; a
-// build that reads format 2 would fail every such read with "unknown
-// format". Older directories are upgraded in place: the system file first,
-// then the block index rewrites its old records at open (ScanBlockStore).
-// Format 3 also brought checksum lines to `system` and `volumes`, and Tokyo
-// Cabinet page checksums to block index stores created from then on (a
-// build without them cannot open such a store).
-// 4: containers are written in container format 2 (each chunk's CRC32C in
-// its item, chunkstore/container.h), which a build of format 3 refuses as
-// "unsupported format version"; format 1 containers stay and are read.
-constexpr int kFormatVersion = 4;
-constexpr int kOldestFormatRead = 1;
 
 }  // namespace
 
@@ -377,83 +360,40 @@ Status DedupSystem::FinishCreating() {
   return Status::OK();
 }
 
-// The system file records what stored data depends on; reopening with a
-// config that changes it would misread the data, so it is refused. A file
-// that does not say each of it exactly once is damaged: refused naming the
-// line, never guessed at.
+// The system file (core/engine/system_file.h) records what stored data
+// depends on; reopening with a config that changes it would misread the
+// data, so it is refused.
 Status DedupSystem::CheckSystemMetadata() {
   const std::string path = JoinPath(options_.data_dir, kSystemFileName);
-  std::ostringstream want;
-  want << "format = " << kFormatVersion << "\n"
-       << "block-size = " << options_.block_size << "\n"
-       << "fingerprint = " << FingerprintTypeName(options_.fingerprint) << "\n";
   // Nothing is stored while a store is created: a file left by a creation
   // that failed is rewritten (the config may have been corrected since).
-  // The file ends with a checksum line (core/base/crc_text.h), so a flipped byte
-  // is refused instead of read as another block size or format.
-  if (creating_) return WriteFileAtomically(env_, path, AppendCrcLine(want.str()));
-  std::string text, have;
+  const std::string want = EncodeSystemFile(options_.block_size, options_.fingerprint);
+  if (creating_) return WriteFileAtomically(env_, path, want);
+  std::string text;
   DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, path, &text));
-  bool had_crc = false;
-  DEDUPV1_RETURN_IF_ERROR(StripCrcLine(path, text, false, &have, &had_crc));
-  const std::string damaged = "; " + path + " is damaged: restore it from a backup of the data directory";
-  Config stored;
-  Status parsed = Config::Parse(have, path, &stored);
-  if (!parsed.ok()) return Status::Corruption(parsed.message() + damaged);
-  std::map<std::string, int> line_of = {{"format", 0}, {"block-size", 0}, {"fingerprint", 0}};
-  bool upgrade = false;
-  for (const auto& e : stored.entries()) {
-    const std::string where = path + ":" + std::to_string(e.line) + ": ";
-    auto known = line_of.find(e.key);
-    if (known == line_of.end()) {
-      return Status::Corruption(where + "unknown key '" + e.key + "' (the file holds format, block-size and "
-                                "fingerprint)" + damaged);
-    }
-    if (known->second != 0) {
-      return Status::Corruption(where + e.key + " again (first on line " + std::to_string(known->second) + ")" +
-                                damaged);
-    }
-    known->second = e.line;
-    if (e.key == "format") {
-      uint64_t format = 0;
-      if (!ParseUint(e.value, &format).ok() || format < static_cast<uint64_t>(kOldestFormatRead) ||
-          format > static_cast<uint64_t>(kFormatVersion)) {
-        return Status::InvalidArgument("data directory " + options_.data_dir + " has format " + e.value + " (" +
-                                       path + "); this build reads formats " + std::to_string(kOldestFormatRead) +
-                                       " to " + std::to_string(kFormatVersion));
-      }
-      upgrade = format < static_cast<uint64_t>(kFormatVersion);
-      continue;
-    }
-    std::string expected;
-    if (e.key == "block-size") {
-      uint64_t block_size = 0;
-      if (!ParseUint(e.value, &block_size).ok()) {
-        return Status::Corruption(where + "block-size '" + e.value + "' is not a number" + damaged);
-      }
-      if (block_size == options_.block_size) continue;
-      expected = std::to_string(options_.block_size);
-    } else {
-      FingerprintType type;
-      if (!ParseFingerprintType(e.value, &type).ok()) {
-        return Status::Corruption(where + "unknown fingerprint '" + e.value + "'" + damaged);
-      }
-      if (type == options_.fingerprint) continue;
-      expected = FingerprintTypeName(options_.fingerprint);
-    }
-    return Status::InvalidArgument("data directory " + options_.data_dir + " was created with " + e.key + " = " +
-                                   e.value + " but the config says " + expected +
+  SystemFileFields stored;
+  DEDUPV1_RETURN_IF_ERROR(ParseSystemFile(path, text, &stored));
+  uint64_t format = 0;
+  if (!ParseUint(stored.format, &format).ok() || format < kOldestStoreFormatRead || format > kStoreFormat) {
+    return Status::InvalidArgument("data directory " + options_.data_dir + " has format " + stored.format + " (" +
+                                   path + "); this build reads formats " + std::to_string(kOldestStoreFormatRead) +
+                                   " to " + std::to_string(kStoreFormat));
+  }
+  auto changed = [&](const char* key, const std::string& stored_value, const std::string& config_value) {
+    return Status::InvalidArgument("data directory " + options_.data_dir + " was created with " + key + " = " +
+                                   stored_value + " but the config says " + config_value +
                                    "; changing it would misread the stored data");
+  };
+  if (stored.block_size != options_.block_size) {
+    return changed("block-size", stored.block_size_text, std::to_string(options_.block_size));
   }
-  for (const auto& [key, line] : line_of) {
-    if (line == 0) return Status::Corruption(path + ": no " + key + " line" + damaged);
+  if (stored.fingerprint != options_.fingerprint) {
+    return changed("fingerprint", stored.fingerprint_text, FingerprintTypeName(options_.fingerprint));
   }
-  // Format 3 files are written with their checksum line; only an older
-  // format's file (upgraded now) may lack it.
-  if (!had_crc && !upgrade) return Status::Corruption(path + ": no checksum line" + damaged);
-  // Before anything of the newer format is written, so a build that only
-  // reads the older one refuses the directory from now on.
-  if (upgrade) return WriteFileAtomically(env_, path, AppendCrcLine(want.str()));
+  // An older format's file is rewritten in this one before anything of the
+  // newer format is written, so a build that only reads the older one
+  // refuses the directory from now on.
+  if (format < kStoreFormat) return WriteFileAtomically(env_, path, want);
   return Status::OK();
 }
 
