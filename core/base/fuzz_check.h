@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/base/coding.h"
+#include "core/base/crc_text.h"
 
 namespace dedupv1 {
 namespace test {
@@ -65,6 +66,20 @@ inline std::string ResealKeyed(const std::string& key, std::string value) {
   value.resize(value.size() - 4);
   PutFixed32(&value, Crc32c(value.data(), value.size(), Crc32c(key.data(), key.size())));
   return value;
+}
+
+// |text| with its checksum line (core/base/crc_text.h) recomputed as
+// StripCrcLine finds it: the last line, if it is one, goes, a body cut
+// short of its final newline gets one, and the crc line of what is left is
+// appended.
+inline std::string ResealCrcLine(std::string text) {
+  size_t end = text.size();
+  if (end > 0 && text[end - 1] == '\n') end--;
+  const size_t nl = end == 0 ? std::string::npos : text.rfind('\n', end - 1);
+  const size_t last = nl == std::string::npos ? 0 : nl + 1;
+  if (text.compare(last, 4, "crc ") == 0) text.resize(last);
+  if (!text.empty() && text.back() != '\n') text.push_back('\n');
+  return AppendCrcLine(std::move(text));
 }
 
 // A fresh folder for a harness's files, in memory (/dev/shm) where there is

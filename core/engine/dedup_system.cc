@@ -298,8 +298,8 @@ Status DedupSystem::OpenStores() {
   if (!s.ok()) return s.WithContext("open chunk index " + options_.chunk_index.table.path);
   DEDUPV1_RETURN_IF_ERROR(env_->CreateDirs(DirName(options_.block_index.path)));
   BlockIndexOptions block_index_options = options_.block_index;
-  // CheckSystemMetadata has recorded format 3, so old builds refuse the
-  // directory before any record is rewritten.
+  // CheckSystemMetadata has recorded this build's format, so old builds
+  // refuse the directory before any record is rewritten.
   block_index_options.upgrade_old_records = true;
   OperationsLog* log = log_.get();
   block_index_options.before_write_back = [log] { return log->Sync(); };
@@ -373,8 +373,7 @@ Status DedupSystem::CheckSystemMetadata() {
   DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, path, &text));
   SystemFileFields stored;
   DEDUPV1_RETURN_IF_ERROR(ParseSystemFile(path, text, &stored));
-  uint64_t format = 0;
-  if (!ParseUint(stored.format, &format).ok() || format < kOldestStoreFormatRead || format > kStoreFormat) {
+  if (!stored.format_readable) {
     return Status::InvalidArgument("data directory " + options_.data_dir + " has format " + stored.format + " (" +
                                    path + "); this build reads formats " + std::to_string(kOldestStoreFormatRead) +
                                    " to " + std::to_string(kStoreFormat));
@@ -393,7 +392,7 @@ Status DedupSystem::CheckSystemMetadata() {
   // An older format's file is rewritten in this one before anything of the
   // newer format is written, so a build that only reads the older one
   // refuses the directory from now on.
-  if (format < kStoreFormat) return WriteFileAtomically(env_, path, want);
+  if (stored.format_number < kStoreFormat) return WriteFileAtomically(env_, path, want);
   return Status::OK();
 }
 

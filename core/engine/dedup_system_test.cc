@@ -297,6 +297,16 @@ TEST(DedupSystemTest, OlderFormatIsUpgradedNewerOneRefused) {
     EXPECT_NE(s.message().find("has format " + f), std::string::npos) << s.ToString();
     EXPECT_NE(s.message().find("reads formats 1 to 4"), std::string::npos) << s.ToString();
   }
+  // A newer build may say things this one does not know after its format
+  // line (another key, a fingerprint name): the directory is refused as a
+  // newer one, not as damaged (restoring a healthy directory would be wrong).
+  const std::string newer =
+      AppendCrcLine("format = 5\nblock-size = 131072\nfingerprint = blake3\nchunk-layout = v2\n");
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, newer).ok());
+  std::unique_ptr<DedupSystem> sys;
+  Status s = DedupSystem::Open(o, Env::Default(), &sys);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("has format 5"), std::string::npos) << s.ToString();
 }
 
 TEST(DedupSystemTest, SecondProcessCannotOpenTheSameDataDir) {

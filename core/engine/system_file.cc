@@ -38,6 +38,12 @@ Status ParseSystemFile(const std::string& path, const std::string& text, SystemF
     known->second = e.line;
     if (e.key == "format") {
       out.format = e.value;
+      out.format_readable = ParseUint(e.value, &out.format_number).ok() &&
+                            out.format_number >= kOldestStoreFormatRead && out.format_number <= kStoreFormat;
+      if (!out.format_readable) {  // a newer build's (or no number): not this build's to judge
+        *fields = out;
+        return Status::OK();
+      }
     } else if (e.key == "block-size") {
       if (!ParseUint(e.value, &out.block_size).ok()) {
         return Status::Corruption(where + "block-size '" + e.value + "' is not a number" + damaged);
@@ -54,10 +60,8 @@ Status ParseSystemFile(const std::string& path, const std::string& text, SystemF
     if (line == 0) return Status::Corruption(path + ": no " + key + " line" + damaged);
   }
   // Files of this format are written with their checksum line; only an
-  // older format's file (upgraded at its open) may lack it. A format this
-  // build does not read is left to the caller.
-  uint64_t format = 0;
-  if (!had_crc && ParseUint(out.format, &format).ok() && format == kStoreFormat) {
+  // older format's file (upgraded at its open) may lack it.
+  if (!had_crc && out.format_number == kStoreFormat) {
     return Status::Corruption(path + ": no checksum line" + damaged);
   }
   *fields = out;

@@ -36,25 +36,31 @@ constexpr uint64_t kStoreFormat = 4;
 constexpr uint64_t kOldestStoreFormatRead = 1;
 
 struct SystemFileFields {
-  // As written: a number this build may not read is the caller's to refuse
-  // (InvalidArgument, not damage).
-  std::string format;
+  std::string format;        // as written
+  uint64_t format_number = 0;
+  // Whether |format| is one this build reads (kOldestStoreFormatRead ..
+  // kStoreFormat). If not, the fields below are not read at all: a newer
+  // build's file may say things this one does not know, and its directory
+  // is to be refused as newer (the caller's InvalidArgument), not as damaged.
+  bool format_readable = false;
   uint64_t block_size = 0;
   std::string block_size_text;  // as written
   FingerprintType fingerprint = FingerprintType::kSha1;
   std::string fingerprint_text;  // as written
-  bool had_crc = false;          // false only in an older format's file
+  bool had_crc = false;
 };
 
 // The file a store of |block_size| and |fingerprint| has in this build's
 // format, checksum line included.
 std::string EncodeSystemFile(uint64_t block_size, FingerprintType fingerprint);
 
-// Reads |text|, the file at |path|. A file that does not say each of
-// format, block-size and fingerprint exactly once, in a form this build
-// knows, whose checksum line fails, or that lacks one although its format
-// is this build's, is Corruption naming the file (and the line) and saying
-// to restore it; never guessed at.
+// Reads |text|, the file at |path|, line by line. A file whose checksum
+// line fails, that does not say each of format, block-size and fingerprint
+// exactly once, in a form this build knows, or that lacks a checksum line
+// although its format is this build's, is Corruption naming the file (and
+// the line) and saying to restore it; never guessed at. Reading stops at a
+// format line whose format this build does not read (format_readable
+// false), as the lines before it are checked.
 Status ParseSystemFile(const std::string& path, const std::string& text, SystemFileFields* fields);
 
 }  // namespace dedupv1

@@ -4,13 +4,15 @@
 // size or fingerprint, every block of every volume would be misread.
 // ParseSystemFile is fed damaged files:
 //  - with the checksum line as the damage left it (flag bit 0 clear), a file
-//    that parses with a checksum line says exactly what a seed said; one
-//    without (an older build's file, which has none) must say an older
-//    format, or what it says of this build's format is refused as missing
-//    its checksum line;
-//  - with the checksum line recomputed (flag bit 0), a file that parses
-//    names a block size and a known fingerprint as its text says, and
-//    says the same once written again by EncodeSystemFile and parsed back.
+//    that reads with a checksum line says exactly what a seed was written
+//    with; one without (an older build's file, which has none) never passes
+//    for this build's format;
+//  - with the checksum line recomputed (flag bit 0: test::ResealCrcLine), a
+//    file that reads has each of its three keys exactly once and no other
+//    (Config's own reading of the body is the oracle), values as their text
+//    says, and a format this build reads; one whose format it does not read
+//    is returned as such, for the caller to refuse as a newer build's.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,41 +26,48 @@ namespace {
 
 constexpr char kPath[] = "/fuzz/system";
 
-std::vector<std::string> SeedFiles() {
-  return {EncodeSystemFile(131072, FingerprintType::kSha1), EncodeSystemFile(4096, FingerprintType::kSha256),
-          // What format 2 builds wrote (no checksum line), read for the upgrade.
-          "format = 2\nblock-size = 131072\nfingerprint = sha1\n",
-          // A format-3 file with a comment (crc lines came with format 3).
-          AppendCrcLine("# written by hand\nformat = 3\nblock-size = 65536\nfingerprint = sha256\n")};
-}
+struct Seed {
+  std::string format;
+  uint64_t block_size;
+  FingerprintType fingerprint;
+  std::string text;
+};
 
-bool SameFields(const SystemFileFields& a, const SystemFileFields& b) {
-  return a.format == b.format && a.block_size == b.block_size && a.block_size_text == b.block_size_text &&
-         a.fingerprint == b.fingerprint && a.fingerprint_text == b.fingerprint_text && a.had_crc == b.had_crc;
+std::vector<Seed> Seeds() {
+  return {{std::to_string(kStoreFormat), 131072, FingerprintType::kSha1,
+           EncodeSystemFile(131072, FingerprintType::kSha1)},
+          {std::to_string(kStoreFormat), 4096, FingerprintType::kSha256,
+           EncodeSystemFile(4096, FingerprintType::kSha256)},
+          // What format 2 builds wrote (no checksum line), read for the upgrade.
+          {"2", 131072, FingerprintType::kSha1, "format = 2\nblock-size = 131072\nfingerprint = sha1\n"},
+          // A format-3 file in another order, with a comment (crc lines came with format 3).
+          {"3", 65536, FingerprintType::kSha256,
+           AppendCrcLine("# written by hand\nfingerprint = sha256\nformat = 3\nblock-size = 65536\n")}};
 }
 
 bool IsSeed(const SystemFileFields& f) {
-  static const std::vector<SystemFileFields> seeds = [] {
-    std::vector<SystemFileFields> out;
-    for (const std::string& text : SeedFiles()) {
-      SystemFileFields s;
-      const Status st = ParseSystemFile(kPath, text, &s);
-      FUZZ_CHECK(st.ok(), "a seed that does not parse: " + st.ToString());
-      out.push_back(s);
-    }
-    return out;
-  }();
-  for (const SystemFileFields& s : seeds) {
-    if (SameFields(s, f)) return true;
+  static const std::vector<Seed> seeds = Seeds();
+  for (const Seed& s : seeds) {
+    if (f.format == s.format && f.block_size == s.block_size && f.fingerprint == s.fingerprint) return true;
   }
   return false;
 }
 
-void CheckSystemFile(std::string text, bool fix_crc) {
-  if (fix_crc) {
-    const size_t crc_line = text.rfind("crc ");
-    text = AppendCrcLine(crc_line == std::string::npos ? text : text.substr(0, crc_line));
+// Each key of the body exactly once, and no other, as Config reads it.
+bool EachKeyOnce(const std::string& text) {
+  std::string body;
+  bool had_crc = false;
+  Config config;
+  if (!StripCrcLine(kPath, text, false, &body, &had_crc).ok() || !Config::Parse(body, kPath, &config).ok()) {
+    return false;
   }
+  std::map<std::string, int> seen;
+  for (const auto& e : config.entries()) seen[e.key]++;
+  return seen == std::map<std::string, int>{{"block-size", 1}, {"fingerprint", 1}, {"format", 1}};
+}
+
+void CheckSystemFile(std::string text, bool fix_crc) {
+  if (fix_crc) text = test::ResealCrcLine(std::move(text));
   SystemFileFields f;
   const Status s = ParseSystemFile(kPath, text, &f);
   FUZZ_CHECK(s.ok() || s.IsCorruption(), "ParseSystemFile: " + s.ToString());
@@ -66,24 +75,24 @@ void CheckSystemFile(std::string text, bool fix_crc) {
     FUZZ_CHECK(s.ToString().find(kPath) != std::string::npos, "a refusal that does not name the file: " + s.ToString());
     return;
   }
+  uint64_t format = 0;
+  const bool readable =
+      ParseUint(f.format, &format).ok() && format >= kOldestStoreFormatRead && format <= kStoreFormat;
+  FUZZ_CHECK(readable == f.format_readable, "format '" + f.format + "' judged otherwise");
+  if (!f.format_readable) return;  // a newer build's: the caller refuses it
+  FUZZ_CHECK(format == f.format_number, "format '" + f.format + "' read as " + std::to_string(f.format_number));
   uint64_t block_size = 0;
   FingerprintType fingerprint;
   FUZZ_CHECK(ParseUint(f.block_size_text, &block_size).ok() && block_size == f.block_size,
              "a block size '" + f.block_size_text + "' read as " + std::to_string(f.block_size));
   FUZZ_CHECK(ParseFingerprintType(f.fingerprint_text, &fingerprint).ok() && fingerprint == f.fingerprint,
              "a fingerprint '" + f.fingerprint_text + "' read as " + FingerprintTypeName(f.fingerprint));
-  uint64_t format = 0;
-  const bool format_read = ParseUint(f.format, &format).ok();
+  FUZZ_CHECK(EachKeyOnce(text), "a file read although its keys are not each there once");
   if (!f.had_crc) {
-    FUZZ_CHECK(!format_read || format != kStoreFormat, "this build's format read without its checksum line");
+    FUZZ_CHECK(f.format_number < kStoreFormat, "this build's format read without its checksum line");
   } else if (!fix_crc) {
     FUZZ_CHECK(IsSeed(f), "a damaged file read as other values without an error");
   }
-  // What parses also survives being written again (the upgrade rewrites it).
-  SystemFileFields again;
-  const Status a = ParseSystemFile(kPath, EncodeSystemFile(f.block_size, f.fingerprint), &again);
-  FUZZ_CHECK(a.ok() && again.block_size == f.block_size && again.fingerprint == f.fingerprint,
-             "parsed values that do not read back once written: " + a.ToString());
 }
 
 }  // namespace
@@ -91,7 +100,14 @@ void CheckSystemFile(std::string text, bool fix_crc) {
 namespace test {
 
 void DedupV1FuzzSeeds(std::vector<std::string>* seeds) {
-  for (const std::string& text : SeedFiles()) AddSeedBothWays(seeds, 0, 1, text);
+  for (const Seed& s : Seeds()) {
+    SystemFileFields f;
+    const Status st = ParseSystemFile(kPath, s.text, &f);
+    FUZZ_CHECK(st.ok() && IsSeed(f) && f.format == s.format && f.block_size == s.block_size &&
+                   f.fingerprint == s.fingerprint,
+               "a seed that does not read as written: " + st.ToString());
+    AddSeedBothWays(seeds, 0, 1, s.text);
+  }
 }
 
 }  // namespace test

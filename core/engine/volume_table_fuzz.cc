@@ -9,14 +9,14 @@
 //    the volumes written, unless the damage took the header with it (then
 //    the file reads as an older build's, without a checksum, and each line
 //    must still parse);
-//  - with the crc line recomputed (flag bit 0), the read gives records that
-//    satisfy the table's rules (ids from 1, no id or name twice) or fails.
+//  - with the crc line recomputed (flag bit 0, test::ResealCrcLine), the
+//    read gives records that satisfy the table's rules (ids from 1, no id or
+//    name twice) or fails.
 #include <unistd.h>
 
 #include <string>
 #include <vector>
 
-#include "core/base/crc_text.h"
 #include "core/base/env.h"
 #include "core/base/fuzz_check.h"
 #include "core/engine/volume_table.h"
@@ -46,10 +46,7 @@ bool SameRecords(const std::vector<VolumeRecord>& a, const std::vector<VolumeRec
 void CheckVolumeTable(std::string text, bool fix_crc) {
   static const std::string dir = test::FuzzTempDir("fuzz-volumes");
   const std::string path = dir + "/volumes";
-  if (fix_crc) {
-    const size_t crc_line = text.rfind("crc ");
-    text = AppendCrcLine(crc_line == std::string::npos ? text : text.substr(0, crc_line));
-  }
+  if (fix_crc) text = test::ResealCrcLine(std::move(text));
   Env* env = Env::Default();
   FUZZ_CHECK(WriteFileAtomically(env, path, text).ok(), "writing the damaged table");
   std::vector<VolumeRecord> records;
