@@ -99,8 +99,8 @@ void DedupV1FuzzSeeds(std::vector<std::string>* seeds) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dedupv1;
   uint8_t flags = 0;
-  std::string bytes, key, value;
-  if (!test::SplitFuzzInput(data, size, &flags, &bytes) || !test::SplitKeyValue(bytes, &key, &value)) return 0;
+  std::string key, value;
+  if (!test::SplitKeyValueInput(data, size, &flags, &key, &value)) return 0;
   CheckRecord(key, std::move(value), (flags & 1) != 0);
   return 0;
 }

@@ -41,15 +41,19 @@ inline bool SplitFuzzInput(const uint8_t* data, size_t size, uint8_t* flags, std
   return true;
 }
 
-// The input of a harness of a key-value record (an omap key and its value):
-// one byte the key's length, the key, the value. KeyValueInput makes one (a
-// key longer than 255 bytes is cut there), SplitKeyValue reads one back
-// (false if the length byte says more than there is).
+// The input of a harness of a key-value record (an omap key and its value),
+// after the flags byte: one byte the key's length, the key, the value.
+// KeyValueInput makes the part after the flags byte (a key longer than 255
+// bytes is cut there); SplitKeyValueInput reads a whole input back (false
+// for an empty one, or one whose length byte says more than there is).
 inline std::string KeyValueInput(const std::string& key, const std::string& value) {
   const size_t n = key.size() < 255 ? key.size() : 255;
   return std::string(1, static_cast<char>(n)) + key.substr(0, n) + value;
 }
-inline bool SplitKeyValue(const std::string& bytes, std::string* key, std::string* value) {
+inline bool SplitKeyValueInput(const uint8_t* data, size_t size, uint8_t* flags, std::string* key,
+                               std::string* value) {
+  std::string bytes;
+  if (!SplitFuzzInput(data, size, flags, &bytes)) return false;
   if (bytes.empty() || static_cast<uint8_t>(bytes[0]) > bytes.size() - 1) return false;
   const size_t n = static_cast<uint8_t>(bytes[0]);
   *key = bytes.substr(1, n);

@@ -123,8 +123,8 @@ void DedupV1FuzzSeeds(std::vector<std::string>* seeds) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dedupv1;
   uint8_t flags = 0;
-  std::string bytes, name, value;
-  if (!test::SplitFuzzInput(data, size, &flags, &bytes) || !test::SplitKeyValue(bytes, &name, &value)) return 0;
+  std::string name, value;
+  if (!test::SplitKeyValueInput(data, size, &flags, &name, &value)) return 0;
   CheckRecord(static_cast<Kind>(((flags >> 1) & 3) % 3), name, std::move(value), (flags & 1) != 0);
   return 0;
 }
