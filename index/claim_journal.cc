@@ -14,10 +14,6 @@ constexpr uint8_t kVersion = 1;
 constexpr size_t kKeyBytes = 8 + 1 + 16;  // "<incarnation>.<seq>"
 constexpr size_t kFixedBytes = 1 + 1 + 4;  // version, fingerprint size, count
 
-uint32_t SealOf(const std::string& key, const std::string& body) {
-  return Crc32c(body.data(), body.size(), Crc32c(key.data(), key.size()));
-}
-
 librados::bufferlist Bytes(const std::string& s) {
   librados::bufferlist bl;
   bl.append(s);
@@ -75,7 +71,7 @@ Status RadosClaimJournal::EncodeValue(const std::string& key, const std::vector<
     }
     body.append(reinterpret_cast<const char*>(fp.bytes), fp.size);
   }
-  PutFixed32(&body, SealOf(key, body));
+  PutFixed32(&body, Crc32cKeyed(key, body));
   *value = std::move(body);
   return Status::OK();
 }
@@ -84,7 +80,7 @@ bool RadosClaimJournal::DecodeValue(const std::string& key, const std::string& v
   if (value.size() < kFixedBytes + 4) return false;
   const std::string body = value.substr(0, value.size() - 4);
   const uint8_t* p = reinterpret_cast<const uint8_t*>(value.data());
-  if (DecodeFixed32(p + body.size()) != SealOf(key, body)) return false;
+  if (DecodeFixed32(p + body.size()) != Crc32cKeyed(key, body)) return false;
   const size_t fp_size = p[1];
   const uint32_t count = DecodeFixed32(p + 2);
   if (p[0] != kVersion || fp_size == 0 || fp_size > Fingerprint::kMaxSize) return false;

@@ -283,8 +283,7 @@ std::string RadosChunkTable::EncodeValue(const Fingerprint& fp, const ChunkIndex
   PutFixed32(&v, entry.usage_count);
   PutFixed64(&v, entry.last_event_id);
   // The key is covered too: a value under the wrong key does not check out.
-  uint32_t crc = Crc32c(fp.bytes, fp.size);
-  PutFixed32(&v, Crc32c(v.data(), v.size(), crc));
+  PutFixed32(&v, Crc32cKeyed(std::string_view(reinterpret_cast<const char*>(fp.bytes), fp.size), v));
   return v;
 }
 
@@ -298,7 +297,7 @@ Status RadosChunkTable::DecodeValue(const std::string& key, const std::string& v
     return Status::Corruption("value of " + std::to_string(value.size()) + " bytes, expected " +
                               std::to_string(kValueSize));
   }
-  const uint32_t crc = Crc32c(value.data(), kValueSize - 4, Crc32c(key.data(), key.size()));
+  const uint32_t crc = Crc32cKeyed(key, std::string_view(value).substr(0, kValueSize - 4));
   if (DecodeFixed32(p + kValueSize - 4) != crc) return Status::Corruption("value CRC mismatch");
   if (p[0] != kValueVersion) return Status::Corruption("unknown value version " + std::to_string(p[0]));
   // EncodeValue sets no other flag: one is a writer's error, not a meaning.

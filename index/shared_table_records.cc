@@ -15,7 +15,7 @@ constexpr size_t kHintBytes = 1 + 2 + 8 + 4;
 
 // Appends a CRC32C over |key| and |value| to |value|.
 std::string Sealed(const std::string& key, std::string value) {
-  PutFixed32(&value, Crc32c(value.data(), value.size(), Crc32c(key.data(), key.size())));
+  PutFixed32(&value, Crc32cKeyed(key, value));
   return value;
 }
 
@@ -23,7 +23,7 @@ bool SealOk(const std::string& key, const std::string& value) {
   if (value.size() < 4) return false;
   const size_t n = value.size() - 4;
   return DecodeFixed32(reinterpret_cast<const uint8_t*>(value.data()) + n) ==
-         Crc32c(value.data(), n, Crc32c(key.data(), key.size()));
+         Crc32cKeyed(key, std::string_view(value).substr(0, n));
 }
 
 bool ValidState(uint8_t s) {

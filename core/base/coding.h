@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 namespace dedupv1 {
 
@@ -41,6 +42,12 @@ inline bool GetString16(const std::string& v, size_t* pos, std::string* out) {
 // CRC-32C (Castagnoli) of |n| bytes, continuing from |crc| (0 to start).
 // Uses the SSE4.2 crc32 instruction.
 uint32_t Crc32c(const void* data, size_t n, uint32_t crc = 0);
+// CRC-32C of |key| followed by |body|: the checksum of a record stored
+// under a key (RADOS omap values, the gateway records), so that a value
+// copied under another key does not check out.
+inline uint32_t Crc32cKeyed(std::string_view key, std::string_view body) {
+  return Crc32c(body.data(), body.size(), Crc32c(key.data(), key.size()));
+}
 
 // Parses exactly 16 lowercase hex digits (as "%016llx" prints them), e.g.
 // the container id in a container's file or object name. False for any

@@ -68,7 +68,7 @@ inline bool SplitKeyValueInput(const uint8_t* data, size_t size, uint8_t* flags,
 inline std::string ResealKeyed(const std::string& key, std::string value) {
   if (value.size() < 4) return value;
   value.resize(value.size() - 4);
-  PutFixed32(&value, Crc32c(value.data(), value.size(), Crc32c(key.data(), key.size())));
+  PutFixed32(&value, Crc32cKeyed(key, value));
   return value;
 }
 

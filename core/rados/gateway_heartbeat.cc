@@ -13,10 +13,6 @@ constexpr char kIncarnationXattr[] = "incarnation";
 // Bounds of a decoded record: more would be a damaged length, not a slot.
 constexpr uint32_t kMaxVolumes = 65536;
 
-uint32_t HeartbeatCrc(const std::string& gateway, const std::string& body) {
-  return Crc32c(body.data(), body.size(), Crc32c(gateway.data(), gateway.size()));
-}
-
 }  // namespace
 
 std::string GatewayHeartbeatObject(const std::string& gateway) { return "gw." + gateway + ".state"; }
@@ -39,7 +35,7 @@ std::string EncodeGatewayHeartbeat(const std::string& gateway, const GatewayHear
     PutFixed64(&v, hb.shard_ops_total);
     PutFixed64(&v, hb.shard_ops_max);
   }
-  PutFixed32(&v, HeartbeatCrc(gateway, v));
+  PutFixed32(&v, Crc32cKeyed(gateway, v));
   return v;
 }
 
@@ -51,7 +47,7 @@ Status DecodeGatewayHeartbeat(const std::string& where, const std::string& gatew
   constexpr size_t kFixed = 1 + 8 + 4 + 4 + 4;
   if (v.size() < kFixed + 3 * 2 + 4 + 4) return damaged(std::to_string(v.size()) + " bytes");
   const uint8_t* p = reinterpret_cast<const uint8_t*>(v.data());
-  if (DecodeFixed32(p + v.size() - 4) != HeartbeatCrc(gateway, v.substr(0, v.size() - 4))) {
+  if (DecodeFixed32(p + v.size() - 4) != Crc32cKeyed(gateway, v.substr(0, v.size() - 4))) {
     return damaged("CRC mismatch");
   }
   if (p[0] != kHeartbeatVersion && p[0] != kHeartbeatLoadVersion) {

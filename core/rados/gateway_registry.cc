@@ -25,23 +25,19 @@ librados::bufferlist ToBl(const std::string& s) {
   return bl;
 }
 
-uint32_t RecordCrc(const std::string& key, const std::string& body) {
-  return Crc32c(body.data(), body.size(), Crc32c(key.data(), key.size()));
-}
-
 }  // namespace
 
 std::string GatewayRegistry::EncodeNext(uint32_t next) {
   std::string v;
   v.push_back(static_cast<char>(kNextVersion));
   PutFixed32(&v, next);
-  PutFixed32(&v, RecordCrc(GatewayRegistry::kNextKey, v));
+  PutFixed32(&v, Crc32cKeyed(GatewayRegistry::kNextKey, v));
   return v;
 }
 
 Status GatewayRegistry::DecodeNext(const std::string& where, const std::string& v, uint32_t* next) {
   const uint8_t* p = reinterpret_cast<const uint8_t*>(v.data());
-  if (v.size() != 9 || p[0] != kNextVersion || DecodeFixed32(p + 5) != RecordCrc(GatewayRegistry::kNextKey, v.substr(0, 5))) {
+  if (v.size() != 9 || p[0] != kNextVersion || DecodeFixed32(p + 5) != Crc32cKeyed(GatewayRegistry::kNextKey, v.substr(0, 5))) {
     return Status::Corruption("gateway registry " + where + " key " + GatewayRegistry::kNextKey +
                               ": damaged record (" + std::to_string(v.size()) + " bytes)");
   }
@@ -58,7 +54,7 @@ std::string GatewayRegistry::Encode(const std::string& name, const GatewayRecord
   PutFixed32(&v, r.pid);
   PutString16(&v, r.address);
   PutString16(&v, r.host);
-  PutFixed32(&v, RecordCrc(name, v));
+  PutFixed32(&v, Crc32cKeyed(name, v));
   return v;
 }
 
@@ -70,7 +66,7 @@ Status GatewayRegistry::Decode(const std::string& where, const std::string& name
   constexpr size_t kFixed = 1 + 2 + 4 + 4 + 4;
   if (v.size() < kFixed + 2 + 2 + 4) return damaged(std::to_string(v.size()) + " bytes");
   const uint8_t* p = reinterpret_cast<const uint8_t*>(v.data());
-  if (DecodeFixed32(p + v.size() - 4) != RecordCrc(name, v.substr(0, v.size() - 4))) return damaged("CRC mismatch");
+  if (DecodeFixed32(p + v.size() - 4) != Crc32cKeyed(name, v.substr(0, v.size() - 4))) return damaged("CRC mismatch");
   if (p[0] != kRecordVersion) return damaged("unknown version " + std::to_string(p[0]));
   GatewayRecord out;
   out.slot = DecodeFixed16(p + 1);

@@ -16,10 +16,6 @@ constexpr size_t kSafeValueSize = 4 + 8 + 4;
 
 const char* Object() { return GcLeaderLease::kObject; }
 
-uint32_t SafeCrc(const std::string& key, const std::string& body) {
-  return Crc32c(body.data(), body.size(), Crc32c(key.data(), key.size()));
-}
-
 // The xattr's decimal value; false if it is not one.
 bool ParseEpoch(const librados::bufferlist& bl, uint64_t* epoch) {
   const std::string s = bl.to_str();
@@ -51,7 +47,7 @@ std::string EncodeSafeEpoch(const std::string& slot, const SlotSafeEpoch& record
   std::string v;
   PutFixed32(&v, record.incarnation);
   PutFixed64(&v, record.safe);
-  PutFixed32(&v, SafeCrc(SafeEpochKey(slot), v));
+  PutFixed32(&v, Crc32cKeyed(SafeEpochKey(slot), v));
   return v;
 }
 
@@ -88,7 +84,7 @@ Status ReadGcEpochState(RadosCluster* cluster, GcEpochState* state) {
       const std::string v = bl.to_str();
       const std::string slot = key.substr(sizeof(kSafePrefix) - 1);
       const uint8_t* p = reinterpret_cast<const uint8_t*>(v.data());
-      if (v.size() != kSafeValueSize || DecodeFixed32(p + 12) != SafeCrc(key, v.substr(0, 12))) {
+      if (v.size() != kSafeValueSize || DecodeFixed32(p + 12) != Crc32cKeyed(key, std::string_view(v).substr(0, 12))) {
         state->damaged.push_back(cluster->Where(cluster->index_pool(), Object()) + ": safe epoch of slot " + slot +
                                  " is damaged (" + std::to_string(v.size()) + " bytes or CRC mismatch)");
         continue;
