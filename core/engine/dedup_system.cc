@@ -209,6 +209,9 @@ Status DedupSystem::Init() {
       WorkerLoop(i);
     });
   }
+  // An offline tool's open: busy from the first sample on (ForceIdle can
+  // still change it), so the loop checkpoints only at the log's soft limit.
+  if (!options_.background_work) idle_.SetMode(IdleMode::kBusy);
   checkpoint_thread_ = std::thread([this] {
     NameThisThread("dd-checkpoint");
     CheckpointLoop();
@@ -1261,6 +1264,7 @@ void DedupSystem::StartBackgroundDedup() {
   parts.wait_for_log_space = [this] { return WaitForLogSpace(); };
   parts.last_event_id = [this] { return pipeline_->LastAppliedEventId(); };
   background_ = std::make_unique<BackgroundDedup>(std::move(parts), options_.background);
+  if (!options_.background_work) return;  // RunBackgroundDedup still runs a round on request
   background_->Start([this] { return OutOfBandVolumes(); },
                      [this] {
                        std::lock_guard<std::mutex> l(idle_state_mu_);

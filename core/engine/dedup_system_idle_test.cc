@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "core/engine/system_testutil.h"
+#include "index/chunk_index.h"
+#include "index/chunk_table.h"
 #include "core/base/testutil.h"
 
 namespace dedupv1 {
@@ -125,6 +127,72 @@ TEST(DedupSystemIdleTest, ForcedBusyPreventsIdleWork) {
   ASSERT_TRUE(WaitFor([&] {
     return sys->log()->head_id() > last && sys->idle_info().idle_checkpoints > before.idle_checkpoints;
   }));
+  ASSERT_TRUE(sys->Close().ok());
+}
+
+// The chunk index lost the entries of every stored chunk (say, damaged
+// pages; dedupv1_check --repair re-adds them from the containers). A GC
+// round trusts the index: at the daemon's idle it frees the chunks, and the
+// volume's blocks fail to read. An offline tool's open (background_work
+// false, as target/tools/tool_util.cc sets it) never turns idle by itself,
+// so the chunks stay until the check's repair has re-added their entries.
+TEST(DedupSystemIdleTest, AnOfflineToolsOpenRunsNoIdleWork) {
+  test::TempDir dir;
+  // Period 0 and a huge threshold: left alone, every sample is an idle tick.
+  Options o = IdleTestOptions(dir.path(), 0, 1ull << 40);
+  o.background_work = false;
+  const auto data = test::RandomBytes(4 << 20, 7);
+  {
+    std::unique_ptr<DedupSystem> sys;
+    ASSERT_TRUE(DedupSystem::Open(o, Env::Default(), &sys).ok());
+    Volume* v;
+    ASSERT_TRUE(sys->GetVolume("vol1", &v).ok());
+    ASSERT_TRUE(v->Write(0, data.size(), data.data(), false).ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  auto lose_every_entry = [&] {
+    std::unique_ptr<ChunkTable> table;
+    ASSERT_TRUE(ChunkIndex::OpenTable(o.chunk_index, Env::Default(), &table).ok());
+    std::vector<ChunkTable::Op> erase;
+    ASSERT_TRUE(table->ForEachEntry([&](const Fingerprint& fp, const ChunkIndexEntry&) {
+                       ChunkTable::Op op;
+                       op.fp = fp;
+                       op.erase = true;
+                       erase.push_back(op);
+                     }).ok());
+    ASSERT_GT(erase.size(), 100u);
+    ASSERT_TRUE(table->Apply(erase).ok());
+    ASSERT_TRUE(table->Sync().ok());
+  };
+  auto reads_back = [&](DedupSystem* sys) {
+    Volume* v;
+    EXPECT_TRUE(sys->GetVolume("vol1", &v).ok());
+    std::vector<uint8_t> out(data.size());
+    Status s = v->Read(0, out.size(), out.data());
+    return s.ok() && out == data;
+  };
+  lose_every_entry();
+  {
+    std::unique_ptr<DedupSystem> sys;
+    ASSERT_TRUE(DedupSystem::Open(o, Env::Default(), &sys).ok());
+    WaitTicks(sys.get(), 8);
+    const DedupSystem::IdleInfo info = sys->idle_info();
+    EXPECT_FALSE(info.detector.idle);
+    EXPECT_EQ(info.detector.starts, 0u);
+    EXPECT_EQ(info.idle_checkpoints, 0u);
+    EXPECT_EQ(info.idle_gc_runs, 0u);
+    EXPECT_EQ(sys->gc_stats().runs, 0u);
+    EXPECT_EQ(sys->background_dedup_stats().rounds, 0u);
+    EXPECT_TRUE(reads_back(sys.get())) << "the tool's open freed chunks";
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  // The same store opened as the daemon opens it: the first idle tick's
+  // round frees every chunk the index does not name.
+  o.background_work = true;
+  std::unique_ptr<DedupSystem> sys;
+  ASSERT_TRUE(DedupSystem::Open(o, Env::Default(), &sys).ok());
+  ASSERT_TRUE(WaitFor([&] { return sys->idle_info().idle_gc_runs >= 1; }));
+  EXPECT_FALSE(reads_back(sys.get())) << "GC kept chunks the index does not name (the test shows nothing)";
   ASSERT_TRUE(sys->Close().ok());
 }
 

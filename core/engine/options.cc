@@ -553,6 +553,18 @@ Status Options::FinishStorageBackend() {
 
 std::string Options::ToString() const { return SettingsToString() + VolumesToString(); }
 
+// A module path as the dump names it. Finish() joins a relative path with
+// data_dir, so a path under a relative data_dir is named relative to it:
+// read back, it is joined once more and lands where it was. Under an
+// absolute data_dir the full path is kept (it reads back the same, and the
+// status page shows where the files are).
+std::string Options::DumpPath(const std::string& path) const {
+  if (data_dir.empty() || data_dir[0] == '/') return path;
+  const std::string prefix = data_dir.back() == '/' ? data_dir : data_dir + "/";
+  if (path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0) return path.substr(prefix.size());
+  return path;
+}
+
 std::string Options::SettingsToString() const {
   std::ostringstream o;
   o << "data-dir = " << data_dir << "\n"
@@ -589,8 +601,8 @@ std::string Options::SettingsToString() const {
     << "container.commit-timeout = " << chunk_store.commit_timeout_ms << "ms\n"
     << "container.read-cache = " << chunk_store.read_cache_containers << "\n"
     << "container.backend = " << chunk_store.backend << "\n"
-    << "container.dir = " << chunk_store.dir << "\n"
-    << "chunk-index.path = " << chunk_index.table.path << "\n"
+    << "container.dir = " << DumpPath(chunk_store.dir) << "\n"
+    << "chunk-index.path = " << DumpPath(chunk_index.table.path) << "\n"
     << "chunk-index.size = " << chunk_index.table.size_bytes << "\n"
     << "chunk-index.page-size = " << chunk_index.table.page_size << "\n"
     << "chunk-index.max-fill = " << chunk_index.table.max_fill << "\n"
@@ -600,7 +612,7 @@ std::string Options::SettingsToString() const {
     << "chunk-index.aux-soft-limit = " << chunk_index.aux_soft_limit << "\n"
     << "chunk-index.aux-hard-limit = " << chunk_index.aux_hard_limit << "\n"
     << "block-index.backend = " << (block_index.backend == KvBackend::kLevelDb ? "leveldb" : "tokyocabinet") << "\n"
-    << "block-index.path = " << block_index.path << "\n"
+    << "block-index.path = " << DumpPath(block_index.path) << "\n"
     << "block-index.aux-soft-limit = " << block_index.aux_soft_limit << "\n"
     << "block-index.aux-hard-limit = " << block_index.aux_hard_limit << "\n"
     << "write-buffer.size = " << write_buffer_size << "\n"
@@ -617,7 +629,7 @@ std::string Options::SettingsToString() const {
     << "idle.period = " << idle.period_ms << "ms\n"
     << "idle.window = " << idle.window_ms << "ms\n"
     << "idle.latency-threshold = " << idle.latency_threshold_ms << "ms\n"
-    << "log.path = " << log.path << "\n"
+    << "log.path = " << DumpPath(log.path) << "\n"
     << "log.size = " << log.size_bytes << "\n"
     << "log.soft-limit = " << log.soft_limit << "\n"
     << "log.hard-limit = " << log.hard_limit << "\n";

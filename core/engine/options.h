@@ -79,6 +79,13 @@ struct Options {
   // dedup.background.*: the out-of-band volumes' pass (core/engine/background_dedup.h).
   BackgroundDedupOptions background;
   IdleOptions idle;  // when background work (replay, write-back, GC) runs
+  // Not a config key: false for an offline tool's open (dedupv1_check,
+  // _replay, _debug). Then the system never turns idle by itself, so it runs
+  // no idle checkpoint or GC round, and the out-of-band pass does not run:
+  // the tool changes only what it came to change. (A GC round trusts the
+  // chunk index, so one running while the check finds entries missing would
+  // free the very chunks the repair is to re-add.)
+  bool background_work = true;
   std::vector<VolumeOptions> volumes;
 
   // Defaults for everything; paths derived from data_dir by Finish().
@@ -114,6 +121,8 @@ struct Options {
   // Checks storage.backend against the module backends and points them at
   // RADOS when it is "rados". Called by Finish().
   Status FinishStorageBackend();
+  // |path| as ToString names it: relative to a relative data_dir.
+  std::string DumpPath(const std::string& path) const;
 
   // Whether a path was given explicitly (else it is derived from data_dir).
   bool chunk_store_dir_set_ = false, chunk_index_path_set_ = false, block_index_path_set_ = false,

@@ -237,6 +237,25 @@ TEST(OptionsTest, NonDefaultValuesRoundTrip) {
   EXPECT_EQ(again.ToString(), o.ToString());
 }
 
+// A relative data-dir (from --data-dir, or text parsed without a file)
+// dumps module paths that read back to the same places: the dump names
+// them relative to the data-dir, not joined with it a second time.
+TEST(OptionsTest, RelativeDataDirRoundTrips) {
+  Options o;
+  Status s = FromText("data-dir = srv/dd\nchunk-index.path = /ssd/ci\nlog.path = logs/ops\n", &o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(o.chunk_store.dir, "srv/dd/containers");
+  EXPECT_EQ(o.log.path, "srv/dd/logs/ops");
+  Options again;
+  s = FromText(o.ToString(), &again, "tostring");
+  ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << o.ToString();
+  EXPECT_EQ(again.chunk_store.dir, "srv/dd/containers");
+  EXPECT_EQ(again.block_index.path, o.block_index.path);
+  EXPECT_EQ(again.chunk_index.table.path, "/ssd/ci");
+  EXPECT_EQ(again.log.path, "srv/dd/logs/ops");
+  EXPECT_EQ(again.ToString(), o.ToString());
+}
+
 // A gateway slot self-fences (a lost lease is lost for good: another
 // gateway may have taken the slot over); a store without slots keeps the
 // re-taking lock of issue 14. Every connection of the engine gets the policy.

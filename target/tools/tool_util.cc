@@ -76,6 +76,7 @@ Status LoadToolOptions(const std::string& config_path, const std::string& data_d
   ServiceOptions service;
   DEDUPV1_RETURN_IF_ERROR(ServiceOptions::FromConfig(config, &service));
   *options = service.engine;
+  options->background_work = false;  // no idle GC round or out-of-band pass under the tool
   // Opening a directory without a store would create an empty one; a tool
   // must never do that (a typo in --data-dir would "check" a new empty store).
   std::unique_ptr<StoreEnv> store;

@@ -30,6 +30,7 @@
 #include "index/tc_kv_store_testutil.h"
 #include "log/log_slot.h"
 #include "target/tools/store_checker.h"
+#include "target/tools/tool_util.h"
 #include "target/tools/volume_table.h"
 
 namespace dedupv1 {
@@ -534,6 +535,44 @@ TEST_F(ToolsTest, RemovedIndexEntriesAreReAddedByRepair) {
   EXPECT_NE(r.out.find("container " + std::to_string(id) + ", usage count "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("container " + std::to_string(id) + ", usage count 0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("item:         fp " + fps[0].ToHex()), std::string::npos) << r.out;
+}
+
+// The tools open the store without background work (core/engine/options.h
+// background_work): a check of a store whose index lost entries must not
+// run the daemon's idle GC round, which trusts the index and would free the
+// chunks the repair is to re-add. Here every entry is gone and the config
+// makes every idle sample a GC tick (period 0). These checks end within a
+// sample or two, so the round itself is shown by the engine's test
+// (DedupSystemIdleTest.AnOfflineToolsOpenRunsNoIdleWork); this one checks
+// the tools' options and that a whole index's entries come back by repair.
+TEST_F(ToolsTest, ToolsRunNoIdleGcOnAStoreWhoseIndexLostEntries) {
+  const auto a = WriteUnique(6 << 20, 31);
+  Options loaded;
+  Status s = tools::LoadToolOptions(config_, "", &loaded);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FALSE(loaded.background_work);
+  std::ofstream(config_, std::ios::app) << "idle.period = 0ms\nidle.throughput-threshold = 1T\n";
+  size_t erased = 0;
+  {
+    std::unique_ptr<DiskHashTable> table;
+    ASSERT_TRUE(DiskHashTable::Open(options_.chunk_index.table, Env::Default(), &table).ok());
+    std::vector<DiskHashTable::Op> ops;
+    for (ContainerId id : Containers()) {
+      for (const auto& fp : ContainerFingerprints(id)) ops.push_back({fp, {}, true});
+    }
+    erased = ops.size();
+    ASSERT_GT(erased, 300u);
+    ASSERT_TRUE(table->Apply(ops).ok());
+  }
+  RunResult r = Check();
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find(std::to_string(erased) + " repairable with --repair"), std::string::npos) << r.out;
+  r = Check({"--repair"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(std::to_string(erased) + " repaired, 0 cannot be repaired"), std::string::npos) << r.out;
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  ExpectReadsBack("vol1", a, /*gc_first=*/true);
 }
 
 TEST_F(ToolsTest, RepairPointsMappingsAtASurvivingCopy) {
