@@ -78,7 +78,10 @@ static std::vector<Required> RequiredFiles(const Options& options, bool table_ex
            std::string(kRestore) + " (taken together with the other files)"},
       {ChunkIndex::TableWhere(options.chunk_index),
        "it lists every stored chunk and its usage count, and an empty one would make garbage collection "
-       "take every stored chunk for garbage; " + std::string(kRestore),
+       "take every stored chunk for garbage; " + std::string(kRestore) +
+           (options.chunk_index.table_backend == "disk" && !options.chunk_index.cluster_scope
+                ? ", or rebuild it from the containers and block mappings: dedupv1_check --rebuild-index"
+                : ""),
        table_exists ? 1 : 0},
       {options.block_index.path,
        "it holds the block mappings of every volume, without which every volume would read zeros; " +
@@ -142,7 +145,7 @@ Status InspectDataDir(Env* env, const Options& options, DataDirState* state) {
   for (const std::string& f :
        {in_dir(kSystemFileName), in_dir(kVolumesFileName), options.log.path,
         table_in_rados ? options.log.path : journal, options.block_index.path, in_dir(kCheckpointFileName),
-        in_dir(kCleanFileName),
+        in_dir(kCleanFileName), in_dir(kIndexRebuildFileName),
         in_dir(kBloomFileName), in_containers(kContainerIdFileName), in_containers(kContainerAliasFileName),
         in_containers(kDeadChunkFileName), in_containers(kContainerSummaryFileName)}) {
     if (evidence.empty() && env->FileExists(f)) {
@@ -184,6 +187,12 @@ Status InspectDataDir(Env* env, const Options& options, DataDirState* state) {
     } else if (!s.ok()) {
       return s;
     }
+  }
+  if (!options.index_rebuild && env->FileExists(in_dir(kIndexRebuildFileName))) {
+    missing += std::string(missing.empty() ? "" : "; and ") + "a rebuild of the chunk index did not finish (" +
+               in_dir(kIndexRebuildFileName) +
+               " exists): the table lacks entries, and garbage collection would free the chunks they name; run "
+               "dedupv1_check --rebuild-index again";
   }
   if (missing.empty()) return Status::OK();
   return Status::Corruption("data directory " + dir + " holds a store (" + evidence + " exists) but " + missing +

@@ -35,6 +35,11 @@ constexpr char kCreatingFileName[] = "creating";      // present only while a st
 constexpr char kCleanFileName[] = "clean";            // present only after a clean stop
 constexpr char kCheckpointFileName[] = "checkpoint";  // what the last checkpoint made persistent
 constexpr char kBloomFileName[] = "bloom";            // saved bloom filter (clean stop to open)
+// Present while dedupv1_check --rebuild-index (target/tools/index_rebuild.h)
+// fills a new chunk index: until it is gone the table lacks entries, and a
+// GC round would free the chunks they name, so only the rebuild opens the
+// store (Options::index_rebuild).
+constexpr char kIndexRebuildFileName[] = "chunk-index.rebuild";
 
 enum class DataDirState {
   kFresh,     // holds no store file: opening creates a store

@@ -86,6 +86,9 @@ struct Options {
   // chunk index, so one running while the check finds entries missing would
   // free the very chunks the repair is to re-add.)
   bool background_work = true;
+  // Not a config key: the open of dedupv1_check --rebuild-index, which a
+  // rebuild's marker (core/engine/data_dir.h) does not refuse.
+  bool index_rebuild = false;
   std::vector<VolumeOptions> volumes;
 
   // Defaults for everything; paths derived from data_dir by Finish().

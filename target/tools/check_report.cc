@@ -83,6 +83,14 @@ std::string FormatReportText(const CheckReport& r, size_t max_per_kind) {
   out += fmt::format("  chunk index:   {} pages {}, {} entries; {} chunks also stored in another container\n",
                      r.index_pages, r.index_pages_verified ? "verified" : "NOT all verified", r.index_entries,
                      r.duplicate_copies);
+  if (r.index_rebuild) {
+    size_t added = 0;
+    for (const auto& p : r.problems) added += p.kind == "index-entry-missing" && p.repaired ? 1 : 0;
+    out += fmt::format("                 rebuilt: a new table, {} {} (the index-entry-missing problems below){}\n",
+                       r.index_rebuilt ? "finished with" : "NOT finished (run --rebuild-index again), so far", added,
+                       r.index_replaced.empty() ? "; there was no old table"
+                                                : "; the old table is kept as " + r.index_replaced);
+  }
   out += fmt::format("  block index:   {} volume{}, {} blocks mapped, {} chunk references, {} zero ranges; {} store "
                      "records{}\n",
                      r.volumes, r.volumes == 1 ? "" : "s", r.blocks_mapped, r.chunk_references, r.zero_ranges,
@@ -127,6 +135,9 @@ std::string FormatReportJson(const CheckReport& r) {
   j["data_dir"] = r.data_dir;
   j["clean"] = r.Clean();
   j["repair_requested"] = r.repair_requested;
+  if (r.index_rebuild) {
+    j["index_rebuild"] = {{"finished", r.index_rebuilt}, {"replaced", r.index_replaced}};
+  }
   j["recovery"] = {{"dirty_start", r.recovery.dirty_start},
                    {"events_replayed", r.recovery.events_replayed},
                    {"mappings_applied", r.recovery.mappings_applied},

@@ -50,6 +50,12 @@ struct CheckReport {
   std::string data_dir;
   DedupSystem::RecoveryInfo recovery;
   bool repair_requested = false;
+  // --rebuild-index (index_rebuild.h): the check ran on a new, empty chunk
+  // index; the old table was kept as |index_replaced| ("" if there was
+  // none); |index_rebuilt| once the repairs filled it and the marker went.
+  bool index_rebuild = false;
+  std::string index_replaced;
+  bool index_rebuilt = false;
 
   // Containers.
   uint64_t containers = 0;       // listed in the container store

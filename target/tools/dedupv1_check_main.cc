@@ -2,6 +2,7 @@
 // can be repaired. See docs/tools.md.
 //
 //   dedupv1_check --config FILE [--data-dir DIR] [--repair] [--json] [--progress]
+//   dedupv1_check --rebuild-index --config FILE [--data-dir DIR] [--json] [--progress]
 //   dedupv1_check --cluster --config FILE [--repair] [--json]
 //
 // Exit codes: 0 clean (or every problem repaired), 1 problems remain or the
@@ -14,6 +15,7 @@
 #include "target/tools/cluster_check_report.h"
 #include "target/tools/cluster_checker.h"
 #include "target/tools/data_dir_lock.h"
+#include "target/tools/index_rebuild.h"
 #include "target/tools/store_checker.h"
 #include "target/tools/tool_util.h"
 #include "target/tools/volume_table.h"
@@ -25,6 +27,7 @@ namespace {
 
 const char kUsage[] =
     "usage: dedupv1_check --config FILE [--data-dir DIR] [--repair] [--json] [--progress]\n"
+    "       dedupv1_check --rebuild-index --config FILE [--data-dir DIR] [--json] [--progress]\n"
     "       dedupv1_check --cluster --config FILE [--repair] [--json]\n"
     "Verifies a stopped dedupv1 store: opens it (replaying the operations log after an\n"
     "unclean stop), checks every container's CRCs and chunks, the chunk index pages and\n"
@@ -34,6 +37,11 @@ const char kUsage[] =
     "  --repair          fix what can be fixed (chunk index entries, mappings with a good\n"
     "                    copy elsewhere, block index records under the wrong key); report\n"
     "                    what cannot\n"
+    "  --rebuild-index   give the store a new chunk index (the old table lost or damaged):\n"
+    "                    the old table is kept beside it (renamed .replaced-TIME), the new\n"
+    "                    one gets an entry for every chunk a block mapping references, with\n"
+    "                    the recounted usage; then as --repair. Until it has finished the\n"
+    "                    store does not open; if it stops, run it again\n"
     "  --json            print the report as JSON\n"
     "  --progress        progress bars on stderr even if it is not a terminal\n"
     "  --cluster         a store with storage.rados.dedup-scope = cluster as a whole: every\n"
@@ -73,12 +81,115 @@ int CheckCluster(const ToolArgs& args) {
   return report.Clean() && report.orphan_reclaim_refused.empty() ? kExitOk : kExitProblems;
 }
 
+// One store, |lock| held: checks and, with |repair|, mends. Fills |report|
+// (its data_dir once the check ran, so the caller prints it); kExitOk unless
+// the check, the close or the index repairs failed (each said on stderr).
+int CheckStore(const ToolArgs& args, const Options& options, DataDirLock* lock, bool repair, CheckReport* report) {
+  std::vector<VolumeEntry> volumes;
+  Status s = ReadVolumeTable(lock->env(), options, &volumes);
+  if (!s.ok()) return Fail(kExitProblems, "cannot read the volume table", s);
+
+  std::unique_ptr<DedupSystem> system;
+  s = DedupSystem::Open(options, lock->env(), &system);
+  if (!s.ok()) return Fail(ExitCodeForOpenError(s), "cannot open the store", s);
+
+  report->recovery = system->recovery();
+  report->repair_requested = repair;
+  CheckOptions check_options;
+  check_options.progress = ProgressWanted(args.progress);
+  StoreChecker checker(system.get(), volumes, check_options);
+  s = checker.Check(report);
+  if (!s.ok()) {
+    system->Close();
+    return Fail(kExitProblems, "check failed", s);
+  }
+  report->data_dir = options.data_dir;  // the report is complete enough to print
+  if (repair) {
+    // The store's records first: a relocation reads the block's mapping.
+    s = checker.RepairBlockIndex(report);
+    if (!s.ok()) std::fprintf(stderr, "dedupv1_check: repairing the block index store: %s\n", s.ToString().c_str());
+    s = checker.RepairMappings(report);
+    if (!s.ok()) std::fprintf(stderr, "dedupv1_check: repairing block mappings: %s\n", s.ToString().c_str());
+  }
+  Status closed = system->Close();
+  system.reset();
+  if (!closed.ok()) {
+    std::fprintf(stderr, "dedupv1_check: closing the store failed: %s\n", closed.ToString().c_str());
+    return kExitProblems;
+  }
+  if (repair) {
+    s = ApplyIndexRepairs(options, lock->env(), checker.index_repairs(), report);
+    if (!s.ok()) {
+      std::fprintf(stderr, "dedupv1_check: repairing the chunk index: %s\n", s.ToString().c_str());
+      return kExitProblems;
+    }
+  }
+  return kExitOk;
+}
+
+void PrintReport(const ToolArgs& args, const CheckReport& report) {
+  const std::string out = args.json ? FormatReportJson(report) : FormatReportText(report);
+  std::fputs(out.c_str(), stdout);
+}
+
+int CheckStore(const ToolArgs& args) {
+  Options options;
+  Status s = LoadToolOptions(args.config, args.data_dir, &options);
+  if (!s.ok()) return Fail(ExitCodeForLoadError(s), "cannot open", s);
+  std::unique_ptr<DataDirLock> lock;
+  s = DataDirLock::Acquire(options, &lock);
+  if (!s.ok()) return Fail(kExitCannotOpen, "cannot open", s);
+  CheckReport report;
+  const int code = CheckStore(args, options, lock.get(), args.repair, &report);
+  if (!report.data_dir.empty()) PrintReport(args, report);
+  if (code != kExitOk) return code;
+  return report.Clean() ? kExitOk : kExitProblems;
+}
+
+// --rebuild-index (target/tools/index_rebuild.h).
+int RebuildIndex(const ToolArgs& args) {
+  Options options;
+  // The config alone: the store may lack its table, which is what this mends.
+  Status s = LoadToolConfig(args.config, args.data_dir, &options);
+  if (!s.ok()) return Fail(ExitCodeForLoadError(s), "cannot open", s);
+  std::unique_ptr<DataDirLock> lock;
+  s = DataDirLock::Acquire(options, &lock);
+  if (!s.ok()) return Fail(kExitCannotOpen, "cannot open", s);
+  IndexRebuildStart start;
+  s = StartIndexRebuild(lock->env(), options, &start);
+  if (!s.ok()) return Fail(s.IsNotSupported() || s.IsNotFound() ? kExitCannotOpen : kExitProblems,
+                           "cannot rebuild the chunk index", s);
+  std::fprintf(stderr, "dedupv1_check: rebuilding the chunk index %s (%llu bytes)%s%s\n",
+               options.chunk_index.table.path.c_str(), static_cast<unsigned long long>(start.table_bytes),
+               start.resumed ? ", started over: an earlier rebuild did not finish" : "",
+               start.replaced.empty() ? "" : ("; the old table is kept as " + start.replaced).c_str());
+  options.index_rebuild = true;
+  // Every other file the data depends on must be there, as for any open.
+  s = CheckToolDataDir(options);
+  if (!s.ok()) return Fail(ExitCodeForLoadError(s), "cannot open", s);
+  CheckReport report;
+  report.index_rebuild = true;
+  report.index_replaced = start.replaced;
+  const int code = CheckStore(args, options, lock.get(), /*repair=*/true, &report);
+  if (code == kExitOk) {
+    s = FinishIndexRebuild(lock->env(), options);
+    if (!s.ok()) {
+      if (!report.data_dir.empty()) PrintReport(args, report);
+      return Fail(kExitProblems, "finishing the rebuild", s);
+    }
+    report.index_rebuilt = true;
+  }
+  if (!report.data_dir.empty()) PrintReport(args, report);
+  if (code != kExitOk) return code;
+  return report.Clean() ? kExitOk : kExitProblems;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ToolArgs args;
   std::string error;
-  if (!ParseToolArgs(argc, argv, {"--repair", "--json", "--progress", "--cluster"}, &args, &error)) {
+  if (!ParseToolArgs(argc, argv, {"--repair", "--json", "--progress", "--cluster", "--rebuild-index"}, &args, &error)) {
     std::fprintf(stderr, "dedupv1_check: %s\n%s", error.c_str(), kUsage);
     return kExitUsage;
   }
@@ -91,51 +202,12 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
+  if (args.cluster && args.rebuild_index) {
+    std::fprintf(stderr, "dedupv1_check: --rebuild-index rebuilds one store's local table, not with --cluster\n%s",
+                 kUsage);
+    return kExitUsage;
+  }
   if (args.cluster) return CheckCluster(args);
 
-  Options options;
-  Status s = LoadToolOptions(args.config, args.data_dir, &options);
-  if (!s.ok()) return Fail(ExitCodeForLoadError(s), "cannot open", s);
-  std::unique_ptr<DataDirLock> lock;
-  s = DataDirLock::Acquire(options, &lock);
-  if (!s.ok()) return Fail(kExitCannotOpen, "cannot open", s);
-  std::vector<VolumeEntry> volumes;
-  s = ReadVolumeTable(lock->env(), options, &volumes);
-  if (!s.ok()) return Fail(kExitProblems, "cannot read the volume table", s);
-
-  std::unique_ptr<DedupSystem> system;
-  s = DedupSystem::Open(options, lock->env(), &system);
-  if (!s.ok()) return Fail(ExitCodeForOpenError(s), "cannot open the store", s);
-
-  CheckReport report;
-  report.data_dir = options.data_dir;
-  report.recovery = system->recovery();
-  report.repair_requested = args.repair;
-  CheckOptions check_options;
-  check_options.progress = ProgressWanted(args.progress);
-  StoreChecker checker(system.get(), volumes, check_options);
-  s = checker.Check(&report);
-  if (!s.ok()) {
-    system->Close();
-    return Fail(kExitProblems, "check failed", s);
-  }
-  if (args.repair) {
-    // The store's records first: a relocation reads the block's mapping.
-    s = checker.RepairBlockIndex(&report);
-    if (!s.ok()) std::fprintf(stderr, "dedupv1_check: repairing the block index store: %s\n", s.ToString().c_str());
-    s = checker.RepairMappings(&report);
-    if (!s.ok()) std::fprintf(stderr, "dedupv1_check: repairing block mappings: %s\n", s.ToString().c_str());
-  }
-  Status closed = system->Close();
-  system.reset();
-  if (!closed.ok()) {
-    std::fprintf(stderr, "dedupv1_check: closing the store failed: %s\n", closed.ToString().c_str());
-  } else if (args.repair) {
-    s = ApplyIndexRepairs(options, lock->env(), checker.index_repairs(), &report);
-    if (!s.ok()) std::fprintf(stderr, "dedupv1_check: repairing the chunk index: %s\n", s.ToString().c_str());
-  }
-  const std::string out = args.json ? FormatReportJson(report) : FormatReportText(report);
-  std::fputs(out.c_str(), stdout);
-  if (!closed.ok()) return kExitProblems;
-  return report.Clean() ? kExitOk : kExitProblems;
+  return args.rebuild_index ? RebuildIndex(args) : CheckStore(args);
 }

@@ -1,7 +1,9 @@
 #include "target/tools/store_checker.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -443,10 +445,13 @@ void StoreChecker::CheckMapping(const VolumeEntry& volume, uint64_t block, const
       for (size_t k = 0; k < i; k++) {
         if (!mapping.items()[k].IsZero() && mapping.items()[k].fp == item.fp) first_in_block = false;
       }
-      if (first_in_block) references_[item.fp]++;
+      Reference& ref = references_[item.fp];
+      if (first_in_block) ref.blocks++;
       std::string why;
       if (!ChunkReadable(item.container, item.fp, &why)) {
         pieces.push_back({pos, item.size, i, item.fp, item.container, why});
+      } else if (ref.copy == kNoContainer) {
+        ref.copy = system_->chunk_store()->Resolve(item.container);
       }
     }
     pos += item.size;
@@ -645,13 +650,16 @@ void StoreChecker::CheckUsage(CheckReport* report) {
     p.container = id;
     p.fingerprint = fp.ToHex();
     p.repairable = true;
-    p.repair = fmt::format("re-add the entry for container {}", id);
+    // The copy a mapping names if it is good: with the entry on another
+    // copy no mapping names, that copy would be kept live for nothing.
+    const ContainerId copy = ref->second.copy != kNoContainer ? ref->second.copy : id;
+    p.repair = fmt::format("re-add the entry for container {}", copy);
     report->problems.push_back(std::move(p));
     IndexRepair r;
     r.op.fp = fp;
-    r.op.entry.container = id;
+    r.op.entry.container = copy;
     r.op.entry.committed = true;
-    r.op.entry.usage_count = static_cast<uint32_t>(ref->second);
+    r.op.entry.usage_count = static_cast<uint32_t>(ref->second.blocks);
     r.problem = report->problems.size() - 1;
     index_repairs_.push_back(r);
   }
@@ -660,7 +668,7 @@ void StoreChecker::CheckUsage(CheckReport* report) {
   if (!report->usage_checked) return;
   for (const auto& [fp, entry] : entries_) {
     auto ref = references_.find(fp);
-    const uint64_t recount = ref == references_.end() ? 0 : ref->second;
+    const uint64_t recount = ref == references_.end() ? 0 : ref->second.blocks;
     if (entry.usage_count == recount) {
       report->usage_matching++;
       continue;
@@ -725,6 +733,44 @@ Status StoreChecker::RepairMappings(CheckReport* report) {
   return first;
 }
 
+namespace {
+
+// A table that cannot take every entry |repairs| may add (a rebuild adds
+// them all) is opened again at a size that can, and its growth begun: once
+// it has, Apply puts new entries into the larger table while the old one's
+// entries move over in the background (index/growable_hash_table.h); the
+// engine finishes the move if the tool stops first.
+Status MakeRoom(ChunkIndexOptions options, Env* env, const std::vector<IndexRepair>& repairs,
+                std::unique_ptr<ChunkTable>* table) {
+  uint64_t puts = 0;
+  for (const IndexRepair& r : repairs) puts += r.op.erase ? 0 : 1;
+  const uint64_t need = (*table)->entry_count() + puts;
+  const uint64_t capacity = (*table)->capacity();
+  if (need <= capacity || capacity == 0) return Status::OK();
+  const uint64_t bytes = (*table)->growth().table_bytes;
+  // A quarter more than the entries need: a table filled to its limit
+  // would make the engine grow it again at once.
+  const uint64_t want = static_cast<uint64_t>(static_cast<double>(bytes) * 1.25 * static_cast<double>(need) /
+                                              static_cast<double>(capacity)) + 1;
+  table->reset();
+  options.table.size_bytes = std::max(options.table.size_bytes, want);
+  options.grow_in_background = true;
+  DEDUPV1_RETURN_IF_ERROR(ChunkIndex::OpenTable(options, env, table));
+  // Bounded: a creation that fails says so in growth().last_error.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  while ((*table)->capacity() < need) {
+    const ChunkTableGrowth g = (*table)->growth();
+    if (!g.last_error.empty()) return Status::IOError(g.last_error);
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Status::Aborted("the growth to " + std::to_string(options.table.size_bytes) + " bytes did not begin");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status ApplyIndexRepairs(const Options& options, Env* env, const std::vector<IndexRepair>& repairs,
                          CheckReport* report) {
   if (repairs.empty()) return Status::OK();
@@ -733,6 +779,8 @@ Status ApplyIndexRepairs(const Options& options, Env* env, const std::vector<Ind
   index_options.grow_in_background = false;  // a growth under way waits for the engine
   Status s = ChunkIndex::OpenTable(index_options, env, &table);
   if (!s.ok()) return s.WithContext("open the chunk index table for repair");
+  s = MakeRoom(index_options, env, repairs, &table);
+  if (!s.ok()) return s.WithContext("grow the chunk index table for repair");
   for (size_t begin = 0; begin < repairs.size(); begin += kIndexRepairBatch) {
     const size_t end = std::min(repairs.size(), begin + kIndexRepairBatch);
     std::vector<ChunkTable::Op> ops;

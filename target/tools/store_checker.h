@@ -156,7 +156,15 @@ class StoreChecker {
   const uint32_t block_size_;
 
   std::map<ContainerId, ContainerInfo> containers_;
-  std::unordered_map<Fingerprint, uint64_t, FingerprintHasher> references_;  // blocks per fingerprint
+  // Per referenced fingerprint: the blocks referencing it, and the first
+  // good container a mapping names for it (resolved; kNoContainer if every
+  // copy named is bad). A re-added entry names that copy, so a copy no
+  // mapping names (the chunk stored twice) stays garbage GC gives back.
+  struct Reference {
+    uint64_t blocks = 0;
+    ContainerId copy = kNoContainer;
+  };
+  std::unordered_map<Fingerprint, Reference, FingerprintHasher> references_;
   std::unordered_map<Fingerprint, ChunkIndexEntry, FingerprintHasher> entries_;
   std::vector<std::pair<Fingerprint, ContainerId>> missing_;  // stored chunks without an entry
   std::vector<IndexRepair> index_repairs_;

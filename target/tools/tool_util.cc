@@ -60,6 +60,7 @@ bool ParseToolArgs(int argc, char** argv, const std::vector<std::string>& allowe
     else if (name == "--repair") args->repair = true;
     else if (name == "--accept-log-damage") args->accept_log_damage = true;
     else if (name == "--cluster") args->cluster = true;
+    else if (name == "--rebuild-index") args->rebuild_index = true;
   }
   if (args->config.empty() && !args->help) {
     *error = "--config FILE is required";
@@ -68,8 +69,7 @@ bool ParseToolArgs(int argc, char** argv, const std::vector<std::string>& allowe
   return true;
 }
 
-Status LoadToolOptions(const std::string& config_path, const std::string& data_dir_override,
-                       Options* options) {
+Status LoadToolConfig(const std::string& config_path, const std::string& data_dir_override, Options* options) {
   Config config;
   DEDUPV1_RETURN_IF_ERROR(Config::Load(Env::Default(), config_path, &config));
   if (!data_dir_override.empty()) config.Set("data-dir", data_dir_override);
@@ -77,18 +77,28 @@ Status LoadToolOptions(const std::string& config_path, const std::string& data_d
   DEDUPV1_RETURN_IF_ERROR(ServiceOptions::FromConfig(config, &service));
   *options = service.engine;
   options->background_work = false;  // no idle GC round or out-of-band pass under the tool
+  return Status::OK();
+}
+
+Status LoadToolOptions(const std::string& config_path, const std::string& data_dir_override,
+                       Options* options) {
+  DEDUPV1_RETURN_IF_ERROR(LoadToolConfig(config_path, data_dir_override, options));
+  return CheckToolDataDir(*options);
+}
+
+Status CheckToolDataDir(const Options& options) {
   // Opening a directory without a store would create an empty one; a tool
   // must never do that (a typo in --data-dir would "check" a new empty store).
   std::unique_ptr<StoreEnv> store;
-  DEDUPV1_RETURN_IF_ERROR(StoreEnv::Open(*options, Env::Default(), &store));
+  DEDUPV1_RETURN_IF_ERROR(StoreEnv::Open(options, Env::Default(), &store));
   DataDirState state;
-  DEDUPV1_RETURN_IF_ERROR(InspectDataDir(store->env(), *options, &state));
+  DEDUPV1_RETURN_IF_ERROR(InspectDataDir(store->env(), options, &state));
   if (state == DataDirState::kFresh) {
-    return Status::NotFound(options->data_dir + " is not a dedupv1 data directory (it holds no store)");
+    return Status::NotFound(options.data_dir + " is not a dedupv1 data directory (it holds no store)");
   }
   if (state == DataDirState::kCreating) {
-    return Status::NotFound(options->data_dir + " holds a store whose creation did not finish (" +
-                            JoinPath(options->data_dir, kCreatingFileName) +
+    return Status::NotFound(options.data_dir + " holds a store whose creation did not finish (" +
+                            JoinPath(options.data_dir, kCreatingFileName) +
                             " exists): start the target once to finish it, or remove the directory");
   }
   return Status::OK();

@@ -33,13 +33,14 @@ struct ToolArgs {
   bool repair = false;   // --repair
   bool accept_log_damage = false;  // --accept-log-damage (dedupv1_replay)
   bool cluster = false;  // --cluster (dedupv1_check: every slot of a cluster-scope store)
+  bool rebuild_index = false;  // --rebuild-index (dedupv1_check: a new chunk index, index_rebuild.h)
   bool help = false;     // --help / -h
   std::vector<std::string> positional;
 };
 
 // Parses argv[1..]. Accepts "--config FILE", "--config=FILE", "--data-dir
 // DIR" (and "=" form) and the flags named in |allowed_flags| (a subset of
-// "--progress", "--json", "--repair", "--accept-log-damage", "--cluster"). Options may
+// "--progress", "--json", "--repair", "--accept-log-damage", "--cluster", "--rebuild-index"). Options may
 // appear anywhere; everything else that does not start with "--" is positional. Returns false
 // with a message in |*error| for an unknown option, a missing value or a
 // missing --config (unless --help was given).
@@ -53,6 +54,10 @@ bool ParseToolArgs(int argc, char** argv, const std::vector<std::string>& allowe
 // its creation did not finish, Corruption naming each file the store lacks.
 Status LoadToolOptions(const std::string& config_path, const std::string& data_dir_override,
                        Options* options);
+// Its two halves: the config alone (background_work false), and the data
+// directory's check.
+Status LoadToolConfig(const std::string& config_path, const std::string& data_dir_override, Options* options);
+Status CheckToolDataDir(const Options& options);
 
 // Whether to draw progress bars: stderr is a terminal, or |forced|.
 bool ProgressWanted(bool forced);

@@ -22,14 +22,17 @@
 #include "chunkstore/dead_chunk_file.h"
 #include "chunkstore/local_container_store.h"
 #include "core/base/config.h"
+#include "core/engine/data_dir.h"
 #include "core/engine/dedup_system.h"
 #include "core/base/testutil.h"
 #include "index/block_index.h"
 #include "index/disk_hash_table.h"
+#include "index/growable_hash_table.h"
 #include "index/kv_store.h"
 #include "index/tc_kv_store_testutil.h"
 #include "log/log_slot.h"
 #include "target/tools/store_checker.h"
+#include "target/tools/index_rebuild.h"
 #include "target/tools/tool_util.h"
 #include "target/tools/volume_table.h"
 
@@ -573,6 +576,169 @@ TEST_F(ToolsTest, ToolsRunNoIdleGcOnAStoreWhoseIndexLostEntries) {
   r = Check();
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   ExpectReadsBack("vol1", a, /*gc_first=*/true);
+}
+
+// The chunk index's disk died: the table and its journal are gone. Every
+// open is refused naming the table and the rebuild; --rebuild-index gives
+// the store a new table from the containers and block mappings, and the
+// store then checks clean, reads back after GC and deduplicates against
+// what it stored before.
+TEST_F(ToolsTest, RebuildIndexAfterTheTableIsLost) {
+  WriteStore();
+  const auto a = test::RandomBytes(2 << 20, 1);  // WriteStore's vol1 data
+  ASSERT_EQ(::unlink(options_.chunk_index.table.path.c_str()), 0);
+  ::unlink(DiskHashTable::JournalPath(options_.chunk_index.table.path).c_str());
+
+  RunResult r = Check();
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find(options_.chunk_index.table.path + " is missing"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dedupv1_check --rebuild-index"), std::string::npos) << r.err;
+
+  r = Check({"--rebuild-index"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("rebuilt: a new table, finished with "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("there was no old table"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(JoinPath(data_, kIndexRebuildFileName)));
+
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
+  ExpectReadsBack("vol1", a, /*gc_first=*/true);
+  ExpectReadsBack("vol2", test::RandomBytes(1 << 20, 2), /*gc_first=*/true);
+
+  // Deduplicated against: the same data again stores no new container.
+  const size_t containers = Containers().size();
+  {
+    std::unique_ptr<DedupSystem> sys;
+    ASSERT_TRUE(DedupSystem::Open(options_, Env::Default(), &sys).ok());
+    Volume* v2;
+    ASSERT_TRUE(sys->GetVolume("vol2", &v2).ok());
+    ASSERT_TRUE(v2->Write(1 << 20, 2 << 20, a.data(), false).ok());
+    ASSERT_TRUE(sys->Close().ok());
+  }
+  EXPECT_EQ(Containers().size(), containers);
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
+// A rebuild stopped after its new table was made (as kill -9 would stop
+// it): the marker refuses every open, the tools say to run it again; the
+// second run starts over on its own table and keeps the original one,
+// byte for byte, beside it. The JSON report says it finished.
+TEST_F(ToolsTest, RebuildIndexStoppedHalfWayIsRefusedThenStartedOver) {
+  WriteStore();
+  const std::string table = options_.chunk_index.table.path;
+  const std::string original = ReadAll(table);
+  ASSERT_FALSE(original.empty());
+  {
+    Options o;
+    ASSERT_TRUE(tools::LoadToolConfig(config_, "", &o).ok());
+    tools::IndexRebuildStart start;
+    ASSERT_TRUE(tools::StartIndexRebuild(Env::Default(), o, &start).ok());
+    EXPECT_FALSE(start.resumed);
+    EXPECT_EQ(start.replaced.rfind(table + ".replaced-", 0), 0u) << start.replaced;
+    EXPECT_EQ(start.table_bytes, original.size());
+  }
+  std::unique_ptr<DedupSystem> sys;
+  Status s = DedupSystem::Open(options_, Env::Default(), &sys);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.ToString().find("a rebuild of the chunk index did not finish"), std::string::npos) << s.ToString();
+  RunResult r = Check();
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("run dedupv1_check --rebuild-index again"), std::string::npos) << r.err;
+
+  r = Check({"--rebuild-index", "--json"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("started over"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["clean"].get<bool>());
+  EXPECT_TRUE(j["index_rebuild"]["finished"].get<bool>());
+  const std::string replaced = j["index_rebuild"]["replaced"].get<std::string>();
+  EXPECT_EQ(ReadAll(replaced), original) << "the original table was not kept as it was";
+  size_t kept = 0;
+  const std::string table_name = std::filesystem::path(table).filename().string();
+  for (const auto& e : std::filesystem::directory_iterator(DirName(table))) {
+    kept += e.path().filename().string().rfind(table_name + ".replaced-", 0) == 0 ? 1 : 0;
+  }
+  EXPECT_EQ(kept, 1u) << "the second run moved its own table aside too";
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  ExpectReadsBack("vol1", test::RandomBytes(2 << 20, 1), /*gc_first=*/true);
+}
+
+// kill -9 of a rebuild at any moment: every run after a kill either
+// finishes or can be run again, and in the end the store checks clean and
+// every block reads back. The delays are bounded (five kills).
+TEST_F(ToolsTest, RebuildIndexSurvivesKillNineAtAnyMoment) {
+  WriteStore();
+  for (int delay_ms : {0, 5, 20, 60, 150}) {
+    std::vector<std::string> argv = {DEDUPV1_CHECK_BINARY, "--config", config_, "--rebuild-index"};
+    pid_t pid = fork();
+    if (pid == 0) {
+      int devnull = open("/dev/null", O_WRONLY);
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+      std::vector<char*> cargv;
+      for (auto& x : argv) cargv.push_back(const_cast<char*>(x.c_str()));
+      cargv.push_back(nullptr);
+      execv(cargv[0], cargv.data());
+      _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+  }
+  RunResult r = Check({"--rebuild-index"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
+  ExpectReadsBack("vol1", test::RandomBytes(2 << 20, 1), /*gc_first=*/true);
+  ExpectReadsBack("vol2", test::RandomBytes(1 << 20, 2), /*gc_first=*/true);
+}
+
+// The table was lost and chunk-index.size is too small for the entries the
+// rebuild re-adds: the repair grows the new table before it fills it.
+TEST_F(ToolsTest, RebuildIndexGrowsATableTooSmallForItsEntries) {
+  WriteStore();
+  ASSERT_EQ(::unlink(options_.chunk_index.table.path.c_str()), 0);
+  std::ofstream(config_, std::ios::app) << "chunk-index.size = 12K\n";
+  RunResult r = Check({"--rebuild-index"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  uint64_t bytes = 0;
+  ASSERT_TRUE(Env::Default()->GetFileSize(options_.chunk_index.table.path, &bytes).ok());
+  const bool grown = bytes > (12u << 10) ||
+                     std::filesystem::exists(GrowableHashTable::NextPath(options_.chunk_index.table.path));
+  EXPECT_TRUE(grown) << bytes << " bytes";
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
+  ExpectReadsBack("vol1", test::RandomBytes(2 << 20, 1), /*gc_first=*/true);
+}
+
+// A chunk stored twice, only the newer copy still mapped: the re-added
+// entry names the copy a mapping names, so GC gives the older copies'
+// containers back (with the entry on an older copy they were kept live).
+TEST_F(ToolsTest, RebuildIndexNamesTheCopyAMappingNames) {
+  const auto a = test::RandomBytes(1 << 20, 41);
+  std::vector<ContainerId> old_ids;
+  ASSERT_NO_FATAL_FAILURE(WriteTwoCopies(a, &old_ids));
+  WriteUnique(1 << 20, 42);  // vol1 lets go of its copy of |a|
+  ASSERT_EQ(::unlink(options_.chunk_index.table.path.c_str()), 0);
+  RunResult r = Check({"--rebuild-index"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  const Fingerprint fp = ContainerFingerprints(old_ids.front()).front();
+  r = Debug({"chunk", fp.ToHex()});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("container " + std::to_string(old_ids.front()) + ","), std::string::npos) << r.out;
+  ExpectReadsBack("vol2", a, /*gc_first=*/true);
+  const auto after = Containers();
+  for (ContainerId id : old_ids) {
+    EXPECT_FALSE(std::binary_search(after.begin(), after.end(), id)) << "container " << id << " was kept";
+  }
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
 }
 
 TEST_F(ToolsTest, RepairPointsMappingsAtASurvivingCopy) {
