@@ -82,13 +82,14 @@ static std::vector<Required> RequiredFiles(const Options& options, bool table_ex
            (options.chunk_index.table_backend == "disk" && !options.chunk_index.cluster_scope
                 ? ", or rebuild it from the containers and block mappings: dedupv1_check --rebuild-index"
                 : ""),
-       table_exists ? 1 : 0},
+       // The rebuild (Options::index_rebuild) makes a table of its own.
+       table_exists || options.index_rebuild ? 1 : 0},
       {options.block_index.path,
        "it holds the block mappings of every volume, without which every volume would read zeros; " +
            std::string(kRestore)},
       {options.chunk_store.dir, "it holds the stored chunks; " + std::string(kRestore)},
   };
-  if (!clean && !table_in_rados) {
+  if (!clean && !table_in_rados && !options.index_rebuild) {
     // After a clean stop the journal is empty; after any other it may hold
     // the page images of a write-back a crash interrupted.
     required.push_back(

@@ -39,7 +39,7 @@ constexpr char kBloomFileName[] = "bloom";            // saved bloom filter (cle
 // fills a new chunk index: until it is gone the table lacks entries, and a
 // GC round would free the chunks they name, so only the rebuild opens the
 // store (Options::index_rebuild).
-constexpr char kIndexRebuildFileName[] = "chunk-index.rebuild";
+constexpr char kIndexRebuildFileName[] = "rebuilding-chunk-index";
 
 enum class DataDirState {
   kFresh,     // holds no store file: opening creates a store

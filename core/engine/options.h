@@ -86,8 +86,9 @@ struct Options {
   // chunk index, so one running while the check finds entries missing would
   // free the very chunks the repair is to re-add.)
   bool background_work = true;
-  // Not a config key: the open of dedupv1_check --rebuild-index, which a
-  // rebuild's marker (core/engine/data_dir.h) does not refuse.
+  // Not a config key: the open of dedupv1_check --rebuild-index
+  // (target/tools/index_rebuild.h), which a rebuild's marker
+  // (core/engine/data_dir.h) does not refuse and which needs no table yet.
   bool index_rebuild = false;
   std::vector<VolumeOptions> volumes;
 

@@ -2,11 +2,12 @@
 // can be repaired. See docs/tools.md.
 //
 //   dedupv1_check --config FILE [--data-dir DIR] [--repair] [--json] [--progress]
-//   dedupv1_check --rebuild-index --config FILE [--data-dir DIR] [--json] [--progress]
+//   dedupv1_check --rebuild-index --config FILE [--data-dir DIR] [--finish-with-problems] [--json] [--progress]
 //   dedupv1_check --cluster --config FILE [--repair] [--json]
 //
 // Exit codes: 0 clean (or every problem repaired), 1 problems remain or the
 // check failed, 2 usage error, 3 cannot open (locked, bad config, no store).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -27,7 +28,7 @@ namespace {
 
 const char kUsage[] =
     "usage: dedupv1_check --config FILE [--data-dir DIR] [--repair] [--json] [--progress]\n"
-    "       dedupv1_check --rebuild-index --config FILE [--data-dir DIR] [--json] [--progress]\n"
+    "       dedupv1_check --rebuild-index --config FILE [--data-dir DIR] [--finish-with-problems] [--json] [--progress]\n"
     "       dedupv1_check --cluster --config FILE [--repair] [--json]\n"
     "Verifies a stopped dedupv1 store: opens it (replaying the operations log after an\n"
     "unclean stop), checks every container's CRCs and chunks, the chunk index pages and\n"
@@ -41,7 +42,8 @@ const char kUsage[] =
     "                    the old table is kept beside it (renamed .replaced-TIME), the new\n"
     "                    one gets an entry for every chunk a block mapping references, with\n"
     "                    the recounted usage; then as --repair. Until it has finished the\n"
-    "                    store does not open; if it stops, run it again\n"
+    "                    store does not open; if it stops, run it again. It finishes only\n"
+    "                    if every problem is repaired, unless --finish-with-problems\n"
     "  --json            print the report as JSON\n"
     "  --progress        progress bars on stderr even if it is not a terminal\n"
     "  --cluster         a store with storage.rados.dedup-scope = cluster as a whole: every\n"
@@ -111,6 +113,10 @@ int CheckStore(const ToolArgs& args, const Options& options, DataDirLock* lock, 
     s = checker.RepairMappings(report);
     if (!s.ok()) std::fprintf(stderr, "dedupv1_check: repairing block mappings: %s\n", s.ToString().c_str());
   }
+  // Every logged event up to here is in the block mappings the recount read
+  // (the repairs' relocations name the same chunks): a repaired entry has
+  // counted them, and skips them if a later start replays them.
+  const uint64_t counted_through = system->log()->last_id();
   Status closed = system->Close();
   system.reset();
   if (!closed.ok()) {
@@ -118,7 +124,11 @@ int CheckStore(const ToolArgs& args, const Options& options, DataDirLock* lock, 
     return kExitProblems;
   }
   if (repair) {
-    s = ApplyIndexRepairs(options, lock->env(), checker.index_repairs(), report);
+    std::vector<IndexRepair> repairs = checker.index_repairs();
+    for (IndexRepair& r : repairs) {
+      if (!r.op.erase) r.op.entry.last_event_id = std::max(r.op.entry.last_event_id, counted_through);
+    }
+    s = ApplyIndexRepairs(options, lock->env(), repairs, report);
     if (!s.ok()) {
       std::fprintf(stderr, "dedupv1_check: repairing the chunk index: %s\n", s.ToString().c_str());
       return kExitProblems;
@@ -155,29 +165,39 @@ int RebuildIndex(const ToolArgs& args) {
   std::unique_ptr<DataDirLock> lock;
   s = DataDirLock::Acquire(options, &lock);
   if (!s.ok()) return Fail(kExitCannotOpen, "cannot open", s);
+  if (options.chunk_index.cluster_scope || options.chunk_index.table_backend != "disk") {
+    IndexRebuildStart unused;
+    return Fail(kExitCannotOpen, "cannot rebuild the chunk index", StartIndexRebuild(lock->env(), options, &unused));
+  }
+  const Options rebuild = RebuildOptions(options);
+  // Before anything is moved: every other file the data depends on is there.
+  s = CheckToolDataDir(rebuild);
+  if (!s.ok()) return Fail(ExitCodeForLoadError(s), "cannot open", s);
   IndexRebuildStart start;
   s = StartIndexRebuild(lock->env(), options, &start);
-  if (!s.ok()) return Fail(s.IsNotSupported() || s.IsNotFound() ? kExitCannotOpen : kExitProblems,
-                           "cannot rebuild the chunk index", s);
+  if (!s.ok()) return Fail(kExitProblems, "cannot rebuild the chunk index", s);
   std::fprintf(stderr, "dedupv1_check: rebuilding the chunk index %s (%llu bytes)%s%s\n",
                options.chunk_index.table.path.c_str(), static_cast<unsigned long long>(start.table_bytes),
-               start.resumed ? ", started over: an earlier rebuild did not finish" : "",
+               start.resumed ? ", going on with a rebuild that did not finish" : "",
                start.replaced.empty() ? "" : ("; the old table is kept as " + start.replaced).c_str());
-  options.index_rebuild = true;
-  // Every other file the data depends on must be there, as for any open.
-  s = CheckToolDataDir(options);
-  if (!s.ok()) return Fail(ExitCodeForLoadError(s), "cannot open", s);
   CheckReport report;
   report.index_rebuild = true;
   report.index_replaced = start.replaced;
-  const int code = CheckStore(args, options, lock.get(), /*repair=*/true, &report);
-  if (code == kExitOk) {
+  const int code = CheckStore(args, rebuild, lock.get(), /*repair=*/true, &report);
+  if (code == kExitOk && (report.Clean() || args.finish_with_problems)) {
     s = FinishIndexRebuild(lock->env(), options);
     if (!s.ok()) {
       if (!report.data_dir.empty()) PrintReport(args, report);
       return Fail(kExitProblems, "finishing the rebuild", s);
     }
     report.index_rebuilt = true;
+  } else if (code == kExitOk) {
+    std::fprintf(stderr,
+                 "dedupv1_check: the rebuild did not finish: %zu problems remain, and the new table lacks the "
+                 "entries of chunks only unread containers or records may hold (garbage collection would free "
+                 "them); the store stays closed. Mend what the report names (a container or disk that failed to "
+                 "read) and run --rebuild-index again; if the damage is for good, add --finish-with-problems\n",
+                 report.Unrepaired());
   }
   if (!report.data_dir.empty()) PrintReport(args, report);
   if (code != kExitOk) return code;
@@ -189,7 +209,7 @@ int RebuildIndex(const ToolArgs& args) {
 int main(int argc, char** argv) {
   ToolArgs args;
   std::string error;
-  if (!ParseToolArgs(argc, argv, {"--repair", "--json", "--progress", "--cluster", "--rebuild-index"}, &args, &error)) {
+  if (!ParseToolArgs(argc, argv, {"--repair", "--json", "--progress", "--cluster", "--rebuild-index", "--finish-with-problems"}, &args, &error)) {
     std::fprintf(stderr, "dedupv1_check: %s\n%s", error.c_str(), kUsage);
     return kExitUsage;
   }
@@ -202,6 +222,10 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
+  if (args.finish_with_problems && !args.rebuild_index) {
+    std::fprintf(stderr, "dedupv1_check: --finish-with-problems goes with --rebuild-index\n%s", kUsage);
+    return kExitUsage;
+  }
   if (args.cluster && args.rebuild_index) {
     std::fprintf(stderr, "dedupv1_check: --rebuild-index rebuilds one store's local table, not with --cluster\n%s",
                  kUsage);

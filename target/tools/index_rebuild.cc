@@ -17,7 +17,7 @@ namespace {
 constexpr char kTableBytesKey[] = "table-bytes";
 constexpr char kReplacedKey[] = "replaced";
 
-// Every file of the local table: the table, its journal, a growth's next
+// Every file of a local table: the table, its journal, a growth's next
 // table and journal, and the temporaries of a creation cut short.
 std::vector<std::string> TableFiles(const std::string& table) {
   const std::string next = GrowableHashTable::NextPath(table);
@@ -34,29 +34,91 @@ std::string UtcStamp() {
   return buf;
 }
 
-// The marker of a rebuild under way: the new table's size and where the old
-// one went.
+std::string MarkerPath(const Options& options) { return JoinPath(options.data_dir, kIndexRebuildFileName); }
+
+Status WriteMarker(Env* env, const Options& options, const IndexRebuildStart& start) {
+  return WriteFileAtomically(
+      env, MarkerPath(options),
+      "# dedupv1_check --rebuild-index is building a new chunk index; the store opens again once it has finished.\n"
+      "# Run it again if it stopped. (" + std::string(kReplacedKey) + ": where the old table went.)\n" +
+          kTableBytesKey + " = " + std::to_string(start.table_bytes) + "\n" + kReplacedKey + " = " + start.replaced +
+          "\n");
+}
+
 Status ReadMarker(Env* env, const std::string& path, IndexRebuildStart* start) {
   std::string text;
   DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env, path, &text));
   Config c;
   Status s = Config::Parse(text, path, &c);
-  if (!s.ok()) return Status::Corruption(s.message());
+  if (!s.ok()) return Status::Corruption(s.message() + " (remove the file and run the rebuild again)");
   for (const auto& e : c.entries()) {
     if (e.key == kTableBytesKey) {
       if (!ParseUint(e.value, &start->table_bytes).ok() || start->table_bytes == 0) {
         return Status::Corruption(path + ":" + std::to_string(e.line) + ": " + kTableBytesKey + " '" + e.value +
-                                  "' is not a size");
+                                  "' is not a size (remove the file and run the rebuild again)");
       }
     } else if (e.key == kReplacedKey) {
       start->replaced = e.value;
     }
   }
-  if (start->table_bytes == 0) return Status::Corruption(path + ": no " + std::string(kTableBytesKey) + " line");
+  if (start->table_bytes == 0) {
+    return Status::Corruption(path + ": no " + std::string(kTableBytesKey) +
+                              " line (remove the file and run the rebuild again)");
+  }
   return Status::OK();
 }
 
+// Step 2: the files at the table's names go aside under one suffix. The
+// marker names the suffix before the first rename, so a move cut short goes
+// on under it; a name it would take that exists gets a fresh suffix.
+Status MoveTableAside(Env* env, const Options& options, IndexRebuildStart* start) {
+  const std::string& table = options.chunk_index.table.path;
+  std::vector<std::string> present;
+  for (const std::string& f : TableFiles(table)) {
+    if (env->FileExists(f)) present.push_back(f);
+  }
+  if (present.empty()) return Status::OK();
+  auto free_under = [&](const std::string& suffix) {
+    for (const std::string& f : present) {
+      if (env->FileExists(f + suffix)) return false;
+    }
+    return true;
+  };
+  std::string suffix;
+  const std::string recorded = start->replaced.rfind(table, 0) == 0 ? start->replaced.substr(table.size()) : "";
+  if (!recorded.empty() && free_under(recorded)) {
+    suffix = recorded;
+  } else {
+    const std::string stamp = ".replaced-" + UtcStamp();
+    suffix = stamp;
+    for (int n = 2; !free_under(suffix); n++) {
+      if (n > 1000) return Status::Aborted("cannot move " + table + " aside: " + table + stamp + "-N all exist");
+      suffix = stamp + "-" + std::to_string(n);
+    }
+  }
+  if (env->FileExists(table)) {
+    uint64_t bytes = 0;
+    DEDUPV1_RETURN_IF_ERROR(env->GetFileSize(table, &bytes));
+    // A grown table's size holds its entries; one of another geometry
+    // (damaged, or of another page size) is not taken.
+    if (bytes > start->table_bytes && bytes % options.chunk_index.table.page_size == 0) start->table_bytes = bytes;
+  }
+  start->replaced = table + suffix;
+  DEDUPV1_RETURN_IF_ERROR(WriteMarker(env, options, *start));
+  for (const std::string& f : present) DEDUPV1_RETURN_IF_ERROR(env->RenameFile(f, f + suffix));
+  return env->SyncDir(DirName(table));
+}
+
 }  // namespace
+
+std::string IndexRebuildWorkPath(const std::string& table) { return table + ".new"; }
+
+Options RebuildOptions(const Options& options) {
+  Options o = options;
+  o.chunk_index.table.path = IndexRebuildWorkPath(options.chunk_index.table.path);
+  o.index_rebuild = true;
+  return o;
+}
 
 Status StartIndexRebuild(Env* env, const Options& options, IndexRebuildStart* start) {
   *start = IndexRebuildStart();
@@ -64,65 +126,55 @@ Status StartIndexRebuild(Env* env, const Options& options, IndexRebuildStart* st
     return Status::NotSupported("--rebuild-index rebuilds a chunk index table on local disk; this store's is " +
                                 ChunkIndex::TableWhere(options.chunk_index) + ", which it does not rebuild");
   }
-  const std::string& dir = options.data_dir;
-  // A store, not an empty or foreign directory: its system file says so.
-  if (!env->FileExists(JoinPath(dir, kSystemFileName))) {
-    return Status::NotFound(dir + " holds no dedupv1 store (" + JoinPath(dir, kSystemFileName) + " is missing)");
-  }
   const std::string& table = options.chunk_index.table.path;
-  const std::string marker = JoinPath(dir, kIndexRebuildFileName);
+  const std::string marker = MarkerPath(options);
   if (env->FileExists(marker)) {
-    // An earlier run stopped after step 2: the table files are its own.
     DEDUPV1_RETURN_IF_ERROR(ReadMarker(env, marker, start));
     start->resumed = true;
-    for (const std::string& f : TableFiles(table)) {
-      if (env->FileExists(f)) DEDUPV1_RETURN_IF_ERROR(env->DeleteFile(f));
-    }
   } else {
     start->table_bytes = options.chunk_index.table.size_bytes;
-    // One suffix for all the table's files; "-N" after a rebuild of the
-    // same second.
-    const std::string stamp = ".replaced-" + UtcStamp();
-    std::string suffix = stamp;
-    for (int n = 2; env->FileExists(table + suffix) || env->FileExists(DiskHashTable::JournalPath(table) + suffix); n++) {
-      if (n > 1000) return Status::Aborted("cannot move " + table + " aside: " + table + stamp + "-N all exist");
-      suffix = stamp + "-" + std::to_string(n);
-    }
-    for (const std::string& f : TableFiles(table)) {
-      if (!env->FileExists(f)) continue;
-      if (f == table) {
-        uint64_t bytes = 0;
-        DEDUPV1_RETURN_IF_ERROR(env->GetFileSize(f, &bytes));
-        // A grown table's size holds its entries; one of another geometry
-        // (damaged header, changed page size) is not taken.
-        if (bytes > start->table_bytes && bytes % options.chunk_index.table.page_size == 0) {
-          start->table_bytes = bytes;
-        }
-        start->replaced = f + suffix;
-      }
-      if (env->FileExists(f + suffix)) return Status::Aborted("cannot move " + f + " aside: " + f + suffix + " exists");
-      DEDUPV1_RETURN_IF_ERROR(env->RenameFile(f, f + suffix));
-    }
-    DEDUPV1_RETURN_IF_ERROR(env->SyncDir(DirName(table)));
-    DEDUPV1_RETURN_IF_ERROR(WriteFileAtomically(
-        env, marker,
-        "# dedupv1_check --rebuild-index is filling a new chunk index; the store opens once it has finished\n" +
-            std::string(kTableBytesKey) + " = " + std::to_string(start->table_bytes) + "\n" + kReplacedKey + " = " +
-            start->replaced + "\n"));
+    DEDUPV1_RETURN_IF_ERROR(WriteMarker(env, options, *start));
   }
-  ChunkIndexOptions index_options = options.chunk_index;
+  DEDUPV1_RETURN_IF_ERROR(MoveTableAside(env, options, start));
+  const std::string work = IndexRebuildWorkPath(table);
+  for (const std::string& f : TableFiles(work)) {
+    if (env->FileExists(f)) DEDUPV1_RETURN_IF_ERROR(env->DeleteFile(f));
+  }
+  const std::string dir = DirName(table);
+  uint64_t free_bytes = 0;
+  DEDUPV1_RETURN_IF_ERROR(env->GetFreeSpace(dir, &free_bytes));
+  const std::string kept = start->replaced.empty() ? "" : "; the old table is kept as " + start->replaced;
+  if (free_bytes < start->table_bytes) {
+    return Status::NoSpace("the new chunk index table needs " + std::to_string(start->table_bytes) + " bytes in " +
+                           dir + ", " + std::to_string(free_bytes) + " are free" + kept +
+                           " (free space, or point chunk-index.path at a larger disk, then run the rebuild again)");
+  }
+  ChunkIndexOptions index_options = RebuildOptions(options).chunk_index;
   index_options.table.size_bytes = start->table_bytes;
   index_options.grow_in_background = false;
   std::unique_ptr<ChunkTable> created;
   Status s = ChunkIndex::OpenTable(index_options, env, &created);
   if (s.ok()) s = created->Sync();
-  if (!s.ok()) return s.WithContext("create the new chunk index table " + table);
+  if (!s.ok()) return s.WithContext("create the new chunk index table " + work + kept);
   return Status::OK();
 }
 
 Status FinishIndexRebuild(Env* env, const Options& options) {
-  const std::string marker = JoinPath(options.data_dir, kIndexRebuildFileName);
-  DEDUPV1_RETURN_IF_ERROR(env->DeleteFile(marker));
+  const std::string& table = options.chunk_index.table.path;
+  const std::vector<std::string> from = TableFiles(IndexRebuildWorkPath(table));
+  const std::vector<std::string> to = TableFiles(table);
+  for (size_t i = 0; i < from.size(); i++) {
+    if (env->FileExists(to[i])) {
+      return Status::Aborted(to[i] + " appeared during the rebuild; run the rebuild again (it moves it aside)");
+    }
+  }
+  // The table itself last: until it has its name, the next run sees no
+  // finished table.
+  for (size_t i = from.size(); i-- > 0;) {
+    if (env->FileExists(from[i])) DEDUPV1_RETURN_IF_ERROR(env->RenameFile(from[i], to[i]));
+  }
+  DEDUPV1_RETURN_IF_ERROR(env->SyncDir(DirName(table)));
+  DEDUPV1_RETURN_IF_ERROR(env->DeleteFile(MarkerPath(options)));
   return env->SyncDir(options.data_dir);
 }
 

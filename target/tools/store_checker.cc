@@ -736,33 +736,40 @@ Status StoreChecker::RepairMappings(CheckReport* report) {
 namespace {
 
 // A table that cannot take every entry |repairs| may add (a rebuild adds
-// them all) is opened again at a size that can, and its growth begun: once
-// it has, Apply puts new entries into the larger table while the old one's
-// entries move over in the background (index/growable_hash_table.h); the
-// engine finishes the move if the tool stops first.
+// them all) with room to spare is opened again at a size that can, and its
+// growth begun: once it has, Apply puts new entries into the larger table
+// while the old one's entries move over in the background
+// (index/growable_hash_table.h); the engine finishes the move if the tool
+// stops first. "Room to spare": below chunk-index.grow-at, where the engine
+// would grow the table anyway, and where a bucket's probe seldom overflows.
 Status MakeRoom(ChunkIndexOptions options, Env* env, const std::vector<IndexRepair>& repairs,
                 std::unique_ptr<ChunkTable>* table) {
   uint64_t puts = 0;
   for (const IndexRepair& r : repairs) puts += r.op.erase ? 0 : 1;
   const uint64_t need = (*table)->entry_count() + puts;
   const uint64_t capacity = (*table)->capacity();
-  if (need <= capacity || capacity == 0) return Status::OK();
+  const double limit = options.grow_at > 0 && options.grow_at < 1 ? options.grow_at : 1.0;
+  if (capacity == 0 || static_cast<double>(need) <= limit * static_cast<double>(capacity)) return Status::OK();
   const uint64_t bytes = (*table)->growth().table_bytes;
-  // A quarter more than the entries need: a table filled to its limit
-  // would make the engine grow it again at once.
-  const uint64_t want = static_cast<uint64_t>(static_cast<double>(bytes) * 1.25 * static_cast<double>(need) /
-                                              static_cast<double>(capacity)) + 1;
+  // Half full after the repairs.
+  const uint64_t want =
+      static_cast<uint64_t>(2.0 * static_cast<double>(bytes) * static_cast<double>(need) / static_cast<double>(capacity)) +
+      1;
   table->reset();
   options.table.size_bytes = std::max(options.table.size_bytes, want);
   options.grow_in_background = true;
   DEDUPV1_RETURN_IF_ERROR(ChunkIndex::OpenTable(options, env, table));
-  // Bounded: a creation that fails says so in growth().last_error.
+  ChunkTableGrowth g = (*table)->growth();
+  // Open asks for the larger size only when no growth is under way; one
+  // that is (a stopped engine's) may aim lower: this request queues behind it.
+  if (!g.requested && (*table)->capacity() < need) DEDUPV1_RETURN_IF_ERROR((*table)->Grow(want));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
   while ((*table)->capacity() < need) {
-    const ChunkTableGrowth g = (*table)->growth();
-    if (!g.last_error.empty()) return Status::IOError(g.last_error);
+    g = (*table)->growth();
+    if (!g.growing && !g.requested && !g.last_error.empty()) return Status::IOError(g.last_error);
     if (std::chrono::steady_clock::now() > deadline) {
-      return Status::Aborted("the growth to " + std::to_string(options.table.size_bytes) + " bytes did not begin");
+      return Status::Aborted("the growth to " + std::to_string(want) + " bytes did not begin within an hour" +
+                             (g.last_error.empty() ? "" : ": " + g.last_error));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -781,6 +788,14 @@ Status ApplyIndexRepairs(const Options& options, Env* env, const std::vector<Ind
   if (!s.ok()) return s.WithContext("open the chunk index table for repair");
   s = MakeRoom(index_options, env, repairs, &table);
   if (!s.ok()) return s.WithContext("grow the chunk index table for repair");
+  // The saved bloom filter does not know the re-added fingerprints: it goes
+  // before the first entry does, so no open pairs it with the repaired
+  // index; without the file the next open rebuilds the filter from the index.
+  const std::string bloom = JoinPath(options.data_dir, "bloom");
+  if (env->FileExists(bloom)) {
+    DEDUPV1_RETURN_IF_ERROR(env->DeleteFile(bloom));
+    DEDUPV1_RETURN_IF_ERROR(env->SyncDir(options.data_dir));
+  }
   for (size_t begin = 0; begin < repairs.size(); begin += kIndexRepairBatch) {
     const size_t end = std::min(repairs.size(), begin + kIndexRepairBatch);
     std::vector<ChunkTable::Op> ops;
@@ -796,10 +811,6 @@ Status ApplyIndexRepairs(const Options& options, Env* env, const std::vector<Ind
   }
   DEDUPV1_RETURN_IF_ERROR(table->Sync());
   table.reset();
-  // The saved bloom filter does not know the re-added fingerprints; without
-  // the file the next open rebuilds the filter from the chunk index.
-  const std::string bloom = JoinPath(options.data_dir, "bloom");
-  if (env->FileExists(bloom)) DEDUPV1_RETURN_IF_ERROR(env->DeleteFile(bloom));
   return Status::OK();
 }
 

@@ -61,6 +61,7 @@ bool ParseToolArgs(int argc, char** argv, const std::vector<std::string>& allowe
     else if (name == "--accept-log-damage") args->accept_log_damage = true;
     else if (name == "--cluster") args->cluster = true;
     else if (name == "--rebuild-index") args->rebuild_index = true;
+    else if (name == "--finish-with-problems") args->finish_with_problems = true;
   }
   if (args->config.empty() && !args->help) {
     *error = "--config FILE is required";

@@ -34,13 +34,15 @@ struct ToolArgs {
   bool accept_log_damage = false;  // --accept-log-damage (dedupv1_replay)
   bool cluster = false;  // --cluster (dedupv1_check: every slot of a cluster-scope store)
   bool rebuild_index = false;  // --rebuild-index (dedupv1_check: a new chunk index, index_rebuild.h)
+  bool finish_with_problems = false;  // --finish-with-problems (with --rebuild-index)
   bool help = false;     // --help / -h
   std::vector<std::string> positional;
 };
 
 // Parses argv[1..]. Accepts "--config FILE", "--config=FILE", "--data-dir
 // DIR" (and "=" form) and the flags named in |allowed_flags| (a subset of
-// "--progress", "--json", "--repair", "--accept-log-damage", "--cluster", "--rebuild-index"). Options may
+// "--progress", "--json", "--repair", "--accept-log-damage", "--cluster", "--rebuild-index",
+// "--finish-with-problems"). Options may
 // appear anywhere; everything else that does not start with "--" is positional. Returns false
 // with a message in |*error| for an unknown option, a missing value or a
 // missing --config (unless --help was given).

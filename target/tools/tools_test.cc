@@ -22,6 +22,7 @@
 #include "chunkstore/dead_chunk_file.h"
 #include "chunkstore/local_container_store.h"
 #include "core/base/config.h"
+#include "core/base/fault_injection_env.h"
 #include "core/engine/data_dir.h"
 #include "core/engine/dedup_system.h"
 #include "core/base/testutil.h"
@@ -649,7 +650,7 @@ TEST_F(ToolsTest, RebuildIndexStoppedHalfWayIsRefusedThenStartedOver) {
 
   r = Check({"--rebuild-index", "--json"});
   EXPECT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("started over"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("going on with a rebuild that did not finish"), std::string::npos) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["clean"].get<bool>());
   EXPECT_TRUE(j["index_rebuild"]["finished"].get<bool>());
@@ -664,6 +665,90 @@ TEST_F(ToolsTest, RebuildIndexStoppedHalfWayIsRefusedThenStartedOver) {
   r = Check();
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   ExpectReadsBack("vol1", test::RandomBytes(2 << 20, 1), /*gc_first=*/true);
+}
+
+// The rebuild stopped at each of its steps (a fault in its Env where the
+// step renames, writes or creates; what kill -9 there would leave), then
+// run again by the tool: it finishes, the store checks clean and reads
+// back, and what sat at chunk-index.path before is kept byte for byte.
+TEST_F(ToolsTest, RebuildIndexStoppedAtEachStepFinishesAndKeepsWhatWasThere) {
+  WriteStore();
+  using Op = FaultInjectionEnv::Op;
+  const std::string table = options_.chunk_index.table.path;
+  const std::string table_name = std::filesystem::path(table).filename().string();
+  struct Point {
+    const char* what;
+    FaultInjectionEnv::Rule rule;
+    bool then_finish;  // the fault is in FinishIndexRebuild's renames
+  };
+  const std::vector<Point> points = {
+      {"the marker's write", {Op::kRename, "rebuilding-chunk-index", FaultInjectionEnv::Fault::kEIO, 0, 1}, false},
+      {"the table's move aside", {Op::kRename, ".replaced-", FaultInjectionEnv::Fault::kEIO, 0, 1}, false},
+      {"the journal's move aside", {Op::kRename, ".replaced-", FaultInjectionEnv::Fault::kEIO, 1, 1}, false},
+      {"the new table's creation", {Op::kOpen, table_name + ".new", FaultInjectionEnv::Fault::kENOSPC, 0, 1}, false},
+      {"the new table's rename", {Op::kRename, table_name, FaultInjectionEnv::Fault::kEIO, 1, 1}, true},
+  };
+  for (const Point& point : points) {
+    SCOPED_TRACE(point.what);
+    const std::string before = ReadAll(table);
+    ASSERT_FALSE(before.empty());
+    Options o;
+    ASSERT_TRUE(tools::LoadToolConfig(config_, "", &o).ok());
+    FaultInjectionEnv env(Env::Default());
+    tools::IndexRebuildStart start;
+    if (point.then_finish) {
+      ASSERT_TRUE(tools::StartIndexRebuild(&env, o, &start).ok());
+      env.AddRule(point.rule);
+      EXPECT_FALSE(tools::FinishIndexRebuild(&env, o).ok());
+    } else {
+      env.AddRule(point.rule);
+      EXPECT_FALSE(tools::StartIndexRebuild(&env, o, &start).ok());
+    }
+    EXPECT_EQ(env.faults_fired(), 1);
+    RunResult r = Check({"--rebuild-index"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_FALSE(std::filesystem::exists(JoinPath(data_, kIndexRebuildFileName)));
+    bool kept = false;
+    for (const auto& e : std::filesystem::directory_iterator(DirName(table))) {
+      if (e.path().filename().string().rfind(table_name + ".replaced-", 0) == 0) {
+        kept = kept || ReadAll(e.path().string()) == before;
+      }
+    }
+    EXPECT_TRUE(kept) << "the table that was there is not kept as it was";
+    r = Check();
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+  }
+  ExpectReadsBack("vol1", test::RandomBytes(2 << 20, 1), /*gc_first=*/true);
+  ExpectReadsBack("vol2", test::RandomBytes(1 << 20, 2), /*gc_first=*/true);
+}
+
+// A container whose chunk data is damaged: its damaged chunk gets no entry
+// (it cannot be read), so the rebuild does not finish -- the store stays
+// closed and says why -- until --finish-with-problems accepts the damage.
+TEST_F(ToolsTest, RebuildIndexWithAnUnreadableContainerDoesNotFinish) {
+  WriteStore();
+  const auto ids = Containers();
+  ASSERT_FALSE(ids.empty());
+  FlipContainerByte(ids.front());
+  ASSERT_EQ(::unlink(options_.chunk_index.table.path.c_str()), 0);
+  RunResult r = Check({"--rebuild-index"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("the rebuild did not finish"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("NOT finished"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(JoinPath(data_, kIndexRebuildFileName)));
+  std::unique_ptr<DedupSystem> sys;
+  Status s = DedupSystem::Open(options_, Env::Default(), &sys);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+
+  r = Check({"--rebuild-index", "--finish-with-problems"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;  // the damage is still there
+  EXPECT_NE(r.out.find("rebuilt: a new table, finished with "), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(JoinPath(data_, kIndexRebuildFileName)));
+  s = DedupSystem::Open(options_, Env::Default(), &sys);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(sys->Close().ok());
+  r = Check({"--finish-with-problems"});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
 }
 
 // kill -9 of a rebuild at any moment: every run after a kill either
