@@ -20,7 +20,7 @@ struct CheckProblem {
   // container-corrupt, container-unreadable, chunk-corrupt, index-corrupt,
   // index-entry-missing, index-entry-dangling, block-index-corrupt,
   // block-record-displaced, block-key-duplicate, block-key-out-of-order,
-  // block-key-malformed, mapping-relocatable, mapping-unrecoverable,
+  // block-key-malformed, block-volume-unknown, mapping-relocatable, mapping-unrecoverable,
   // usage-count-mismatch; with --cluster also (target/tools/cluster_checker.h):
   // usage-sum-negative, stale-claim, usage-key-orphan, usage-key-unknown-slot.
   std::string kind;

@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <memory>
 
+#include "core/engine/data_dir.h"
 #include "core/engine/dedup_system.h"
+#include "core/engine/system_file.h"
 #include "target/tools/check_report.h"
 #include "target/tools/cluster_check_report.h"
 #include "target/tools/cluster_checker.h"
@@ -156,6 +158,26 @@ int CheckStore(const ToolArgs& args) {
   return report.Clean() ? kExitOk : kExitProblems;
 }
 
+// Before the rebuild moves anything: the system file reads and says what the
+// config says (the open would refuse a mismatch only after the move).
+Status CheckSystemFileMatches(Env* env, const Options& options) {
+  const std::string path = JoinPath(options.data_dir, kSystemFileName);
+  std::string text;
+  DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env, path, &text));
+  SystemFileFields fields;
+  DEDUPV1_RETURN_IF_ERROR(ParseSystemFile(path, text, &fields));
+  if (!fields.format_readable) {
+    return Status::InvalidArgument(path + " has format " + fields.format + ", which this build does not read");
+  }
+  if (fields.block_size != options.block_size || fields.fingerprint != options.fingerprint) {
+    return Status::InvalidArgument(path + " says block-size " + fields.block_size_text + " and fingerprint " +
+                                   fields.fingerprint_text + "; the config says " +
+                                   std::to_string(options.block_size) + " and " +
+                                   FingerprintTypeName(options.fingerprint) + ": correct the config");
+  }
+  return Status::OK();
+}
+
 // --rebuild-index (target/tools/index_rebuild.h).
 int RebuildIndex(const ToolArgs& args) {
   Options options;
@@ -173,6 +195,11 @@ int RebuildIndex(const ToolArgs& args) {
   // Before anything is moved: every other file the data depends on is there.
   s = CheckToolDataDir(rebuild);
   if (!s.ok()) return Fail(ExitCodeForLoadError(s), "cannot open", s);
+  std::vector<VolumeEntry> volumes;
+  s = ReadVolumeTable(lock->env(), options, &volumes);
+  if (!s.ok()) return Fail(kExitProblems, "cannot read the volume table", s);
+  s = CheckSystemFileMatches(lock->env(), options);
+  if (!s.ok()) return Fail(s.IsCorruption() ? kExitProblems : kExitCannotOpen, "cannot rebuild the chunk index", s);
   IndexRebuildStart start;
   s = StartIndexRebuild(lock->env(), options, &start);
   if (!s.ok()) return Fail(kExitProblems, "cannot rebuild the chunk index", s);

@@ -103,7 +103,9 @@ Status MoveTableAside(Env* env, const Options& options, IndexRebuildStart* start
     // (damaged, or of another page size) is not taken.
     if (bytes > start->table_bytes && bytes % options.chunk_index.table.page_size == 0) start->table_bytes = bytes;
   }
-  start->replaced = table + suffix;
+  // The first run's move names the table the store had; a later one moves
+  // a table put back, or a finished rebuild's whose marker outlived it.
+  if (start->replaced.empty() || !env->FileExists(start->replaced)) start->replaced = table + suffix;
   DEDUPV1_RETURN_IF_ERROR(WriteMarker(env, options, *start));
   for (const std::string& f : present) DEDUPV1_RETURN_IF_ERROR(env->RenameFile(f, f + suffix));
   return env->SyncDir(DirName(table));
@@ -128,27 +130,47 @@ Status StartIndexRebuild(Env* env, const Options& options, IndexRebuildStart* st
   }
   const std::string& table = options.chunk_index.table.path;
   const std::string marker = MarkerPath(options);
-  if (env->FileExists(marker)) {
+  const std::string work = IndexRebuildWorkPath(table);
+  const bool resumed = env->FileExists(marker);
+  if (resumed) {
     DEDUPV1_RETURN_IF_ERROR(ReadMarker(env, marker, start));
     start->resumed = true;
   } else {
+    // Files under the work names that no rebuild made: not ours to delete.
+    for (const std::string& f : TableFiles(work)) {
+      if (env->FileExists(f)) {
+        return Status::Aborted(f + " exists, but no rebuild is under way (" + marker +
+                               " is missing): move it away first; the rebuild builds its table there");
+      }
+    }
     start->table_bytes = options.chunk_index.table.size_bytes;
-    DEDUPV1_RETURN_IF_ERROR(WriteMarker(env, options, *start));
+    uint64_t bytes = 0;
+    if (env->FileExists(table) && env->GetFileSize(table, &bytes).ok() && bytes > start->table_bytes &&
+        bytes % options.chunk_index.table.page_size == 0) {
+      start->table_bytes = bytes;
+    }
   }
-  DEDUPV1_RETURN_IF_ERROR(MoveTableAside(env, options, start));
-  const std::string work = IndexRebuildWorkPath(table);
-  for (const std::string& f : TableFiles(work)) {
-    if (env->FileExists(f)) DEDUPV1_RETURN_IF_ERROR(env->DeleteFile(f));
-  }
+  // Room for the new table before anything moves (a resumed run's own work
+  // files go, so their bytes count as free).
   const std::string dir = DirName(table);
   uint64_t free_bytes = 0;
   DEDUPV1_RETURN_IF_ERROR(env->GetFreeSpace(dir, &free_bytes));
-  const std::string kept = start->replaced.empty() ? "" : "; the old table is kept as " + start->replaced;
+  for (const std::string& f : TableFiles(work)) {
+    uint64_t bytes = 0;
+    if (resumed && env->FileExists(f) && env->GetFileSize(f, &bytes).ok()) free_bytes += bytes;
+  }
   if (free_bytes < start->table_bytes) {
     return Status::NoSpace("the new chunk index table needs " + std::to_string(start->table_bytes) + " bytes in " +
-                           dir + ", " + std::to_string(free_bytes) + " are free" + kept +
+                           dir + ", " + std::to_string(free_bytes) + " are free" +
+                           (start->replaced.empty() ? "" : "; the old table is kept as " + start->replaced) +
                            " (free space, or point chunk-index.path at a larger disk, then run the rebuild again)");
   }
+  if (!resumed) DEDUPV1_RETURN_IF_ERROR(WriteMarker(env, options, *start));
+  DEDUPV1_RETURN_IF_ERROR(MoveTableAside(env, options, start));
+  for (const std::string& f : TableFiles(work)) {
+    if (env->FileExists(f)) DEDUPV1_RETURN_IF_ERROR(env->DeleteFile(f));
+  }
+  const std::string kept = start->replaced.empty() ? "" : "; the old table is kept as " + start->replaced;
   ChunkIndexOptions index_options = RebuildOptions(options).chunk_index;
   index_options.table.size_bytes = start->table_bytes;
   index_options.grow_in_background = false;
@@ -168,9 +190,11 @@ Status FinishIndexRebuild(Env* env, const Options& options) {
       return Status::Aborted(to[i] + " appeared during the rebuild; run the rebuild again (it moves it aside)");
     }
   }
-  // The table itself last: until it has its name, the next run sees no
-  // finished table.
-  for (size_t i = from.size(); i-- > 0;) {
+  // The table first, then its journal and a growth's files: a run after a
+  // crash in between moves the renamed table aside and deletes the rest,
+  // which still carry the work names (a growth's next file never has the
+  // table's names without its table).
+  for (size_t i = 0; i < from.size(); i++) {
     if (env->FileExists(from[i])) DEDUPV1_RETURN_IF_ERROR(env->RenameFile(from[i], to[i]));
   }
   DEDUPV1_RETURN_IF_ERROR(env->SyncDir(DirName(table)));

@@ -23,9 +23,10 @@
 //     if the disk has room for it.
 //  4. The caller opens the store with RebuildOptions (the table at WORK),
 //     checks it, repairs, closes, and applies the index repairs.
-//  5. FinishIndexRebuild renames WORK's files to the table's names, then
-//     removes the marker. A crash in between: step 2 of the next run moves
-//     the renamed files aside, and the rebuild runs again.
+//  5. FinishIndexRebuild renames WORK's files to the table's names (the
+//     table first), then removes the marker. A crash in between: step 2 of
+//     the next run moves the renamed files aside, step 3 deletes the rest,
+//     and the rebuild runs again.
 //
 // Only a table on local disk (chunk-index.path): NotSupported for one in
 // RADOS and for a cluster-scope slot.

@@ -386,7 +386,11 @@ Status StoreChecker::CheckBlockMappings(CheckReport* report) {
         progress.Add();
         if (scan.blocks.count(id) != 0) seen_concerned.insert(id);
         auto v = volumes.find(id.volume);
-        if (v != volumes.end()) CheckMapping(*v->second, id.block, mapping, report);
+        if (v != volumes.end()) {
+          CheckMapping(*v->second, id.block, mapping, report);
+        } else {
+          NoteUnknownVolume(id, mapping);
+        }
         return true;
       },
       [&](const std::string& key, const Status& why) {
@@ -418,8 +422,13 @@ Status StoreChecker::CheckBlockMappings(CheckReport* report) {
       continue;
     }
     auto v = volumes.find(id.volume);
-    if (v != volumes.end()) CheckMapping(*v->second, id.block, mapping, report);
+    if (v != volumes.end()) {
+      CheckMapping(*v->second, id.block, mapping, report);
+    } else {
+      NoteUnknownVolume(id, mapping);
+    }
   }
+  ReportUnknownVolumes(report);
   std::unordered_set<Fingerprint, FingerprintHasher> wanted;
   for (const auto& b : bad_blocks_) {
     for (const auto& piece : b.pieces) wanted.insert(piece.fp);
@@ -457,6 +466,34 @@ void StoreChecker::CheckMapping(const VolumeEntry& volume, uint64_t block, const
     pos += item.size;
   }
   if (!pieces.empty()) bad_blocks_.push_back({&volume, block, std::move(pieces)});
+}
+
+void StoreChecker::NoteUnknownVolume(const BlockId& id, const BlockMapping& mapping) {
+  for (const BlockMappingItem& item : mapping.items()) {
+    if (!item.IsZero()) {
+      unknown_volume_blocks_[id.volume]++;
+      return;
+    }
+  }
+}
+
+void StoreChecker::ReportUnknownVolumes(CheckReport* report) {
+  for (const auto& [volume, blocks] : unknown_volume_blocks_) {
+    // Their chunks are not recounted: as unread records, they keep every
+    // count from being lowered and every entry from being erased.
+    report->unreadable_records += blocks;
+    CheckProblem p;
+    p.kind = "block-volume-unknown";
+    p.message = fmt::format("{} block mapping{} of volume id {} reference chunks, but the volume table ({}) does "
+                            "not list the volume",
+                            blocks, blocks == 1 ? "" : "s", volume,
+                            JoinPath(system_->options().data_dir, "volumes"));
+    p.volume_id = volume;
+    p.repair = fmt::format("cannot be repaired by dedupv1_check: add the volume's line ('{} NAME SIZE') to the "
+                           "volume table and check again; until then no usage count is lowered",
+                           volume);
+    report->problems.push_back(std::move(p));
+  }
 }
 
 void StoreChecker::ReportStoreProblems(const BlockStoreScan& scan, CheckReport* report) {
@@ -666,6 +703,11 @@ void StoreChecker::CheckUsage(CheckReport* report) {
   // Every entry's usage count must equal the recount.
   report->usage_checked = report->index_pages_verified;
   if (!report->usage_checked) return;
+  // Entries a dangling repair re-points or erases already: a count repair
+  // goes into that change, never beside it (as a later put it would name
+  // the lost container again).
+  std::unordered_map<Fingerprint, size_t, FingerprintHasher> planned;
+  for (size_t i = 0; i < index_repairs_.size(); i++) planned[index_repairs_[i].op.fp] = i;
   for (const auto& [fp, entry] : entries_) {
     auto ref = references_.find(fp);
     const uint64_t recount = ref == references_.end() ? 0 : ref->second.blocks;
@@ -687,6 +729,12 @@ void StoreChecker::CheckUsage(CheckReport* report) {
       p.repair = HeldBackReason(*report);
       report->problems.push_back(std::move(p));
       continue;
+    }
+    auto dangling = planned.find(fp);
+    if (dangling != planned.end()) {
+      IndexRepair& r = index_repairs_[dangling->second];
+      if (!r.op.erase) r.op.entry.usage_count = static_cast<uint32_t>(recount);
+      continue;  // reported (and repaired) as index-entry-dangling
     }
     p.repairable = true;
     p.repair = fmt::format("set the usage count to {}", recount);
@@ -766,7 +814,9 @@ Status MakeRoom(ChunkIndexOptions options, Env* env, const std::vector<IndexRepa
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
   while ((*table)->capacity() < need) {
     g = (*table)->growth();
-    if (!g.growing && !g.requested && !g.last_error.empty()) return Status::IOError(g.last_error);
+    // A growth that failed to begin stays requested (and is retried); its
+    // error is cleared by the next step that works.
+    if (!g.growing && !g.last_error.empty()) return Status::IOError(g.last_error);
     if (std::chrono::steady_clock::now() > deadline) {
       return Status::Aborted("the growth to " + std::to_string(want) + " bytes did not begin within an hour" +
                              (g.last_error.empty() ? "" : ": " + g.last_error));

@@ -136,6 +136,10 @@ class StoreChecker {
   // With an incomplete recount: drops the index repairs that erase entries
   // and marks their problems held back.
   void HoldBackErasures(CheckReport* report);
+  // Blocks of volume ids the volume table does not list, whose mappings
+  // reference chunks: counted, then reported per volume id.
+  void NoteUnknownVolume(const BlockId& id, const BlockMapping& mapping);
+  void ReportUnknownVolumes(CheckReport* report);
   void Recount(CheckReport* report);
   void CheckUsage(CheckReport* report);
 
@@ -168,6 +172,7 @@ class StoreChecker {
   std::unordered_map<Fingerprint, ChunkIndexEntry, FingerprintHasher> entries_;
   std::vector<std::pair<Fingerprint, ContainerId>> missing_;  // stored chunks without an entry
   std::vector<IndexRepair> index_repairs_;
+  std::map<uint32_t, uint64_t> unknown_volume_blocks_;  // volume id -> blocks
   std::vector<Relocation> relocations_;
   struct BadBlock {
     const VolumeEntry* volume;

@@ -25,6 +25,7 @@
 #include "core/base/fault_injection_env.h"
 #include "core/engine/data_dir.h"
 #include "core/engine/dedup_system.h"
+#include "core/engine/volume_table.h"
 #include "core/base/testutil.h"
 #include "index/block_index.h"
 #include "index/disk_hash_table.h"
@@ -715,6 +716,14 @@ TEST_F(ToolsTest, RebuildIndexStoppedAtEachStepFinishesAndKeepsWhatWasThere) {
       }
     }
     EXPECT_TRUE(kept) << "the table that was there is not kept as it was";
+    // A journal kept goes with a table kept under the same suffix.
+    const std::string journal_name = table_name + ".journal.replaced-";
+    for (const auto& e : std::filesystem::directory_iterator(DirName(table))) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind(journal_name, 0) != 0) continue;
+      const std::string twin = table_name + ".replaced-" + name.substr(journal_name.size());
+      EXPECT_TRUE(std::filesystem::exists(JoinPath(DirName(table), twin))) << name << " has no " << twin;
+    }
     r = Check();
     EXPECT_EQ(r.code, 0) << r.out << r.err;
   }
@@ -850,6 +859,69 @@ TEST_F(ToolsTest, RepairPointsMappingsAtASurvivingCopy) {
   EXPECT_EQ(r.code, 0) << r.out << r.err;
 
   ExpectReadsBack("vol1", a);
+}
+
+// The container the index names for a chunk is lost while a block mapping
+// elsewhere still references an older copy, and the entry's usage count
+// is also wrong (it counted only the newer copy's mappings): the repair
+// re-points the entry at the surviving copy with the recounted usage.
+// (Before 2026-11-29 the count's repair, applied after the re-point, put
+// the entry back on the lost container.)
+TEST_F(ToolsTest, RepairRepointsADanglingEntryWhoseCountIsAlsoWrong) {
+  auto a = test::RandomBytes(1 << 20, 13);
+  std::vector<ContainerId> old_ids;
+  ASSERT_NO_FATAL_FAILURE(WriteTwoCopies(a, &old_ids));
+  ContainerId lost = kNoContainer;
+  for (ContainerId id : Containers()) {
+    if (!std::binary_search(old_ids.begin(), old_ids.end(), id)) {
+      lost = id;
+      break;
+    }
+  }
+  ASSERT_NE(lost, kNoContainer);
+  ASSERT_EQ(unlink(ContainerPath(lost).c_str()), 0);
+  RunResult r = Check();
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("index-entry-dangling"), std::string::npos) << r.out;
+  r = Check({"--repair"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("result: clean"), std::string::npos) << r.out;
+  ExpectReadsBack("vol1", a, /*gc_first=*/true);
+  ExpectReadsBack("vol2", a, /*gc_first=*/true);
+}
+
+// Block mappings of a volume id the volume table does not list (a line lost
+// from a hand-rebuilt table): their chunks are not recounted, so the check
+// says so, lowers no count and the rebuild does not finish; with the line
+// back, the store checks clean.
+TEST_F(ToolsTest, MappingsOfAVolumeTheTableDoesNotListLowerNoCount) {
+  WriteStore();
+  const std::string path = JoinPath(data_, "volumes");
+  std::vector<VolumeRecord> records;
+  ASSERT_TRUE(ReadVolumeTable(Env::Default(), path, &records).ok());
+  ASSERT_EQ(records.size(), 2u);
+  const std::vector<VolumeRecord> all = records;
+  records.pop_back();  // vol2
+  ASSERT_TRUE(WriteVolumeTable(Env::Default(), path, records).ok());
+  std::ofstream(config_) << ConfigText(data_).substr(0, ConfigText(data_).find("volume = vol2"));
+  RunResult r = Check({"--repair"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("block-volume-unknown"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("of volume id " + std::to_string(all[1].id)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[kept] usage-count-mismatch"), std::string::npos) << r.out;
+  ASSERT_EQ(::unlink(options_.chunk_index.table.path.c_str()), 0);
+  r = Check({"--rebuild-index"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("the rebuild did not finish"), std::string::npos) << r.err;
+
+  ASSERT_TRUE(WriteVolumeTable(Env::Default(), path, all).ok());
+  r = Check({"--rebuild-index"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  r = Check();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  ExpectReadsBack("vol1", test::RandomBytes(2 << 20, 1), /*gc_first=*/true);
 }
 
 // Issue 19 defect 1: four bytes flipped inside one block mapping's stored
