@@ -79,16 +79,8 @@ class ToolsTest : public ::testing::Test {
            "volume = vol2 4M\n";
   }
 
-  // Runs |binary| with --config and |args|; stdout and stderr are captured.
-  RunResult Run(const std::string& binary, std::vector<std::string> args, bool with_config = true) {
-    std::vector<std::string> argv = {binary};
-    if (with_config) {
-      argv.push_back("--config");
-      argv.push_back(config_);
-    }
-    argv.insert(argv.end(), args.begin(), args.end());
-    const std::string out = dir_.Sub("out" + std::to_string(runs_)), err = dir_.Sub("err" + std::to_string(runs_));
-    runs_++;
+  // Starts |argv| with stdout and stderr going to the files |out| and |err|.
+  static pid_t Spawn(const std::vector<std::string>& argv, const std::string& out, const std::string& err) {
     pid_t pid = fork();
     if (pid == 0) {
       int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -101,6 +93,20 @@ class ToolsTest : public ::testing::Test {
       execv(cargv[0], cargv.data());
       _exit(127);
     }
+    return pid;
+  }
+
+  // Runs |binary| with --config and |args|; stdout and stderr are captured.
+  RunResult Run(const std::string& binary, std::vector<std::string> args, bool with_config = true) {
+    std::vector<std::string> argv = {binary};
+    if (with_config) {
+      argv.push_back("--config");
+      argv.push_back(config_);
+    }
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::string out = dir_.Sub("out" + std::to_string(runs_)), err = dir_.Sub("err" + std::to_string(runs_));
+    runs_++;
+    const pid_t pid = Spawn(argv, out, err);
     RunResult r;
     int status = 0;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -766,18 +772,8 @@ TEST_F(ToolsTest, RebuildIndexWithAnUnreadableContainerDoesNotFinish) {
 TEST_F(ToolsTest, RebuildIndexSurvivesKillNineAtAnyMoment) {
   WriteStore();
   for (int delay_ms : {0, 5, 20, 60, 150}) {
-    std::vector<std::string> argv = {DEDUPV1_CHECK_BINARY, "--config", config_, "--rebuild-index"};
-    pid_t pid = fork();
-    if (pid == 0) {
-      int devnull = open("/dev/null", O_WRONLY);
-      dup2(devnull, 1);
-      dup2(devnull, 2);
-      std::vector<char*> cargv;
-      for (auto& x : argv) cargv.push_back(const_cast<char*>(x.c_str()));
-      cargv.push_back(nullptr);
-      execv(cargv[0], cargv.data());
-      _exit(127);
-    }
+    const pid_t pid =
+        Spawn({DEDUPV1_CHECK_BINARY, "--config", config_, "--rebuild-index"}, "/dev/null", "/dev/null");
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     kill(pid, SIGKILL);
     int status = 0;
