@@ -376,22 +376,8 @@ Status DedupSystem::CheckSystemMetadata() {
   DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env_, path, &text));
   SystemFileFields stored;
   DEDUPV1_RETURN_IF_ERROR(ParseSystemFile(path, text, &stored));
-  if (!stored.format_readable) {
-    return Status::InvalidArgument("data directory " + options_.data_dir + " has format " + stored.format + " (" +
-                                   path + "); this build reads formats " + std::to_string(kOldestStoreFormatRead) +
-                                   " to " + std::to_string(kStoreFormat));
-  }
-  auto changed = [&](const char* key, const std::string& stored_value, const std::string& config_value) {
-    return Status::InvalidArgument("data directory " + options_.data_dir + " was created with " + key + " = " +
-                                   stored_value + " but the config says " + config_value +
-                                   "; changing it would misread the stored data");
-  };
-  if (stored.block_size != options_.block_size) {
-    return changed("block-size", stored.block_size_text, std::to_string(options_.block_size));
-  }
-  if (stored.fingerprint != options_.fingerprint) {
-    return changed("fingerprint", stored.fingerprint_text, FingerprintTypeName(options_.fingerprint));
-  }
+  DEDUPV1_RETURN_IF_ERROR(
+      CheckSystemFileAgainst(options_.data_dir, path, stored, options_.block_size, options_.fingerprint));
   // An older format's file is rewritten in this one before anything of the
   // newer format is written, so a build that only reads the older one
   // refuses the directory from now on.

@@ -68,4 +68,23 @@ Status ParseSystemFile(const std::string& path, const std::string& text, SystemF
   return Status::OK();
 }
 
+Status CheckSystemFileAgainst(const std::string& data_dir, const std::string& path, const SystemFileFields& stored,
+                              uint64_t block_size, FingerprintType fingerprint) {
+  if (!stored.format_readable) {
+    return Status::InvalidArgument("data directory " + data_dir + " has format " + stored.format + " (" + path +
+                                   "); this build reads formats " + std::to_string(kOldestStoreFormatRead) + " to " +
+                                   std::to_string(kStoreFormat));
+  }
+  auto changed = [&](const char* key, const std::string& stored_value, const std::string& config_value) {
+    return Status::InvalidArgument("data directory " + data_dir + " was created with " + key + " = " +
+                                   stored_value + " but the config says " + config_value +
+                                   "; changing it would misread the stored data");
+  };
+  if (stored.block_size != block_size) return changed("block-size", stored.block_size_text, std::to_string(block_size));
+  if (stored.fingerprint != fingerprint) {
+    return changed("fingerprint", stored.fingerprint_text, FingerprintTypeName(fingerprint));
+  }
+  return Status::OK();
+}
+
 }  // namespace dedupv1

@@ -63,4 +63,11 @@ std::string EncodeSystemFile(uint64_t block_size, FingerprintType fingerprint);
 // false), as the lines before it are checked.
 Status ParseSystemFile(const std::string& path, const std::string& text, SystemFileFields* fields);
 
+// Whether the store |stored| describes (the system file at |path| of the
+// data directory |data_dir|) may be opened with |block_size| and
+// |fingerprint|: InvalidArgument naming the format this build does not
+// read, or the key the config would change (which would misread the data).
+Status CheckSystemFileAgainst(const std::string& data_dir, const std::string& path, const SystemFileFields& stored,
+                              uint64_t block_size, FingerprintType fingerprint);
+
 }  // namespace dedupv1

@@ -78,8 +78,7 @@ void DedupV1FuzzSeeds(std::vector<std::string>* seeds) {
   if (s.ok()) s = ReadFileToString(Env::Default(), path, &text);
   ::unlink(path.c_str());
   FUZZ_CHECK(s.ok(), "the seed table: " + s.ToString());
-  seeds->push_back(std::string(1, '\0') + text);
-  seeds->push_back(std::string(1, '\1') + text);
+  AddSeedBothWays(seeds, 0, 1, text);
 }
 
 }  // namespace test

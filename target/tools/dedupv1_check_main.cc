@@ -166,16 +166,7 @@ Status CheckSystemFileMatches(Env* env, const Options& options) {
   DEDUPV1_RETURN_IF_ERROR(ReadFileToString(env, path, &text));
   SystemFileFields fields;
   DEDUPV1_RETURN_IF_ERROR(ParseSystemFile(path, text, &fields));
-  if (!fields.format_readable) {
-    return Status::InvalidArgument(path + " has format " + fields.format + ", which this build does not read");
-  }
-  if (fields.block_size != options.block_size || fields.fingerprint != options.fingerprint) {
-    return Status::InvalidArgument(path + " says block-size " + fields.block_size_text + " and fingerprint " +
-                                   fields.fingerprint_text + "; the config says " +
-                                   std::to_string(options.block_size) + " and " +
-                                   FingerprintTypeName(options.fingerprint) + ": correct the config");
-  }
-  return Status::OK();
+  return CheckSystemFileAgainst(options.data_dir, path, fields, options.block_size, options.fingerprint);
 }
 
 // --rebuild-index (target/tools/index_rebuild.h).
@@ -187,10 +178,8 @@ int RebuildIndex(const ToolArgs& args) {
   std::unique_ptr<DataDirLock> lock;
   s = DataDirLock::Acquire(options, &lock);
   if (!s.ok()) return Fail(kExitCannotOpen, "cannot open", s);
-  if (options.chunk_index.cluster_scope || options.chunk_index.table_backend != "disk") {
-    IndexRebuildStart unused;
-    return Fail(kExitCannotOpen, "cannot rebuild the chunk index", StartIndexRebuild(lock->env(), options, &unused));
-  }
+  s = CheckRebuildable(options);
+  if (!s.ok()) return Fail(kExitCannotOpen, "cannot rebuild the chunk index", s);
   const Options rebuild = RebuildOptions(options);
   // Before anything is moved: every other file the data depends on is there.
   s = CheckToolDataDir(rebuild);

@@ -34,6 +34,18 @@ std::string UtcStamp() {
   return buf;
 }
 
+// Raises |*bytes| to the size of the table at chunk-index.path if that is
+// larger: a grown table's size holds its entries. A file of another
+// geometry (damaged, or of another page size) is not taken.
+void TakeLargerTableSize(Env* env, const Options& options, uint64_t* bytes) {
+  const std::string& table = options.chunk_index.table.path;
+  uint64_t size = 0;
+  if (env->FileExists(table) && env->GetFileSize(table, &size).ok() && size > *bytes &&
+      size % options.chunk_index.table.page_size == 0) {
+    *bytes = size;
+  }
+}
+
 std::string MarkerPath(const Options& options) { return JoinPath(options.data_dir, kIndexRebuildFileName); }
 
 Status WriteMarker(Env* env, const Options& options, const IndexRebuildStart& start) {
@@ -96,13 +108,6 @@ Status MoveTableAside(Env* env, const Options& options, IndexRebuildStart* start
       suffix = stamp + "-" + std::to_string(n);
     }
   }
-  if (env->FileExists(table)) {
-    uint64_t bytes = 0;
-    DEDUPV1_RETURN_IF_ERROR(env->GetFileSize(table, &bytes));
-    // A grown table's size holds its entries; one of another geometry
-    // (damaged, or of another page size) is not taken.
-    if (bytes > start->table_bytes && bytes % options.chunk_index.table.page_size == 0) start->table_bytes = bytes;
-  }
   // The first run's move names the table the store had; a later one moves
   // a table put back, or a finished rebuild's whose marker outlived it.
   if (start->replaced.empty() || !env->FileExists(start->replaced)) start->replaced = table + suffix;
@@ -122,12 +127,17 @@ Options RebuildOptions(const Options& options) {
   return o;
 }
 
-Status StartIndexRebuild(Env* env, const Options& options, IndexRebuildStart* start) {
-  *start = IndexRebuildStart();
+Status CheckRebuildable(const Options& options) {
   if (options.chunk_index.cluster_scope || options.chunk_index.table_backend != "disk") {
     return Status::NotSupported("--rebuild-index rebuilds a chunk index table on local disk; this store's is " +
                                 ChunkIndex::TableWhere(options.chunk_index) + ", which it does not rebuild");
   }
+  return Status::OK();
+}
+
+Status StartIndexRebuild(Env* env, const Options& options, IndexRebuildStart* start) {
+  *start = IndexRebuildStart();
+  DEDUPV1_RETURN_IF_ERROR(CheckRebuildable(options));
   const std::string& table = options.chunk_index.table.path;
   const std::string marker = MarkerPath(options);
   const std::string work = IndexRebuildWorkPath(table);
@@ -144,12 +154,9 @@ Status StartIndexRebuild(Env* env, const Options& options, IndexRebuildStart* st
       }
     }
     start->table_bytes = options.chunk_index.table.size_bytes;
-    uint64_t bytes = 0;
-    if (env->FileExists(table) && env->GetFileSize(table, &bytes).ok() && bytes > start->table_bytes &&
-        bytes % options.chunk_index.table.page_size == 0) {
-      start->table_bytes = bytes;
-    }
   }
+  // Also on a resumed run: a table put back at the path may be larger.
+  TakeLargerTableSize(env, options, &start->table_bytes);
   // Room for the new table before anything moves (a resumed run's own work
   // files go, so their bytes count as free).
   const std::string dir = DirName(table);

@@ -54,6 +54,9 @@ std::string IndexRebuildWorkPath(const std::string& table);
 // what the rebuild opens the store and applies its repairs with.
 Options RebuildOptions(const Options& options);
 
+// NotSupported unless |options| name a table on local disk.
+Status CheckRebuildable(const Options& options);
+
 // Steps 1-3 above. Call with the data directory locked and after
 // CheckToolDataDir(RebuildOptions(options)) said the rest of the store is
 // there.
